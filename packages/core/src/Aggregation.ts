@@ -1,0 +1,354 @@
+/**
+ * The aggregation contract between core and storage adapters. An adapter answers an
+ * {@link AggregationQuery} with an {@link AggregationResult}: one row per non-empty
+ * (time bucket, group) pair, in columns, counters in a flat `Float64Array`. Core then applies the
+ * rules every adapter must share — zero fill, ordering with tie-breaks, limit, the datapoint cap —
+ * and builds datapoints only for the rows it returns.
+ */
+import * as Either from "effect/Either"
+import type { Datapoint } from "./Datapoint.js"
+import { QueryTooLarge } from "./Errors.js"
+import * as Time from "./Time.js"
+import type { Identity } from "./Verification.js"
+import { Outcomes } from "./Verification.js"
+import type { VerificationQuery } from "./VerificationQuery.js"
+import { isZeroFilled } from "./VerificationQuery.js"
+
+/** Number of outcome counters per row. */
+export const OUTCOMES = 9
+
+/** A query as an adapter receives it. */
+export interface AggregationQuery extends VerificationQuery {
+  readonly workspaceId: string
+  /** An adapter may stop and fail with {@link tooLarge} once it holds more rows than this. */
+  readonly maxRows: number
+}
+
+/**
+ * An adapter's answer. Rows are unique by (time, keyId, identity, tag or tags). A column is present
+ * exactly when the query groups by it: `time` with a time unit, `tag` for `groupByTag: "tag"`,
+ * `tags` (sorted) for `"tags"`.
+ */
+export interface AggregationResult {
+  readonly size: number
+  /** `counts[row * 9 + outcome]`, outcomes in the order of `Verification.Outcomes`. */
+  readonly counts: Float64Array
+  readonly time?: Float64Array | undefined
+  readonly keyId?: ReadonlyArray<string> | undefined
+  readonly identity?: ReadonlyArray<Identity> | undefined
+  readonly tag?: ReadonlyArray<string> | undefined
+  readonly tags?: ReadonlyArray<ReadonlyArray<string>> | undefined
+}
+
+/** The failure for an answer over the cap, with advice on narrowing the query. */
+export const tooLarge = (query: VerificationQuery, cap: number): QueryTooLarge => {
+  const advice = query.timeUnit === "hour"
+    ? "a shorter window, a coarser time unit (day or month)"
+    : "a shorter window, a coarser time unit"
+  return new QueryTooLarge({
+    message: `The answer would hold more than ${cap} datapoints; narrow it with ${advice}, ` +
+      "filters (keyId, tag, externalId) or fewer groupBy dimensions"
+  })
+}
+
+/** Accumulates result rows column by column; adapters push rows and call `build`. */
+export class ResultBuilder {
+  size = 0
+  private counts: Float64Array
+  private time: Array<number> | undefined
+  private keyId: Array<string> | undefined
+  private identity: Array<Identity> | undefined
+  private tag: Array<string> | undefined
+  private tags: Array<ReadonlyArray<string>> | undefined
+
+  constructor(readonly query: VerificationQuery, capacity = 64) {
+    this.counts = new Float64Array(Math.max(1, capacity) * OUTCOMES)
+    if (query.timeUnit !== undefined) this.time = []
+    if (query.groupByKey) this.keyId = []
+    if (query.groupByIdentity) this.identity = []
+    if (query.groupByTag === "tag") this.tag = []
+    if (query.groupByTag === "tags") this.tags = []
+  }
+
+  /**
+   * Adds a row; `source[offset .. offset + 9)` are its counters. Only the columns the query groups
+   * by are read from `dims`.
+   */
+  push(
+    dims: {
+      readonly time?: number
+      readonly keyId?: string
+      readonly identity?: Identity
+      readonly tag?: string
+      readonly tags?: ReadonlyArray<string>
+    },
+    source: ArrayLike<number>,
+    offset = 0
+  ): void {
+    const row = this.size++
+    if ((row + 1) * OUTCOMES > this.counts.length) {
+      const grown = new Float64Array(this.counts.length * 2)
+      grown.set(this.counts)
+      this.counts = grown
+    }
+    const base = row * OUTCOMES
+    for (let o = 0; o < OUTCOMES; o++) this.counts[base + o] = source[offset + o]!
+    if (this.time) this.time.push(dims.time!)
+    if (this.keyId) this.keyId.push(dims.keyId!)
+    if (this.identity) this.identity.push(dims.identity!)
+    if (this.tag) this.tag.push(dims.tag!)
+    if (this.tags) this.tags.push(dims.tags!)
+  }
+
+  build(): AggregationResult {
+    return {
+      size: this.size,
+      counts: this.counts.subarray(0, this.size * OUTCOMES),
+      time: this.time ? Float64Array.from(this.time) : undefined,
+      keyId: this.keyId,
+      identity: this.identity,
+      tag: this.tag,
+      tags: this.tags
+    }
+  }
+}
+
+/**
+ * Turns a result grouped by tag set (`tags` column) into one grouped by single tag (`tag`
+ * column): a row counts once for each of its tags, rows without tags drop out, and equal
+ * (time, key, identity, tag) rows are summed.
+ */
+export const expandTags = (query: VerificationQuery, result: AggregationResult): AggregationResult => {
+  const tags = result.tags
+  if (tags === undefined) return result
+  const rows = new Map<string, number>()
+  let counts = new Float64Array(Math.max(1, result.size) * OUTCOMES)
+  const time: Array<number> = []
+  const keyId: Array<string> = []
+  const identity: Array<Identity> = []
+  const tag: Array<string> = []
+  let size = 0
+  for (let row = 0; row < result.size; row++) {
+    const prefix = (result.time ? result.time[row] + "\u0000" : "") +
+      (result.keyId ? result.keyId[row] + "\u0000" : "") +
+      (result.identity ? result.identity[row]!.id + "\u0000" + result.identity[row]!.externalId + "\u0000" : "")
+    for (const t of tags[row]!) {
+      const id = prefix + t
+      let target = rows.get(id)
+      if (target === undefined) {
+        target = size++
+        rows.set(id, target)
+        if ((target + 1) * OUTCOMES > counts.length) {
+          const grown = new Float64Array(counts.length * 2)
+          grown.set(counts)
+          counts = grown
+        }
+        if (result.time) time.push(result.time[row]!)
+        if (result.keyId) keyId.push(result.keyId[row]!)
+        if (result.identity) identity.push(result.identity[row]!)
+        tag.push(t)
+      }
+      const from = row * OUTCOMES
+      const to = target * OUTCOMES
+      for (let o = 0; o < OUTCOMES; o++) counts[to + o]! += result.counts[from + o]!
+    }
+  }
+  return {
+    size,
+    counts: counts.subarray(0, size * OUTCOMES),
+    time: query.timeUnit !== undefined ? Float64Array.from(time) : undefined,
+    keyId: result.keyId ? keyId : undefined,
+    identity: result.identity ? identity : undefined,
+    tag,
+    tags: undefined
+  }
+}
+
+const compareStrings = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0)
+
+/** Index of the bucket holding `time` in a zero-filled series that starts at bucket `first`. */
+const bucketIndex = (unit: Time.TimeUnit, first: number, time: number): number => {
+  if (unit === "hour") return Math.round((time - first) / Time.HOUR)
+  if (unit === "day") return Math.round((time - first) / Time.DAY)
+  return Time.bucketCount("month", first, time) - 1
+}
+
+const zeroFill = (
+  query: VerificationQuery,
+  result: AggregationResult,
+  cap: number
+): Either.Either<AggregationResult, QueryTooLarge> => {
+  const unit = query.timeUnit!
+  let first: number
+  if (query.start !== undefined) {
+    first = Time.bucketStart(unit, query.start)
+  } else {
+    if (result.size === 0) return Either.right(result)
+    let min = Infinity
+    for (let i = 0; i < result.size; i++) min = Math.min(min, result.time![i]!)
+    first = Time.bucketStart(unit, min)
+  }
+  const last = Time.bucketStart(unit, query.end)
+  const size = Time.bucketCount(unit, first, last)
+  if (size > cap) return Either.left(tooLarge(query, cap))
+  const time = new Float64Array(size)
+  for (let i = 0, t = first; i < size; i++, t = Time.nextBucket(unit, t)) time[i] = t
+  const counts = new Float64Array(size * OUTCOMES)
+  for (let row = 0; row < result.size; row++) {
+    const index = bucketIndex(unit, first, result.time![row]!)
+    if (index < 0 || index >= size) continue
+    for (let o = 0; o < OUTCOMES; o++) counts[index * OUTCOMES + o]! += result.counts[row * OUTCOMES + o]!
+  }
+  return Either.right({ size, counts, time })
+}
+
+/** Default ordering: time, keyId, identity id (then external id), tag, tag set joined with `,`. */
+const defaultComparator = (rows: AggregationResult): (a: number, b: number) => number => {
+  const { identity, keyId, tag, time } = rows
+  const joined = rows.tags?.map((set) => set.join(","))
+  return (a, b) => {
+    if (time) {
+      const d = time[a]! - time[b]!
+      if (d !== 0) return d
+    }
+    if (keyId) {
+      const c = compareStrings(keyId[a]!, keyId[b]!)
+      if (c !== 0) return c
+    }
+    if (identity) {
+      const c = compareStrings(identity[a]!.id, identity[b]!.id) ||
+        compareStrings(identity[a]!.externalId, identity[b]!.externalId)
+      if (c !== 0) return c
+    }
+    if (tag) {
+      const c = compareStrings(tag[a]!, tag[b]!)
+      if (c !== 0) return c
+    }
+    if (joined) return compareStrings(joined[a]!, joined[b]!)
+    return 0
+  }
+}
+
+const orderValues = (query: VerificationQuery, rows: AggregationResult): Float64Array | undefined => {
+  const orderBy = query.orderBy
+  if (orderBy === undefined) return undefined
+  if (orderBy === "time") return rows.time
+  const values = new Float64Array(rows.size)
+  if (orderBy === "total") {
+    for (let row = 0; row < rows.size; row++) {
+      let total = 0
+      for (let o = 0; o < OUTCOMES; o++) total += rows.counts[row * OUTCOMES + o]!
+      values[row] = total
+    }
+  } else {
+    const outcome = Outcomes.indexOf(orderBy)
+    for (let row = 0; row < rows.size; row++) values[row] = rows.counts[row * OUTCOMES + outcome]!
+  }
+  return values
+}
+
+/** The `limit` best rows by `compare`, best first, without sorting the rest (binary max-heap). */
+const selectTop = (size: number, limit: number, compare: (a: number, b: number) => number): Array<number> => {
+  const heap: Array<number> = []
+  const siftUp = (i: number) => {
+    while (i > 0) {
+      const parent = (i - 1) >> 1
+      if (compare(heap[i]!, heap[parent]!) <= 0) break
+      ;[heap[i], heap[parent]] = [heap[parent]!, heap[i]!]
+      i = parent
+    }
+  }
+  const siftDown = (i: number) => {
+    for (;;) {
+      const l = 2 * i + 1
+      const r = l + 1
+      let worst = i
+      if (l < heap.length && compare(heap[l]!, heap[worst]!) > 0) worst = l
+      if (r < heap.length && compare(heap[r]!, heap[worst]!) > 0) worst = r
+      if (worst === i) return
+      ;[heap[i], heap[worst]] = [heap[worst]!, heap[i]!]
+      i = worst
+    }
+  }
+  for (let row = 0; row < size; row++) {
+    if (heap.length < limit) {
+      heap.push(row)
+      siftUp(heap.length - 1)
+    } else if (compare(row, heap[0]!) < 0) {
+      heap[0] = row
+      siftDown(0)
+    }
+  }
+  return heap.sort(compare)
+}
+
+const toDatapoint = (rows: AggregationResult, row: number): Datapoint => {
+  const c = rows.counts
+  const base = row * OUTCOMES
+  const point: Record<string, unknown> = {}
+  if (rows.time) point.time = rows.time[row]
+  if (rows.keyId) point.keyId = rows.keyId[row]
+  if (rows.identity) point.identity = rows.identity[row]
+  if (rows.tag) point.tag = rows.tag[row]
+  if (rows.tags) point.tags = rows.tags[row]
+  point.total = c[base]! + c[base + 1]! + c[base + 2]! + c[base + 3]! + c[base + 4]! + c[base + 5]! +
+    c[base + 6]! + c[base + 7]! + c[base + 8]!
+  point.valid = c[base]
+  point.notFound = c[base + 1]
+  point.forbidden = c[base + 2]
+  point.usageExceeded = c[base + 3]
+  point.rateLimited = c[base + 4]
+  point.unauthorized = c[base + 5]
+  point.disabled = c[base + 6]
+  point.insufficientPermissions = c[base + 7]
+  point.expired = c[base + 8]
+  return point as unknown as Datapoint
+}
+
+/**
+ * Applies the shared answer rules to an adapter's rows: a single datapoint without any grouping,
+ * zero fill for a plain time series, the cap, ordering (`orderBy` in `order`, ties by the default
+ * ordering ascending; `order` alone reverses the default ordering), then `limit`.
+ */
+export const finalize = (
+  query: VerificationQuery,
+  result: AggregationResult,
+  cap: number
+): Either.Either<Array<Datapoint>, QueryTooLarge> => {
+  const grouped = query.timeUnit !== undefined || query.groupByKey || query.groupByIdentity ||
+    query.groupByTag !== undefined
+  if (!grouped) {
+    const total = new Float64Array(OUTCOMES)
+    for (let row = 0; row < result.size; row++) {
+      for (let o = 0; o < OUTCOMES; o++) total[o]! += result.counts[row * OUTCOMES + o]!
+    }
+    return Either.right([toDatapoint({ size: 1, counts: total }, 0)])
+  }
+  let rows = result
+  if (isZeroFilled(query)) {
+    const filled = zeroFill(query, result, cap)
+    if (Either.isLeft(filled)) return Either.left(filled.left)
+    rows = filled.right
+  } else if (rows.size > cap) {
+    return Either.left(tooLarge(query, cap))
+  }
+  const byDefault = defaultComparator(rows)
+  const values = orderValues(query, rows)
+  const direction = query.order === "desc" ? -1 : 1
+  const compare = values === undefined
+    ? (a: number, b: number) => direction * byDefault(a, b)
+    : (a: number, b: number) => direction * (values[a]! - values[b]!) || byDefault(a, b)
+  let order: ArrayLike<number>
+  if (query.limit !== undefined && query.limit * 8 < rows.size) {
+    order = selectTop(rows.size, query.limit, compare)
+  } else {
+    const all = new Array<number>(rows.size)
+    for (let i = 0; i < rows.size; i++) all[i] = i
+    all.sort(compare)
+    if (query.limit !== undefined && query.limit < all.length) all.length = query.limit
+    order = all
+  }
+  const out = new Array<Datapoint>(order.length)
+  for (let i = 0; i < order.length; i++) out[i] = toDatapoint(rows, order[i]!)
+  return Either.right(out)
+}

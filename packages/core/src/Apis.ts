@@ -1,0 +1,40 @@
+/**
+ * Creating apis.
+ */
+import * as Clock from "effect/Clock"
+import * as Effect from "effect/Effect"
+import { Api, CreateApiInput } from "./Api.js"
+import { Auth } from "./Auth.js"
+import { StorageError } from "./Errors.js"
+import * as Ids from "./Ids.js"
+import type { Principal } from "./Permission.js"
+import * as Permission from "./Permission.js"
+import { Catalog } from "./Storage.js"
+import * as Validation from "./Validation.js"
+
+/** Creates apis in the caller's workspace. */
+export class Apis extends Effect.Service<Apis>()("@keymeter/core/Apis", {
+  effect: Effect.gen(function*() {
+    const catalog = yield* Catalog
+    const auth = yield* Auth
+    const decode = Validation.decode(CreateApiInput, { root: "body" })
+
+    /** Validates the name, checks `api.*.create_api`, creates the api and returns its id. */
+    const create = (principal: Principal, input: unknown) =>
+      Effect.gen(function*() {
+        const { name } = yield* decode(input)
+        yield* auth.authorize(principal, Permission.required.createApi())
+        const api = new Api({
+          id: Ids.make(Ids.Prefix.api, yield* Clock.currentTimeMillis),
+          workspaceId: principal.workspaceId,
+          name
+        })
+        const result = yield* catalog.putApi(api)
+        // A fresh random id cannot collide unless something is badly wrong.
+        if (result === "conflict") return yield* new StorageError({ message: "api id collision" })
+        return { apiId: api.id }
+      }).pipe(Effect.withSpan("Apis.create"))
+
+    return { create } as const
+  })
+}) {}

@@ -1,0 +1,49 @@
+/**
+ * Domain errors. Each carries a `message` meant for the caller; the HTTP package decides status
+ * codes and the wire shape.
+ */
+import * as Schema from "effect/Schema"
+
+/** An input failed validation; `message` names the field and what was expected. */
+export class ValidationError extends Schema.TaggedError<ValidationError>()("ValidationError", {
+  message: Schema.String
+}) {}
+
+/** A named resource does not exist in the caller's workspace. */
+export class NotFound extends Schema.TaggedError<NotFound>()("NotFound", {
+  message: Schema.String
+}) {}
+
+/** No credentials, or credentials that are not a known root key. */
+export class Unauthenticated extends Schema.TaggedError<Unauthenticated>()("Unauthenticated", {
+  message: Schema.String
+}) {}
+
+/** The root key is known but may not be used: disabled or expired. */
+export class KeyForbidden extends Schema.TaggedError<KeyForbidden>()("KeyForbidden", {
+  message: Schema.String
+}) {}
+
+/** The root key lacks every permission that would allow the operation. */
+export class InsufficientPermissions extends Schema.TaggedError<InsufficientPermissions>()(
+  "InsufficientPermissions",
+  { message: Schema.String, required: Schema.Array(Schema.String) }
+) {
+  static anyOf(required: ReadonlyArray<string>): InsufficientPermissions {
+    return new InsufficientPermissions({
+      message: `Missing permission: one of ${required.map((p) => `"${p}"`).join(", ")} is required`,
+      required
+    })
+  }
+}
+
+/** An analytics answer would exceed the datapoint cap. */
+export class QueryTooLarge extends Schema.TaggedError<QueryTooLarge>()("QueryTooLarge", {
+  message: Schema.String
+}) {}
+
+/** The store could not be read or written; nothing was changed by the failed operation. */
+export class StorageError extends Schema.TaggedError<StorageError>()("StorageError", {
+  message: Schema.String,
+  cause: Schema.optional(Schema.Defect)
+}) {}

@@ -1,0 +1,42 @@
+/**
+ * Identifiers: a prefix, an underscore and 26 Crockford base-32 characters (48 bits of time in ms,
+ * then 80 random bits, as in ULID). Ids made later sort after ids made earlier, as strings.
+ */
+import { randomBytes } from "node:crypto"
+
+const ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+
+/** The prefixes of every kind of id. */
+export const Prefix = {
+  workspace: "ws",
+  api: "api",
+  namespace: "rlns",
+  override: "rlor",
+  rootKey: "rk",
+  request: "req"
+} as const
+
+/** Makes an id with `prefix` for the time `now` (unix ms). */
+export const make = (prefix: string, now: number = Date.now()): string => {
+  let time = Math.max(0, Math.floor(now))
+  const chars = new Array<string>(26)
+  for (let i = 9; i >= 0; i--) {
+    chars[i] = ALPHABET[time % 32]!
+    time = Math.floor(time / 32)
+  }
+  const random = randomBytes(10)
+  // 80 random bits as 16 base-32 characters, 5 bits at a time.
+  let buffer = 0
+  let bits = 0
+  let index = 10
+  for (const byte of random) {
+    buffer = (buffer << 8) | byte
+    bits += 8
+    while (bits >= 5) {
+      bits -= 5
+      chars[index++] = ALPHABET[(buffer >>> bits) & 31]!
+    }
+    buffer &= (1 << bits) - 1
+  }
+  return `${prefix}_${chars.join("")}`
+}

@@ -1,0 +1,57 @@
+/**
+ * Rate-limit overrides: the limit for one identifier, or a `*` wildcard pattern, in a namespace.
+ */
+import * as Schema from "effect/Schema"
+import { MAX_NAME_LENGTH } from "./Namespace.js"
+import { expected } from "./Validation.js"
+
+/** Shortest and longest identifier. */
+export const MIN_IDENTIFIER_LENGTH = 3
+export const MAX_IDENTIFIER_LENGTH = 512
+
+/** A stored override. */
+export class Override extends Schema.Class<Override>("Override")({
+  id: Schema.String,
+  namespaceId: Schema.String,
+  identifier: Schema.String,
+  limit: Schema.Number,
+  duration: Schema.Number,
+  async: Schema.Boolean,
+  createdAt: Schema.Number,
+  updatedAt: Schema.Number
+}) {}
+
+const NamespaceId = expected(
+  Schema.String.pipe(Schema.minLength(1), Schema.maxLength(MAX_NAME_LENGTH)),
+  `must be a namespace id of 1 to ${MAX_NAME_LENGTH} characters`
+)
+
+const NamespaceName = expected(
+  Schema.String.pipe(Schema.minLength(1), Schema.maxLength(MAX_NAME_LENGTH)),
+  `must be a namespace name of 1 to ${MAX_NAME_LENGTH} characters`
+)
+
+/** An identifier, or a wildcard pattern over identifiers. */
+export const Identifier = expected(
+  Schema.String.pipe(Schema.minLength(MIN_IDENTIFIER_LENGTH), Schema.maxLength(MAX_IDENTIFIER_LENGTH)),
+  `must be a string of ${MIN_IDENTIFIER_LENGTH} to ${MAX_IDENTIFIER_LENGTH} characters`
+)
+
+/** Body of `ratelimits.setOverride`. */
+export const SetOverrideInput = Schema.Struct({
+  namespaceId: Schema.optional(NamespaceId),
+  namespaceName: Schema.optional(NamespaceName),
+  identifier: Identifier,
+  limit: expected(
+    Schema.Number.pipe(Schema.int(), Schema.between(0, Number.MAX_SAFE_INTEGER)),
+    "must be an integer >= 0"
+  ),
+  duration: expected(
+    Schema.Number.pipe(Schema.int(), Schema.between(1000, Number.MAX_SAFE_INTEGER)),
+    "must be an integer of milliseconds >= 1000"
+  ),
+  async: Schema.optional(expected(Schema.Boolean, "must be true or false"))
+}).annotations({ identifier: "SetOverrideInput" })
+
+/** An override as a caller sets it. */
+export type SetOverrideInput = Schema.Schema.Type<typeof SetOverrideInput>

@@ -1,0 +1,30 @@
+/**
+ * Permissions are exact strings, plus `*`, which grants everything. A `<id>` inside a permission is
+ * the resource's id, never its name.
+ */
+
+/** The caller behind a request: a root key of a workspace. */
+export interface Principal {
+  readonly workspaceId: string
+  readonly rootKeyId: string
+  readonly permissions: ReadonlyArray<string>
+}
+
+/** True when `permissions` holds `*` or any of `anyOf`. */
+export const allows = (permissions: ReadonlyArray<string>, anyOf: ReadonlyArray<string>): boolean =>
+  permissions.some((p) => p === "*" || anyOf.includes(p))
+
+/** The permissions that allow each operation; any one of them suffices. */
+export const required = {
+  readApi: (apiId: string) => ["api.*.read_api", `api.${apiId}.read_api`],
+  recordVerifications: (apiId: string) => ["api.*.record_verifications", `api.${apiId}.record_verifications`],
+  createApi: () => ["api.*.create_api"],
+  setOverride: (namespaceId: string) => ["ratelimit.*.set_override", `ratelimit.${namespaceId}.set_override`],
+  createNamespace: () => ["ratelimit.*.set_override"],
+  readOverride: (namespaceId: string) => ["ratelimit.*.read_override", `ratelimit.${namespaceId}.read_override`],
+  deleteOverride: (namespaceId: string) => [
+    "ratelimit.*.delete_override",
+    `ratelimit.${namespaceId}.delete_override`
+  ],
+  limit: (namespaceId: string) => ["ratelimit.*.limit", `ratelimit.${namespaceId}.limit`]
+} as const

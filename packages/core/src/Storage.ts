@@ -1,0 +1,91 @@
+/**
+ * The Storage port, in two halves that adapters provide together or apart:
+ * - {@link VerificationStore}: verification events and their aggregation, pushed down to the
+ *   adapter (a columnar scan, a SQL `GROUP BY`), never handed to core as raw events;
+ * - {@link Catalog}: workspaces, root keys, apis, namespaces and overrides.
+ * A SQLite file can hold both; a ClickHouse server can hold the events while the catalog stays in
+ * SQLite.
+ */
+import * as Context from "effect/Context"
+import type * as Effect from "effect/Effect"
+import type * as Option from "effect/Option"
+import type { AggregationQuery, AggregationResult } from "./Aggregation.js"
+import type { Api } from "./Api.js"
+import type { QueryTooLarge, StorageError } from "./Errors.js"
+import type { Namespace } from "./Namespace.js"
+import type { Override } from "./Override.js"
+import type { RootKey } from "./RootKey.js"
+import type { Verification } from "./Verification.js"
+import type { Workspace } from "./Workspace.js"
+
+export { StorageError } from "./Errors.js"
+
+/** Where verifications are kept and aggregated. */
+export class VerificationStore extends Context.Tag("@keymeter/core/VerificationStore")<
+  VerificationStore,
+  {
+    /**
+     * Stores a batch. It completes once the batch is durable for the adapter's promise (committed
+     * for SQLite) and is all or nothing: on failure none of the batch is stored.
+     */
+    readonly append: (events: ReadonlyArray<Verification>) => Effect.Effect<void, StorageError>
+    /** Counts matching events per (time bucket, group); see `Aggregation` for the contract. */
+    readonly aggregate: (query: AggregationQuery) => Effect.Effect<AggregationResult, StorageError | QueryTooLarge>
+  }
+>() {}
+
+/** Outcome of writing a catalog entry whose id or unique name may belong to someone else. */
+export type PutResult = "created" | "updated" | "conflict"
+
+/** Values an override upsert writes. */
+export interface OverrideWrite {
+  /** Used only when the (namespace, identifier) pair has no override yet. */
+  readonly id: string
+  readonly namespaceId: string
+  readonly identifier: string
+  readonly limit: number
+  readonly duration: number
+  readonly async: boolean
+  readonly now: number
+}
+
+/** Workspaces, root keys, apis, namespaces and overrides. Reads are scoped to a workspace. */
+export class Catalog extends Context.Tag("@keymeter/core/Catalog")<
+  Catalog,
+  {
+    /** True when no workspace exists yet (first start). */
+    readonly isEmpty: Effect.Effect<boolean, StorageError>
+    /** Creates or renames a workspace. */
+    readonly putWorkspace: (workspace: Workspace) => Effect.Effect<PutResult, StorageError>
+    readonly getWorkspace: (id: string) => Effect.Effect<Option.Option<Workspace>, StorageError>
+    /** Creates a root key, or updates the one with the same hash (keeping its id); conflict in another workspace. */
+    readonly putRootKey: (key: RootKey) => Effect.Effect<PutResult, StorageError>
+    readonly findRootKeyByHash: (hash: string) => Effect.Effect<Option.Option<RootKey>, StorageError>
+    readonly listRootKeys: (workspaceId: string) => Effect.Effect<ReadonlyArray<RootKey>, StorageError>
+    /** Deletes a root key; false when the workspace has no such key. */
+    readonly deleteRootKey: (workspaceId: string, id: string) => Effect.Effect<boolean, StorageError>
+    /** Creates or renames an api; conflict when the id belongs to another workspace. */
+    readonly putApi: (api: Api) => Effect.Effect<PutResult, StorageError>
+    readonly getApi: (workspaceId: string, id: string) => Effect.Effect<Option.Option<Api>, StorageError>
+    /**
+     * Creates or renames a namespace by id; conflict when the id belongs to another workspace or
+     * the name to another namespace.
+     */
+    readonly putNamespace: (namespace: Namespace) => Effect.Effect<PutResult, StorageError>
+    /** Returns the namespace named `namespace.name`, creating it with `namespace.id` if there is none. */
+    readonly ensureNamespace: (namespace: Namespace) => Effect.Effect<Namespace, StorageError>
+    readonly getNamespace: (workspaceId: string, id: string) => Effect.Effect<Option.Option<Namespace>, StorageError>
+    readonly findNamespaceByName: (
+      workspaceId: string,
+      name: string
+    ) => Effect.Effect<Option.Option<Namespace>, StorageError>
+    /**
+     * Creates the override of (namespace, identifier), or updates its limit, duration, async and
+     * updatedAt keeping its id and createdAt. Atomic: concurrent calls leave exactly one override.
+     */
+    readonly upsertOverride: (write: OverrideWrite) => Effect.Effect<Override, StorageError>
+  }
+>() {}
+
+/** Both halves of the port. */
+export type Storage = VerificationStore | Catalog

@@ -1,0 +1,50 @@
+/**
+ * Time rules of the analytics queries: every time is a UTC unix-milliseconds integer, windows are
+ * truncated to the hour, and day/month buckets are UTC calendar units built from hour buckets.
+ */
+
+/** One hour in milliseconds. */
+export const HOUR = 3_600_000
+
+/** One day in milliseconds. */
+export const DAY = 86_400_000
+
+/** Largest time a JavaScript `Date` can represent (year 275760); later bounds are refused. */
+export const MAX_TIME = 8_640_000_000_000_000
+
+/** The time units a query can group by. */
+export type TimeUnit = "hour" | "day" | "month"
+
+/** Start of the UTC hour holding `time`. Floors, so it is also right for times before 1970. */
+export const truncateToHour = (time: number): number => Math.floor(time / HOUR) * HOUR
+
+/** Start of the UTC day holding `time`. */
+export const truncateToDay = (time: number): number => Math.floor(time / DAY) * DAY
+
+/** Start of the UTC month holding `time`. */
+export const truncateToMonth = (time: number): number => {
+  const date = new Date(time)
+  return Date.UTC(date.getUTCFullYear(), date.getUTCMonth(), 1)
+}
+
+/** Start of the bucket of `unit` holding `time`. */
+export const bucketStart = (unit: TimeUnit, time: number): number =>
+  unit === "hour" ? truncateToHour(time) : unit === "day" ? truncateToDay(time) : truncateToMonth(time)
+
+/** Start of the bucket following the bucket that starts at `start`. */
+export const nextBucket = (unit: TimeUnit, start: number): number => {
+  if (unit === "hour") return start + HOUR
+  if (unit === "day") return start + DAY
+  const date = new Date(start)
+  return Date.UTC(date.getUTCFullYear(), date.getUTCMonth() + 1, 1)
+}
+
+/** Number of buckets of `unit` from the bucket holding `from` to the bucket holding `to`, both included. */
+export const bucketCount = (unit: TimeUnit, from: number, to: number): number => {
+  if (to < from) return 0
+  if (unit === "hour") return (truncateToHour(to) - truncateToHour(from)) / HOUR + 1
+  if (unit === "day") return (truncateToDay(to) - truncateToDay(from)) / DAY + 1
+  const a = new Date(from)
+  const b = new Date(to)
+  return (b.getUTCFullYear() - a.getUTCFullYear()) * 12 + (b.getUTCMonth() - a.getUTCMonth()) + 1
+}

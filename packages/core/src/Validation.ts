@@ -1,0 +1,71 @@
+/**
+ * Schema decoding with the caller-facing messages of the error envelope: `field: what was
+ * expected, got what`, one message per field.
+ */
+import * as Effect from "effect/Effect"
+import * as ParseResult from "effect/ParseResult"
+import * as Schema from "effect/Schema"
+import { ValidationError } from "./Errors.js"
+
+/** How a value is shown in a message. */
+export const describeValue = (value: unknown): string => {
+  if (value === undefined) return "nothing"
+  if (typeof value === "string") return JSON.stringify(value.length > 40 ? value.slice(0, 40) + "…" : value)
+  if (Array.isArray(value)) return "an array"
+  if (value === null) return "null"
+  if (typeof value === "object") return "an object"
+  return String(value)
+}
+
+/** Annotates `schema` so that any failure inside it reads `<expected>, got <value>`. */
+export const expected = <S extends Schema.Schema.Any>(schema: S, expectation: string): S =>
+  schema.annotations({
+    message: (issue) => ({ message: `${expectation}, got ${describeValue(issue.actual)}`, override: true })
+  }) as S
+
+const formatPath = (path: ReadonlyArray<PropertyKey>): string => {
+  let out = ""
+  for (const segment of path) {
+    out += typeof segment === "number" ? `[${segment}]` : out === "" ? String(segment) : `.${String(segment)}`
+  }
+  return out
+}
+
+/** Options of {@link formatParseError} and {@link decode}. */
+export interface FormatOptions {
+  /** Message for a field the schema does not know. */
+  readonly unknownField?: string | undefined
+  /** Name of the whole input in messages about its shape (`body`, `query`). */
+  readonly root?: string | undefined
+}
+
+/** One line per offending path, first message per path, joined with `; `. */
+export const formatParseError = (error: ParseResult.ParseError, options?: FormatOptions): string => {
+  const seen = new Set<string>()
+  const lines: Array<string> = []
+  for (const issue of ParseResult.ArrayFormatter.formatErrorSync(error)) {
+    // `Schema.optional` adds an "Expected undefined" issue beside the real one: noise.
+    if (issue._tag === "Type" && issue.message.startsWith("Expected undefined")) continue
+    const path = formatPath(issue.path)
+    if (seen.has(path)) continue
+    seen.add(path)
+    if (path === "") {
+      lines.push(`${options?.root ?? "input"}: must be a JSON object, got ${describeValue(error.issue.actual)}`)
+      continue
+    }
+    const message = issue._tag === "Unexpected"
+      ? options?.unknownField ?? "is not a known field"
+      : issue._tag === "Missing"
+      ? "is required"
+      : issue.message
+    lines.push(`${path}: ${message}`)
+  }
+  return lines.join("; ")
+}
+
+/** Decodes `input` with `schema`, failing with a {@link ValidationError} in envelope style. */
+export const decode = <A, I>(schema: Schema.Schema<A, I, never>, options?: FormatOptions) => {
+  const decodeUnknown = Schema.decodeUnknown(schema, { errors: "all", onExcessProperty: "error" })
+  return (input: unknown): Effect.Effect<A, ValidationError> =>
+    Effect.mapError(decodeUnknown(input), (error) => new ValidationError({ message: formatParseError(error, options) }))
+}

@@ -1,0 +1,206 @@
+/**
+ * Verification events: the outcome of one API-key verification, as recorded.
+ */
+import * as Either from "effect/Either"
+import * as Schema from "effect/Schema"
+import { ValidationError } from "./Errors.js"
+
+/** The nine outcomes of a verification, in the order the datapoint counters use. */
+export const Outcomes = [
+  "valid",
+  "notFound",
+  "forbidden",
+  "usageExceeded",
+  "rateLimited",
+  "unauthorized",
+  "disabled",
+  "insufficientPermissions",
+  "expired"
+] as const
+
+/** One outcome of a verification. */
+export type Outcome = typeof Outcomes[number]
+
+/** Schema of an outcome name. */
+export const Outcome = Schema.Literal(...Outcomes)
+
+/** Position of each outcome in {@link Outcomes}; adapters store outcomes as this index. */
+export const OutcomeIndex: Readonly<Record<Outcome, number>> = Object.fromEntries(
+  Outcomes.map((outcome, index) => [outcome, index])
+) as Record<Outcome, number>
+
+/** Most tags one verification may carry. */
+export const MAX_TAGS = 10
+
+/** Longest tag, in UTF-16 code units. */
+export const MAX_TAG_LENGTH = 128
+
+/** Longest key id, identity id, external id or api id. */
+export const MAX_ID_LENGTH = 255
+
+/** Most verifications one record call accepts. */
+export const MAX_BATCH = 10_000
+
+/** How far ahead of the server's clock a verification's time may be. */
+export const MAX_CLOCK_SKEW = 60_000
+
+/** Schema of a key, identity, external or api id. */
+export const Id = Schema.String.pipe(Schema.minLength(1), Schema.maxLength(MAX_ID_LENGTH))
+
+/** Schema of one tag. */
+export const Tag = Schema.String.pipe(Schema.minLength(1), Schema.maxLength(MAX_TAG_LENGTH))
+
+/** The identity a key belongs to. */
+export const Identity = Schema.Struct({
+  id: Id,
+  externalId: Id
+}).annotations({ identifier: "Identity" })
+
+/** An identity. */
+export interface Identity extends Schema.Schema.Type<typeof Identity> {}
+
+/** A unix-milliseconds timestamp accepted on input. */
+export const Timestamp = Schema.Number.pipe(Schema.int(), Schema.between(0, Number.MAX_SAFE_INTEGER))
+
+/** One verification as a caller submits it (documentation schema; {@link decodeBatch} enforces it). */
+export const VerificationInput = Schema.Struct({
+  apiId: Id,
+  keyId: Id,
+  outcome: Outcome,
+  time: Schema.optional(Timestamp.annotations({ description: "unix ms; defaults to now; at most 60 s ahead" })),
+  identity: Schema.optional(Identity),
+  tags: Schema.optional(Schema.Array(Tag).pipe(Schema.maxItems(MAX_TAGS)))
+}).annotations({ identifier: "VerificationInput" })
+
+/** A verification as submitted. */
+export type VerificationInput = Schema.Schema.Encoded<typeof VerificationInput>
+
+/** Body of a record call. */
+export const RecordVerificationsInput = Schema.Struct({
+  verifications: Schema.Array(VerificationInput).pipe(Schema.minItems(1), Schema.maxItems(MAX_BATCH))
+}).annotations({ identifier: "RecordVerificationsInput" })
+
+/** A verification as stored: time set, tags de-duplicated and sorted. */
+export interface Verification {
+  readonly time: number
+  readonly workspaceId: string
+  readonly apiId: string
+  readonly keyId: string
+  readonly identity: Identity | undefined
+  readonly outcome: Outcome
+  readonly tags: ReadonlyArray<string>
+}
+
+/** De-duplicates and sorts tags (by code unit), so `[b, a, b]` and `[a, b]` are one tag set. */
+export const normalizeTags = (tags: ReadonlyArray<string>): ReadonlyArray<string> => {
+  if (tags.length < 2) return tags
+  const sorted = [...tags].sort()
+  let unique = 1
+  for (let i = 1; i < sorted.length; i++) {
+    if (sorted[i] !== sorted[unique - 1]) sorted[unique++] = sorted[i]!
+  }
+  sorted.length = unique
+  return sorted
+}
+
+const describe = (value: unknown): string => {
+  if (value === undefined) return "nothing"
+  if (typeof value === "string") return JSON.stringify(value.length > 40 ? value.slice(0, 40) + "…" : value)
+  if (Array.isArray(value)) return "an array"
+  if (value === null) return "null"
+  if (typeof value === "object") return "an object"
+  return String(value)
+}
+
+const isPlainObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value)
+
+const OUTCOME_SET: ReadonlySet<string> = new Set(Outcomes)
+const OUTCOME_LIST = Outcomes.join(", ")
+const ITEM_FIELDS: ReadonlySet<string> = new Set(["apiId", "keyId", "outcome", "time", "identity", "tags"])
+
+const checkId = (value: unknown, path: string): string | undefined => {
+  if (typeof value !== "string") return `${path}: must be a string, got ${describe(value)}`
+  if (value.length === 0 || value.length > MAX_ID_LENGTH) {
+    return `${path}: must be 1 to ${MAX_ID_LENGTH} characters, got ${value.length}`
+  }
+  return undefined
+}
+
+/**
+ * Validates a batch of verifications and returns them in stored form. Hand-written rather than a
+ * Schema decode because ingest must run at millions of events per second; `VerificationInput`
+ * documents the same rules and a test holds the two to the same answers.
+ */
+export const decodeBatch = (
+  input: unknown,
+  options: { readonly workspaceId: string; readonly now: number; readonly path?: string }
+): Either.Either<Array<Verification>, ValidationError> => {
+  const fail = (message: string) => Either.left(new ValidationError({ message }))
+  const root = options.path ?? "verifications"
+  if (!Array.isArray(input)) return fail(`${root}: must be an array, got ${describe(input)}`)
+  if (input.length === 0) return fail(`${root}: must hold at least 1 verification`)
+  if (input.length > MAX_BATCH) {
+    return fail(`${root}: must hold at most ${MAX_BATCH} verifications, got ${input.length}`)
+  }
+  const latest = options.now + MAX_CLOCK_SKEW
+  const out = new Array<Verification>(input.length)
+  for (let i = 0; i < input.length; i++) {
+    const item: unknown = input[i]
+    const at = `${root}[${i}]`
+    if (!isPlainObject(item)) return fail(`${at}: must be an object, got ${describe(item)}`)
+    for (const field in item) {
+      if (!ITEM_FIELDS.has(field)) return fail(`${at}.${field}: is not a known field`)
+    }
+    const { apiId, keyId, outcome, time, identity, tags } = item
+    const error = checkId(apiId, `${at}.apiId`) ?? checkId(keyId, `${at}.keyId`)
+    if (error !== undefined) return fail(error)
+    if (typeof outcome !== "string" || !OUTCOME_SET.has(outcome)) {
+      return fail(`${at}.outcome: must be one of ${OUTCOME_LIST}, got ${describe(outcome)}`)
+    }
+    let at_time = options.now
+    if (time !== undefined) {
+      if (typeof time !== "number" || !Number.isSafeInteger(time) || time < 0) {
+        return fail(`${at}.time: must be an integer of unix milliseconds >= 0, got ${describe(time)}`)
+      }
+      if (time > latest) {
+        return fail(`${at}.time: must be at most 60 s ahead of the server clock (${options.now}), got ${time}`)
+      }
+      at_time = time
+    }
+    let checkedIdentity: Identity | undefined
+    if (identity !== undefined) {
+      if (!isPlainObject(identity)) return fail(`${at}.identity: must be an object, got ${describe(identity)}`)
+      for (const field in identity) {
+        if (field !== "id" && field !== "externalId") return fail(`${at}.identity.${field}: is not a known field`)
+      }
+      const identityError = checkId(identity.id, `${at}.identity.id`) ??
+        checkId(identity.externalId, `${at}.identity.externalId`)
+      if (identityError !== undefined) return fail(identityError)
+      checkedIdentity = { id: identity.id as string, externalId: identity.externalId as string }
+    }
+    let checkedTags: ReadonlyArray<string> = []
+    if (tags !== undefined) {
+      if (!Array.isArray(tags)) return fail(`${at}.tags: must be an array of strings, got ${describe(tags)}`)
+      if (tags.length > MAX_TAGS) return fail(`${at}.tags: must hold at most ${MAX_TAGS} tags, got ${tags.length}`)
+      for (let t = 0; t < tags.length; t++) {
+        const tag: unknown = tags[t]
+        if (typeof tag !== "string") return fail(`${at}.tags[${t}]: must be a string, got ${describe(tag)}`)
+        if (tag.length === 0 || tag.length > MAX_TAG_LENGTH) {
+          return fail(`${at}.tags[${t}]: must be 1 to ${MAX_TAG_LENGTH} characters, got ${tag.length}`)
+        }
+      }
+      checkedTags = normalizeTags(tags as Array<string>)
+    }
+    out[i] = {
+      time: at_time,
+      workspaceId: options.workspaceId,
+      apiId: apiId as string,
+      keyId: keyId as string,
+      identity: checkedIdentity,
+      outcome: outcome as Outcome,
+      tags: checkedTags
+    }
+  }
+  return Either.right(out)
+}

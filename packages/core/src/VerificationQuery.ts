@@ -1,0 +1,151 @@
+/**
+ * The analytics query: what a caller may ask (`VerificationQueryInput`) and the normalised form
+ * the services and storage adapters work with (`VerificationQuery`).
+ */
+import * as Either from "effect/Either"
+import * as Schema from "effect/Schema"
+import { ValidationError } from "./Errors.js"
+import * as Time from "./Time.js"
+import { expected } from "./Validation.js"
+import { MAX_ID_LENGTH, MAX_TAG_LENGTH, MAX_TAGS, Outcomes } from "./Verification.js"
+
+/** Dimensions and time units a query may group by. */
+export const GroupByValues = ["key", "identity", "tags", "tag", "month", "day", "hour"] as const
+
+/** One groupBy value. */
+export type GroupBy = typeof GroupByValues[number]
+
+/** Fields a query may order by. */
+export const OrderByValues = ["time", ...Outcomes, "total"] as const
+
+/** One orderBy value. */
+export type OrderBy = typeof OrderByValues[number]
+
+/** Most key ids one query may filter on. */
+export const MAX_KEY_IDS = 1000
+
+const quoteList = (values: ReadonlyArray<string>) => values.join(", ")
+
+/** Schema of one groupBy value. */
+export const GroupBySchema = expected(Schema.Literal(...GroupByValues), `must be one of ${quoteList(GroupByValues)}`)
+
+/** Schema of the orderBy value. */
+export const OrderBySchema = expected(Schema.Literal(...OrderByValues), `must be one of ${quoteList(OrderByValues)}`)
+
+/** Schema of the order value. */
+export const OrderSchema = expected(Schema.Literal("asc", "desc"), "must be asc or desc")
+
+const IdField = (what: string) =>
+  expected(
+    Schema.String.pipe(Schema.minLength(1), Schema.maxLength(MAX_ID_LENGTH)),
+    `must be ${what} of 1 to ${MAX_ID_LENGTH} characters`
+  )
+
+const TimeBound = expected(
+  Schema.NullOr(Schema.Number.pipe(Schema.int(), Schema.between(0, Time.MAX_TIME))),
+  `must be an integer of unix milliseconds from 0 to ${Time.MAX_TIME}, or null`
+)
+
+/** What a caller may ask of `getVerifications`. Arrays are OR (`keyId`) and AND (`tag`) filters. */
+export const VerificationQueryInput = Schema.Struct({
+  apiId: IdField("an api id"),
+  externalId: Schema.optional(IdField("an external id")),
+  keyId: Schema.optional(
+    Schema.Array(IdField("a key id")).pipe(
+      Schema.maxItems(MAX_KEY_IDS, { message: () => `must hold at most ${MAX_KEY_IDS} key ids` })
+    )
+  ),
+  tag: Schema.optional(
+    Schema.Array(
+      expected(
+        Schema.String.pipe(Schema.minLength(1), Schema.maxLength(MAX_TAG_LENGTH)),
+        `must be a tag of 1 to ${MAX_TAG_LENGTH} characters`
+      )
+    ).pipe(Schema.maxItems(MAX_TAGS, { message: () => `must hold at most ${MAX_TAGS} tags` }))
+  ),
+  start: Schema.optional(TimeBound),
+  end: Schema.optional(TimeBound),
+  groupBy: Schema.optional(Schema.Array(GroupBySchema)),
+  limit: Schema.optional(
+    expected(
+      Schema.Number.pipe(Schema.int(), Schema.between(1, Number.MAX_SAFE_INTEGER)),
+      "must be an integer >= 1"
+    )
+  ),
+  orderBy: Schema.optional(OrderBySchema),
+  order: Schema.optional(OrderSchema)
+}).annotations({ identifier: "VerificationQueryInput" })
+
+/** A query as a caller writes it. */
+export type VerificationQueryInput = Schema.Schema.Type<typeof VerificationQueryInput>
+
+/** A validated query: bounds truncated to the hour, filters de-duplicated, groupBy split by kind. */
+export interface VerificationQuery {
+  readonly apiId: string
+  /** Events of any of these keys; empty: every key. */
+  readonly keyIds: ReadonlyArray<string>
+  /** Events whose tag set holds all of these (sorted, unique); empty: no tag filter. */
+  readonly tags: ReadonlyArray<string>
+  readonly externalId: string | undefined
+  /** First hour bucket included (hour start), or no lower bound. */
+  readonly start: number | undefined
+  /** Last hour bucket included (hour start). */
+  readonly end: number
+  readonly timeUnit: Time.TimeUnit | undefined
+  readonly groupByKey: boolean
+  readonly groupByIdentity: boolean
+  readonly groupByTag: "tag" | "tags" | undefined
+  readonly orderBy: OrderBy | undefined
+  readonly order: "asc" | "desc"
+  readonly limit: number | undefined
+}
+
+const unique = <A>(values: ReadonlyArray<A>): Array<A> => Array.from(new Set(values))
+
+const iso = (time: number) => new Date(time).toISOString()
+
+/** Applies the cross-field rules and the hour truncation; `now` is the default end. */
+export const normalize = (
+  input: VerificationQueryInput,
+  now: number
+): Either.Either<VerificationQuery, ValidationError> => {
+  const fail = (message: string) => Either.left(new ValidationError({ message }))
+  const groupBy = unique(input.groupBy ?? [])
+  const timeUnits = groupBy.filter((g): g is Time.TimeUnit => g === "hour" || g === "day" || g === "month")
+  if (timeUnits.length > 1) {
+    return fail(`groupBy: at most one of hour, day, month may be given, got ${timeUnits.join(", ")}`)
+  }
+  if (groupBy.includes("tag") && groupBy.includes("tags")) {
+    return fail("groupBy: tag and tags cannot be combined; tag gives one row per tag, tags one per tag set")
+  }
+  const timeUnit = timeUnits[0]
+  if (input.orderBy === "time" && timeUnit === undefined) {
+    return fail("orderBy: time needs a time unit in groupBy (hour, day or month)")
+  }
+  const start = input.start === undefined || input.start === null ? undefined : Time.truncateToHour(input.start)
+  const end = Time.truncateToHour(input.end === undefined || input.end === null ? now : input.end)
+  if (start !== undefined && start > end) {
+    return fail(
+      `start: must not be after end once both are truncated to the hour, got start ${iso(start)} and end ${iso(end)}`
+    )
+  }
+  return Either.right({
+    apiId: input.apiId,
+    keyIds: unique(input.keyId ?? []),
+    tags: unique(input.tag ?? []).sort(),
+    externalId: input.externalId,
+    start,
+    end,
+    timeUnit,
+    groupByKey: groupBy.includes("key"),
+    groupByIdentity: groupBy.includes("identity"),
+    groupByTag: groupBy.includes("tags") ? "tags" : groupBy.includes("tag") ? "tag" : undefined,
+    orderBy: input.orderBy,
+    order: input.order ?? "asc",
+    limit: input.limit
+  })
+}
+
+/** True when the answer is one series of time buckets, every bucket present (zero fill). */
+export const isZeroFilled = (query: VerificationQuery): boolean =>
+  query.timeUnit !== undefined && !query.groupByKey && !query.groupByIdentity && query.groupByTag === undefined

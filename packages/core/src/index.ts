@@ -1,0 +1,25 @@
+/**
+ * keymeter core: the domain of usage analytics and rate-limit overrides for API keys, behind the
+ * Storage and Auth ports.
+ */
+export * as Aggregation from "./Aggregation.js"
+export * as Analytics from "./Analytics.js"
+export * as Api from "./Api.js"
+export * as Apis from "./Apis.js"
+export * as Auth from "./Auth.js"
+export * as Datapoint from "./Datapoint.js"
+export * as Errors from "./Errors.js"
+export * as Ids from "./Ids.js"
+export * as Namespace from "./Namespace.js"
+export * as Override from "./Override.js"
+export * as Overrides from "./Overrides.js"
+export * as Permission from "./Permission.js"
+export * as Provisioning from "./Provisioning.js"
+export * as RootKey from "./RootKey.js"
+export * as Storage from "./Storage.js"
+export * as Time from "./Time.js"
+export * as Validation from "./Validation.js"
+export * as Verification from "./Verification.js"
+export * as VerificationQuery from "./VerificationQuery.js"
+export * as Verifications from "./Verifications.js"
+export * as Workspace from "./Workspace.js"

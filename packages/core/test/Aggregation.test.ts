@@ -1,0 +1,161 @@
+import { describe, expect, it } from "@effect/vitest"
+import * as Aggregation from "@keymeter/core/Aggregation"
+import * as Time from "@keymeter/core/Time"
+import type { VerificationQuery } from "@keymeter/core/VerificationQuery"
+import * as Either from "effect/Either"
+
+const at = (iso: string) => Date.parse(iso)
+
+const query = (overrides: Partial<VerificationQuery>): VerificationQuery => ({
+  apiId: "api",
+  keyIds: [],
+  tags: [],
+  externalId: undefined,
+  start: undefined,
+  end: at("2025-01-02T00:00:00Z"),
+  timeUnit: undefined,
+  groupByKey: false,
+  groupByIdentity: false,
+  groupByTag: undefined,
+  orderBy: undefined,
+  order: "asc",
+  limit: undefined,
+  ...overrides
+})
+
+/** counts: valid, notFound for each row. */
+const rows = (
+  q: VerificationQuery,
+  items: Array<{ time?: number; keyId?: string; tags?: Array<string>; valid: number; notFound?: number }>
+) => {
+  const builder = new Aggregation.ResultBuilder(q)
+  for (const item of items) {
+    builder.push(item, [item.valid, item.notFound ?? 0, 0, 0, 0, 0, 0, 0, 0])
+  }
+  return builder.build()
+}
+
+const run = (q: VerificationQuery, result: Aggregation.AggregationResult, cap = 100_000) => {
+  const out = Aggregation.finalize(q, result, cap)
+  if (Either.isLeft(out)) throw new Error(out.left.message)
+  return out.right
+}
+
+describe("Aggregation.finalize", () => {
+  it("answers exactly one datapoint without grouping, zeros when nothing matched", () => {
+    const q = query({})
+    expect(run(q, rows(q, []))).toEqual([{
+      total: 0,
+      valid: 0,
+      notFound: 0,
+      forbidden: 0,
+      usageExceeded: 0,
+      rateLimited: 0,
+      unauthorized: 0,
+      disabled: 0,
+      insufficientPermissions: 0,
+      expired: 0
+    }])
+    const [point] = run(q, rows(q, [{ valid: 3, notFound: 1 }]))
+    expect(point).toMatchObject({ total: 4, valid: 3, notFound: 1 })
+    expect(point).not.toHaveProperty("time")
+  })
+
+  it("zero-fills every bucket from the start to the end", () => {
+    const q = query({ timeUnit: "hour", start: at("2025-01-01T09:00:00Z"), end: at("2025-01-01T12:00:00Z") })
+    const out = run(q, rows(q, [{ time: at("2025-01-01T10:00:00Z"), valid: 2 }]))
+    expect(out.map((p) => [new Date(p.time!).toISOString(), p.total])).toEqual([
+      ["2025-01-01T09:00:00.000Z", 0],
+      ["2025-01-01T10:00:00.000Z", 2],
+      ["2025-01-01T11:00:00.000Z", 0],
+      ["2025-01-01T12:00:00.000Z", 0]
+    ])
+  })
+
+  it("includes the month of start and fills months across a year boundary", () => {
+    const q = query({ timeUnit: "month", start: at("2024-11-20T13:00:00Z"), end: at("2025-02-03T00:00:00Z") })
+    const out = run(q, rows(q, [{ time: at("2025-01-01T00:00:00Z"), valid: 5 }]))
+    expect(out.map((p) => new Date(p.time!).toISOString().slice(0, 7))).toEqual([
+      "2024-11",
+      "2024-12",
+      "2025-01",
+      "2025-02"
+    ])
+    expect(out.map((p) => p.total)).toEqual([0, 0, 5, 0])
+  })
+
+  it("starts the series at the first bucket with data when start is absent, and is empty without data", () => {
+    const q = query({ timeUnit: "day", end: at("2025-01-03T05:00:00Z") })
+    const out = run(q, rows(q, [{ time: at("2025-01-02T00:00:00Z"), valid: 1 }]))
+    expect(out.map((p) => p.time)).toEqual([at("2025-01-02T00:00:00Z"), at("2025-01-03T00:00:00Z")])
+    expect(run(q, rows(q, []))).toEqual([])
+  })
+
+  it("keeps series sparse when other dimensions are grouped", () => {
+    const q = query({ timeUnit: "hour", groupByKey: true, start: at("2025-01-01T00:00:00Z") })
+    const out = run(q, rows(q, [{ time: at("2025-01-01T05:00:00Z"), keyId: "k", valid: 1 }]))
+    expect(out).toHaveLength(1)
+  })
+
+  it("orders by time, then keyId by default; order alone reverses it", () => {
+    const q = query({ timeUnit: "day", groupByKey: true, start: at("2025-01-01T00:00:00Z") })
+    const data = [
+      { time: at("2025-01-02T00:00:00Z"), keyId: "a", valid: 1 },
+      { time: at("2025-01-01T00:00:00Z"), keyId: "b", valid: 1 },
+      { time: at("2025-01-01T00:00:00Z"), keyId: "a", valid: 1 }
+    ]
+    const asc = run(q, rows(q, data)).map((p) => `${p.time === at("2025-01-01T00:00:00Z") ? 1 : 2}${p.keyId}`)
+    expect(asc).toEqual(["1a", "1b", "2a"])
+    const desc = run({ ...q, order: "desc" }, rows(q, data)).map((p) => `${p.time === at("2025-01-01T00:00:00Z") ? 1 : 2}${p.keyId}`)
+    expect(desc).toEqual(["2a", "1b", "1a"])
+  })
+
+  it("breaks orderBy ties by the default ordering, ascending, whatever the order", () => {
+    const q = query({ groupByKey: true, orderBy: "total", order: "desc" })
+    const data = [
+      { keyId: "c", valid: 5 },
+      { keyId: "b", valid: 7 },
+      { keyId: "a", valid: 5 },
+      { keyId: "d", valid: 1, notFound: 4 }
+    ]
+    expect(run(q, rows(q, data)).map((p) => p.keyId)).toEqual(["b", "a", "c", "d"])
+    expect(run({ ...q, orderBy: "valid" }, rows(q, data)).map((p) => p.keyId)).toEqual(["b", "a", "c", "d"])
+    expect(run({ ...q, orderBy: "notFound", order: "asc" }, rows(q, data)).map((p) => p.keyId))
+      .toEqual(["a", "b", "c", "d"])
+  })
+
+  it("applies limit after ordering; the top-N selection equals a full sort", () => {
+    const q = query({ groupByKey: true, orderBy: "total", order: "desc", limit: 3 })
+    let seed = 7
+    const random = () => (seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648
+    const data = Array.from({ length: 500 }, (_, i) => ({ keyId: `k${i}`, valid: Math.floor(random() * 20) }))
+    const top = run(q, rows(q, data)).map((p) => p.keyId)
+    const all = run({ ...q, limit: undefined }, rows(q, data)).map((p) => p.keyId)
+    expect(top).toEqual(all.slice(0, 3))
+    expect(run({ ...q, limit: 1000 }, rows(q, data))).toHaveLength(500)
+  })
+
+  it("fails with QueryTooLarge over the cap, counting zero-filled buckets", () => {
+    const q = query({ timeUnit: "hour", start: 0, end: 1000 * Time.HOUR })
+    const result = Aggregation.finalize(q, rows(q, []), 100)
+    expect(Either.isLeft(result) && result.left._tag).toBe("QueryTooLarge")
+    const sparse = query({ groupByKey: true })
+    const many = rows(sparse, Array.from({ length: 11 }, (_, i) => ({ keyId: `k${i}`, valid: 1 })))
+    expect(Either.isLeft(Aggregation.finalize(sparse, many, 10))).toBe(true)
+    expect(Either.isRight(Aggregation.finalize({ ...sparse, limit: 1 }, many, 11))).toBe(true)
+  })
+})
+
+describe("Aggregation.expandTags", () => {
+  it("counts a row once per tag, merges equal tags and drops untagged rows", () => {
+    const q = query({ groupByTag: "tags" })
+    const result = rows(q, [
+      { tags: ["a", "b"], valid: 2 },
+      { tags: ["b"], valid: 3 },
+      { tags: [], valid: 100 }
+    ])
+    const expanded = Aggregation.expandTags({ ...q, groupByTag: "tag" }, result)
+    const out = run({ ...q, groupByTag: "tag" }, expanded)
+    expect(out.map((p) => [p.tag, p.total])).toEqual([["a", 2], ["b", 5]])
+  })
+})

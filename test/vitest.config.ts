@@ -1,4 +1,5 @@
 import { defineProject, mergeConfig } from "vitest/config"
-import shared from "../vitest.shared.ts"
+import shared from "../vitest.shared.js"
 
-export default mergeConfig(shared, defineProject({ test: { name: "test" } }))
+// This workspace keeps its suites at its root, not under test/.
+export default mergeConfig(shared, defineProject({ test: { name: "test", include: ["*.test.ts"] } }))

@@ -1,0 +1,14 @@
+/**
+ * Every domain service, wired on a Storage: what an embedding Effect program provides once.
+ */
+import * as Layer from "effect/Layer"
+import { Analytics } from "./Analytics.js"
+import { Apis } from "./Apis.js"
+import * as Auth from "./Auth.js"
+import { Overrides } from "./Overrides.js"
+import { Verifications } from "./Verifications.js"
+
+/** Analytics, Verifications, Overrides, Apis and Auth over the Storage the caller provides. */
+export const layer = Layer.mergeAll(Analytics.Default, Verifications.Default, Overrides.Default, Apis.Default).pipe(
+  Layer.provideMerge(Auth.layer)
+)

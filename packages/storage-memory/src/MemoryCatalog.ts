@@ -1,0 +1,127 @@
+/**
+ * The catalog half of the Storage port, in memory.
+ */
+import type { Api } from "@keymeter/core/Api"
+import type { Namespace } from "@keymeter/core/Namespace"
+import { Override } from "@keymeter/core/Override"
+import { RootKey } from "@keymeter/core/RootKey"
+import { Catalog } from "@keymeter/core/Storage"
+import type { Workspace } from "@keymeter/core/Workspace"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+
+/** A catalog held in maps. Every read is scoped to the caller's workspace. */
+export const make = () => {
+  const workspaces = new Map<string, Workspace>()
+  const rootKeysByHash = new Map<string, RootKey>()
+  const apis = new Map<string, Api>()
+  const namespaces = new Map<string, Namespace>()
+  /** workspace → name → namespace id */
+  const namespaceNames = new Map<string, Map<string, string>>()
+  /** namespace id → identifier → override */
+  const overrides = new Map<string, Map<string, Override>>()
+
+  const inWorkspace = <A extends { readonly workspaceId: string }>(value: A | undefined, workspaceId: string) =>
+    value !== undefined && value.workspaceId === workspaceId ? Option.some(value) : Option.none()
+
+  const namesOf = (workspaceId: string) => {
+    let names = namespaceNames.get(workspaceId)
+    if (names === undefined) namespaceNames.set(workspaceId, names = new Map())
+    return names
+  }
+
+  return Catalog.of({
+    isEmpty: Effect.sync(() => workspaces.size === 0),
+    putWorkspace: (workspace) =>
+      Effect.sync(() => {
+        const existed = workspaces.has(workspace.id)
+        workspaces.set(workspace.id, workspace)
+        return existed ? "updated" : "created"
+      }),
+    getWorkspace: (id) => Effect.sync(() => Option.fromNullable(workspaces.get(id))),
+    putRootKey: (key) =>
+      Effect.sync(() => {
+        const existing = rootKeysByHash.get(key.hash)
+        if (existing === undefined) {
+          rootKeysByHash.set(key.hash, key)
+          return "created"
+        }
+        if (existing.workspaceId !== key.workspaceId) return "conflict"
+        rootKeysByHash.set(key.hash, new RootKey({ ...key, id: existing.id, createdAt: existing.createdAt }))
+        return "updated"
+      }),
+    findRootKeyByHash: (hash) => Effect.sync(() => Option.fromNullable(rootKeysByHash.get(hash))),
+    listRootKeys: (workspaceId) =>
+      Effect.sync(() =>
+        Array.from(rootKeysByHash.values()).filter((key) => key.workspaceId === workspaceId)
+          .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+      ),
+    deleteRootKey: (workspaceId, id) =>
+      Effect.sync(() => {
+        for (const [hash, key] of rootKeysByHash) {
+          if (key.id === id && key.workspaceId === workspaceId) {
+            rootKeysByHash.delete(hash)
+            return true
+          }
+        }
+        return false
+      }),
+    putApi: (api) =>
+      Effect.sync(() => {
+        const existing = apis.get(api.id)
+        if (existing !== undefined && existing.workspaceId !== api.workspaceId) return "conflict"
+        apis.set(api.id, api)
+        return existing === undefined ? "created" : "updated"
+      }),
+    getApi: (workspaceId, id) => Effect.sync(() => inWorkspace(apis.get(id), workspaceId)),
+    putNamespace: (namespace) =>
+      Effect.sync(() => {
+        const existing = namespaces.get(namespace.id)
+        if (existing !== undefined && existing.workspaceId !== namespace.workspaceId) return "conflict"
+        const names = namesOf(namespace.workspaceId)
+        const holder = names.get(namespace.name)
+        if (holder !== undefined && holder !== namespace.id) return "conflict"
+        if (existing !== undefined) names.delete(existing.name)
+        names.set(namespace.name, namespace.id)
+        namespaces.set(namespace.id, namespace)
+        return existing === undefined ? "created" : "updated"
+      }),
+    ensureNamespace: (namespace) =>
+      Effect.sync(() => {
+        const names = namesOf(namespace.workspaceId)
+        const holder = names.get(namespace.name)
+        if (holder !== undefined) return namespaces.get(holder)!
+        names.set(namespace.name, namespace.id)
+        namespaces.set(namespace.id, namespace)
+        return namespace
+      }),
+    getNamespace: (workspaceId, id) => Effect.sync(() => inWorkspace(namespaces.get(id), workspaceId)),
+    findNamespaceByName: (workspaceId, name) =>
+      Effect.sync(() => {
+        const id = namespaceNames.get(workspaceId)?.get(name)
+        return id === undefined ? Option.none() : Option.some(namespaces.get(id)!)
+      }),
+    upsertOverride: (write) =>
+      Effect.sync(() => {
+        let byIdentifier = overrides.get(write.namespaceId)
+        if (byIdentifier === undefined) overrides.set(write.namespaceId, byIdentifier = new Map())
+        const existing = byIdentifier.get(write.identifier)
+        const override = new Override({
+          id: existing?.id ?? write.id,
+          namespaceId: write.namespaceId,
+          identifier: write.identifier,
+          limit: write.limit,
+          duration: write.duration,
+          async: write.async,
+          createdAt: existing?.createdAt ?? write.now,
+          updatedAt: write.now
+        })
+        byIdentifier.set(write.identifier, override)
+        return override
+      })
+  })
+}
+
+/** A fresh in-memory catalog. */
+export const layer: Layer.Layer<Catalog> = Layer.sync(Catalog, make)

@@ -1,0 +1,105 @@
+/**
+ * The verification half of the Storage port, in memory: columnar, dictionary-encoded, partitioned
+ * by api and ordered by hour (see `internal/Partition`).
+ */
+import * as Aggregation from "@keymeter/core/Aggregation"
+import { StorageError } from "@keymeter/core/Errors"
+import { VerificationStore } from "@keymeter/core/Storage"
+import type { Verification } from "@keymeter/core/Verification"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import { Partition } from "./internal/Partition.js"
+import { aggregate, TooManyRows } from "./internal/Query.js"
+
+/** Figures about what the store holds. */
+export interface Stats {
+  readonly partitions: number
+  readonly events: number
+  /** Bytes of columns, indexes and posting lists (dictionaries not counted). */
+  readonly bytes: number
+}
+
+/** Tuning of the in-memory engine. */
+export interface Options {
+  /**
+   * Events older than an api's newest hour wait in a side run and are merged into the main run in
+   * bulk once there are this many (default 65,536) and a quarter of the rows they displace.
+   */
+  readonly lateMergeThreshold?: number | undefined
+}
+
+/** A store without Effect, for embedding and benchmarks; the layer wraps it. */
+export class Engine {
+  private readonly partitions = new Map<string, Map<string, Partition>>()
+  constructor(private readonly options: Options = {}) {}
+
+  partition(workspaceId: string, apiId: string): Partition | undefined {
+    return this.partitions.get(workspaceId)?.get(apiId)
+  }
+
+  append(events: ReadonlyArray<Verification>): void {
+    let lastWorkspace = ""
+    let lastApi = ""
+    let partition: Partition | undefined
+    const touched = new Set<Partition>()
+    for (const event of events) {
+      if (partition === undefined || event.apiId !== lastApi || event.workspaceId !== lastWorkspace) {
+        lastWorkspace = event.workspaceId
+        lastApi = event.apiId
+        let apis = this.partitions.get(lastWorkspace)
+        if (apis === undefined) this.partitions.set(lastWorkspace, apis = new Map())
+        partition = apis.get(lastApi)
+        if (partition === undefined) apis.set(lastApi, partition = new Partition(this.options.lateMergeThreshold))
+        touched.add(partition)
+      }
+      partition.add(event)
+    }
+    for (const p of touched) p.maybeMerge()
+  }
+
+  /** Answers the query, or undefined when the answer would exceed `query.maxRows`. */
+  aggregate(query: Aggregation.AggregationQuery): Aggregation.AggregationResult | undefined {
+    try {
+      return aggregate(this.partition(query.workspaceId, query.apiId), query)
+    } catch (error) {
+      if (error instanceof TooManyRows) return undefined
+      throw error
+    }
+  }
+
+  stats(): Stats {
+    let partitions = 0
+    let events = 0
+    let bytes = 0
+    for (const apis of this.partitions.values()) {
+      for (const partition of apis.values()) {
+        partitions++
+        events += partition.size
+        bytes += partition.bytes
+      }
+    }
+    return { partitions, events, bytes }
+  }
+}
+
+/** A {@link VerificationStore} over a new, empty {@link Engine}. */
+export const make = (engine: Engine = new Engine()) =>
+  VerificationStore.of({
+    append: (events) =>
+      Effect.try({
+        try: () => engine.append(events),
+        catch: (cause) => new StorageError({ message: "Could not store the verifications", cause })
+      }),
+    aggregate: (query) =>
+      Effect.suspend(() => {
+        const result = engine.aggregate(query)
+        return result === undefined ? Effect.fail(Aggregation.tooLarge(query, query.maxRows)) : Effect.succeed(result)
+      })
+  })
+
+/** A fresh in-memory verification store. */
+export const layer: Layer.Layer<VerificationStore> = Layer.sync(VerificationStore, () => make())
+
+/** {@link layer} with tuning options. */
+export const layerWith = (options: Options): Layer.Layer<VerificationStore> =>
+  Layer.sync(VerificationStore, () => make(new Engine(options)))

@@ -1,0 +1,6 @@
+/**
+ * keymeter's in-memory storage adapter.
+ */
+export * as MemoryCatalog from "./MemoryCatalog.js"
+export * as MemoryStorage from "./MemoryStorage.js"
+export * as MemoryVerificationStore from "./MemoryVerificationStore.js"

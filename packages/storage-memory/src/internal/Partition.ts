@@ -1,0 +1,222 @@
+/**
+ * The verifications of one api: dictionaries that encode ids as small integers, the main run
+ * (sorted by hour, appended in order), per-key posting lists over it, and a late run for events
+ * older than the main run's last hour.
+ */
+import type { Identity, Verification } from "@keymeter/core/Verification"
+import { OutcomeIndex } from "@keymeter/core/Verification"
+import { CHUNK_BITS, CHUNK_MASK, lowerBound, Run, U32List } from "./Run.js"
+
+const HOUR = 3_600_000
+
+/** Late rows merge into the main run once there are this many, or a quarter of the rows they displace. */
+export const DEFAULT_LATE_MERGE = 65_536
+
+/** Unambiguous map key for a list of strings (length-prefixed, so no separator can collide). */
+export const joinKey = (parts: ReadonlyArray<string>): string => {
+  let out = ""
+  for (const part of parts) out += part.length + ":" + part
+  return out
+}
+
+/** Rows in arrival order, before sorting. */
+class LateRows {
+  readonly hour = new U32List(16)
+  readonly key = new U32List(16)
+  readonly identity = new U32List(16)
+  readonly tagset = new U32List(16)
+  readonly outcome = new U32List(16)
+  minHour = Infinity
+  get length(): number {
+    return this.hour.length
+  }
+  push(hour: number, key: number, identity: number, tagset: number, outcome: number): void {
+    if (hour < this.minHour) this.minHour = hour
+    this.hour.push(hour)
+    this.key.push(key)
+    this.identity.push(identity)
+    this.tagset.push(tagset)
+    this.outcome.push(outcome)
+  }
+  get bytes(): number {
+    return this.hour.data.byteLength * 5
+  }
+}
+
+export class Partition {
+  constructor(private readonly lateMerge = DEFAULT_LATE_MERGE) {}
+
+  readonly keyCodes = new Map<string, number>()
+  readonly keyIds: Array<string> = []
+  /** Identity codes start at 1; 0 means "no identity". */
+  readonly identityById = new Map<string, number>()
+  readonly identityByPair = new Map<string, number>()
+  readonly identities: Array<Identity | undefined> = [undefined]
+  /** Tag set codes start at 1; 0 is the empty set. */
+  readonly tagsetBySingle = new Map<string, number>()
+  readonly tagsetByList = new Map<string, number>()
+  readonly tagsets: Array<ReadonlyArray<string>> = [[]]
+  readonly tagCodes = new Map<string, number>()
+  /** Tag codes of each tag set, ascending. */
+  readonly tagsetTags: Array<Uint32Array> = [new Uint32Array(0)]
+
+  readonly main = new Run()
+  /** Row numbers of each key in the main run, ascending. */
+  postings: Array<U32List | undefined> = []
+  /** Events older than the main run's last hour, in arrival order, until they are sorted or merged. */
+  private late = new LateRows()
+  private lateSorted: Run | undefined = new Run()
+
+  get size(): number {
+    return this.main.length + this.late.length
+  }
+
+  keyCode(keyId: string): number {
+    let code = this.keyCodes.get(keyId)
+    if (code === undefined) {
+      code = this.keyIds.length
+      this.keyIds.push(keyId)
+      this.keyCodes.set(keyId, code)
+    }
+    return code
+  }
+
+  identityCode(identity: Identity): number {
+    const code = this.identityById.get(identity.id)
+    if (code !== undefined && this.identities[code]!.externalId === identity.externalId) return code
+    // The same identity id seen with another external id: keep the pairs apart.
+    const pair = joinKey([identity.id, identity.externalId])
+    let paired = this.identityByPair.get(pair)
+    if (paired === undefined) {
+      paired = this.identities.length
+      this.identities.push({ id: identity.id, externalId: identity.externalId })
+      this.identityByPair.set(pair, paired)
+      if (code === undefined) this.identityById.set(identity.id, paired)
+    }
+    return paired
+  }
+
+  tagsetCode(tags: ReadonlyArray<string>): number {
+    if (tags.length === 0) return 0
+    const single = tags.length === 1
+    const id = single ? tags[0]! : joinKey(tags)
+    const map = single ? this.tagsetBySingle : this.tagsetByList
+    let code = map.get(id)
+    if (code === undefined) {
+      code = this.tagsets.length
+      this.tagsets.push(tags)
+      const codes = new Uint32Array(tags.length)
+      for (let i = 0; i < tags.length; i++) {
+        let tag = this.tagCodes.get(tags[i]!)
+        if (tag === undefined) {
+          tag = this.tagCodes.size
+          this.tagCodes.set(tags[i]!, tag)
+        }
+        codes[i] = tag
+      }
+      this.tagsetTags.push(codes.sort())
+      map.set(id, code)
+    }
+    return code
+  }
+
+  add(event: Verification): void {
+    const hour = Math.floor(event.time / HOUR)
+    const key = this.keyCode(event.keyId)
+    const identity = event.identity === undefined ? 0 : this.identityCode(event.identity)
+    const tagset = event.tags.length === 0 ? 0 : this.tagsetCode(event.tags)
+    const outcome = OutcomeIndex[event.outcome]
+    if (hour >= this.main.lastHour) {
+      this.addMain(hour, key, identity, tagset, outcome)
+    } else {
+      this.late.push(hour, key, identity, tagset, outcome)
+      this.lateSorted = undefined
+    }
+  }
+
+  private addMain(hour: number, key: number, identity: number, tagset: number, outcome: number): void {
+    const row = this.main.append(hour, key, identity, tagset, outcome)
+    let posting = this.postings[key]
+    if (posting === undefined) {
+      while (this.postings.length <= key) this.postings.push(undefined)
+      posting = this.postings[key] = new U32List()
+    }
+    posting.push(row)
+  }
+
+  /** The late rows as a sorted run (hour ascending, arrival order within an hour). */
+  lateRun(): Run {
+    if (this.lateSorted !== undefined) return this.lateSorted
+    const late = this.late
+    const hours = late.hour.data
+    const order = Array.from({ length: late.length }, (_, i) => i).sort((a, b) => hours[a]! - hours[b]! || a - b)
+    const run = new Run()
+    for (const i of order) {
+      run.append(hours[i]!, late.key.data[i]!, late.identity.data[i]!, late.tagset.data[i]!, late.outcome.data[i]!)
+    }
+    this.lateSorted = run
+    return run
+  }
+
+  /** Merges the late rows into the main run when they are many enough to be worth it. */
+  maybeMerge(): void {
+    if (this.late.length < this.lateMerge) return
+    const [displacedFrom] = this.main.rows(this.late.minHour, Number.MAX_SAFE_INTEGER)
+    // Merging rewrites every displaced row: wait until the late rows are a quarter of them, so the
+    // rewriting costs O(1) per late row over time.
+    if (this.late.length < (this.main.length - displacedFrom) >>> 2) return
+    this.merge(this.lateRun(), displacedFrom)
+  }
+
+  /** Rewrites the main run from `from` on as the merge of its tail and the late run. */
+  private merge(late: Run, from: number): void {
+    const main = this.main
+    const n = main.length - from
+    const tail = {
+      hour: new Uint32Array(n),
+      key: new Uint32Array(n),
+      identity: new Uint32Array(n),
+      tagset: new Uint32Array(n),
+      outcome: new Uint8Array(n)
+    }
+    const touchedKeys = new Set<number>()
+    for (let r = from, t = 0; r < main.length; r++, t++) {
+      const chunk = main.chunks[r >>> CHUNK_BITS]!
+      const i = r & CHUNK_MASK
+      tail.hour[t] = chunk.hour[i]!
+      tail.key[t] = chunk.key[i]!
+      tail.identity[t] = chunk.identity[i]!
+      tail.tagset[t] = chunk.tagset[i]!
+      tail.outcome[t] = chunk.outcome[i]!
+      touchedKeys.add(chunk.key[i]!)
+    }
+    for (const key of touchedKeys) {
+      const posting = this.postings[key]!
+      posting.length = lowerBound(posting.data, posting.length, from)
+    }
+    main.truncate(from)
+    let t = 0
+    let l = 0
+    while (t < n || l < late.length) {
+      const lateChunk = l < late.length ? late.chunks[l >>> CHUNK_BITS]! : undefined
+      const lateHour = lateChunk === undefined ? Infinity : lateChunk.hour[l & CHUNK_MASK]!
+      if (t < n && tail.hour[t]! <= lateHour) {
+        this.addMain(tail.hour[t]!, tail.key[t]!, tail.identity[t]!, tail.tagset[t]!, tail.outcome[t]!)
+        t++
+      } else {
+        const i = l & CHUNK_MASK
+        this.addMain(lateHour, lateChunk!.key[i]!, lateChunk!.identity[i]!, lateChunk!.tagset[i]!, lateChunk!.outcome[i]!)
+        l++
+      }
+    }
+    this.late = new LateRows()
+    this.lateSorted = new Run()
+  }
+
+  /** Bytes held by columns, index and posting lists (dictionaries not counted). */
+  get bytes(): number {
+    let postings = 0
+    for (const posting of this.postings) postings += posting === undefined ? 0 : posting.data.byteLength
+    return this.main.bytes + (this.lateSorted?.bytes ?? 0) + this.late.bytes + postings
+  }
+}

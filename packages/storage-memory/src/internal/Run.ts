@@ -1,0 +1,136 @@
+/**
+ * A run of verification rows in columns, kept in chunks of 65,536 rows so that growing never copies
+ * or doubles memory. Each row is 17 bytes: hour (since the epoch), key, identity and tag-set codes,
+ * outcome. A run is sorted by hour (the main run is appended in order; the late run is sorted on
+ * demand) and has an hour index: for every distinct hour, its first row and its nine counters.
+ */
+export const CHUNK_BITS = 16
+export const CHUNK_SIZE = 1 << CHUNK_BITS
+export const CHUNK_MASK = CHUNK_SIZE - 1
+
+/** Columns of up to {@link CHUNK_SIZE} rows. */
+export class Chunk {
+  readonly hour = new Uint32Array(CHUNK_SIZE)
+  readonly key = new Uint32Array(CHUNK_SIZE)
+  /** 0: no identity; otherwise the identity's code. */
+  readonly identity = new Uint32Array(CHUNK_SIZE)
+  /** 0: the empty tag set. */
+  readonly tagset = new Uint32Array(CHUNK_SIZE)
+  readonly outcome = new Uint8Array(CHUNK_SIZE)
+}
+
+/** A growable Uint32Array. */
+export class U32List {
+  data: Uint32Array
+  length = 0
+  constructor(capacity = 4) {
+    this.data = new Uint32Array(capacity)
+  }
+  push(value: number): void {
+    if (this.length === this.data.length) {
+      const grown = new Uint32Array(this.data.length * 2)
+      grown.set(this.data)
+      this.data = grown
+    }
+    this.data[this.length++] = value
+  }
+}
+
+/** First index in `values[0 .. length)` (ascending) holding a value >= `target`. */
+export const lowerBound = (values: ArrayLike<number>, length: number, target: number, from = 0): number => {
+  let lo = from
+  let hi = length
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1
+    if (values[mid]! < target) lo = mid + 1
+    else hi = mid
+  }
+  return lo
+}
+
+export class Run {
+  chunks: Array<Chunk> = []
+  length = 0
+  /** Distinct hours, ascending; `indexStart[j]` is the first row of `indexHour[j]`. */
+  indexHour = new U32List(64)
+  indexStart = new U32List(64)
+  /** Nine outcome counters per indexed hour. */
+  indexCounts = new Float64Array(64 * 9)
+
+  /** Last hour in the run, or -1 when empty. */
+  get lastHour(): number {
+    return this.indexHour.length === 0 ? -1 : this.indexHour.data[this.indexHour.length - 1]!
+  }
+
+  get firstHour(): number {
+    return this.indexHour.length === 0 ? -1 : this.indexHour.data[0]!
+  }
+
+  /**
+   * Appends a row whose hour is >= the last hour (callers guarantee it) and returns its row number.
+   */
+  append(hour: number, key: number, identity: number, tagset: number, outcome: number): number {
+    const row = this.length++
+    const c = row >>> CHUNK_BITS
+    if (c === this.chunks.length) this.chunks.push(new Chunk())
+    const chunk = this.chunks[c]!
+    const i = row & CHUNK_MASK
+    chunk.hour[i] = hour
+    chunk.key[i] = key
+    chunk.identity[i] = identity
+    chunk.tagset[i] = tagset
+    chunk.outcome[i] = outcome
+    let j = this.indexHour.length - 1
+    if (j < 0 || this.indexHour.data[j] !== hour) {
+      this.indexHour.push(hour)
+      this.indexStart.push(row)
+      j++
+      if ((j + 1) * 9 > this.indexCounts.length) {
+        const grown = new Float64Array(this.indexCounts.length * 2)
+        grown.set(this.indexCounts)
+        this.indexCounts = grown
+      }
+    }
+    this.indexCounts[j * 9 + outcome]!++
+    return row
+  }
+
+  /**
+   * Drops every row from `row` on. `row` must be where an indexed hour starts (or the length), so
+   * the kept index entries keep exact counters.
+   */
+  truncate(row: number): void {
+    const keep = lowerBound(this.indexStart.data, this.indexStart.length, row)
+    if (keep < this.indexStart.length && this.indexStart.data[keep] !== row) {
+      throw new Error("Run.truncate: row is not the start of an hour")
+    }
+    this.indexCounts.fill(0, keep * 9, this.indexHour.length * 9)
+    this.indexHour.length = keep
+    this.indexStart.length = keep
+    this.length = row
+    const chunks = Math.ceil(row / CHUNK_SIZE)
+    if (this.chunks.length > chunks) this.chunks.length = chunks
+  }
+
+  /** Row range [from, to) of the hours in [fromHour, toHour]. */
+  rows(fromHour: number, toHour: number): [number, number] {
+    const n = this.indexHour.length
+    const hours = this.indexHour.data
+    const a = lowerBound(hours, n, fromHour)
+    const b = lowerBound(hours, n, toHour + 1, a)
+    const starts = this.indexStart.data
+    return [a < n ? starts[a]! : this.length, b < n ? starts[b]! : this.length]
+  }
+
+  /** Index entries [from, to) of the hours in [fromHour, toHour]. */
+  indexRange(fromHour: number, toHour: number): [number, number] {
+    const n = this.indexHour.length
+    const a = lowerBound(this.indexHour.data, n, fromHour)
+    return [a, lowerBound(this.indexHour.data, n, toHour + 1, a)]
+  }
+
+  /** Bytes held by the columns and the index. */
+  get bytes(): number {
+    return this.chunks.length * CHUNK_SIZE * 17 + this.indexHour.data.byteLength * 2 + this.indexCounts.byteLength
+  }
+}

@@ -1,0 +1,272 @@
+/**
+ * The behaviour every Storage adapter must share, as one suite: `conformance(name, layer)` runs it
+ * against a fresh storage per test.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import * as Analytics from "@keymeter/core/Analytics"
+import { Api } from "@keymeter/core/Api"
+import * as Auth from "@keymeter/core/Auth"
+import * as Keymeter from "@keymeter/core/Keymeter"
+import { Namespace } from "@keymeter/core/Namespace"
+import * as Overrides from "@keymeter/core/Overrides"
+import { RootKey } from "@keymeter/core/RootKey"
+import type { Catalog as CatalogTag } from "@keymeter/core/Storage"
+import { Catalog, VerificationStore } from "@keymeter/core/Storage"
+import * as Verification from "@keymeter/core/Verification"
+import { Workspace } from "@keymeter/core/Workspace"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as FastCheck from "effect/FastCheck"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Reference from "./Reference.js"
+
+const at = (iso: string) => Date.parse(iso)
+const FROM = at("2024-12-27T00:00:00Z")
+const TO = at("2025-02-03T00:00:00Z")
+const WS = "ws_a"
+const OTHER_WS = "ws_b"
+
+const keyIds = ["k1", "k2", "k3", "a,b", "é", "k1 "]
+const identities = [
+  { id: "i1", externalId: "e1" },
+  { id: "i2", externalId: "e2" },
+  { id: "i3", externalId: "e1" },
+  { id: "i1", externalId: "e9" }
+]
+const tagPool = ["a", "b", "c", "d,e", "a"]
+
+const eventArb = FastCheck.record({
+  time: FastCheck.oneof(
+    FastCheck.integer({ min: FROM, max: TO }),
+    FastCheck.integer({ min: FROM / 3600000, max: TO / 3600000 }).map((h) => h * 3600000)
+  ),
+  workspaceId: FastCheck.constantFrom(WS, WS, WS, OTHER_WS),
+  apiId: FastCheck.constantFrom("api_1", "api_1", "api_1", "api_2x"),
+  keyId: FastCheck.constantFrom(...keyIds),
+  identity: FastCheck.option(FastCheck.constantFrom(...identities), { nil: undefined }),
+  outcome: FastCheck.constantFrom(...Verification.Outcomes),
+  tags: FastCheck.subarray(tagPool)
+})
+
+const timeArb = FastCheck.integer({ min: FROM - 2 * 86400000, max: TO + 2 * 86400000 })
+
+const queryArb = FastCheck.record({
+  apiId: FastCheck.constantFrom("api_1", "api_1", "api_1", "api_2"),
+  keyId: FastCheck.option(FastCheck.subarray([...keyIds, "unknown"], { minLength: 1 }), { nil: undefined }),
+  tag: FastCheck.option(FastCheck.subarray(["a", "b", "c", "d,e", "zz"], { minLength: 1, maxLength: 2 }), {
+    nil: undefined
+  }),
+  externalId: FastCheck.option(FastCheck.constantFrom("e1", "e2", "e9", "nope"), { nil: undefined }),
+  window: FastCheck.tuple(FastCheck.option(timeArb, { nil: undefined }), timeArb),
+  unit: FastCheck.constantFrom(undefined, "hour", "day", "month"),
+  dims: FastCheck.subarray(["key", "identity"]),
+  tagging: FastCheck.constantFrom(undefined, "tag", "tags"),
+  orderBy: FastCheck.option(FastCheck.constantFrom("time", "total", "valid", "notFound", "expired"), {
+    nil: undefined
+  }),
+  order: FastCheck.constantFrom(undefined, "asc", "desc"),
+  limit: FastCheck.option(FastCheck.integer({ min: 1, max: 12 }), { nil: undefined })
+}, { requiredKeys: [] }).map((q) => {
+  const [a, b] = q.window ?? [undefined, TO]
+  const start = a === undefined ? undefined : Math.min(a, b)
+  const end = a === undefined ? b : Math.max(a, b)
+  const groupBy = [...(q.unit ? [q.unit] : []), ...(q.dims ?? []), ...(q.tagging ? [q.tagging] : [])]
+  const orderBy = q.orderBy === "time" && !q.unit ? "total" : q.orderBy
+  return {
+    apiId: q.apiId ?? "api_1",
+    ...(q.keyId ? { keyId: q.keyId } : {}),
+    ...(q.tag ? { tag: q.tag } : {}),
+    ...(q.externalId ? { externalId: q.externalId } : {}),
+    ...(start !== undefined ? { start } : {}),
+    end,
+    ...(groupBy.length > 0 ? { groupBy } : {}),
+    ...(orderBy ? { orderBy } : {}),
+    ...(q.order ? { order: q.order } : {}),
+    ...(q.limit ? { limit: q.limit } : {})
+  }
+})
+
+/** Catalog entries the property test needs: two apis in ws_a, one in ws_b. */
+const seedCatalog = Effect.gen(function*() {
+  const catalog = yield* Catalog
+  yield* catalog.putWorkspace(new Workspace({ id: WS, name: "A" }))
+  yield* catalog.putWorkspace(new Workspace({ id: OTHER_WS, name: "B" }))
+  yield* catalog.putApi(new Api({ id: "api_1", workspaceId: WS, name: "one" }))
+  yield* catalog.putApi(new Api({ id: "api_2", workspaceId: WS, name: "two" }))
+  yield* catalog.putApi(new Api({ id: "api_b", workspaceId: OTHER_WS, name: "b" }))
+})
+
+/** Stores raw events (validated like any record call, tags normalised) straight into the adapter. */
+const store = (events: ReadonlyArray<Reference.RawEvent>, batch = 97) =>
+  Effect.gen(function*() {
+    const verifications = yield* VerificationStore
+    for (let i = 0; i < events.length; i += batch) {
+      const slice = events.slice(i, i + batch)
+      const decoded: Array<Verification.Verification> = []
+      for (const e of slice) {
+        const { workspaceId, ...input } = e
+        const [event] = yield* Verification.decodeBatch([{ ...input, tags: [...e.tags] }], {
+          workspaceId,
+          now: TO + 86400000
+        })
+        decoded.push(event!)
+      }
+      yield* verifications.append(decoded)
+    }
+  })
+
+const ask = (query: object) =>
+  Effect.gen(function*() {
+    const analytics = yield* Analytics.Analytics
+    return yield* analytics.getVerifications(Auth.system(WS), query)
+  })
+
+export const conformance = (name: string, storage: Layer.Layer<VerificationStore | CatalogTag, unknown>) => {
+  const services = Keymeter.layer.pipe(Layer.provideMerge(storage))
+  const run = <A, E>(effect: Effect.Effect<A, E, any>) => effect.pipe(Effect.provide(services)) as Effect.Effect<A, E>
+
+  describe(`Storage conformance: ${name}`, () => {
+    it.effect("answers random queries exactly like the naive reference over raw events", () =>
+      Effect.promise(() =>
+        FastCheck.assert(
+          FastCheck.asyncProperty(
+            FastCheck.array(eventArb, { maxLength: 300 }),
+            FastCheck.array(queryArb, { minLength: 1, maxLength: 15 }),
+            (events, queries) =>
+              Effect.runPromise(run(Effect.gen(function*() {
+                yield* seedCatalog
+                yield* store(events)
+                for (const query of queries) {
+                  const got = yield* ask(query)
+                  const want = Reference.answer(events, { ...query, workspaceId: WS })
+                  expect(got, JSON.stringify(query)).toEqual(want)
+                }
+              })))
+          ),
+          { numRuns: 60 }
+        )
+      ))
+
+    it.effect("keeps answering exactly after many late, shuffled events", () =>
+      run(Effect.gen(function*() {
+        yield* seedCatalog
+        const events = FastCheck.sample(eventArb, { numRuns: 6000, seed: 42 })
+        // First the newest third in order, then the rest shuffled: most of it arrives late.
+        const sorted = [...events].sort((a, b) => a.time - b.time)
+        const recent = sorted.slice(4000)
+        const older = FastCheck.sample(FastCheck.shuffledSubarray(sorted.slice(0, 4000), { minLength: 4000 }), {
+          numRuns: 1,
+          seed: 7
+        })[0]!
+        yield* store(recent, 500)
+        yield* store(older, 500)
+        const queries = FastCheck.sample(queryArb, { numRuns: 150, seed: 3 })
+        for (const query of queries) {
+          expect(yield* ask(query), JSON.stringify(query)).toEqual(
+            Reference.answer([...recent, ...older], { ...query, workspaceId: WS })
+          )
+        }
+      })))
+
+    it.effect("fails with QueryTooLarge when groups exceed the cap, before limit", () =>
+      Effect.gen(function*() {
+        yield* seedCatalog
+        yield* store(keyIds.map((keyId, i) => ({
+          time: FROM + i * 3600000,
+          workspaceId: WS,
+          apiId: "api_1",
+          keyId,
+          outcome: "valid",
+          tags: []
+        })))
+        const result = yield* Effect.either(ask({ apiId: "api_1", groupBy: ["key"], limit: 1, end: TO }))
+        expect(Either.isLeft(result) && result.left._tag).toBe("QueryTooLarge")
+        const fits = yield* ask({ apiId: "api_1", groupBy: ["key"], limit: 1, end: TO, keyId: ["k1", "k2"] })
+        expect(fits).toHaveLength(1)
+      }).pipe(
+        Effect.provide(Keymeter.layer.pipe(
+          Layer.provideMerge(storage),
+          Layer.provide(Layer.succeed(Analytics.MaxDatapoints, 3))
+        ))
+      ) as Effect.Effect<void>)
+
+    it.effect("upserts an override: same id and createdAt, new values and updatedAt", () =>
+      run(Effect.gen(function*() {
+        const catalog = yield* Catalog
+        yield* catalog.putWorkspace(new Workspace({ id: WS, name: "A" }))
+        yield* catalog.putNamespace(new Namespace({ id: "rlns_1", workspaceId: WS, name: "email" }))
+        const write = {
+          id: "rlor_first",
+          namespaceId: "rlns_1",
+          identifier: "user_*",
+          limit: 10,
+          duration: 60000,
+          async: false,
+          now: 1000
+        }
+        const first = yield* catalog.upsertOverride(write)
+        const second = yield* catalog.upsertOverride({ ...write, id: "rlor_second", limit: 0, async: true, now: 2000 })
+        expect(first.id).toBe("rlor_first")
+        expect(second).toMatchObject({ id: "rlor_first", limit: 0, async: true, createdAt: 1000, updatedAt: 2000 })
+        const other = yield* catalog.upsertOverride({ ...write, id: "rlor_other", identifier: "user_1" })
+        expect(other.id).toBe("rlor_other")
+      })))
+
+    it.effect("sets overrides through the service: one id per target, namespaces created by name", () =>
+      run(Effect.gen(function*() {
+        const catalog = yield* Catalog
+        yield* catalog.putWorkspace(new Workspace({ id: WS, name: "A" }))
+        const overrides = yield* Overrides.Overrides
+        const principal = Auth.system(WS)
+        const input = { namespaceName: "api:v1:calls", identifier: "user@example.com", limit: 5, duration: 1000 }
+        const results = yield* Effect.all(
+          Array.from({ length: 20 }, (_, i) => overrides.set(principal, { ...input, limit: i })),
+          { concurrency: "unbounded" }
+        )
+        expect(new Set(results.map((o) => o.id)).size).toBe(1)
+        expect(new Set(results.map((o) => o.namespaceId)).size).toBe(1)
+        const namespace = yield* catalog.findNamespaceByName(WS, "api:v1:calls")
+        expect(Option.map(namespace, (n) => n.id)).toEqual(Option.some(results[0]!.namespaceId))
+      })))
+
+    it.effect("keeps catalog entries apart between workspaces", () =>
+      run(Effect.gen(function*() {
+        const catalog = yield* Catalog
+        yield* seedCatalog
+        yield* catalog.putNamespace(new Namespace({ id: "rlns_a", workspaceId: WS, name: "shared-name" }))
+        expect(Option.isNone(yield* catalog.getApi(OTHER_WS, "api_1"))).toBe(true)
+        expect(Option.isSome(yield* catalog.getApi(WS, "api_1"))).toBe(true)
+        expect(Option.isNone(yield* catalog.getNamespace(OTHER_WS, "rlns_a"))).toBe(true)
+        expect(Option.isNone(yield* catalog.findNamespaceByName(OTHER_WS, "shared-name"))).toBe(true)
+        // The same name is free in another workspace; an id is not.
+        expect(yield* catalog.putNamespace(new Namespace({ id: "rlns_b", workspaceId: OTHER_WS, name: "shared-name" })))
+          .toBe("created")
+        expect(yield* catalog.putNamespace(new Namespace({ id: "rlns_a", workspaceId: OTHER_WS, name: "x" })))
+          .toBe("conflict")
+        expect(yield* catalog.putApi(new Api({ id: "api_1", workspaceId: OTHER_WS, name: "steal" }))).toBe("conflict")
+        const key = new RootKey({
+          id: "rk_1",
+          workspaceId: WS,
+          name: "k",
+          hash: "h1",
+          permissions: ["*"],
+          createdAt: 1,
+          disabled: false
+        })
+        expect(yield* catalog.putRootKey(key)).toBe("created")
+        expect(yield* catalog.putRootKey(new RootKey({ ...key, workspaceId: OTHER_WS }))).toBe("conflict")
+        expect(yield* catalog.listRootKeys(OTHER_WS)).toEqual([])
+        expect(yield* catalog.deleteRootKey(OTHER_WS, "rk_1")).toBe(false)
+        expect((yield* catalog.listRootKeys(WS)).map((k) => k.id)).toEqual(["rk_1"])
+        // Re-putting the same secret keeps its id and updates its permissions.
+        expect(yield* catalog.putRootKey(new RootKey({ ...key, id: "rk_new", permissions: ["api.*.read_api"] })))
+          .toBe("updated")
+        const found = yield* catalog.findRootKeyByHash("h1")
+        expect(Option.map(found, (k) => [k.id, k.permissions])).toEqual(Option.some(["rk_1", ["api.*.read_api"]]))
+        // Verifications of another workspace's api never show up.
+        yield* store([{ time: FROM, workspaceId: OTHER_WS, apiId: "api_1", keyId: "k1", outcome: "valid", tags: [] }])
+        expect((yield* ask({ apiId: "api_1", end: TO }))[0]!.total).toBe(0)
+      })))
+  })
+}

@@ -39,18 +39,28 @@ export interface FormatOptions {
   readonly root?: string | undefined
 }
 
-/** One line per offending path, first message per path, joined with `; `. */
-export const formatParseError = (error: ParseResult.ParseError, options?: FormatOptions): string => {
+/** One issue as `ParseResult.ArrayFormatter` reports it. */
+export interface Issue {
+  readonly _tag: string
+  readonly path: ReadonlyArray<PropertyKey>
+  readonly message: string
+}
+
+/**
+ * One line per offending path, first message per path, joined with `; `. `root` is the whole
+ * input, shown when the input itself has the wrong shape.
+ */
+export const formatIssues = (issues: ReadonlyArray<Issue>, root: unknown, options?: FormatOptions): string => {
   const seen = new Set<string>()
   const lines: Array<string> = []
-  for (const issue of ParseResult.ArrayFormatter.formatErrorSync(error)) {
+  for (const issue of issues) {
     // `Schema.optional` adds an "Expected undefined" issue beside the real one: noise.
     if (issue._tag === "Type" && issue.message.startsWith("Expected undefined")) continue
     const path = formatPath(issue.path)
     if (seen.has(path)) continue
     seen.add(path)
     if (path === "") {
-      lines.push(`${options?.root ?? "input"}: must be a JSON object, got ${describeValue(error.issue.actual)}`)
+      lines.push(`${options?.root ?? "input"}: must be a JSON object, got ${describeValue(root)}`)
       continue
     }
     const message = issue._tag === "Unexpected"
@@ -62,6 +72,10 @@ export const formatParseError = (error: ParseResult.ParseError, options?: Format
   }
   return lines.join("; ")
 }
+
+/** {@link formatIssues} of a `ParseError`. */
+export const formatParseError = (error: ParseResult.ParseError, options?: FormatOptions): string =>
+  formatIssues(ParseResult.ArrayFormatter.formatErrorSync(error), error.issue.actual, options)
 
 /** Decodes `input` with `schema`, failing with a {@link ValidationError} in envelope style. */
 export const decode = <A, I>(schema: Schema.Schema<A, I, never>, options?: FormatOptions) => {

@@ -1,0 +1,81 @@
+import { describe, expect, it } from "@effect/vitest"
+import * as Verification from "@keymeter/core/Verification"
+import * as Either from "effect/Either"
+import * as FastCheck from "effect/FastCheck"
+import * as Schema from "effect/Schema"
+
+const NOW = Date.parse("2025-06-01T00:00:00Z")
+const decode = (items: unknown) => Verification.decodeBatch(items, { workspaceId: "ws", now: NOW })
+const message = (items: unknown) => {
+  const result = decode(items)
+  if (Either.isRight(result)) throw new Error("expected a validation error")
+  return result.left.message
+}
+
+describe("Verification.decodeBatch", () => {
+  it("stores the normalised form: time defaults to now, tags de-duplicated and sorted", () => {
+    const result = decode([
+      { apiId: "a", keyId: "k", outcome: "valid", tags: ["b", "a", "b"] },
+      { apiId: "a", keyId: "k", outcome: "expired", time: 0, identity: { id: "i", externalId: "e" } }
+    ])
+    expect(Either.getOrThrow(result)).toEqual([
+      { time: NOW, workspaceId: "ws", apiId: "a", keyId: "k", identity: undefined, outcome: "valid", tags: ["a", "b"] },
+      { time: 0, workspaceId: "ws", apiId: "a", keyId: "k", identity: { id: "i", externalId: "e" }, outcome: "expired", tags: [] }
+    ])
+  })
+
+  it("names the index and field of the first bad item", () => {
+    const ok = { apiId: "a", keyId: "k", outcome: "valid" }
+    expect(message([ok, ok, ok, { ...ok, outcome: "nope" }])).toMatch(/^verifications\[3\]\.outcome: must be one of valid, /)
+    expect(message([{ ...ok, time: NOW + 60_001 }])).toMatch(/^verifications\[0\]\.time: must be at most 60 s ahead/)
+    expect(Either.isRight(decode([{ ...ok, time: NOW + 60_000 }]))).toBe(true)
+    expect(message([{ ...ok, time: 1.5 }])).toMatch(/^verifications\[0\]\.time: must be an integer/)
+    expect(message([{ ...ok, keyId: "" }])).toBe("verifications[0].keyId: must be 1 to 255 characters, got 0")
+    expect(message([{ ...ok, tags: ["a", 5] }])).toBe("verifications[0].tags[1]: must be a string, got 5")
+    expect(message([{ ...ok, tags: new Array(11).fill("t") }])).toMatch(/^verifications\[0\]\.tags: must hold at most 10 tags/)
+    expect(message([{ ...ok, identity: { id: "i" } }])).toMatch(/^verifications\[0\]\.identity\.externalId: must be a string/)
+    expect(message([{ ...ok, identity: { id: "i", externalId: "e", x: 1 } }])).toBe("verifications[0].identity.x: is not a known field")
+    expect(message([{ ...ok, extra: true }])).toBe("verifications[0].extra: is not a known field")
+    expect(message([])).toMatch(/at least 1/)
+    expect(message(new Array(10_001).fill(ok))).toMatch(/at most 10000/)
+    expect(message("x")).toMatch(/^verifications: must be an array/)
+    expect(message([null])).toMatch(/^verifications\[0\]: must be an object, got null/)
+  })
+
+  it("accepts exactly what the documented VerificationInput schema accepts", () => {
+    const schema = Schema.decodeUnknownEither(Verification.VerificationInput, { onExcessProperty: "error" })
+    const text = FastCheck.oneof(
+      FastCheck.constantFrom("", "a", "x".repeat(128), "x".repeat(129), "x".repeat(255), "x".repeat(256)),
+      FastCheck.string({ maxLength: 4 })
+    )
+    const anything = FastCheck.oneof(text, FastCheck.integer(), FastCheck.constant(null), FastCheck.boolean())
+    const item = FastCheck.record({
+      apiId: FastCheck.oneof(text, anything),
+      keyId: FastCheck.oneof(text, anything),
+      outcome: FastCheck.oneof(FastCheck.constantFrom(...Verification.Outcomes, "Valid", ""), anything),
+      time: FastCheck.oneof(
+        FastCheck.integer({ min: -5, max: NOW }),
+        FastCheck.double({ min: 0, max: NOW, noNaN: true }),
+        FastCheck.constant(Number.MAX_SAFE_INTEGER + 2),
+        anything
+      ),
+      identity: FastCheck.oneof(
+        FastCheck.record({ id: FastCheck.oneof(text, anything), externalId: FastCheck.oneof(text, anything) }, {
+          requiredKeys: []
+        }),
+        anything
+      ),
+      tags: FastCheck.oneof(FastCheck.array(FastCheck.oneof(text, anything), { maxLength: 12 }), anything),
+      extra: FastCheck.constant(1)
+    }, { requiredKeys: [] })
+    FastCheck.assert(
+      FastCheck.property(item, (input) => {
+        const bySchema = Either.isRight(schema(input))
+        const byValidator = Either.isRight(decode([input]))
+        // Only the clock rule is outside the schema; times here are never in the future.
+        expect(byValidator, JSON.stringify(input)).toBe(bySchema)
+      }),
+      { numRuns: 3000 }
+    )
+  })
+})

@@ -1,0 +1,157 @@
+/**
+ * The HTTP contract: routes, parameters, bodies, answers and errors. No handlers live here, so
+ * clients and the OpenAPI document derive from it alone.
+ */
+import * as HttpApi from "@effect/platform/HttpApi"
+import * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
+import type { HttpApiDecodeError } from "@effect/platform/HttpApiError"
+import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
+import * as HttpApiMiddleware from "@effect/platform/HttpApiMiddleware"
+import * as HttpApiSecurity from "@effect/platform/HttpApiSecurity"
+import * as OpenApi from "@effect/platform/OpenApi"
+import { CreateApiInput } from "@keymeter/core/Api"
+import { Datapoint } from "@keymeter/core/Datapoint"
+import { SetOverrideInput } from "@keymeter/core/Override"
+import type { Principal } from "@keymeter/core/Permission"
+import { RecordVerificationsInput } from "@keymeter/core/Verification"
+import { GroupByValues, OrderByValues } from "@keymeter/core/VerificationQuery"
+import * as Context from "effect/Context"
+import * as Schema from "effect/Schema"
+import {
+  BadRequestResponse,
+  DecodeErrorResponse,
+  ForbiddenResponse,
+  InternalServerErrorResponse,
+  NotFoundResponse,
+  PayloadTooLargeResponse,
+  ServiceUnavailableResponse,
+  UnauthorizedResponse,
+  UnsupportedMediaTypeResponse
+} from "./Errors.js"
+
+/** The authenticated caller of the current request. */
+export class CurrentPrincipal extends Context.Tag("@keymeter/http/CurrentPrincipal")<CurrentPrincipal, Principal>() {}
+
+/** `Authorization: Bearer <root key>` on every /v1 route. */
+export class Authorization extends HttpApiMiddleware.Tag<Authorization>()("@keymeter/http/Authorization", {
+  failure: Schema.Union(UnauthorizedResponse, ForbiddenResponse, ServiceUnavailableResponse),
+  provides: CurrentPrincipal,
+  security: {
+    rootKey: HttpApiSecurity.bearer.pipe(
+      HttpApiSecurity.annotate(OpenApi.Description, "A root key: `Authorization: Bearer sk_...`")
+    )
+  }
+}) {}
+
+// Query parameters arrive as strings; the handler parses them (digits only, empty = absent,
+// unknown names refused), so these schemas document the wire form.
+const once = (description: string) =>
+  Schema.String.annotations({ description, message: () => "must be given once" })
+const repeated = (description: string) => Schema.Array(Schema.String).annotations({ description })
+
+/** Query parameters of `GET /v1/analytics.getVerifications`. */
+export const GetVerificationsParams = Schema.Struct({
+  apiId: once("Only verifications of this api (of the caller's workspace)."),
+  externalId: Schema.optional(once("Only verifications whose identity has this external id.")),
+  keyId: Schema.optional(repeated("Only these keys (OR). Repeat the parameter: keyId=a&keyId=b.")),
+  tag: Schema.optional(repeated("Only events carrying all these tags (AND). Repeat the parameter.")),
+  start: Schema.optional(once("Unix ms, decimal digits; truncated to its UTC hour; inclusive. Default: no bound.")),
+  end: Schema.optional(once("Unix ms, decimal digits; truncated to its UTC hour, that whole hour included. Default: now.")),
+  groupBy: Schema.optional(
+    repeated(`Repeat for several: one of ${GroupByValues.join(", ")}. At most one time unit; not tag with tags.`)
+  ),
+  limit: Schema.optional(once("Maximum datapoints, integer >= 1, applied after ordering.")),
+  orderBy: Schema.optional(once(`One of ${OrderByValues.join(", ")}.`)),
+  order: Schema.optional(once("asc (default) or desc; without orderBy it reverses the default ordering."))
+}).annotations({ identifier: "GetVerificationsParams" })
+
+/** Analytics routes. */
+export class AnalyticsGroup extends HttpApiGroup.make("analytics")
+  .add(
+    HttpApiEndpoint.get("getVerifications", "/analytics.getVerifications")
+      .setUrlParams(GetVerificationsParams)
+      .addSuccess(Schema.Array(Datapoint))
+      .annotate(OpenApi.Summary, "Verification counts, filtered, grouped, ordered and limited")
+      .annotate(OpenApi.Description, "Permission: api.*.read_api or api.<apiId>.read_api.")
+  )
+  .add(
+    HttpApiEndpoint.post("recordVerifications", "/analytics.recordVerifications")
+      .setPayload(RecordVerificationsInput)
+      .addSuccess(Schema.Struct({ recorded: Schema.Number }))
+      .addError(PayloadTooLargeResponse)
+      .addError(UnsupportedMediaTypeResponse)
+      .annotate(OpenApi.Summary, "Record 1 to 10,000 verifications, all or nothing")
+      .annotate(
+        OpenApi.Description,
+        "Permission: api.*.record_verifications or api.<apiId>.record_verifications for every api in the batch."
+      )
+  )
+  .addError(BadRequestResponse)
+  .addError(ForbiddenResponse)
+  .addError(NotFoundResponse)
+  .addError(ServiceUnavailableResponse)
+  .addError(InternalServerErrorResponse)
+  .middleware(Authorization)
+  .prefix("/v1")
+{}
+
+/** Rate-limit routes. */
+export class RatelimitsGroup extends HttpApiGroup.make("ratelimits")
+  .add(
+    HttpApiEndpoint.post("setOverride", "/ratelimits.setOverride")
+      .setPayload(SetOverrideInput)
+      .addSuccess(Schema.Struct({ overrideId: Schema.String }))
+      .annotate(OpenApi.Summary, "Create or overwrite the override of an identifier (or * pattern) in a namespace")
+      .annotate(
+        OpenApi.Description,
+        "Permission: ratelimit.*.set_override or ratelimit.<namespaceId>.set_override; creating a namespace by " +
+          "name needs ratelimit.*.set_override."
+      )
+  )
+  .addError(BadRequestResponse)
+  .addError(ForbiddenResponse)
+  .addError(NotFoundResponse)
+  .addError(PayloadTooLargeResponse)
+  .addError(UnsupportedMediaTypeResponse)
+  .addError(ServiceUnavailableResponse)
+  .addError(InternalServerErrorResponse)
+  .middleware(Authorization)
+  .prefix("/v1")
+{}
+
+/** Api routes. */
+export class ApisGroup extends HttpApiGroup.make("apis")
+  .add(
+    HttpApiEndpoint.post("createApi", "/apis.createApi")
+      .setPayload(CreateApiInput)
+      .addSuccess(Schema.Struct({ apiId: Schema.String }))
+      .annotate(OpenApi.Summary, "Create an api")
+      .annotate(OpenApi.Description, "Permission: api.*.create_api.")
+  )
+  .addError(BadRequestResponse)
+  .addError(ForbiddenResponse)
+  .addError(PayloadTooLargeResponse)
+  .addError(UnsupportedMediaTypeResponse)
+  .addError(ServiceUnavailableResponse)
+  .addError(InternalServerErrorResponse)
+  .middleware(Authorization)
+  .prefix("/v1")
+{}
+
+/** The whole keymeter HTTP API. */
+export class Api extends HttpApi.make("keymeter")
+  .add(AnalyticsGroup)
+  .add(RatelimitsGroup)
+  .add(ApisGroup)
+  .annotate(OpenApi.Title, "keymeter")
+  .annotate(OpenApi.Version, "1")
+  .annotate(
+    OpenApi.Description,
+    "Usage analytics and rate-limit overrides for API keys. Every error answers " +
+      '{"error":{"code","message","docs","requestId"}}.'
+  )
+{
+  // HttpApi.make hard-codes HttpApiDecodeError's {_tag, issues} body for bad parameters; shadowing
+  // the static swaps in our envelope, for the runtime answer and the OpenAPI document alike.
+  static override readonly errorSchema: Schema.Schema<HttpApiDecodeError, any> = DecodeErrorResponse
+}

@@ -1,0 +1,56 @@
+/**
+ * The `Authorization` middleware, on core's Auth port: checks the `Bearer` scheme, then the key.
+ */
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import { Auth } from "@keymeter/core/Auth"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Redacted from "effect/Redacted"
+import { Authorization } from "./Api.js"
+import { Forbidden, ServiceUnavailable, Unauthorized } from "./Errors.js"
+
+const BEARER = /^Bearer[ \t]+([^\s]+)[ \t]*$/i
+
+/** Authenticates every /v1 request before anything else is looked at. */
+export const layer: Layer.Layer<Authorization, never, Auth> = Layer.effect(
+  Authorization,
+  Effect.gen(function*() {
+    const auth = yield* Auth
+    return Authorization.of({
+      rootKey: () =>
+        Effect.gen(function*() {
+          const request = yield* HttpServerRequest.HttpServerRequest
+          const header = request.headers["authorization"]
+          if (header === undefined || header.trim() === "") {
+            return yield* new Unauthorized({
+              code: "UNAUTHORIZED",
+              message: "Missing root key: send the header Authorization: Bearer <root key>"
+            })
+          }
+          const match = BEARER.exec(header)
+          if (match === null) {
+            return yield* new Unauthorized({
+              code: "UNAUTHORIZED",
+              message: "The Authorization header must be: Bearer <root key>"
+            })
+          }
+          return yield* auth.authenticate(Redacted.make(match[1]!)).pipe(
+            Effect.catchTags({
+              Unauthenticated: (e) => Effect.fail(new Unauthorized({ code: "UNAUTHORIZED", message: e.message })),
+              KeyForbidden: (e) => Effect.fail(new Forbidden({ code: "FORBIDDEN", message: e.message })),
+              StorageError: (e) =>
+                Effect.zipRight(
+                  Effect.logError("storage failure while authenticating", e.message, e.cause),
+                  Effect.fail(
+                    new ServiceUnavailable({
+                      code: "SERVICE_UNAVAILABLE",
+                      message: "Storage is unavailable; retry later"
+                    })
+                  )
+                )
+            })
+          )
+        })
+    })
+  })
+)

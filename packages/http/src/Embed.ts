@@ -1,0 +1,238 @@
+/**
+ * keymeter for Node services that do not use Effect: `createKeymeter()` returns promise methods
+ * and a request handler to mount in an existing `node:http` or Express server.
+ *
+ * ```ts
+ * const keymeter = await createKeymeter({ storage: "memory" })
+ * const { apiId } = await keymeter.createApi({ name: "main" })
+ * await keymeter.record([{ apiId, keyId: "key_1", outcome: "valid" }])
+ * const perDay = await keymeter.getVerifications({ apiId, groupBy: "day" })
+ * ```
+ */
+import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
+import { NodeHttpServer } from "@effect/platform-node"
+import { Analytics } from "@keymeter/core/Analytics"
+import { Apis } from "@keymeter/core/Apis"
+import * as Auth from "@keymeter/core/Auth"
+import type { Datapoint } from "@keymeter/core/Datapoint"
+import * as Ids from "@keymeter/core/Ids"
+import type { Override, SetOverrideInput } from "@keymeter/core/Override"
+import { Overrides } from "@keymeter/core/Overrides"
+import * as Provisioning from "@keymeter/core/Provisioning"
+import * as RootKey from "@keymeter/core/RootKey"
+import type { Catalog as CatalogTag, VerificationStore } from "@keymeter/core/Storage"
+import { Catalog } from "@keymeter/core/Storage"
+import type { VerificationInput } from "@keymeter/core/Verification"
+import type { GroupBy, OrderBy } from "@keymeter/core/VerificationQuery"
+import { Verifications } from "@keymeter/core/Verifications"
+import { Workspace } from "@keymeter/core/Workspace"
+import * as Cause from "effect/Cause"
+import * as Clock from "effect/Clock"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Layer from "effect/Layer"
+import * as ManagedRuntime from "effect/ManagedRuntime"
+import * as Option from "effect/Option"
+import type { IncomingMessage, ServerResponse } from "node:http"
+import * as Docs from "./Docs.js"
+import type { Code } from "./Errors.js"
+import { Codes } from "./Errors.js"
+import * as Fallback from "./Fallback.js"
+import * as RequestContext from "./RequestContext.js"
+import * as Server from "./Server.js"
+import * as StorageSpec from "./StorageSpec.js"
+
+/** What `createKeymeter` accepts. */
+export interface KeymeterOptions {
+  /** `"memory"` (the default), `"sqlite:<path>"`, or an Effect layer providing the Storage port. */
+  readonly storage?: string | Layer.Layer<VerificationStore | CatalogTag, unknown> | undefined
+  /** The workspace the library methods act in; created if missing. Default `ws_default`. */
+  readonly workspaceId?: string | undefined
+  /** A provisioning document applied at creation (workspaces, root keys, apis, namespaces). */
+  readonly provision?: Provisioning.ProvisioningDocument | undefined
+  /** Limits of the request handler. */
+  readonly http?: Server.Options | undefined
+}
+
+/** An analytics query as the library takes it: single values or arrays. */
+export interface VerificationsQuery {
+  readonly apiId: string
+  readonly externalId?: string | undefined
+  readonly keyId?: string | ReadonlyArray<string> | undefined
+  readonly tag?: string | ReadonlyArray<string> | undefined
+  readonly start?: number | null | undefined
+  readonly end?: number | null | undefined
+  readonly groupBy?: GroupBy | ReadonlyArray<GroupBy> | undefined
+  readonly limit?: number | undefined
+  readonly orderBy?: OrderBy | undefined
+  readonly order?: "asc" | "desc" | undefined
+}
+
+/** A failure of a library call, with the code and status the HTTP API would answer. */
+export class KeymeterError extends Error {
+  override readonly name = "KeymeterError"
+  constructor(readonly code: Code, message: string, options?: { readonly cause?: unknown }) {
+    super(message, options)
+  }
+  /** The HTTP status of {@link code}. */
+  get status(): number {
+    return Codes[this.code].status
+  }
+}
+
+/** A running keymeter. */
+export interface Keymeter {
+  /** The workspace the library methods act in. */
+  readonly workspaceId: string
+  /** Creates an api; verifications are recorded against it. */
+  readonly createApi: (input: { readonly name: string }) => Promise<{ readonly apiId: string }>
+  /** Records 1 to 10,000 verifications, all or nothing; resolves once they are stored. */
+  readonly record: (verifications: ReadonlyArray<VerificationInput>) => Promise<{ readonly recorded: number }>
+  /** Verification counts, exactly as `GET /v1/analytics.getVerifications` answers them. */
+  readonly getVerifications: (query: VerificationsQuery) => Promise<Array<Datapoint>>
+  /** Creates or overwrites the override of an identifier in a namespace. */
+  readonly setOverride: (input: SetOverrideInput) => Promise<Override>
+  /** Creates a root key for the HTTP API; the secret is returned here only. */
+  readonly createRootKey: (input: {
+    readonly permissions: ReadonlyArray<string>
+    readonly name?: string | undefined
+  }) => Promise<{ readonly id: string; readonly key: string }>
+  /** Applies a provisioning document. */
+  readonly provision: (document: Provisioning.ProvisioningDocument) => Promise<Provisioning.Applied>
+  /**
+   * A `(req, res)` handler serving the /v1 API, /docs and /openapi.json. With `prefix`, requests
+   * outside it are answered 404 (or passed to `next` when given, as Express does), and the prefix is
+   * stripped. Mount it before any body parser: it reads the body itself.
+   */
+  readonly handler: (options?: { readonly prefix?: string | undefined }) => (
+    req: IncomingMessage,
+    res: ServerResponse,
+    next?: (error?: unknown) => void
+  ) => void
+  /** Stops accepting calls and releases the storage. */
+  readonly close: () => Promise<void>
+}
+
+const toArray = <A>(value: A | ReadonlyArray<A> | undefined): ReadonlyArray<A> | undefined =>
+  value === undefined ? undefined : Array.isArray(value) ? value : [value as A]
+
+const CODE_OF: Record<string, Code> = {
+  ValidationError: "BAD_REQUEST",
+  QueryTooLarge: "QUERY_TOO_LARGE",
+  NotFound: "NOT_FOUND",
+  InsufficientPermissions: "INSUFFICIENT_PERMISSIONS",
+  StorageError: "SERVICE_UNAVAILABLE",
+  ProvisioningError: "BAD_REQUEST",
+  InvalidStorageSpec: "BAD_REQUEST"
+}
+
+const toError = (cause: Cause.Cause<unknown>): KeymeterError => {
+  const failure = Cause.failureOption(cause)
+  if (Option.isSome(failure)) {
+    const error = failure.value as { readonly _tag?: string; readonly message?: string }
+    const code = (error._tag && CODE_OF[error._tag]) || "INTERNAL_SERVER_ERROR"
+    return new KeymeterError(code, error.message ?? String(error), { cause: error })
+  }
+  return new KeymeterError("INTERNAL_SERVER_ERROR", "keymeter failed unexpectedly", { cause: Cause.squash(cause) })
+}
+
+/** Starts keymeter in this process. */
+export const createKeymeter = async (options: KeymeterOptions = {}): Promise<Keymeter> => {
+  let storage: Layer.Layer<VerificationStore | CatalogTag, unknown>
+  if (options.storage === undefined || typeof options.storage === "string") {
+    const spec = StorageSpec.parse(options.storage ?? "memory")
+    if (spec instanceof StorageSpec.InvalidStorageSpec) throw new KeymeterError("BAD_REQUEST", spec.message)
+    storage = StorageSpec.layer(spec)
+  } else {
+    storage = options.storage
+  }
+  const workspaceId = options.workspaceId ?? Provisioning.DEFAULT_WORKSPACE_ID
+  const principal = Auth.system(workspaceId)
+
+  const AppLive = Layer.mergeAll(Docs.layer, Fallback.layer).pipe(
+    Layer.provideMerge(Server.ApiLive(options.http)),
+    Layer.provideMerge(
+      Layer.mergeAll(HttpApiBuilder.Router.Live, HttpApiBuilder.Middleware.layer, NodeHttpServer.layerContext)
+    ),
+    Layer.provideMerge(storage)
+  )
+  const runtime = ManagedRuntime.make(AppLive)
+  const run = async <A, E>(effect: Effect.Effect<A, E, Layer.Layer.Success<typeof AppLive>>): Promise<A> => {
+    const exit = await runtime.runPromiseExit(effect)
+    if (Exit.isSuccess(exit)) return exit.value
+    throw toError(exit.cause)
+  }
+
+  let nodeHandler: (req: IncomingMessage, res: ServerResponse) => void
+  try {
+    nodeHandler = await run(Effect.gen(function*() {
+      const catalog = yield* Catalog
+      if (Option.isNone(yield* catalog.getWorkspace(workspaceId))) {
+        yield* catalog.putWorkspace(new Workspace({ id: workspaceId, name: workspaceId }))
+      }
+      if (options.provision !== undefined) {
+        yield* Provisioning.apply(yield* Provisioning.decode(options.provision))
+      }
+      const app = yield* HttpApiBuilder.httpApp
+      return yield* NodeHttpServer.makeHandler(app, Server.middleware(options.http))
+    }))
+  } catch (error) {
+    await runtime.dispose()
+    throw error
+  }
+
+  return {
+    workspaceId,
+    createApi: (input) => run(Effect.flatMap(Apis, (apis) => apis.create(principal, input))),
+    record: (verifications) =>
+      run(Effect.flatMap(Verifications, (service) => service.record(principal, verifications))),
+    getVerifications: (query) =>
+      run(Effect.flatMap(Analytics, (analytics) =>
+        analytics.getVerifications(principal, {
+          ...query,
+          keyId: toArray(query.keyId),
+          tag: toArray(query.tag),
+          groupBy: toArray(query.groupBy)
+        }))),
+    setOverride: (input) => run(Effect.flatMap(Overrides, (overrides) => overrides.set(principal, input))),
+    createRootKey: (input) =>
+      run(Effect.gen(function*() {
+        const catalog = yield* Catalog
+        const now = yield* Clock.currentTimeMillis
+        const key = RootKey.generateSecret()
+        const id = Ids.make(Ids.Prefix.rootKey, now)
+        yield* catalog.putRootKey(
+          new RootKey.RootKey({
+            id,
+            workspaceId,
+            name: input.name ?? "embedded",
+            hash: RootKey.hash(key),
+            permissions: input.permissions,
+            createdAt: now,
+            disabled: false
+          })
+        )
+        return { id, key }
+      })),
+    provision: (document) => run(Effect.flatMap(Provisioning.decode(document), Provisioning.apply)),
+    handler: (handlerOptions) => {
+      const prefix = handlerOptions?.prefix?.replace(/\/+$/, "") ?? ""
+      const docsUrl = (options.http?.docsUrl ?? "/docs").replace(/\/+$/, "")
+      return (req, res, next) => {
+        const url = req.url ?? "/"
+        if (prefix === "") return nodeHandler(req, res)
+        if (url === prefix || url.startsWith(prefix + "/") || url.startsWith(prefix + "?")) {
+          req.url = url.slice(prefix.length) || "/"
+          return nodeHandler(req, res)
+        }
+        if (next !== undefined) return next()
+        const requestId = RequestContext.makeRequestId()
+        res.writeHead(404, { "content-type": "application/json", "x-request-id": requestId })
+        res.end(JSON.stringify({
+          error: { code: "NOT_FOUND", message: `No route for ${req.method} ${url}`, docs: `${docsUrl}/errors/NOT_FOUND`, requestId }
+        }))
+      }
+    },
+    close: () => runtime.dispose()
+  }
+}

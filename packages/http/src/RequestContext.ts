@@ -1,0 +1,46 @@
+/**
+ * Per-request values that the HTTP machinery itself must read (error encoding runs outside the
+ * handlers): the request id and the base URL of the error documentation. They live in a FiberRef
+ * set by the outermost middleware.
+ */
+import * as HttpApp from "@effect/platform/HttpApp"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import * as Ids from "@keymeter/core/Ids"
+import * as Effect from "effect/Effect"
+import * as FiberRef from "effect/FiberRef"
+import { globalValue } from "effect/GlobalValue"
+
+/** What every response and error body of one request refers to. */
+export interface RequestContext {
+  readonly requestId: string
+  /** Base of the `docs` links in error bodies, without a trailing slash. */
+  readonly docsUrl: string
+}
+
+/** The current request's context; outside a request, a placeholder. */
+export const CurrentRequestContext = globalValue(
+  Symbol.for("@keymeter/http/CurrentRequestContext"),
+  () => FiberRef.unsafeMake<RequestContext>({ requestId: "req_unknown", docsUrl: "/docs" })
+)
+
+/** Reads the current request's context. */
+export const current: Effect.Effect<RequestContext> = FiberRef.get(CurrentRequestContext)
+
+/** A new request id. */
+export const makeRequestId = (): string => Ids.make(Ids.Prefix.request)
+
+/**
+ * The outermost middleware: gives the request an id, sets `X-Request-Id` on whatever response
+ * leaves (the response is written before this middleware regains control, hence the
+ * pre-response handler), and scopes the context to the request fiber.
+ */
+export const middleware = (options: { readonly docsUrl: string }) =>
+<E, R>(app: HttpApp.Default<E, R>): HttpApp.Default<E, R | HttpServerRequest.HttpServerRequest> =>
+  Effect.gen(function*() {
+    const requestId = makeRequestId()
+    yield* HttpApp.appendPreResponseHandler((_, response) =>
+      Effect.succeed(HttpServerResponse.setHeader(response, "x-request-id", requestId))
+    )
+    return yield* Effect.locally(app, CurrentRequestContext, { requestId, docsUrl: options.docsUrl })
+  })

@@ -1,0 +1,67 @@
+/**
+ * The HTTP application as layers: routes, docs and fallbacks over the core services, and the
+ * standalone Node server around them.
+ */
+import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
+import * as HttpServer from "@effect/platform/HttpServer"
+import type { ServeError } from "@effect/platform/HttpServerError"
+import { NodeHttpServer } from "@effect/platform-node"
+import { MaxDatapoints } from "@keymeter/core/Analytics"
+import * as Keymeter from "@keymeter/core/Keymeter"
+import type { Catalog, VerificationStore } from "@keymeter/core/Storage"
+import * as Layer from "effect/Layer"
+import { createServer } from "node:http"
+import { Api } from "./Api.js"
+import * as Authorization from "./Authorization.js"
+import * as Docs from "./Docs.js"
+import * as Fallback from "./Fallback.js"
+import * as Handlers from "./Handlers.js"
+import { MaxBodyBytes } from "./internal/JsonBody.js"
+import * as RequestContext from "./RequestContext.js"
+
+/** Limits and links of the HTTP application. */
+export interface Options {
+  /** Base of the `docs` links in error bodies (default `/docs`, served by this server). */
+  readonly docsUrl?: string | undefined
+  /** Largest request body in bytes (default 1 MiB). */
+  readonly maxBodyBytes?: number | undefined
+  /** Largest analytics answer before `limit` (default 100,000 datapoints). */
+  readonly maxDatapoints?: number | undefined
+}
+
+/** The routes over the core services. */
+export const ApiLive = (options: Options = {}) =>
+  HttpApiBuilder.api(Api).pipe(
+    Layer.provide([Handlers.AnalyticsLive, Handlers.RatelimitsLive, Handlers.ApisLive]),
+    Layer.provide(Authorization.layer),
+    Layer.provide(Layer.succeed(MaxBodyBytes, options.maxBodyBytes ?? MaxBodyBytes.defaultValue())),
+    Layer.provideMerge(
+      Keymeter.layer.pipe(
+        Layer.provide(Layer.succeed(MaxDatapoints, options.maxDatapoints ?? MaxDatapoints.defaultValue()))
+      )
+    )
+  )
+
+/** The outermost middleware: request ids and the docs base of error bodies. */
+export const middleware = (options: Options = {}) =>
+  RequestContext.middleware({ docsUrl: (options.docsUrl ?? "/docs").replace(/\/+$/, "") })
+
+/**
+ * Everything an `HttpServer` needs to serve keymeter: routes, docs, fallbacks. Requires the
+ * Storage and an HttpServer.
+ */
+export const serve = (options: Options = {}) =>
+  HttpApiBuilder.serve(middleware(options)).pipe(
+    Layer.provide(Docs.layer),
+    Layer.provide(Fallback.layer),
+    Layer.provide(ApiLive(options))
+  )
+
+/** The standalone server: {@link serve} on a Node `http.Server` bound to `host:port`. */
+export const layer = (
+  options: Options & { readonly port: number; readonly host: string }
+): Layer.Layer<never, ServeError, VerificationStore | Catalog> =>
+  serve(options).pipe(
+    HttpServer.withLogAddress,
+    Layer.provide(NodeHttpServer.layer(createServer, { port: options.port, host: options.host }))
+  )

@@ -1,0 +1,25 @@
+/**
+ * Configuration of the standalone server, from the environment.
+ */
+import * as Config from "effect/Config"
+
+/** Every setting, with its default. */
+export const config = Config.all({
+  // 0 lets the system pick a free port (the log line says which).
+  port: Config.integer("PORT").pipe(
+    Config.validate({ message: "must be a port number from 0 to 65535", validation: (n) => n >= 0 && n <= 65535 }),
+    Config.withDefault(8787)
+  ),
+  host: Config.string("HOST").pipe(Config.withDefault("127.0.0.1")),
+  storage: Config.string("KEYMETER_STORAGE").pipe(Config.withDefault("memory")),
+  provision: Config.option(Config.nonEmptyString("KEYMETER_PROVISION")),
+  docsUrl: Config.string("KEYMETER_DOCS_URL").pipe(Config.withDefault("/docs")),
+  maxBodyBytes: Config.integer("KEYMETER_MAX_BODY_BYTES").pipe(
+    Config.validate({ message: "must be at least 1024", validation: (n) => n >= 1024 }),
+    Config.withDefault(1024 * 1024)
+  ),
+  maxDatapoints: Config.integer("KEYMETER_MAX_DATAPOINTS").pipe(
+    Config.validate({ message: "must be at least 1", validation: (n) => n >= 1 }),
+    Config.withDefault(100_000)
+  )
+})

@@ -1,0 +1,35 @@
+/**
+ * Choosing storage from a string, as `KEYMETER_STORAGE` gives it: `memory`, or `sqlite:<path>`.
+ */
+import type { Catalog, VerificationStore } from "@keymeter/core/Storage"
+import { MemoryStorage } from "@keymeter/storage-memory"
+import * as Data from "effect/Data"
+import * as Layer from "effect/Layer"
+
+/** The storage string names no storage keymeter knows. */
+export class InvalidStorageSpec extends Data.TaggedError("InvalidStorageSpec")<{ readonly message: string }> {}
+
+/** A parsed storage choice. */
+export type Spec = { readonly _tag: "memory" } | { readonly _tag: "sqlite"; readonly filename: string }
+
+/** Parses `memory` or `sqlite:<path>`. */
+export const parse = (spec: string): Spec | InvalidStorageSpec => {
+  const value = spec.trim()
+  if (value === "memory") return { _tag: "memory" }
+  if (value.startsWith("sqlite:") && value.length > "sqlite:".length) {
+    return { _tag: "sqlite", filename: value.slice("sqlite:".length) }
+  }
+  return new InvalidStorageSpec({
+    message: `KEYMETER_STORAGE must be "memory" or "sqlite:<path>", got ${JSON.stringify(spec)}`
+  })
+}
+
+/** The storage layer a spec names. */
+export const layer = (spec: Spec): Layer.Layer<VerificationStore | Catalog, InvalidStorageSpec> => {
+  switch (spec._tag) {
+    case "memory":
+      return MemoryStorage.layer
+    case "sqlite":
+      return Layer.fail(new InvalidStorageSpec({ message: "SQLite storage is not available in this version" }))
+  }
+}

@@ -1,0 +1,36 @@
+/**
+ * The standalone server: `npm start`. Configured by environment (see ServerConfig); stops cleanly on
+ * SIGINT/SIGTERM, letting in-flight requests finish.
+ */
+import { NodeRuntime } from "@effect/platform-node"
+import * as Console from "effect/Console"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Server from "./Server.js"
+import * as ServerConfig from "./ServerConfig.js"
+import * as Startup from "./Startup.js"
+import * as StorageSpec from "./StorageSpec.js"
+
+const Main = Layer.unwrapEffect(
+  Effect.gen(function*() {
+    const config = yield* ServerConfig.config
+    const spec = StorageSpec.parse(config.storage)
+    if (spec instanceof StorageSpec.InvalidStorageSpec) return yield* spec
+    return Server.layer(config).pipe(
+      Layer.provide(Layer.effectDiscard(Startup.run(config.provision))),
+      Layer.provide(StorageSpec.layer(spec))
+    )
+  })
+)
+
+Layer.launch(Main).pipe(
+  Effect.catchAll((error) =>
+    Effect.zipRight(
+      Console.error(`keymeter: ${"message" in error && error.message ? error.message : String(error)}`),
+      Effect.sync(() => {
+        process.exitCode = 1
+      })
+    )
+  ),
+  NodeRuntime.runMain
+)

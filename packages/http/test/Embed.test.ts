@@ -1,0 +1,97 @@
+import { describe, expect, it } from "@effect/vitest"
+import { createKeymeter, KeymeterError } from "@keymeter/http"
+import { createServer } from "node:http"
+import type { AddressInfo } from "node:net"
+
+const T0 = Date.parse("2025-01-01T00:00:00Z")
+const HOUR = 3_600_000
+
+const rejection = async (promise: Promise<unknown>) => {
+  try {
+    await promise
+  } catch (error) {
+    return error as KeymeterError
+  }
+  throw new Error("expected a rejection")
+}
+
+describe("createKeymeter", () => {
+  it("records, queries and sets overrides through promises", async () => {
+    const keymeter = await createKeymeter()
+    try {
+      const { apiId } = await keymeter.createApi({ name: "main" })
+      await keymeter.record([
+        { apiId, keyId: "k1", outcome: "valid", time: T0 },
+        { apiId, keyId: "k1", outcome: "usageExceeded", time: T0 + 25 * HOUR },
+        { apiId, keyId: "k2", outcome: "valid", time: T0 + 25 * HOUR, tags: ["paid"] }
+      ])
+      const days = await keymeter.getVerifications({ apiId, groupBy: "day", start: T0, end: T0 + 30 * HOUR })
+      expect(days.map((p) => [p.time, p.total, p.usageExceeded])).toEqual([[T0, 1, 0], [T0 + 24 * HOUR, 2, 1]])
+      const [paid] = await keymeter.getVerifications({ apiId, tag: "paid", start: 0 })
+      expect(paid!.total).toBe(1)
+      const first = await keymeter.setOverride({ namespaceName: "email", identifier: "user_1", limit: 5, duration: 60_000 })
+      const second = await keymeter.setOverride({ namespaceName: "email", identifier: "user_1", limit: 9, duration: 60_000 })
+      expect(second.id).toBe(first.id)
+      expect(second.limit).toBe(9)
+    } finally {
+      await keymeter.close()
+    }
+  })
+
+  it("rejects with KeymeterError carrying the HTTP code and status", async () => {
+    const keymeter = await createKeymeter({ workspaceId: "ws_lib" })
+    try {
+      const bad = await rejection(keymeter.getVerifications({ apiId: "x", limit: 0 }))
+      expect(bad).toBeInstanceOf(KeymeterError)
+      expect([bad.code, bad.status, bad.message]).toEqual(["BAD_REQUEST", 400, "limit: must be an integer >= 1, got 0"])
+      const missing = await rejection(keymeter.getVerifications({ apiId: "api_nope" }))
+      expect([missing.code, missing.status]).toEqual(["NOT_FOUND", 404])
+      const record = await rejection(keymeter.record([{ apiId: "api_nope", keyId: "k", outcome: "valid" }]))
+      expect(record.code).toBe("NOT_FOUND")
+      expect((await rejection(createKeymeter({ storage: "redis://x" }))).code).toBe("BAD_REQUEST")
+    } finally {
+      await keymeter.close()
+    }
+  })
+
+  it("serves the HTTP API from an existing node:http server under a prefix", async () => {
+    const keymeter = await createKeymeter()
+    const { apiId } = await keymeter.createApi({ name: "main" })
+    const { key } = await keymeter.createRootKey({ permissions: ["api.*.read_api"] })
+    const mounted = keymeter.handler({ prefix: "/keymeter/" })
+    const server = createServer((req, res) => {
+      if (req.url === "/own") return res.end("own route")
+      mounted(req, res)
+    })
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+    try {
+      await keymeter.record([{ apiId, keyId: "k", outcome: "valid" }])
+      const reply = await fetch(`${base}/keymeter/v1/analytics.getVerifications?apiId=${apiId}`, {
+        headers: { authorization: `Bearer ${key}` }
+      })
+      expect(reply.status).toBe(200)
+      expect(((await reply.json()) as Array<{ total: number }>)[0]!.total).toBe(1)
+      expect(reply.headers.get("x-request-id")).toMatch(/^req_/)
+      const forbidden = await fetch(`${base}/keymeter/v1/apis.createApi`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+        body: "{\"name\":\"x\"}"
+      })
+      expect(((await forbidden.json()) as { error: { code: string } }).error.code).toBe("INSUFFICIENT_PERMISSIONS")
+      expect(await (await fetch(`${base}/own`)).text()).toBe("own route")
+      const outside = await fetch(`${base}/elsewhere`)
+      expect(outside.status).toBe(404)
+      expect(((await outside.json()) as { error: { code: string } }).error.code).toBe("NOT_FOUND")
+      // With a `next`, requests outside the prefix are passed on, as Express middleware.
+      let passed = false
+      mounted({ url: "/other" } as never, {} as never, () => {
+        passed = true
+      })
+      expect(passed).toBe(true)
+    } finally {
+      await new Promise((resolve) => server.close(resolve))
+      await keymeter.close()
+    }
+  })
+})

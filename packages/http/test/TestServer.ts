@@ -1,0 +1,117 @@
+/**
+ * A keymeter server on 127.0.0.1 and a free port, over a given storage, with a provisioned
+ * catalog; `fetchJson` talks to it over a real socket.
+ */
+import * as HttpServer from "@effect/platform/HttpServer"
+import { NodeHttpServer } from "@effect/platform-node"
+import * as Provisioning from "@keymeter/core/Provisioning"
+import type { Catalog, VerificationStore } from "@keymeter/core/Storage"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import { createServer } from "node:http"
+import * as Server from "@keymeter/http/Server"
+
+/** Every root key of the test workspaces, by role. */
+export const keys = {
+  admin: "sk_test_admin",
+  reader: "sk_test_reader",
+  readerOne: "sk_test_reader_one",
+  recorder: "sk_test_recorder",
+  recorderOne: "sk_test_recorder_one",
+  setter: "sk_test_setter",
+  setterOne: "sk_test_setter_one",
+  creator: "sk_test_creator",
+  nothing: "sk_test_nothing",
+  disabled: "sk_test_disabled",
+  expired: "sk_test_expired",
+  otherAdmin: "sk_test_other_admin"
+} as const
+
+export const provisioning: Provisioning.ProvisioningDocument = {
+  workspaces: [
+    {
+      id: "ws_a",
+      name: "A",
+      rootKeys: [
+        { key: keys.admin, permissions: ["*"] },
+        { key: keys.reader, permissions: ["api.*.read_api"] },
+        { key: keys.readerOne, permissions: ["api.api_a1.read_api"] },
+        { key: keys.recorder, permissions: ["api.*.record_verifications"] },
+        { key: keys.recorderOne, permissions: ["api.api_a1.record_verifications"] },
+        { key: keys.setter, permissions: ["ratelimit.*.set_override"] },
+        { key: keys.setterOne, permissions: ["ratelimit.rlns_a1.set_override"] },
+        { key: keys.creator, permissions: ["api.*.create_api"] },
+        { key: keys.nothing, permissions: [] },
+        { key: keys.disabled, permissions: ["*"], disabled: true },
+        { key: keys.expired, permissions: ["*"], expiresAt: 1 }
+      ],
+      apis: [{ id: "api_a1", name: "one" }, { id: "api_a2", name: "two" }],
+      namespaces: [{ id: "rlns_a1", name: "email" }, { id: "rlns_a2", name: "sms" }]
+    },
+    {
+      id: "ws_b",
+      name: "B",
+      rootKeys: [{ key: keys.otherAdmin, permissions: ["*"] }],
+      apis: [{ id: "api_b1", name: "one" }],
+      namespaces: [{ id: "rlns_b1", name: "email" }]
+    }
+  ]
+}
+
+/** Where the test server listens. */
+export class BaseUrl extends Context.Tag("test/BaseUrl")<BaseUrl, string>() {}
+
+/** The server over `storage`, provisioned, on a free loopback port. */
+export const layer = (
+  storage: Layer.Layer<VerificationStore | Catalog, unknown>,
+  options: Server.Options = {}
+) =>
+  Layer.effect(
+    BaseUrl,
+    Effect.map(HttpServer.HttpServer, (server) => {
+      const address = server.address as HttpServer.TcpAddress
+      return `http://127.0.0.1:${address.port}`
+    })
+  ).pipe(
+    Layer.provideMerge(Server.serve(options)),
+    Layer.provide(Layer.effectDiscard(Provisioning.apply(provisioning))),
+    Layer.provide(NodeHttpServer.layer(createServer, { port: 0, host: "127.0.0.1" })),
+    Layer.provide(storage)
+  )
+
+/** A response, its parsed JSON body (or text), and its headers. */
+export interface Reply {
+  readonly status: number
+  readonly headers: Headers
+  readonly body: any
+}
+
+/** Sends a request to the test server. */
+export const request = (path: string, init: RequestInit & { readonly key?: string } = {}) =>
+  Effect.gen(function*() {
+    const base = yield* BaseUrl
+    const { key, ...rest } = init
+    const headers = new Headers(rest.headers)
+    if (key !== undefined) headers.set("authorization", `Bearer ${key}`)
+    return yield* Effect.promise(async (): Promise<Reply> => {
+      const response = await fetch(base + path, { ...rest, headers })
+      const text = await response.text()
+      let body: unknown = text
+      try {
+        body = JSON.parse(text)
+      } catch {
+        // Not JSON: keep the text.
+      }
+      return { status: response.status, headers: response.headers, body }
+    })
+  })
+
+/** POSTs `body` as JSON. */
+export const post = (path: string, body: unknown, key?: string) =>
+  request(path, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: typeof body === "string" ? body : JSON.stringify(body),
+    ...(key !== undefined ? { key } : {})
+  })

@@ -65,7 +65,7 @@ const queryArb = FastCheck.record({
   orderBy: FastCheck.option(FastCheck.constantFrom("time", "total", "valid", "notFound", "expired"), {
     nil: undefined
   }),
-  order: FastCheck.constantFrom(undefined, "asc", "desc"),
+  order: FastCheck.constantFrom(undefined, "asc" as const, "desc" as const),
   limit: FastCheck.option(FastCheck.integer({ min: 1, max: 12 }), { nil: undefined })
 }, { requiredKeys: [] }).map((q) => {
   const [a, b] = q.window ?? [undefined, TO]

@@ -1,0 +1,29 @@
+/**
+ * Running the standalone keymeter server from an Effect program: the same server `npm start` runs,
+ * composed by hand, so it can be extended (other storage, extra layers) in code.
+ *
+ *   npx tsx examples/standalone.ts
+ *
+ * It provisions examples/provision.json (workspace ws_acme, root keys sk_acme_admin and
+ * sk_acme_reader, api api_main, namespace email) and listens on PORT (default 8787).
+ */
+import { NodeRuntime } from "@effect/platform-node"
+import { Server, Startup, StorageSpec } from "@keymeter/http"
+import * as Console from "effect/Console"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import { fileURLToPath } from "node:url"
+
+const port = Number(process.env.PORT ?? 8787)
+const host = process.env.HOST ?? "127.0.0.1"
+const provisioning = fileURLToPath(new URL("./provision.json", import.meta.url))
+
+const Ready = Layer.effectDiscard(Console.log(`READY http://${host}:${port}`))
+
+const Main = Ready.pipe(
+  Layer.provide(Server.layer({ port, host })),
+  Layer.provide(Layer.effectDiscard(Startup.provision(provisioning))),
+  Layer.provide(StorageSpec.layer({ _tag: "memory" }))
+)
+
+Layer.launch(Main).pipe(Effect.orDie, NodeRuntime.runMain)

@@ -1,0 +1,95 @@
+import { afterEach, describe, expect, it } from "@effect/vitest"
+import { spawnSync } from "node:child_process"
+import { mkdtempSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import type { Running } from "./Spawn.js"
+import { freePort, root, start, stop } from "./Spawn.js"
+
+const MAIN = "packages/http/src/main.ts"
+const LISTENING = /Listening on (http:\/\/127\.0\.0\.1:\d+)/
+
+const running: Array<Running> = []
+afterEach(async () => {
+  for (const process of running.splice(0)) await stop(process, "SIGKILL")
+})
+
+const serve = async (env: Record<string, string> = {}) => {
+  const port = await freePort()
+  const server = await start(MAIN, { env: { PORT: String(port), KEYMETER_STORAGE: "memory", ...env }, ready: LISTENING })
+  running.push(server)
+  return { server, base: server.match[1]! }
+}
+
+const batch = (n: number) =>
+  JSON.stringify({
+    verifications: Array.from({ length: n }, (_, i) => ({
+      apiId: "api_main",
+      keyId: `key_${i % 100}`,
+      outcome: "valid",
+      tags: ["a", "b"]
+    }))
+  })
+
+describe("standalone server (npm start)", () => {
+  it("on an empty store, prints one root key holding * that works", async () => {
+    const { base, server } = await serve()
+    const key = server.output().match(/^\s+(sk_[A-Za-z0-9_-]{43})$/m)?.[1]
+    expect(key).toBeDefined()
+    const created = await fetch(`${base}/v1/apis.createApi`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      body: JSON.stringify({ name: "main" })
+    })
+    expect(created.status).toBe(200)
+    expect(await stop(running.pop()!)).toBe(0)
+  })
+
+  it("applies the provisioning file and prints no bootstrap key", async () => {
+    const { base, server } = await serve({ KEYMETER_PROVISION: "examples/provision.json" })
+    expect(server.output()).not.toMatch(/sk_[A-Za-z0-9_-]{43}/)
+    expect(server.output()).toMatch(/Provisioned 1 workspace\(s\), 2 root key\(s\), 1 api\(s\), 1 namespace\(s\)/)
+    const reply = await fetch(`${base}/v1/analytics.getVerifications?apiId=api_main`, {
+      headers: { authorization: "Bearer sk_acme_reader" }
+    })
+    expect(reply.status).toBe(200)
+  })
+
+  it("lets in-flight requests finish on SIGTERM, then exits 0", async () => {
+    const { base, server } = await serve({ KEYMETER_PROVISION: "examples/provision.json" })
+    const body = batch(10_000)
+    const requests = Array.from({ length: 12 }, () =>
+      fetch(`${base}/v1/analytics.recordVerifications`, {
+        method: "POST",
+        headers: { authorization: "Bearer sk_acme_admin", "content-type": "application/json", connection: "close" },
+        body
+      }).then((r) => r.status, (e) => `failed: ${e.cause?.message ?? e}`))
+    // Signal once the server has started on them.
+    await new Promise((resolve) => setTimeout(resolve, 150))
+    const exit = stop(running.pop()!)
+    expect(await Promise.all(requests)).toEqual(new Array(12).fill(200))
+    expect(await exit).toBe(0)
+    expect(server.output()).not.toMatch(/Error|defect/i)
+  })
+
+  it("refuses bad configuration with a clear message and exit code 1", () => {
+    const run = (env: Record<string, string>) =>
+      spawnSync(process.execPath, ["--import", "tsx", MAIN], {
+        cwd: root,
+        env: { ...process.env, PORT: "0", ...env },
+        encoding: "utf8",
+        timeout: 20_000
+      })
+    const storage = run({ KEYMETER_STORAGE: "postgres://x" })
+    expect(storage.status).toBe(1)
+    expect(storage.stderr).toMatch(/keymeter: KEYMETER_STORAGE must be "memory" or "sqlite:<path>"/)
+    const dir = mkdtempSync(join(tmpdir(), "keymeter-"))
+    writeFileSync(join(dir, "bad.json"), "{\"workspaces\": [{\"id\": \"w\"}]}")
+    const provisioning = run({ KEYMETER_STORAGE: "memory", KEYMETER_PROVISION: join(dir, "bad.json") })
+    expect(provisioning.status).toBe(1)
+    expect(provisioning.stderr).toMatch(/keymeter: Invalid provisioning document: workspaces\[0\]\.name: is required/)
+    const missing = run({ KEYMETER_STORAGE: "memory", KEYMETER_PROVISION: join(dir, "missing.json") })
+    expect(missing.status).toBe(1)
+    expect(missing.stderr).toMatch(/Cannot read the provisioning file/)
+  })
+})

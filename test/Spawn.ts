@@ -1,0 +1,76 @@
+/**
+ * Runs a TypeScript entry point as its own process (through tsx), the way a user would, and waits
+ * for the line that says it is ready.
+ */
+import { type ChildProcess, spawn } from "node:child_process"
+import { createServer } from "node:net"
+import { fileURLToPath } from "node:url"
+
+export const root = fileURLToPath(new URL("..", import.meta.url))
+
+/** A free TCP port on 127.0.0.1. */
+export const freePort = () =>
+  new Promise<number>((resolve, reject) => {
+    const server = createServer()
+    server.once("error", reject)
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address()
+      server.close(() => resolve(typeof address === "object" && address !== null ? address.port : 0))
+    })
+  })
+
+export interface Running {
+  readonly child: ChildProcess
+  /** Everything printed so far, stdout and stderr. */
+  output(): string
+  /** Resolves with the exit code once the process ends. */
+  readonly exited: Promise<number | null>
+}
+
+/**
+ * Starts `entry` (relative to the repository root) with Node and the tsx loader, and resolves once
+ * a line matches `ready`. Not through the tsx CLI: its wrapper process relays SIGTERM and then
+ * kills the server before in-flight requests finish.
+ */
+export const start = (
+  entry: string,
+  options: { readonly env?: Record<string, string>; readonly ready: RegExp; readonly timeoutMs?: number }
+) =>
+  new Promise<Running & { readonly match: RegExpMatchArray }>((resolve, reject) => {
+    const child = spawn(process.execPath, ["--import", "tsx", entry], {
+      cwd: root,
+      env: { ...process.env, ...options.env },
+      stdio: ["ignore", "pipe", "pipe"]
+    })
+    let output = ""
+    const exited = new Promise<number | null>((done) => child.once("exit", (code) => done(code)))
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL")
+      reject(new Error(`${entry} was not ready in time; output:\n${output}`))
+    }, options.timeoutMs ?? 20_000)
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString()
+      const match = output.match(options.ready)
+      if (match !== null) {
+        clearTimeout(timer)
+        child.stdout!.off("data", onData)
+        child.stdout!.on("data", (more: Buffer) => (output += more.toString()))
+        resolve({ child, output: () => output, exited, match })
+      }
+    }
+    child.stdout!.on("data", onData)
+    child.stderr!.on("data", (chunk: Buffer) => (output += chunk.toString()))
+    child.once("exit", (code) => {
+      clearTimeout(timer)
+      reject(new Error(`${entry} exited with ${code} before it was ready; output:\n${output}`))
+    })
+  })
+
+/** Sends `signal` and waits for the exit code, killing the process if it hangs. */
+export const stop = async (running: Running, signal: NodeJS.Signals = "SIGTERM", timeoutMs = 10_000) => {
+  running.child.kill(signal)
+  const timer = setTimeout(() => running.child.kill("SIGKILL"), timeoutMs)
+  const code = await running.exited
+  clearTimeout(timer)
+  return code
+}

@@ -91,9 +91,14 @@ export interface Verification {
   readonly tags: ReadonlyArray<string>
 }
 
-/** De-duplicates and sorts tags (by code unit), so `[b, a, b]` and `[a, b]` are one tag set. */
+/**
+ * De-duplicates and sorts tags (by code unit), so `[b, a, b]` and `[a, b]` are one tag set. Tags
+ * already sorted and unique are returned as they are.
+ */
 export const normalizeTags = (tags: ReadonlyArray<string>): ReadonlyArray<string> => {
-  if (tags.length < 2) return tags
+  let ordered = true
+  for (let i = 1; i < tags.length && ordered; i++) ordered = tags[i - 1]! < tags[i]!
+  if (ordered) return tags
   const sorted = [...tags].sort()
   let unique = 1
   for (let i = 1; i < sorted.length; i++) {
@@ -117,7 +122,17 @@ const isPlainObject = (value: unknown): value is Record<string, unknown> =>
 
 const OUTCOME_SET: ReadonlySet<string> = new Set(Outcomes)
 const OUTCOME_LIST = Outcomes.join(", ")
+const IDENTITY_FIELDS: ReadonlySet<string> = new Set(["id", "externalId"])
 const ITEM_FIELDS: ReadonlySet<string> = new Set(["apiId", "keyId", "outcome", "time", "identity", "tags"])
+
+/** The first own field of `value` outside `known`; counting first keeps the common case cheap. */
+const unknownField = (value: Record<string, unknown>, known: ReadonlySet<string>, expected: number) => {
+  let count = 0
+  for (const _ in value) count++
+  if (count === expected) return undefined
+  for (const field in value) if (!known.has(field)) return field
+  return undefined
+}
 
 const checkId = (value: unknown, path: string): string | undefined => {
   if (typeof value !== "string") return `${path}: must be a string, got ${describe(value)}`
@@ -149,10 +164,13 @@ export const decodeBatch = (
     const item: unknown = input[i]
     const at = `${root}[${i}]`
     if (!isPlainObject(item)) return fail(`${at}: must be an object, got ${describe(item)}`)
-    for (const field in item) {
-      if (!ITEM_FIELDS.has(field)) return fail(`${at}.${field}: is not a known field`)
-    }
     const { apiId, keyId, outcome, time, identity, tags } = item
+    const extra = unknownField(
+      item,
+      ITEM_FIELDS,
+      3 + (time !== undefined ? 1 : 0) + (identity !== undefined ? 1 : 0) + (tags !== undefined ? 1 : 0)
+    )
+    if (extra !== undefined) return fail(`${at}.${extra}: is not a known field`)
     const error = checkId(apiId, `${at}.apiId`) ?? checkId(keyId, `${at}.keyId`)
     if (error !== undefined) return fail(error)
     if (typeof outcome !== "string" || !OUTCOME_SET.has(outcome)) {
@@ -171,13 +189,12 @@ export const decodeBatch = (
     let checkedIdentity: Identity | undefined
     if (identity !== undefined) {
       if (!isPlainObject(identity)) return fail(`${at}.identity: must be an object, got ${describe(identity)}`)
-      for (const field in identity) {
-        if (field !== "id" && field !== "externalId") return fail(`${at}.identity.${field}: is not a known field`)
-      }
+      const extraIdentity = unknownField(identity, IDENTITY_FIELDS, 2)
+      if (extraIdentity !== undefined) return fail(`${at}.identity.${extraIdentity}: is not a known field`)
       const identityError = checkId(identity.id, `${at}.identity.id`) ??
         checkId(identity.externalId, `${at}.identity.externalId`)
       if (identityError !== undefined) return fail(identityError)
-      checkedIdentity = { id: identity.id as string, externalId: identity.externalId as string }
+      checkedIdentity = identity as unknown as Identity
     }
     let checkedTags: ReadonlyArray<string> = []
     if (tags !== undefined) {

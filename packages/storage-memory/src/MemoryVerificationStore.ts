@@ -38,23 +38,32 @@ export class Engine {
   }
 
   append(events: ReadonlyArray<Verification>): void {
-    let lastWorkspace = ""
-    let lastApi = ""
-    let partition: Partition | undefined
-    const touched = new Set<Partition>()
+    // Partitions of this batch by api; a batch almost always comes from one workspace.
+    let workspaceId = events.length > 0 ? events[0]!.workspaceId : ""
+    let byApi = new Map<string, Partition>()
+    const touched: Array<Partition> = []
     for (const event of events) {
-      if (partition === undefined || event.apiId !== lastApi || event.workspaceId !== lastWorkspace) {
-        lastWorkspace = event.workspaceId
-        lastApi = event.apiId
-        let apis = this.partitions.get(lastWorkspace)
-        if (apis === undefined) this.partitions.set(lastWorkspace, apis = new Map())
-        partition = apis.get(lastApi)
-        if (partition === undefined) apis.set(lastApi, partition = new Partition(this.options.lateMergeThreshold))
-        touched.add(partition)
+      if (event.workspaceId !== workspaceId) {
+        workspaceId = event.workspaceId
+        byApi = new Map()
+      }
+      let partition = byApi.get(event.apiId)
+      if (partition === undefined) {
+        partition = this.partitionFor(workspaceId, event.apiId)
+        byApi.set(event.apiId, partition)
+        touched.push(partition)
       }
       partition.add(event)
     }
-    for (const p of touched) p.maybeMerge()
+    for (const partition of touched) partition.maybeMerge()
+  }
+
+  private partitionFor(workspaceId: string, apiId: string): Partition {
+    let apis = this.partitions.get(workspaceId)
+    if (apis === undefined) this.partitions.set(workspaceId, apis = new Map())
+    let partition = apis.get(apiId)
+    if (partition === undefined) apis.set(apiId, partition = new Partition(this.options.lateMergeThreshold))
+    return partition
   }
 
   /** Answers the query, or undefined when the answer would exceed `query.maxRows`. */

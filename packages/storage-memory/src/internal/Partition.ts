@@ -4,10 +4,13 @@
  * older than the main run's last hour.
  */
 import type { Identity, Verification } from "@keymeter/core/Verification"
-import { OutcomeIndex } from "@keymeter/core/Verification"
+import { Outcomes } from "@keymeter/core/Verification"
 import { CHUNK_BITS, CHUNK_MASK, lowerBound, Run, U32List } from "./Run.js"
 
 const HOUR = 3_600_000
+
+// A Map: a keyed property load with a variable key is megamorphic and slower.
+const OUTCOME_CODES = new Map<string, number>(Outcomes.map((outcome, i) => [outcome, i]))
 
 /** Late rows merge into the main run once there are this many, or a quarter of the rows they displace. */
 export const DEFAULT_LATE_MERGE = 65_536
@@ -17,6 +20,11 @@ export const joinKey = (parts: ReadonlyArray<string>): string => {
   let out = ""
   for (const part of parts) out += part.length + ":" + part
   return out
+}
+
+interface TrieNode {
+  code: number
+  readonly next: Map<string, TrieNode>
 }
 
 /** Rows in arrival order, before sorting. */
@@ -54,7 +62,6 @@ export class Partition {
   readonly identities: Array<Identity | undefined> = [undefined]
   /** Tag set codes start at 1; 0 is the empty set. */
   readonly tagsetBySingle = new Map<string, number>()
-  readonly tagsetByList = new Map<string, number>()
   readonly tagsets: Array<ReadonlyArray<string>> = [[]]
   readonly tagCodes = new Map<string, number>()
   /** Tag codes of each tag set, ascending. */
@@ -96,27 +103,41 @@ export class Partition {
     return paired
   }
 
+  /** Tag sets of two or more tags, as a trie of maps: no string is built per event. */
+  private readonly tagsetTrie: TrieNode = { code: -1, next: new Map() }
+
   tagsetCode(tags: ReadonlyArray<string>): number {
     if (tags.length === 0) return 0
-    const single = tags.length === 1
-    const id = single ? tags[0]! : joinKey(tags)
-    const map = single ? this.tagsetBySingle : this.tagsetByList
-    let code = map.get(id)
-    if (code === undefined) {
-      code = this.tagsets.length
-      this.tagsets.push(tags)
-      const codes = new Uint32Array(tags.length)
-      for (let i = 0; i < tags.length; i++) {
-        let tag = this.tagCodes.get(tags[i]!)
-        if (tag === undefined) {
-          tag = this.tagCodes.size
-          this.tagCodes.set(tags[i]!, tag)
-        }
-        codes[i] = tag
-      }
-      this.tagsetTags.push(codes.sort())
-      map.set(id, code)
+    if (tags.length === 1) {
+      const code = this.tagsetBySingle.get(tags[0]!)
+      return code ?? this.newTagset(tags, (c) => this.tagsetBySingle.set(tags[0]!, c))
     }
+    let node = this.tagsetTrie
+    for (let i = 0; i < tags.length; i++) {
+      let next = node.next.get(tags[i]!)
+      if (next === undefined) node.next.set(tags[i]!, next = { code: -1, next: new Map() })
+      node = next
+    }
+    if (node.code >= 0) return node.code
+    const leaf = node
+    return this.newTagset(tags, (c) => (leaf.code = c))
+  }
+
+  private newTagset(tags: ReadonlyArray<string>, remember: (code: number) => void): number {
+    const code = this.tagsets.length
+    // A copy: the caller owns `tags` and may reuse the array.
+    this.tagsets.push(tags.slice())
+    const codes = new Uint32Array(tags.length)
+    for (let i = 0; i < tags.length; i++) {
+      let tag = this.tagCodes.get(tags[i]!)
+      if (tag === undefined) {
+        tag = this.tagCodes.size
+        this.tagCodes.set(tags[i]!, tag)
+      }
+      codes[i] = tag
+    }
+    this.tagsetTags.push(codes.sort())
+    remember(code)
     return code
   }
 
@@ -125,9 +146,12 @@ export class Partition {
     const key = this.keyCode(event.keyId)
     const identity = event.identity === undefined ? 0 : this.identityCode(event.identity)
     const tagset = event.tags.length === 0 ? 0 : this.tagsetCode(event.tags)
-    const outcome = OutcomeIndex[event.outcome]
+    const outcome = OUTCOME_CODES.get(event.outcome)!
     if (hour >= this.main.lastHour) {
-      this.addMain(hour, key, identity, tagset, outcome)
+      const row = this.main.append(hour, key, identity, tagset, outcome)
+      const posting = this.postings[key]
+      if (posting !== undefined) posting.push(row)
+      else this.newPosting(key).push(row)
     } else {
       this.late.push(hour, key, identity, tagset, outcome)
       this.lateSorted = undefined
@@ -136,12 +160,12 @@ export class Partition {
 
   private addMain(hour: number, key: number, identity: number, tagset: number, outcome: number): void {
     const row = this.main.append(hour, key, identity, tagset, outcome)
-    let posting = this.postings[key]
-    if (posting === undefined) {
-      while (this.postings.length <= key) this.postings.push(undefined)
-      posting = this.postings[key] = new U32List()
-    }
-    posting.push(row)
+    ;(this.postings[key] ?? this.newPosting(key)).push(row)
+  }
+
+  private newPosting(key: number): U32List {
+    while (this.postings.length <= key) this.postings.push(undefined)
+    return this.postings[key] = new U32List()
   }
 
   /** The late rows as a sorted run (hour ascending, arrival order within an hour). */

@@ -11,11 +11,10 @@
  * `new Function`, so the hot loop has no per-row branching on the shape; shapes are cached.
  */
 import type { AggregationQuery, AggregationResult } from "@keymeter/core/Aggregation"
-import { ResultBuilder } from "@keymeter/core/Aggregation"
 import * as Time from "@keymeter/core/Time"
 import type { Partition } from "./Partition.js"
 import type { Chunk } from "./Run.js"
-import { CHUNK_BITS, CHUNK_MASK, lowerBound } from "./Run.js"
+import { CHUNK_BITS, CHUNK_MASK, lowerBound, U32List } from "./Run.js"
 
 /** Thrown inside a scan when the answer outgrows `maxRows`; caught by {@link aggregate}. */
 export class TooManyRows {}
@@ -27,7 +26,8 @@ type Dim = "key" | "identity" | "tagset"
 
 /** State shared between the generated loops and the harvest. */
 interface Scratch {
-  acc: Float64Array
+  /** Counters of the dense group table; a bucket holds fewer than 2^32 rows (row ids are u32). */
+  acc: Uint32Array
   seen: Uint32Array
   touched: Uint32Array
   nt: number
@@ -71,7 +71,13 @@ const compile = (shape: Shape): RangeScan | PostingScan => {
     if (shape.track) body.push("if (seen[g] !== epoch) { seen[g] = epoch; touched[nt++] = g; }")
     body.push("acc[g * 9 + O[i]]++;")
   }
-  const columns = "const K = ch.key, I = ch.identity, T = ch.tagset, O = ch.outcome;"
+  const code = body.join(" ")
+  const columns = [
+    code.includes("K[i]") ? "const K = ch.key;" : "",
+    code.includes("I[i]") ? "const I = ch.identity;" : "",
+    code.includes("T[i]") ? "const T = ch.tagset;" : "",
+    "const O = ch.outcome;"
+  ].join(" ")
   const loop = shape.source === "range"
     ? `if (a >= b) return;
        const c0 = a >>> ${CHUNK_BITS}, c1 = (b - 1) >>> ${CHUNK_BITS};
@@ -79,11 +85,11 @@ const compile = (shape: Shape): RangeScan | PostingScan => {
          const ch = chunks[c]; ${columns}
          const from = c === c0 ? (a & ${CHUNK_MASK}) : 0;
          const to = c === c1 ? ((b - 1) & ${CHUNK_MASK}) + 1 : ${CHUNK_MASK + 1};
-         for (let i = from; i < to; i++) { ${body.join(" ")} }
+         for (let i = from; i < to; i++) { ${code} }
        }`
     : `for (let p = a; p < b; p++) {
          const r = P[p]; const ch = chunks[r >>> ${CHUNK_BITS}]; const i = r & ${CHUNK_MASK}; ${columns}
-         ${body.join(" ")}
+         ${code}
        }`
   const source = `"use strict";
     const acc = s.acc, seen = s.seen, touched = s.touched, epoch = s.epoch, add = s.add;
@@ -115,8 +121,51 @@ const buckets = (query: AggregationQuery, lo: number, hi: number): Array<Bucket>
   return out
 }
 
-const empty = (query: AggregationQuery): AggregationResult =>
-  new ResultBuilder({ ...query, groupByTag: query.groupByTag === undefined ? undefined : "tags" }, 1).build()
+/**
+ * The answer's rows as dictionary codes, turned into strings once at the end. Tag grouping is
+ * answered per tag set (`tags`); core splits sets into single tags when the query asks for `tag`.
+ */
+class Rows {
+  size = 0
+  private readonly time: Array<number> = []
+  private readonly key = new U32List(64)
+  private readonly identity = new U32List(64)
+  private readonly tagset = new U32List(64)
+  private counts = new Float64Array(64 * 9)
+
+  constructor(private readonly maxRows: number) {}
+
+  push(time: number | undefined, key: number, identity: number, tagset: number, source: ArrayLike<number>, at: number) {
+    const row = this.size
+    if (row >= this.maxRows) throw new TooManyRows()
+    this.size++
+    if (time !== undefined) this.time.push(time)
+    this.key.push(key)
+    this.identity.push(identity)
+    this.tagset.push(tagset)
+    if ((row + 1) * 9 > this.counts.length) {
+      const grown = new Float64Array(this.counts.length * 2)
+      grown.set(this.counts)
+      this.counts = grown
+    }
+    for (let o = 0; o < 9; o++) this.counts[row * 9 + o] = source[at + o]!
+  }
+
+  build(query: AggregationQuery, partition: Partition | undefined): AggregationResult {
+    const n = this.size
+    const codes = (list: U32List) => list.data.subarray(0, n)
+    return {
+      size: n,
+      counts: this.counts.subarray(0, n * 9),
+      time: query.timeUnit !== undefined ? Float64Array.from(this.time) : undefined,
+      keyId: query.groupByKey ? Array.from(codes(this.key), (c) => partition!.keyIds[c]!) : undefined,
+      identity: query.groupByIdentity ? Array.from(codes(this.identity), (c) => partition!.identities[c]!) : undefined,
+      tags: query.groupByTag !== undefined ? Array.from(codes(this.tagset), (c) => partition!.tagsets[c]!) : undefined
+    }
+  }
+}
+
+const empty = (query: AggregationQuery): AggregationResult => new Rows(0).build(query, undefined)
 
 /** Answers `query` from `partition` (undefined: the api holds no verifications). */
 export const aggregate = (partition: Partition | undefined, query: AggregationQuery): AggregationResult => {
@@ -183,20 +232,8 @@ export const aggregate = (partition: Partition | undefined, query: AggregationQu
   if (query.groupByKey) dims.push("key")
   if (query.groupByIdentity) dims.push("identity")
   if (query.groupByTag !== undefined) dims.push("tagset")
-  const builder = new ResultBuilder({ ...query, groupByTag: query.groupByTag === undefined ? undefined : "tags" })
-  const push = (time: number | undefined, key: number, identity: number, tagset: number, counts: Float64Array, at: number) => {
-    if (builder.size >= query.maxRows) throw new TooManyRows()
-    builder.push(
-      {
-        ...(time !== undefined ? { time } : {}),
-        keyId: partition.keyIds[key]!,
-        identity: partition.identities[identity]!,
-        tags: partition.tagsets[tagset]!
-      },
-      counts,
-      at
-    )
-  }
+  const rows = new Rows(query.maxRows)
+  const push = rows.push.bind(rows)
 
   // Unfiltered and ungrouped: the hour index's counters answer it.
   if (dims.length === 0 && !keyMask && !tagsetMask && !identityMask) {
@@ -212,7 +249,7 @@ export const aggregate = (partition: Partition | undefined, query: AggregationQu
       }
       if (bucket.time === undefined || sum.some((v) => v !== 0)) push(bucket.time, 0, 0, 0, sum, 0)
     }
-    return builder.build()
+    return rows.build(query, partition)
   }
 
   const cardinality = { key: partition.keyIds.length, identity: partition.identities.length, tagset: partition.tagsets.length }
@@ -224,7 +261,7 @@ export const aggregate = (partition: Partition | undefined, query: AggregationQu
   const groups = group === "none" ? 1 : group === "map" ? 0 : cardinality[group]
   const track = plan.length > 1 && group !== "none" && group !== "map"
   const scratch: Scratch = {
-    acc: new Float64Array(Math.max(1, groups) * 9),
+    acc: new Uint32Array(Math.max(1, groups) * 9),
     seen: new Uint32Array(track ? groups : 0),
     touched: new Uint32Array(track ? groups : 0),
     nt: 0,
@@ -257,7 +294,7 @@ export const aggregate = (partition: Partition | undefined, query: AggregationQu
       let slot = map.get(id)
       if (slot === undefined) {
         slot = map.size
-        if (builder.size + slot >= query.maxRows) throw new TooManyRows()
+        if (rows.size + slot >= query.maxRows) throw new TooManyRows()
         map.set(id, slot)
         slotCodes.push(k, i, t)
         if ((slot + 1) * 9 > slotCounts.length) {
@@ -347,5 +384,5 @@ export const aggregate = (partition: Partition | undefined, query: AggregationQu
     }
     harvest(bucket.time)
   }
-  return builder.build()
+  return rows.build(query, partition)
 }

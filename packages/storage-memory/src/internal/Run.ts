@@ -71,28 +71,34 @@ export class Run {
    */
   append(hour: number, key: number, identity: number, tagset: number, outcome: number): number {
     const row = this.length++
-    const c = row >>> CHUNK_BITS
-    if (c === this.chunks.length) this.chunks.push(new Chunk())
-    const chunk = this.chunks[c]!
     const i = row & CHUNK_MASK
+    if (i === 0) this.chunks.push(new Chunk())
+    const chunk = this.chunks[row >>> CHUNK_BITS]!
     chunk.hour[i] = hour
     chunk.key[i] = key
     chunk.identity[i] = identity
     chunk.tagset[i] = tagset
     chunk.outcome[i] = outcome
-    let j = this.indexHour.length - 1
-    if (j < 0 || this.indexHour.data[j] !== hour) {
-      this.indexHour.push(hour)
-      this.indexStart.push(row)
-      j++
-      if ((j + 1) * 9 > this.indexCounts.length) {
-        const grown = new Float64Array(this.indexCounts.length * 2)
-        grown.set(this.indexCounts)
-        this.indexCounts = grown
-      }
-    }
-    this.indexCounts[j * 9 + outcome]!++
+    if (hour !== this.currentHour) this.startHour(hour, row)
+    this.indexCounts[this.currentCounts + outcome]!++
     return row
+  }
+
+  /** Hour of the last index entry (-1 when none) and where its counters start. */
+  private currentHour = -1
+  private currentCounts = 0
+
+  private startHour(hour: number, row: number): void {
+    this.indexHour.push(hour)
+    this.indexStart.push(row)
+    const j = this.indexHour.length - 1
+    if ((j + 1) * 9 > this.indexCounts.length) {
+      const grown = new Float64Array(this.indexCounts.length * 2)
+      grown.set(this.indexCounts)
+      this.indexCounts = grown
+    }
+    this.currentHour = hour
+    this.currentCounts = j * 9
   }
 
   /**
@@ -107,6 +113,8 @@ export class Run {
     this.indexCounts.fill(0, keep * 9, this.indexHour.length * 9)
     this.indexHour.length = keep
     this.indexStart.length = keep
+    this.currentHour = keep === 0 ? -1 : this.indexHour.data[keep - 1]!
+    this.currentCounts = Math.max(0, keep - 1) * 9
     this.length = row
     const chunks = Math.ceil(row / CHUNK_SIZE)
     if (this.chunks.length > chunks) this.chunks.length = chunks

@@ -1,0 +1,192 @@
+/**
+ * The benchmark data set, deterministic for a size and seed: 10 apis with Zipf(1) traffic shares;
+ * api_0 has 10,000 keys with Zipf(1) popularity (other apis 1,000); 80% of keys belong to one of
+ * 2,000 identities; 30 tags, each key with a usual set of 0–3 tags used by 80% of its events;
+ * ~90% valid outcomes; 90 days from 2025-01-01Z, in time order. Columns are cached under
+ * bench/data so a size is generated once.
+ */
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
+import { fileURLToPath } from "node:url"
+
+export const START = Date.UTC(2025, 0, 1)
+export const DAYS = 90
+export const END = START + DAYS * 86_400_000
+export const APIS = 10
+export const KEYS_API0 = 10_000
+export const KEYS_OTHER = 1_000
+export const IDENTITIES = 2_000
+export const TAGS = Array.from({ length: 30 }, (_, i) => `tag_${String(i).padStart(2, "0")}`)
+export const OUTCOMES = [
+  "valid",
+  "notFound",
+  "forbidden",
+  "usageExceeded",
+  "rateLimited",
+  "unauthorized",
+  "disabled",
+  "insufficientPermissions",
+  "expired"
+] as const
+const OUTCOME_WEIGHTS = [90, 1.5, 1, 2, 3, 1, 0.5, 0.5, 0.5]
+
+/** A seeded PRNG (mulberry32): uniform in [0, 1). */
+export const mulberry32 = (seed: number) => () => {
+  seed = (seed + 0x6D2B79F5) | 0
+  let t = seed
+  t = Math.imul(t ^ (t >>> 15), t | 1)
+  t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
+  return ((t ^ (t >>> 14)) >>> 0) / 4294967296
+}
+
+const cdf = (weights: ArrayLike<number>) => {
+  const out = new Float64Array(weights.length)
+  let sum = 0
+  for (let i = 0; i < weights.length; i++) out[i] = sum += weights[i]!
+  for (let i = 0; i < out.length; i++) out[i]! /= sum
+  return out
+}
+const zipf = (n: number) => cdf(Float64Array.from({ length: n }, (_, i) => 1 / (i + 1)))
+const pick = (table: Float64Array, u: number) => {
+  let lo = 0
+  let hi = table.length - 1
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1
+    if (table[mid]! < u) lo = mid + 1
+    else hi = mid
+  }
+  return lo
+}
+
+/** The generated columns and their dictionaries. */
+export interface Dataset {
+  readonly size: number
+  readonly time: Float64Array
+  readonly api: Uint8Array
+  readonly key: Uint16Array
+  readonly tagset: Uint16Array
+  readonly outcome: Uint8Array
+  /** Tag sets by index (sorted tag names). */
+  readonly tagsets: ReadonlyArray<ReadonlyArray<string>>
+  /** keyIds[api][key] */
+  readonly keyIds: ReadonlyArray<ReadonlyArray<string>>
+  /** The identity of each key, or -1: identityOf[api][key] */
+  readonly identityOf: ReadonlyArray<Int32Array>
+}
+
+export const identityId = (i: number) => `id_${i}`
+export const externalId = (i: number) => `ext_${i}`
+
+const generateColumns = (size: number, seed: number) => {
+  const random = mulberry32(seed)
+  const apiShare = zipf(APIS)
+  const keyTables = Array.from({ length: APIS }, (_, a) => zipf(a === 0 ? KEYS_API0 : KEYS_OTHER))
+  const outcomes = cdf(OUTCOME_WEIGHTS)
+  const tagsets: Array<ReadonlyArray<string>> = [[]]
+  const tagsetIndex = new Map<string, number>([["", 0]])
+  const drawTagset = () => {
+    const u = random()
+    const count = u < 0.3 ? 0 : u < 0.6 ? 1 : u < 0.85 ? 2 : 3
+    const set = new Set<string>()
+    while (set.size < count) set.add(TAGS[Math.floor(random() * TAGS.length)]!)
+    const tags = [...set].sort()
+    const id = tags.join(",")
+    let index = tagsetIndex.get(id)
+    if (index === undefined) {
+      index = tagsets.length
+      tagsets.push(tags)
+      tagsetIndex.set(id, index)
+    }
+    return index
+  }
+  const usual = Array.from({ length: APIS }, (_, a) =>
+    Uint16Array.from({ length: a === 0 ? KEYS_API0 : KEYS_OTHER }, () => drawTagset()))
+  const identityOf = Array.from({ length: APIS }, (_, a) =>
+    Int32Array.from({ length: a === 0 ? KEYS_API0 : KEYS_OTHER }, () =>
+      random() < 0.8 ? Math.floor(random() * IDENTITIES) : -1))
+  const time = new Float64Array(size)
+  const api = new Uint8Array(size)
+  const key = new Uint16Array(size)
+  const tagset = new Uint16Array(size)
+  const outcome = new Uint8Array(size)
+  const span = END - START
+  for (let i = 0; i < size; i++) {
+    time[i] = START + Math.floor((i * span) / size)
+    const a = pick(apiShare, random())
+    const k = pick(keyTables[a]!, random())
+    api[i] = a
+    key[i] = k
+    tagset[i] = random() < 0.8 ? usual[a]![k]! : drawTagset()
+    outcome[i] = pick(outcomes, random())
+  }
+  return { time, api, key, tagset, outcome, tagsets, identityOf }
+}
+
+const dataDir = fileURLToPath(new URL("../data/", import.meta.url))
+
+/** The data set of `size` events, from the cache or generated (and cached). */
+export const load = (size: number, seed = 1): Dataset => {
+  const file = `${dataDir}events-${size}-${seed}.bin`
+  const meta = `${file}.json`
+  let columns: ReturnType<typeof generateColumns>
+  if (existsSync(file) && existsSync(meta)) {
+    const buffer = readFileSync(file)
+    const { tagsets, identityOf } = JSON.parse(readFileSync(meta, "utf8"))
+    let offset = buffer.byteOffset
+    const view = <T>(make: (b: ArrayBuffer, o: number, n: number) => T, bytes: number) => {
+      const copy = buffer.buffer.slice(offset, offset + bytes * size)
+      offset += bytes * size
+      return make(copy, 0, size)
+    }
+    columns = {
+      time: view((b, o, n) => new Float64Array(b, o, n), 8),
+      api: view((b, o, n) => new Uint8Array(b, o, n), 1),
+      key: view((b, o, n) => new Uint16Array(b, o, n), 2),
+      tagset: view((b, o, n) => new Uint16Array(b, o, n), 2),
+      outcome: view((b, o, n) => new Uint8Array(b, o, n), 1),
+      tagsets,
+      identityOf: identityOf.map((ids: Array<number>) => Int32Array.from(ids))
+    }
+  } else {
+    columns = generateColumns(size, seed)
+    mkdirSync(dataDir, { recursive: true })
+    writeFileSync(file, Buffer.concat([columns.time, columns.api, columns.key, columns.tagset, columns.outcome].map((c) => Buffer.from(c.buffer, c.byteOffset, c.byteLength))))
+    writeFileSync(meta, JSON.stringify({ tagsets: columns.tagsets, identityOf: columns.identityOf.map((a) => Array.from(a)) }))
+  }
+  const keyIds = Array.from({ length: APIS }, (_, a) =>
+    Array.from({ length: a === 0 ? KEYS_API0 : KEYS_OTHER }, (_, k) => `key_${a}_${k}`))
+  return { size, ...columns, keyIds }
+}
+
+/** Api id of api number `a`. */
+export const apiId = (a: number) => `api_${a}`
+
+const apiIds = Array.from({ length: APIS }, (_, a) => apiId(a))
+const identities = new WeakMap<Dataset, ReadonlyArray<ReadonlyArray<{ id: string; externalId: string } | undefined>>>()
+
+/** Event `i` as a caller would submit it (ids and identities shared, as an interning parser would). */
+export const input = (data: Dataset, i: number) => {
+  let byKey = identities.get(data)
+  if (byKey === undefined) {
+    byKey = data.identityOf.map((ids) =>
+      Array.from(ids, (id) => (id >= 0 ? { id: identityId(id), externalId: externalId(id) } : undefined)))
+    identities.set(data, byKey)
+  }
+  const a = data.api[i]!
+  const k = data.key[i]!
+  return {
+    apiId: apiIds[a]!,
+    keyId: data.keyIds[a]![k]!,
+    outcome: OUTCOMES[data.outcome[i]!]!,
+    time: data.time[i]!,
+    tags: data.tagsets[data.tagset[i]!] as Array<string>,
+    identity: byKey[a]![k]
+  }
+}
+
+/** Parses `1m`, `10m`, `50m`, `200k` or a plain number. */
+export const parseSize = (text: string): number => {
+  const match = /^(\d+(?:\.\d+)?)([km]?)$/i.exec(text.trim())
+  if (match === null) throw new Error(`Not a size: ${text} (use e.g. 1m, 10m, 50m)`)
+  const unit = match[2]!.toLowerCase() === "m" ? 1_000_000 : match[2]!.toLowerCase() === "k" ? 1_000 : 1
+  return Math.round(Number(match[1]) * unit)
+}

@@ -1,0 +1,69 @@
+/**
+ * Measuring keymeter through its library API: ingest through `Verifications.record` (validation
+ * and all) and queries through `Analytics.getVerifications`, on any Storage layer.
+ */
+import { Analytics } from "@keymeter/core/Analytics"
+import { Api } from "@keymeter/core/Api"
+import * as Auth from "@keymeter/core/Auth"
+import type { Datapoint } from "@keymeter/core/Datapoint"
+import * as Keymeter from "@keymeter/core/Keymeter"
+import type { Catalog as CatalogTag, VerificationStore } from "@keymeter/core/Storage"
+import { Catalog } from "@keymeter/core/Storage"
+import { Verifications } from "@keymeter/core/Verifications"
+import type { VerificationQueryInput } from "@keymeter/core/VerificationQuery"
+import { Workspace } from "@keymeter/core/Workspace"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as ManagedRuntime from "effect/ManagedRuntime"
+import type { Dataset } from "./Dataset.js"
+import { apiId, APIS, input } from "./Dataset.js"
+
+const WORKSPACE = "ws_bench"
+const principal = Auth.system(WORKSPACE)
+
+export const BATCH = 10_000
+
+/** A keymeter instance over `storage`, with the bench workspace and apis. */
+export const open = async (storage: Layer.Layer<VerificationStore | CatalogTag, unknown>) => {
+  const runtime = ManagedRuntime.make(Keymeter.layer.pipe(Layer.provideMerge(storage)))
+  await runtime.runPromise(Effect.gen(function*() {
+    const catalog = yield* Catalog
+    yield* catalog.putWorkspace(new Workspace({ id: WORKSPACE, name: "bench" }))
+    for (let a = 0; a < APIS; a++) yield* catalog.putApi(new Api({ id: apiId(a), workspaceId: WORKSPACE, name: apiId(a) }))
+  }))
+  const verifications = await runtime.runPromise(Verifications)
+  const analytics = await runtime.runPromise(Analytics)
+  return {
+    /** Records the whole data set in batches; resolves with events per second. */
+    ingest: async (data: Dataset, onProgress?: (done: number) => void) => {
+      const started = performance.now()
+      for (let from = 0; from < data.size; from += BATCH) {
+        const to = Math.min(data.size, from + BATCH)
+        const batch = new Array(to - from)
+        for (let i = from; i < to; i++) batch[i - from] = input(data, i)
+        await runtime.runPromise(verifications.record(principal, batch))
+        onProgress?.(to)
+      }
+      return data.size / ((performance.now() - started) / 1000)
+    },
+    query: (query: VerificationQueryInput): Promise<Array<Datapoint>> =>
+      runtime.runPromise(analytics.getVerifications(principal, query)),
+    close: () => runtime.dispose()
+  }
+}
+
+/** Median and spread (min, max) of `runs` timings of `f` after one warm-up, in ms. */
+export const time = async <A>(f: () => Promise<A>, runs?: number) => {
+  const first = performance.now()
+  const result = await f()
+  const warmup = performance.now() - first
+  const n = runs ?? (warmup < 20 ? 21 : warmup > 8000 ? 3 : 7)
+  const samples: Array<number> = []
+  for (let i = 0; i < n; i++) {
+    const t = performance.now()
+    await f()
+    samples.push(performance.now() - t)
+  }
+  samples.sort((a, b) => a - b)
+  return { result, median: samples[samples.length >> 1]!, min: samples[0]!, max: samples[samples.length - 1]!, runs: n }
+}

@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from "@effect/vitest"
 import { spawnSync } from "node:child_process"
 import { mkdtempSync, writeFileSync } from "node:fs"
+import { request as httpRequest } from "node:http"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import type { Running } from "./Spawn.js"
@@ -57,17 +58,30 @@ describe("standalone server (npm start)", () => {
 
   it("lets in-flight requests finish on SIGTERM, then exits 0", async () => {
     const { base, server } = await serve({ KEYMETER_PROVISION: "examples/provision.json" })
-    const body = batch(10_000)
-    const requests = Array.from({ length: 12 }, () =>
-      fetch(`${base}/v1/analytics.recordVerifications`, {
+    const body = Buffer.from(batch(10_000))
+    const half = body.length >> 1
+    // Each request sends its headers and half its body, so the server has accepted all of them;
+    // then the rest follows and the signal comes while the server is busy with them.
+    const open = Array.from({ length: 12 }, () => {
+      const req = httpRequest(`${base}/v1/analytics.recordVerifications`, {
         method: "POST",
-        headers: { authorization: "Bearer sk_acme_admin", "content-type": "application/json", connection: "close" },
-        body
-      }).then((r) => r.status, (e) => `failed: ${e.cause?.message ?? e}`))
-    // Signal once the server has started on them.
-    await new Promise((resolve) => setTimeout(resolve, 150))
+        headers: { authorization: "Bearer sk_acme_admin", "content-type": "application/json", "transfer-encoding": "chunked" }
+      })
+      const status = new Promise<number | string>((resolve) => {
+        req.on("response", (res) => {
+          res.resume()
+          res.on("end", () => resolve(res.statusCode!))
+        })
+        req.on("error", (error) => resolve(`failed: ${error.message}`))
+      })
+      req.write(body.subarray(0, half))
+      return { req, status }
+    })
+    await new Promise((resolve) => setTimeout(resolve, 1000))
+    for (const { req } of open) req.end(body.subarray(half))
+    await new Promise((resolve) => setTimeout(resolve, 50))
     const exit = stop(running.pop()!)
-    expect(await Promise.all(requests)).toEqual(new Array(12).fill(200))
+    expect(await Promise.all(open.map((o) => o.status))).toEqual(new Array(12).fill(200))
     expect(await exit).toBe(0)
     expect(server.output()).not.toMatch(/Error|defect/i)
   })

@@ -5,6 +5,7 @@
  * ~90% valid outcomes; 90 days from 2025-01-01Z, in time order. Columns are cached under
  * bench/data so a size is generated once.
  */
+import { Outcomes } from "@keymeter/core/Verification"
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
 import { fileURLToPath } from "node:url"
 
@@ -16,17 +17,8 @@ export const KEYS_API0 = 10_000
 export const KEYS_OTHER = 1_000
 export const IDENTITIES = 2_000
 export const TAGS = Array.from({ length: 30 }, (_, i) => `tag_${String(i).padStart(2, "0")}`)
-export const OUTCOMES = [
-  "valid",
-  "notFound",
-  "forbidden",
-  "usageExceeded",
-  "rateLimited",
-  "unauthorized",
-  "disabled",
-  "insufficientPermissions",
-  "expired"
-] as const
+export const OUTCOMES = Outcomes
+/** Weights of the outcomes, in the order of `Outcomes`. */
 const OUTCOME_WEIGHTS = [90, 1.5, 1, 2, 3, 1, 0.5, 0.5, 0.5]
 
 /** A seeded PRNG (mulberry32): uniform in [0, 1). */

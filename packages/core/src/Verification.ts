@@ -4,6 +4,7 @@
 import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
 import { ValidationError } from "./Errors.js"
+import { describeValue as describe } from "./Validation.js"
 
 /** The nine outcomes of a verification, in the order the datapoint counters use. */
 export const Outcomes = [
@@ -106,15 +107,6 @@ export const normalizeTags = (tags: ReadonlyArray<string>): ReadonlyArray<string
   }
   sorted.length = unique
   return sorted
-}
-
-const describe = (value: unknown): string => {
-  if (value === undefined) return "nothing"
-  if (typeof value === "string") return JSON.stringify(value.length > 40 ? value.slice(0, 40) + "…" : value)
-  if (Array.isArray(value)) return "an array"
-  if (value === null) return "null"
-  if (typeof value === "object") return "an object"
-  return String(value)
 }
 
 const isPlainObject = (value: unknown): value is Record<string, unknown> =>

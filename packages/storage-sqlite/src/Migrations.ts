@@ -1,0 +1,123 @@
+/**
+ * The SQLite schema, as versioned migrations run at start. A database written by an older keymeter
+ * is migrated forward; one written by a newer keymeter is refused.
+ */
+import * as Migrator from "@effect/sql/Migrator"
+import * as SqlClient from "@effect/sql/SqlClient"
+import * as Data from "effect/Data"
+import * as Effect from "effect/Effect"
+
+/** The database belongs to another keymeter version, or could not be migrated. */
+export class SchemaError extends Data.TaggedError("SchemaError")<{ readonly message: string }> {}
+
+const COUNTERS = "c0 INTEGER NOT NULL, c1 INTEGER NOT NULL, c2 INTEGER NOT NULL, c3 INTEGER NOT NULL, " +
+  "c4 INTEGER NOT NULL, c5 INTEGER NOT NULL, c6 INTEGER NOT NULL, c7 INTEGER NOT NULL, c8 INTEGER NOT NULL"
+
+/** A rollup table: dimension columns (integers), nine outcome counters, clustered on the dimensions. */
+const rollup = (table: string, dimensions: ReadonlyArray<string>) =>
+  `CREATE TABLE ${table} (${dimensions.map((d) => `${d} INTEGER NOT NULL`).join(", ")}, ${COUNTERS}, ` +
+  `PRIMARY KEY (${dimensions.join(", ")})) WITHOUT ROWID`
+
+const statements = (sql: SqlClient.SqlClient, list: ReadonlyArray<string>) =>
+  Effect.forEach(list, (statement) => sql.unsafe(statement), { discard: true })
+
+/** Every migration, by id. Ids only grow; a released migration never changes. */
+export const migrations = {
+  "0001_catalog": Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    statements(sql, [
+      "CREATE TABLE workspaces (id TEXT PRIMARY KEY, name TEXT NOT NULL) WITHOUT ROWID",
+      `CREATE TABLE root_keys (
+        id TEXT PRIMARY KEY,
+        workspace_id TEXT NOT NULL REFERENCES workspaces (id),
+        name TEXT NOT NULL,
+        hash TEXT NOT NULL UNIQUE,
+        permissions TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        expires_at INTEGER,
+        disabled INTEGER NOT NULL DEFAULT 0
+      ) WITHOUT ROWID`,
+      "CREATE INDEX root_keys_workspace ON root_keys (workspace_id)",
+      `CREATE TABLE apis (
+        id TEXT PRIMARY KEY,
+        workspace_id TEXT NOT NULL REFERENCES workspaces (id),
+        name TEXT NOT NULL
+      ) WITHOUT ROWID`,
+      `CREATE TABLE namespaces (
+        id TEXT PRIMARY KEY,
+        workspace_id TEXT NOT NULL REFERENCES workspaces (id),
+        name TEXT NOT NULL,
+        UNIQUE (workspace_id, name)
+      ) WITHOUT ROWID`,
+      `CREATE TABLE overrides (
+        id TEXT PRIMARY KEY,
+        namespace_id TEXT NOT NULL REFERENCES namespaces (id),
+        identifier TEXT NOT NULL,
+        "limit" INTEGER NOT NULL,
+        duration INTEGER NOT NULL,
+        async INTEGER NOT NULL,
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL,
+        UNIQUE (namespace_id, identifier)
+      ) WITHOUT ROWID`
+    ])),
+  "0002_verifications": Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    statements(sql, [
+      // Dictionaries: rollups hold small integers. Identity 0 is "no identity", tag set 0 is [].
+      `CREATE TABLE v_partitions (
+        no INTEGER PRIMARY KEY,
+        workspace_id TEXT NOT NULL,
+        api_id TEXT NOT NULL,
+        compacted_through INTEGER NOT NULL DEFAULT -1,
+        UNIQUE (workspace_id, api_id)
+      )`,
+      "CREATE TABLE v_keys (no INTEGER PRIMARY KEY, value TEXT NOT NULL UNIQUE)",
+      `CREATE TABLE v_identities (
+        no INTEGER PRIMARY KEY,
+        identity_id TEXT NOT NULL,
+        external_id TEXT NOT NULL,
+        UNIQUE (identity_id, external_id)
+      )`,
+      "CREATE TABLE v_tagsets (no INTEGER PRIMARY KEY, tags TEXT NOT NULL UNIQUE)",
+      "INSERT INTO v_tagsets (no, tags) VALUES (0, '[]')",
+      // Written at ingest, in the transaction that stores the batch: time-clustered, so a batch
+      // touches the pages at the end of each api's range.
+      rollup("r_hour", ["p", "hour", "key", "identity", "tagset"]),
+      rollup("r_hour_total", ["p", "hour"]),
+      // Written by compaction once a day has closed (and by late events for closed days).
+      rollup("r_day", ["p", "day", "key", "identity", "tagset"]),
+      rollup("r_day_total", ["p", "day"]),
+      // Clustered by the dimension, so grouping by it reads in index order without a sort.
+      rollup("r_day_key", ["p", "key", "day"]),
+      rollup("r_day_identity", ["p", "identity", "day"]),
+      rollup("r_day_tagset", ["p", "tagset", "day"])
+    ]))
+} as const
+
+/** Number of the newest migration this version knows. */
+export const LATEST = Math.max(...Object.keys(migrations).map((id) => Number(id.split("_")[0])))
+
+const TABLE = "effect_sql_migrations"
+
+/** Refuses a database migrated by a newer keymeter, then runs the missing migrations. */
+export const run = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  const exists = yield* sql.unsafe<{ n: number }>(
+    `SELECT count(*) AS n FROM sqlite_master WHERE type = 'table' AND name = '${TABLE}'`
+  )
+  if (exists[0]!.n > 0) {
+    const [row] = yield* sql.unsafe<{ v: number | null }>(`SELECT max(migration_id) AS v FROM ${TABLE}`)
+    const version = row?.v ?? 0
+    if (version > LATEST) {
+      return yield* new SchemaError({
+        message: `This database has schema version ${version}, written by a newer keymeter; this version ` +
+          `reads up to ${LATEST}. Upgrade keymeter, or use another file.`
+      })
+    }
+  }
+  yield* Migrator.make({})({ loader: Migrator.fromRecord(migrations) })
+}).pipe(
+  Effect.catchTags({
+    MigrationError: (error) => new SchemaError({ message: `Could not migrate the database: ${error.message}` }),
+    SqlError: (error) => new SchemaError({ message: `Could not open the database: ${String(error.cause ?? error.message)}` })
+  })
+)

@@ -1,0 +1,179 @@
+/**
+ * The catalog half of the Storage port in SQLite: workspaces, root keys, apis, namespaces and
+ * overrides, read fresh on every call so the admin CLI's changes apply at once.
+ */
+import type { SqlError } from "@effect/sql/SqlError"
+import * as SqlClient from "@effect/sql/SqlClient"
+import { Api } from "@keymeter/core/Api"
+import { StorageError } from "@keymeter/core/Errors"
+import { Namespace } from "@keymeter/core/Namespace"
+import { Override } from "@keymeter/core/Override"
+import { RootKey } from "@keymeter/core/RootKey"
+import type { PutResult } from "@keymeter/core/Storage"
+import { Catalog } from "@keymeter/core/Storage"
+import { Workspace } from "@keymeter/core/Workspace"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+
+/** A SQL failure as the port's error; the SQL text and file paths stay in the log. */
+export const storageError = (error: SqlError) =>
+  Effect.zipRight(
+    Effect.logWarning("SQLite failure", error.cause),
+    Effect.fail(new StorageError({ message: `SQLite: ${error.message}`, cause: error.cause }))
+  )
+
+interface RootKeyRow {
+  readonly id: string
+  readonly workspace_id: string
+  readonly name: string
+  readonly hash: string
+  readonly permissions: string
+  readonly created_at: number
+  readonly expires_at: number | null
+  readonly disabled: number
+}
+
+const toRootKey = (row: RootKeyRow) =>
+  new RootKey({
+    id: row.id,
+    workspaceId: row.workspace_id,
+    name: row.name,
+    hash: row.hash,
+    permissions: JSON.parse(row.permissions) as Array<string>,
+    createdAt: row.created_at,
+    ...(row.expires_at !== null ? { expiresAt: row.expires_at } : {}),
+    disabled: row.disabled !== 0
+  })
+
+interface OverrideRow {
+  readonly id: string
+  readonly namespace_id: string
+  readonly identifier: string
+  readonly limit: number
+  readonly duration: number
+  readonly async: number
+  readonly created_at: number
+  readonly updated_at: number
+}
+
+/** An override row as the domain model. */
+export const toOverride = (row: OverrideRow) =>
+  new Override({
+    id: row.id,
+    namespaceId: row.namespace_id,
+    identifier: row.identifier,
+    limit: row.limit,
+    duration: row.duration,
+    async: row.async !== 0,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at
+  })
+
+/** The catalog on the SqlClient in context (migrated). */
+export const make = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  const run = <A, R>(effect: Effect.Effect<A, SqlError, R>) => Effect.catchAll(effect, storageError)
+  const first = <A>(rows: ReadonlyArray<A>) => Option.fromNullable(rows[0])
+
+  return Catalog.of({
+    isEmpty: run(Effect.map(sql<{ n: number }>`SELECT count(*) AS n FROM workspaces`, (rows) => rows[0]!.n === 0)),
+    putWorkspace: (workspace) =>
+      run(sql.withTransaction(Effect.gen(function*() {
+        const existing = yield* sql`SELECT 1 FROM workspaces WHERE id = ${workspace.id}`
+        yield* sql`INSERT INTO workspaces (id, name) VALUES (${workspace.id}, ${workspace.name})
+          ON CONFLICT (id) DO UPDATE SET name = excluded.name`
+        return (existing.length > 0 ? "updated" : "created") as PutResult
+      }))),
+    getWorkspace: (id) =>
+      run(Effect.map(
+        sql<{ id: string; name: string }>`SELECT id, name FROM workspaces WHERE id = ${id}`,
+        (rows) => Option.map(first(rows), (row) => new Workspace(row))
+      )),
+    putRootKey: (key) =>
+      run(sql.withTransaction(Effect.gen(function*() {
+        const [existing] = yield* sql<{ workspace_id: string }>`SELECT workspace_id FROM root_keys WHERE hash = ${key.hash}`
+        if (existing !== undefined && existing.workspace_id !== key.workspaceId) return "conflict" as PutResult
+        yield* sql`INSERT INTO root_keys (id, workspace_id, name, hash, permissions, created_at, expires_at, disabled)
+          VALUES (${key.id}, ${key.workspaceId}, ${key.name}, ${key.hash}, ${JSON.stringify(key.permissions)},
+            ${key.createdAt}, ${key.expiresAt ?? null}, ${key.disabled ? 1 : 0})
+          ON CONFLICT (hash) DO UPDATE SET name = excluded.name, permissions = excluded.permissions,
+            expires_at = excluded.expires_at, disabled = excluded.disabled`
+        return (existing !== undefined ? "updated" : "created") as PutResult
+      }))),
+    findRootKeyByHash: (hash) =>
+      run(Effect.map(
+        sql<RootKeyRow>`SELECT * FROM root_keys WHERE hash = ${hash}`,
+        (rows) => Option.map(first(rows), toRootKey)
+      )),
+    listRootKeys: (workspaceId) =>
+      run(Effect.map(
+        sql<RootKeyRow>`SELECT * FROM root_keys WHERE workspace_id = ${workspaceId} ORDER BY id`,
+        (rows) => rows.map(toRootKey)
+      )),
+    deleteRootKey: (workspaceId, id) =>
+      run(Effect.map(
+        sql<{ id: string }>`DELETE FROM root_keys WHERE workspace_id = ${workspaceId} AND id = ${id} RETURNING id`,
+        (rows) => rows.length > 0
+      )),
+    putApi: (api) =>
+      run(sql.withTransaction(Effect.gen(function*() {
+        const [existing] = yield* sql<{ workspace_id: string }>`SELECT workspace_id FROM apis WHERE id = ${api.id}`
+        if (existing !== undefined && existing.workspace_id !== api.workspaceId) return "conflict" as PutResult
+        yield* sql`INSERT INTO apis (id, workspace_id, name) VALUES (${api.id}, ${api.workspaceId}, ${api.name})
+          ON CONFLICT (id) DO UPDATE SET name = excluded.name`
+        return (existing !== undefined ? "updated" : "created") as PutResult
+      }))),
+    getApi: (workspaceId, id) =>
+      run(Effect.map(
+        sql<{ id: string; workspace_id: string; name: string }>`SELECT id, workspace_id, name FROM apis
+          WHERE id = ${id} AND workspace_id = ${workspaceId}`,
+        (rows) => Option.map(first(rows), (row) => new Api({ id: row.id, workspaceId: row.workspace_id, name: row.name }))
+      )),
+    putNamespace: (namespace) =>
+      run(sql.withTransaction(Effect.gen(function*() {
+        const [byId] = yield* sql<{ workspace_id: string }>`SELECT workspace_id FROM namespaces WHERE id = ${namespace.id}`
+        if (byId !== undefined && byId.workspace_id !== namespace.workspaceId) return "conflict" as PutResult
+        const [byName] = yield* sql<{ id: string }>`SELECT id FROM namespaces
+          WHERE workspace_id = ${namespace.workspaceId} AND name = ${namespace.name}`
+        if (byName !== undefined && byName.id !== namespace.id) return "conflict" as PutResult
+        yield* sql`INSERT INTO namespaces (id, workspace_id, name)
+          VALUES (${namespace.id}, ${namespace.workspaceId}, ${namespace.name})
+          ON CONFLICT (id) DO UPDATE SET name = excluded.name`
+        return (byId !== undefined ? "updated" : "created") as PutResult
+      }))),
+    ensureNamespace: (namespace) =>
+      run(Effect.gen(function*() {
+        // One statement: concurrent creators of one name leave exactly one namespace.
+        yield* sql`INSERT INTO namespaces (id, workspace_id, name)
+          VALUES (${namespace.id}, ${namespace.workspaceId}, ${namespace.name})
+          ON CONFLICT (workspace_id, name) DO NOTHING`
+        const [row] = yield* sql<{ id: string }>`SELECT id FROM namespaces
+          WHERE workspace_id = ${namespace.workspaceId} AND name = ${namespace.name}`
+        return new Namespace({ id: row!.id, workspaceId: namespace.workspaceId, name: namespace.name })
+      })),
+    getNamespace: (workspaceId, id) =>
+      run(Effect.map(
+        sql<{ id: string; name: string }>`SELECT id, name FROM namespaces WHERE id = ${id} AND workspace_id = ${workspaceId}`,
+        (rows) => Option.map(first(rows), (row) => new Namespace({ id: row.id, workspaceId, name: row.name }))
+      )),
+    findNamespaceByName: (workspaceId, name) =>
+      run(Effect.map(
+        sql<{ id: string }>`SELECT id FROM namespaces WHERE workspace_id = ${workspaceId} AND name = ${name}`,
+        (rows) => Option.map(first(rows), (row) => new Namespace({ id: row.id, workspaceId, name }))
+      )),
+    upsertOverride: (write) =>
+      run(Effect.map(
+        sql<OverrideRow>`INSERT INTO overrides (id, namespace_id, identifier, "limit", duration, async, created_at, updated_at)
+          VALUES (${write.id}, ${write.namespaceId}, ${write.identifier}, ${write.limit}, ${write.duration},
+            ${write.async ? 1 : 0}, ${write.now}, ${write.now})
+          ON CONFLICT (namespace_id, identifier) DO UPDATE SET "limit" = excluded."limit",
+            duration = excluded.duration, async = excluded.async, updated_at = excluded.updated_at
+          RETURNING id, namespace_id, identifier, "limit", duration, async, created_at, updated_at`,
+        (rows) => toOverride(rows[0]!)
+      ))
+  })
+})
+
+/** The catalog as a layer over the SqlClient in context. */
+export const layer: Layer.Layer<Catalog, never, SqlClient.SqlClient> = Layer.effect(Catalog, make)

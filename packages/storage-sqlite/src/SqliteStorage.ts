@@ -1,0 +1,120 @@
+/**
+ * The whole Storage port in one SQLite file: durable (WAL, synchronous FULL by default), migrated
+ * at open, written by one server process at a time.
+ */
+import * as SqlClient from "@effect/sql/SqlClient"
+import { SqliteClient } from "@effect/sql-sqlite-node"
+import type { StorageError } from "@keymeter/core/Errors"
+import type { Catalog, VerificationStore } from "@keymeter/core/Storage"
+import * as Reactivity from "@effect/experimental/Reactivity"
+import * as Context from "effect/Context"
+import * as Data from "effect/Data"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import { mkdirSync, readFileSync, rmSync, unlinkSync, writeFileSync } from "node:fs"
+import { dirname } from "node:path"
+import * as Migrations from "./Migrations.js"
+import * as SqliteCatalog from "./SqliteCatalog.js"
+import * as SqliteVerificationStore from "./SqliteVerificationStore.js"
+
+/** How to open the file. */
+export interface Options {
+  /** Path of the database file (its folder is created), or `:memory:`. */
+  readonly filename: string
+  /**
+   * `full` (default): a commit survives a power loss. `normal`: it survives a process crash, and
+   * the last commits may be lost on power loss.
+   */
+  readonly synchronous?: "full" | "normal" | undefined
+  /** Page cache in MiB (default 64). */
+  readonly cacheMiB?: number | undefined
+  /** How long to wait for another process's write lock (default 5000 ms). */
+  readonly busyTimeoutMs?: number | undefined
+}
+
+/** Why the file could not be opened: another writer, a schema from elsewhere, or a storage failure. */
+export type OpenError = FileInUse | Migrations.SchemaError | StorageError
+
+/** The file is being written by another keymeter server. */
+export class FileInUse extends Data.TaggedError("FileInUse")<{ readonly message: string }> {}
+
+const isAlive = (pid: number) => {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "EPERM"
+  }
+}
+
+/**
+ * One writer per file: a `<file>.lock` holding the writer's pid, taken over when that process is
+ * gone (it was killed).
+ */
+const writerLock = (filename: string) =>
+  filename === ":memory:"
+    ? Effect.void
+    : Effect.acquireRelease(
+      Effect.suspend(() => {
+        const path = `${filename}.lock`
+        for (;;) {
+          try {
+            writeFileSync(path, String(process.pid), { flag: "wx" })
+            return Effect.succeed(path)
+          } catch (error) {
+            if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error
+            const holder = Number(readFileSync(path, "utf8"))
+            // This process counts too: two stores on one file in one process must not both write.
+            if (Number.isInteger(holder) && holder > 0 && isAlive(holder)) {
+              return Effect.fail(
+                new FileInUse({ message: `Another keymeter server (pid ${holder}) is writing to ${filename}` })
+              )
+            }
+            unlinkSync(path)
+          }
+        }
+      }),
+      (path) => Effect.sync(() => rmSync(path, { force: true }))
+    )
+
+/** The SqlClient on the file, with the connection settings applied and the schema migrated. */
+export const layerClient = (options: Options) =>
+  Layer.effectDiscard(
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      yield* sql.unsafe(`PRAGMA busy_timeout = ${Math.max(0, Math.floor(options.busyTimeoutMs ?? 5000))}`)
+      yield* sql.unsafe("PRAGMA foreign_keys = ON")
+      yield* sql.unsafe(`PRAGMA synchronous = ${options.synchronous === "normal" ? "NORMAL" : "FULL"}`)
+      yield* sql.unsafe(`PRAGMA cache_size = ${-Math.max(1, Math.floor(options.cacheMiB ?? 64)) * 1024}`)
+      yield* Migrations.run
+    }).pipe(Effect.catchTag("SqlError", (error) => new Migrations.SchemaError({ message: `Could not open the database: ${String(error.cause ?? error.message)}` })))
+  ).pipe(Layer.provideMerge(clientLayer(options.filename)))
+
+/** The client on `filename`; a file that cannot be opened is a SchemaError, not a defect. */
+const clientLayer = (filename: string) =>
+  Layer.scopedContext(
+    Effect.suspend(() => {
+      if (filename !== ":memory:") mkdirSync(dirname(filename), { recursive: true })
+      return SqliteClient.make({ filename })
+    }).pipe(
+      Effect.catchAllDefect((defect) =>
+        new Migrations.SchemaError({
+          message: `Could not open the database ${filename}: ${defect instanceof Error ? defect.message : String(defect)}`
+        })
+      ),
+      Effect.map((client) => Context.make(SqliteClient.SqliteClient, client).pipe(Context.add(SqlClient.SqlClient, client)))
+    )
+  ).pipe(Layer.provide(Reactivity.layer))
+
+/** Both halves of the port on one file. */
+export const layer = (
+  options: Options
+): Layer.Layer<VerificationStore | Catalog | SqlClient.SqlClient, OpenError> =>
+  Layer.merge(SqliteVerificationStore.layer, SqliteCatalog.layer).pipe(
+    Layer.provide(Layer.scopedDiscard(writerLock(options.filename))),
+    Layer.provideMerge(layerClient(options))
+  )
+
+/** The catalog alone, for tools that run beside a server (no writer lock, no ingest). */
+export const layerCatalog = (options: Options): Layer.Layer<Catalog | SqlClient.SqlClient, OpenError> =>
+  SqliteCatalog.layer.pipe(Layer.provideMerge(layerClient(options)))

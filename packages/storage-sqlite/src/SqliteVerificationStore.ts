@@ -1,0 +1,289 @@
+/**
+ * The verification half of the Storage port in SQLite.
+ *
+ * Ingest: concurrent `append` calls queue up and a single writer stores them together in one
+ * transaction (group commit): each call completes once its events are committed; a failed
+ * transaction fails every call in it and stores none of their events. A transaction writes the
+ * hourly rollups (`r_hour`, `r_hour_total`), and for events of days already compacted, the day
+ * tables too.
+ *
+ * Compaction: once an api has data from a later day, the closed days are rolled up from the hour
+ * rows into the day tables, set-based, a few days per transaction.
+ *
+ * Reads: `internal/Planner` picks day rows for compacted whole days and hour rows for the rest.
+ */
+import * as SqlClient from "@effect/sql/SqlClient"
+import type { SqlError } from "@effect/sql/SqlError"
+import type { AggregationQuery, AggregationResult } from "@keymeter/core/Aggregation"
+import { tooLarge } from "@keymeter/core/Aggregation"
+import { StorageError } from "@keymeter/core/Errors"
+import { VerificationStore } from "@keymeter/core/Storage"
+import * as Time from "@keymeter/core/Time"
+import type { Verification } from "@keymeter/core/Verification"
+import { Outcomes } from "@keymeter/core/Verification"
+import * as Deferred from "effect/Deferred"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Queue from "effect/Queue"
+import { storageError } from "./SqliteCatalog.js"
+import type { Partition } from "./internal/Dictionaries.js"
+import { Dictionaries } from "./internal/Dictionaries.js"
+import * as Planner from "./internal/Planner.js"
+import { COUNTERS, RollupRows, upsert } from "./internal/Rollup.js"
+
+const OUTCOME_CODES = new Map<string, number>(Outcomes.map((outcome, i) => [outcome, i]))
+
+/** Events one transaction takes at most; more wait for the next. */
+const MAX_EVENTS_PER_TRANSACTION = 100_000
+
+/** Days one compaction transaction rolls up at most, so ingest is never held up for long. */
+const MAX_DAYS_PER_COMPACTION = 7
+
+interface Pending {
+  readonly events: ReadonlyArray<Verification>
+  readonly done: Deferred.Deferred<void, StorageError>
+}
+
+const loadDictionaries = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  const dictionaries = new Dictionaries()
+  const bounds = new Map<number, { min: number; max: number }>()
+  for (const [p, min, max] of yield* sql.unsafe("SELECT p, min(hour), max(hour) FROM r_hour_total GROUP BY p").values) {
+    bounds.set(p as number, { min: min as number, max: max as number })
+  }
+  for (const [no, workspaceId, apiId, compacted] of yield* sql.unsafe(
+    "SELECT no, workspace_id, api_id, compacted_through FROM v_partitions"
+  ).values) {
+    const b = bounds.get(no as number)
+    dictionaries.loadPartition({
+      no: no as number,
+      workspaceId: workspaceId as string,
+      apiId: apiId as string,
+      compactedThrough: compacted as number,
+      minHour: b?.min ?? -1,
+      maxHour: b?.max ?? -1
+    })
+  }
+  for (const [no, value] of yield* sql.unsafe("SELECT no, value FROM v_keys").values) {
+    dictionaries.loadKey(no as number, value as string)
+  }
+  for (const [no, id, externalId] of yield* sql.unsafe("SELECT no, identity_id, external_id FROM v_identities").values) {
+    dictionaries.loadIdentity(no as number, { id: id as string, externalId: externalId as string })
+  }
+  for (const [no, tags] of yield* sql.unsafe("SELECT no, tags FROM v_tagsets WHERE no > 0").values) {
+    dictionaries.loadTagset(no as number, tags as string)
+  }
+  return dictionaries
+})
+
+/** Inserts rows in statements of at most 200 rows. */
+const insertRows = (sql: SqlClient.SqlClient, table: string, columns: ReadonlyArray<string>, rows: ReadonlyArray<ReadonlyArray<unknown>>) =>
+  Effect.forEach(
+    Array.from({ length: Math.ceil(rows.length / 200) }, (_, i) => rows.slice(i * 200, i * 200 + 200)),
+    (chunk) =>
+      sql.unsafe(
+        `INSERT INTO ${table} (${columns.join(", ")}) VALUES ${chunk.map(() => `(${columns.map(() => "?").join(", ")})`).join(", ")}`,
+        chunk.flat()
+      ),
+    { discard: true }
+  )
+
+/** The store on the SqlClient in context (migrated); its writer lives as long as the scope. */
+export const make = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  const dictionaries = yield* Effect.catchAll(loadDictionaries, storageError)
+
+  /** Stores a transaction's events: dictionary entries, hour rollups, and day rows of late events. */
+  const write = (events: ReadonlyArray<Verification>) =>
+    Effect.gen(function*() {
+      const hour = new RollupRows("r_hour")
+      const hourTotal = new RollupRows("r_hour_total")
+      const late = {
+        day: new RollupRows("r_day"),
+        dayTotal: new RollupRows("r_day_total"),
+        dayKey: new RollupRows("r_day_key"),
+        dayIdentity: new RollupRows("r_day_identity"),
+        dayTagset: new RollupRows("r_day_tagset")
+      }
+      for (const event of events) {
+        const partition = dictionaries.partitionFor(event.workspaceId, event.apiId)
+        const h = Math.floor(event.time / Time.HOUR)
+        dictionaries.seeHour(partition, h)
+        const p = partition.no
+        const key = dictionaries.keyCode(event.keyId)
+        const identity = event.identity === undefined ? 0 : dictionaries.identityCode(event.identity)
+        const tagset = dictionaries.tagsetCode(event.tags)
+        const outcome = OUTCOME_CODES.get(event.outcome)!
+        hour.add([p, h, key, identity, tagset], outcome)
+        hourTotal.add([p, h], outcome)
+        const day = Math.floor(h / 24)
+        if (day <= partition.compactedThrough) {
+          late.day.add([p, day, key, identity, tagset], outcome)
+          late.dayTotal.add([p, day], outcome)
+          late.dayKey.add([p, key, day], outcome)
+          late.dayIdentity.add([p, identity, day], outcome)
+          late.dayTagset.add([p, tagset, day], outcome)
+        }
+      }
+      const pending = dictionaries.pending
+      yield* insertRows(sql, "v_partitions", ["no", "workspace_id", "api_id"], pending.partitions.map((p) => [p.no, p.workspaceId, p.apiId]))
+      yield* insertRows(sql, "v_keys", ["no", "value"], pending.keys)
+      yield* insertRows(sql, "v_identities", ["no", "identity_id", "external_id"], pending.identities.map(([no, i]) => [no, i.id, i.externalId]))
+      yield* insertRows(sql, "v_tagsets", ["no", "tags"], pending.tagsets)
+      yield* upsert(sql, hour)
+      yield* upsert(sql, hourTotal)
+      for (const rows of Object.values(late)) if (rows.size > 0) yield* upsert(sql, rows)
+    })
+
+  /** One transaction for all `batch`; the dictionaries forget its entries when it fails. */
+  const commit = (batch: ReadonlyArray<Pending>) =>
+    Effect.suspend(() => {
+      const events = batch.length === 1 ? batch[0]!.events : batch.flatMap((p) => p.events)
+      return sql.withTransaction(write(events)).pipe(
+        Effect.onExit((exit) => Effect.sync(() => (Exit.isSuccess(exit) ? dictionaries.commit() : dictionaries.rollback()))),
+        Effect.catchAll(storageError)
+      )
+    })
+
+  /** Rolls closed days of `partition` up into the day tables, a few days per transaction. */
+  const compact = (partition: Partition) =>
+    Effect.gen(function*() {
+      const through = Math.floor(partition.maxHour / 24) - 1
+      while (partition.compactedThrough < through) {
+        // Start at the next day holding data: gaps (or the years before the first event) are skipped.
+        const [[next]] = yield* sql.unsafe(
+          "SELECT min(hour) FROM r_hour_total WHERE p = ? AND hour >= ?",
+          [partition.no, (partition.compactedThrough + 1) * 24]
+        ).values
+        const from = next === null ? through + 1 : Math.floor((next as number) / 24)
+        const to = Math.min(through, from + MAX_DAYS_PER_COMPACTION - 1)
+        if (from > through) {
+          yield* sql.unsafe("UPDATE v_partitions SET compacted_through = ? WHERE no = ?", [through, partition.no])
+          partition.compactedThrough = through
+          break
+        }
+        const p = partition.no
+        const sums = COUNTERS.map((c) => `sum(${c})`).join(", ")
+        const counters = COUNTERS.join(", ")
+        yield* sql.withTransaction(Effect.all([
+          sql.unsafe(
+            `INSERT INTO r_day (p, day, key, identity, tagset, ${counters}) SELECT p, hour / 24, key, identity, tagset, ${sums}
+             FROM r_hour WHERE p = ? AND hour BETWEEN ? AND ? GROUP BY hour / 24, key, identity, tagset`,
+            [p, from * 24, to * 24 + 23]
+          ),
+          ...([["r_day_total", ["day"]], ["r_day_key", ["key", "day"]], ["r_day_identity", ["identity", "day"]], [
+            "r_day_tagset",
+            ["tagset", "day"]
+          ]] as const).map(([table, dims]) =>
+            sql.unsafe(
+              `INSERT INTO ${table} (p, ${dims.join(", ")}, ${counters}) SELECT p, ${dims.join(", ")}, ${sums}
+               FROM r_day WHERE p = ? AND day BETWEEN ? AND ? GROUP BY ${dims.join(", ")}`,
+              [p, from, to]
+            )
+          ),
+          sql.unsafe("UPDATE v_partitions SET compacted_through = ? WHERE no = ?", [to, p])
+        ], { discard: true }))
+        partition.compactedThrough = to
+      }
+    }).pipe(
+      Effect.catchAll((error) => Effect.logWarning("compaction failed; it is retried after the next write", error))
+    )
+
+  const compactAll = Effect.suspend(() =>
+    Effect.forEach(
+      dictionaries.partitionsByNo.filter((p): p is Partition => p !== undefined && Math.floor(p.maxHour / 24) - 1 > p.compactedThrough),
+      compact,
+      { discard: true }
+    )
+  )
+
+  // The writer: takes what is queued (up to a transaction's worth), commits it, answers every
+  // caller with the same outcome, then compacts what closed. Only the wait for work can be
+  // interrupted: a taken batch is always committed (or failed) and always answered.
+  const queue = yield* Queue.bounded<Pending>(1024)
+  const round = Effect.uninterruptibleMask((restore) => Effect.gen(function*() {
+    const batch = [yield* restore(Queue.take(queue))]
+    let events = batch[0]!.events.length
+    while (events < MAX_EVENTS_PER_TRANSACTION) {
+      const next = yield* Queue.poll(queue)
+      if (Option.isNone(next)) break
+      batch.push(next.value)
+      events += next.value.events.length
+    }
+    const exit = yield* Effect.exit(commit(batch))
+    yield* Effect.forEach(batch, (pending) => Deferred.done(pending.done, exit), { discard: true })
+    if (Exit.isSuccess(exit)) yield* compactAll
+  }))
+  yield* compactAll
+  yield* Effect.forkScoped(Effect.forever(round))
+  // Callers still queued when the store closes are answered, not left waiting.
+  yield* Effect.addFinalizer(() =>
+    Effect.flatMap(Queue.takeAll(queue), (left) =>
+      Effect.forEach(
+        left,
+        (pending) => Deferred.fail(pending.done, new StorageError({ message: "The store is shutting down" })),
+        { discard: true }
+      ))
+  )
+
+  const read = (query: AggregationQuery): Effect.Effect<AggregationResult | undefined, SqlError> =>
+    Effect.gen(function*() {
+      const plan = Planner.plan(query, dictionaries)
+      const width = 1 + (plan?.dimensions.length ?? 0)
+      const merged = new Map<string, number>()
+      const rows: Array<ReadonlyArray<unknown>> = []
+      for (const statement of plan?.statements ?? []) {
+        const result = yield* sql.unsafe(statement.text, statement.params).values
+        if (result.length > query.maxRows) return undefined
+        for (const row of result) {
+          if (row[width] === null) continue // an empty, ungrouped sum
+          if (plan!.statements.length === 1) {
+            rows.push(row)
+            continue
+          }
+          const id = row.slice(0, width).join(",")
+          const at = merged.get(id)
+          if (at === undefined) {
+            merged.set(id, rows.length)
+            rows.push(row.slice())
+          } else {
+            const target = rows[at]! as Array<number>
+            for (let o = 0; o < 9; o++) target[width + o]! += row[width + o] as number
+          }
+        }
+        if (rows.length > query.maxRows) return undefined
+      }
+      const size = rows.length
+      const counts = new Float64Array(size * 9)
+      for (let r = 0; r < size; r++) {
+        for (let o = 0; o < 9; o++) counts[r * 9 + o] = rows[r]![width + o] as number
+      }
+      const column = (dimension: Planner.Dimension) => 1 + plan!.dimensions.indexOf(dimension)
+      return {
+        size,
+        counts,
+        time: query.timeUnit !== undefined ? Float64Array.from(rows, (row) => plan!.bucketTime(row[0] as number)) : undefined,
+        keyId: query.groupByKey ? rows.map((row) => dictionaries.keyNames[row[column("key")] as number]!) : undefined,
+        identity: query.groupByIdentity ? rows.map((row) => dictionaries.identityList[row[column("identity")] as number]!) : undefined,
+        tags: query.groupByTag !== undefined ? rows.map((row) => dictionaries.tagsetList[row[column("tagset")] as number]!) : undefined
+      }
+    })
+
+  return VerificationStore.of({
+    append: (events) =>
+      events.length === 0
+        ? Effect.void
+        : Effect.flatMap(Deferred.make<void, StorageError>(), (done) =>
+          Effect.zipRight(Queue.offer(queue, { events, done }), Deferred.await(done))),
+    aggregate: (query) =>
+      read(query).pipe(
+        Effect.catchAll(storageError),
+        Effect.flatMap((result) => (result === undefined ? Effect.fail(tooLarge(query, query.maxRows)) : Effect.succeed(result)))
+      )
+  })
+})
+
+/** The store as a scoped layer over the SqlClient in context. */
+export const layer: Layer.Layer<VerificationStore, StorageError, SqlClient.SqlClient> = Layer.scoped(VerificationStore, make)

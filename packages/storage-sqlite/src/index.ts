@@ -1,0 +1,7 @@
+/**
+ * keymeter's SQLite storage adapter.
+ */
+export * as Migrations from "./Migrations.js"
+export * as SqliteCatalog from "./SqliteCatalog.js"
+export * as SqliteStorage from "./SqliteStorage.js"
+export * as SqliteVerificationStore from "./SqliteVerificationStore.js"

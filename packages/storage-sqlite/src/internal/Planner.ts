@@ -1,0 +1,165 @@
+/**
+ * Turns an aggregation query into SQL over the rollup tables. The window (whole hours) is split
+ * into segments: whole days that compaction has rolled up are read from day tables, every other
+ * hour (partial days at the edges, days not yet compacted, any hour-unit query) from hour tables.
+ * For each segment the smallest table holding the needed columns is chosen: totals, one dimension
+ * (key, identity, tag set) or the full rollup.
+ */
+import type { AggregationQuery } from "@keymeter/core/Aggregation"
+import * as Time from "@keymeter/core/Time"
+import type { Dictionaries, Partition } from "./Dictionaries.js"
+import type { Table } from "./Rollup.js"
+
+export type Dimension = "key" | "identity" | "tagset"
+
+/** One SQL statement of a plan. Its rows are [bucket, ...dimensions, c0 .. c8]. */
+export interface Statement {
+  readonly table: Table
+  readonly text: string
+  readonly params: ReadonlyArray<unknown>
+}
+
+export interface Plan {
+  readonly partition: Partition
+  readonly dimensions: ReadonlyArray<Dimension>
+  readonly statements: ReadonlyArray<Statement>
+  /** A bucket value as the start of its time slice, unix ms. */
+  readonly bucketTime: (bucket: number) => number
+}
+
+const SUMS = "sum(c0), sum(c1), sum(c2), sum(c3), sum(c4), sum(c5), sum(c6), sum(c7), sum(c8)"
+
+const DAY_TABLE: Record<Dimension, Table> = { key: "r_day_key", identity: "r_day_identity", tagset: "r_day_tagset" }
+
+interface Segment {
+  readonly grain: "hour" | "day"
+  readonly from: number
+  readonly to: number
+}
+
+const segments = (query: AggregationQuery, partition: Partition, lo: number, hi: number): Array<Segment> => {
+  if (query.timeUnit === "hour") return [{ grain: "hour", from: lo, to: hi }]
+  const firstDay = Math.ceil(lo / 24)
+  const lastDay = Math.min(Math.floor((hi + 1) / 24) - 1, partition.compactedThrough)
+  if (firstDay > lastDay) return [{ grain: "hour", from: lo, to: hi }]
+  const out: Array<Segment> = []
+  if (lo < firstDay * 24) out.push({ grain: "hour", from: lo, to: firstDay * 24 - 1 })
+  out.push({ grain: "day", from: firstDay, to: lastDay })
+  if ((lastDay + 1) * 24 <= hi) out.push({ grain: "hour", from: (lastDay + 1) * 24, to: hi })
+  return out
+}
+
+const range = (from: number, to: number) => JSON.stringify(Array.from({ length: to - from + 1 }, (_, i) => from + i))
+
+/** The plan of `query`, or undefined when nothing stored can match. */
+export const plan = (query: AggregationQuery, dictionaries: Dictionaries): Plan | undefined => {
+  const partition = dictionaries.partition(query.workspaceId, query.apiId)
+  if (partition === undefined || partition.maxHour < 0) return undefined
+
+  // Filters as code lists; a filter naming nothing stored matches nothing.
+  let keys: Array<number> | undefined
+  if (query.keyIds.length > 0) {
+    keys = query.keyIds.map((k) => dictionaries.knownKey(k)).filter((k): k is number => k !== undefined)
+    if (keys.length === 0) return undefined
+  }
+  let tagsets: Array<number> | undefined
+  if (query.tags.length > 0) {
+    tagsets = dictionaries.tagsetsWithAll(query.tags)
+    if (tagsets.length === 0) return undefined
+  }
+  let identities: Array<number> | undefined
+  if (query.externalId !== undefined) {
+    identities = dictionaries.identitiesWithExternalId(query.externalId)
+    if (identities.length === 0) return undefined
+  }
+
+  const lo = Math.max(query.start === undefined ? partition.minHour : query.start / Time.HOUR, partition.minHour)
+  const hi = Math.min(query.end / Time.HOUR, partition.maxHour)
+  if (lo > hi) return undefined
+
+  const dimensions: Array<Dimension> = []
+  if (query.groupByKey) dimensions.push("key")
+  if (query.groupByIdentity) dimensions.push("identity")
+  if (query.groupByTag !== undefined) dimensions.push("tagset")
+  const needed = new Set<Dimension>(dimensions)
+  if (keys) needed.add("key")
+  if (tagsets) needed.add("tagset")
+  if (identities) needed.add("identity")
+
+  // Months are labelled by the day number of their first day; a CASE over the window's months.
+  let monthCase: ((day: string) => string) | undefined
+  if (query.timeUnit === "month") {
+    const starts: Array<number> = []
+    for (let t = Time.truncateToMonth(lo * Time.HOUR); t <= hi * Time.HOUR; t = Time.nextBucket("month", t)) {
+      starts.push(t / Time.DAY)
+    }
+    monthCase = (day) =>
+      starts.length === 1
+        ? String(starts[0])
+        : `CASE ${starts.slice(1).map((next, i) => `WHEN ${day} < ${next} THEN ${starts[i]}`).join(" ")} ELSE ${
+          starts[starts.length - 1]
+        } END`
+  }
+
+  const statements = segments(query, partition, lo, hi).map((segment): Statement => {
+    const hourly = segment.grain === "hour"
+    const only = needed.size === 1 ? [...needed][0]! : undefined
+    const table: Table = needed.size === 0
+      ? (hourly ? "r_hour_total" : "r_day_total")
+      : hourly
+      ? "r_hour"
+      : only !== undefined
+      ? DAY_TABLE[only]
+      : "r_day"
+    const time = hourly ? "hour" : "day"
+    const day = hourly ? "(hour / 24)" : "day"
+    const bucket = query.timeUnit === undefined
+      ? "0"
+      : query.timeUnit === "hour"
+      ? "hour"
+      : query.timeUnit === "day"
+      ? day
+      : monthCase!(day)
+    const where = ["p = ?"]
+    const params: Array<unknown> = [partition.no]
+    // In the full rollups the key follows the time column: listing every hour (day) lets SQLite
+    // seek each (time, key) pair instead of scanning the window.
+    if (keys && (table === "r_hour" || table === "r_day")) {
+      where.push(`${time} IN (SELECT value FROM json_each(?))`)
+      params.push(range(segment.from, segment.to))
+    } else {
+      where.push(`${time} BETWEEN ? AND ?`)
+      params.push(segment.from, segment.to)
+    }
+    if (keys) {
+      where.push("key IN (SELECT value FROM json_each(?))")
+      params.push(JSON.stringify(keys))
+    }
+    if (tagsets) {
+      where.push("tagset IN (SELECT value FROM json_each(?))")
+      params.push(JSON.stringify(tagsets))
+    }
+    if (identities) {
+      where.push("identity IN (SELECT value FROM json_each(?))")
+      params.push(JSON.stringify(identities))
+    } else if (query.groupByIdentity) {
+      where.push("identity <> 0")
+    }
+    const grouping = query.timeUnit !== undefined || dimensions.length > 0
+      ? ` GROUP BY ${[...(query.timeUnit !== undefined ? ["b"] : []), ...dimensions].join(", ")} LIMIT ${
+        query.maxRows + 1
+      }`
+      : ""
+    const text = `SELECT ${bucket} AS b${dimensions.map((d) => `, ${d}`).join("")}, ${SUMS} FROM ${table} WHERE ${
+      where.join(" AND ")
+    }${grouping}`
+    return { table, text, params }
+  })
+
+  return {
+    partition,
+    dimensions,
+    statements,
+    bucketTime: query.timeUnit === "hour" ? (b) => b * Time.HOUR : (b) => b * Time.DAY
+  }
+}

@@ -1,0 +1,80 @@
+/**
+ * Rollup rows: aggregation of a transaction's events in memory, then multi-row upserts that add
+ * the counters to what is stored. Statements carry 2^k rows so that only a handful of statement
+ * texts exist per table (they stay in the prepared-statement cache).
+ */
+import type * as SqlClient from "@effect/sql/SqlClient"
+import * as Effect from "effect/Effect"
+
+/** Dimension columns of every rollup table, in primary-key order. */
+export const TABLES = {
+  r_hour: ["p", "hour", "key", "identity", "tagset"],
+  r_hour_total: ["p", "hour"],
+  r_day: ["p", "day", "key", "identity", "tagset"],
+  r_day_total: ["p", "day"],
+  r_day_key: ["p", "key", "day"],
+  r_day_identity: ["p", "identity", "day"],
+  r_day_tagset: ["p", "tagset", "day"]
+} as const
+
+/** A rollup table's name. */
+export type Table = keyof typeof TABLES
+
+export const COUNTERS = ["c0", "c1", "c2", "c3", "c4", "c5", "c6", "c7", "c8"] as const
+
+/** Rows of one table, keyed by their dimension values. */
+export class RollupRows {
+  private readonly index = new Map<string, number>()
+  /** Per row: the dimension values, then nine counters. */
+  readonly values: Array<number> = []
+  constructor(readonly table: Table) {}
+
+  get size(): number {
+    return this.index.size
+  }
+
+  /** Counts one event of `outcome` into the row of `dims` (in the table's column order). */
+  add(dims: ReadonlyArray<number>, outcome: number): void {
+    const id = dims.join(",")
+    let at = this.index.get(id)
+    if (at === undefined) {
+      at = this.values.length
+      this.index.set(id, at)
+      this.values.push(...dims, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+    }
+    this.values[at + dims.length + outcome]!++
+  }
+}
+
+const MAX_ROWS_PER_STATEMENT = 256
+
+const upsertText = (table: Table, rows: number): string => {
+  const columns = [...TABLES[table], ...COUNTERS]
+  const row = `(${columns.map(() => "?").join(", ")})`
+  return `INSERT INTO ${table} (${columns.join(", ")}) VALUES ${new Array(rows).fill(row).join(", ")} ` +
+    `ON CONFLICT DO UPDATE SET ${COUNTERS.map((c) => `${c} = ${c} + excluded.${c}`).join(", ")}`
+}
+
+const texts = new Map<string, string>()
+const textFor = (table: Table, rows: number) => {
+  const id = `${table}:${rows}`
+  let text = texts.get(id)
+  if (text === undefined) texts.set(id, text = upsertText(table, rows))
+  return text
+}
+
+/** Adds `rows` to their table: statements of 256 rows, then of decreasing powers of two. */
+export const upsert = (sql: SqlClient.SqlClient, rows: RollupRows) =>
+  Effect.suspend(() => {
+    const width = TABLES[rows.table].length + COUNTERS.length
+    const total = rows.size
+    const statements: Array<Effect.Effect<unknown, any>> = []
+    let done = 0
+    while (done < total) {
+      let n = MAX_ROWS_PER_STATEMENT
+      while (n > total - done) n >>= 1
+      statements.push(sql.unsafe(textFor(rows.table, n), rows.values.slice(done * width, (done + n) * width)))
+      done += n
+    }
+    return Effect.all(statements, { discard: true })
+  })

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from "@effect/vitest"
 import { spawnSync } from "node:child_process"
-import { mkdtempSync, writeFileSync } from "node:fs"
+import { existsSync, mkdtempSync, writeFileSync } from "node:fs"
 import { request as httpRequest } from "node:http"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -44,6 +44,33 @@ describe("standalone server (npm start)", () => {
     })
     expect(created.status).toBe(200)
     expect(await stop(running.pop()!)).toBe(0)
+  })
+
+  it("keeps its data by default in ./.keymeter/keymeter.db: the key is printed once and survives restarts", async () => {
+    const cwd = mkdtempSync(join(tmpdir(), "keymeter-default-"))
+    const { KEYMETER_STORAGE: _, ...env } = process.env
+    const boot = async () => {
+      const port = await freePort()
+      const server = await start(MAIN, { cwd, env: { ...env, PORT: String(port) } as Record<string, string>, ready: LISTENING })
+      running.push(server)
+      return { server, base: server.match[1]! }
+    }
+    const first = await boot()
+    const key = first.server.output().match(/^\s+(sk_[A-Za-z0-9_-]{43})$/m)?.[1]
+    expect(key).toBeDefined()
+    const auth = { authorization: `Bearer ${key}`, "content-type": "application/json" }
+    const { apiId } = await (await fetch(`${first.base}/v1/apis.createApi`, { method: "POST", headers: auth, body: "{\"name\":\"main\"}" })).json() as { apiId: string }
+    await fetch(`${first.base}/v1/analytics.recordVerifications`, {
+      method: "POST",
+      headers: auth,
+      body: JSON.stringify({ verifications: [{ apiId, keyId: "k", outcome: "valid" }] })
+    })
+    expect(await stop(running.pop()!)).toBe(0)
+    expect(existsSync(join(cwd, ".keymeter", "keymeter.db"))).toBe(true)
+    const second = await boot()
+    expect(second.server.output()).not.toMatch(/sk_[A-Za-z0-9_-]{43}/)
+    const read = await fetch(`${second.base}/v1/analytics.getVerifications?apiId=${apiId}&start=0`, { headers: auth })
+    expect(((await read.json()) as Array<{ total: number }>)[0]!.total).toBe(1)
   })
 
   it("applies the provisioning file and prints no bootstrap key", async () => {

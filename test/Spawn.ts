@@ -4,9 +4,13 @@
  */
 import { type ChildProcess, spawn } from "node:child_process"
 import { createServer } from "node:net"
+import { resolve as resolvePath } from "node:path"
 import { fileURLToPath } from "node:url"
 
 export const root = fileURLToPath(new URL("..", import.meta.url))
+
+/** tsx's loader by URL, so a process started outside the repository still finds it. */
+const tsxLoader = new URL("../node_modules/tsx/dist/loader.mjs", import.meta.url).href
 
 /** A free TCP port on 127.0.0.1. */
 export const freePort = () =>
@@ -34,11 +38,17 @@ export interface Running {
  */
 export const start = (
   entry: string,
-  options: { readonly env?: Record<string, string>; readonly ready: RegExp; readonly timeoutMs?: number }
+  options: {
+    readonly env?: Record<string, string>
+    readonly ready: RegExp
+    readonly timeoutMs?: number
+    /** Working directory (default: the repository root). */
+    readonly cwd?: string
+  }
 ) =>
   new Promise<Running & { readonly match: RegExpMatchArray }>((resolve, reject) => {
-    const child = spawn(process.execPath, ["--import", "tsx", entry], {
-      cwd: root,
+    const child = spawn(process.execPath, ["--import", tsxLoader, resolvePath(root, entry)], {
+      cwd: options.cwd ?? root,
       env: { ...process.env, ...options.env },
       stdio: ["ignore", "pipe", "pipe"]
     })

@@ -2,6 +2,7 @@
  * Configuration of the standalone server, from the environment.
  */
 import * as Config from "effect/Config"
+import * as StorageSpec from "./StorageSpec.js"
 
 /** Every setting, with its default. */
 export const config = Config.all({
@@ -11,7 +12,7 @@ export const config = Config.all({
     Config.withDefault(8787)
   ),
   host: Config.string("HOST").pipe(Config.withDefault("127.0.0.1")),
-  storage: Config.string("KEYMETER_STORAGE").pipe(Config.withDefault("memory")),
+  storage: Config.string("KEYMETER_STORAGE").pipe(Config.withDefault(StorageSpec.DEFAULT)),
   provision: Config.option(Config.nonEmptyString("KEYMETER_PROVISION")),
   docsUrl: Config.string("KEYMETER_DOCS_URL").pipe(Config.withDefault("/docs")),
   maxBodyBytes: Config.integer("KEYMETER_MAX_BODY_BYTES").pipe(

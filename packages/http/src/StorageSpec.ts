@@ -3,8 +3,12 @@
  */
 import type { Catalog, VerificationStore } from "@keymeter/core/Storage"
 import { MemoryStorage } from "@keymeter/storage-memory"
+import { SqliteStorage } from "@keymeter/storage-sqlite"
 import * as Data from "effect/Data"
 import * as Layer from "effect/Layer"
+
+/** The default: a SQLite file beside the working directory. */
+export const DEFAULT = "sqlite:./.keymeter/keymeter.db"
 
 /** The storage string names no storage keymeter knows. */
 export class InvalidStorageSpec extends Data.TaggedError("InvalidStorageSpec")<{ readonly message: string }> {}
@@ -25,11 +29,11 @@ export const parse = (spec: string): Spec | InvalidStorageSpec => {
 }
 
 /** The storage layer a spec names. */
-export const layer = (spec: Spec): Layer.Layer<VerificationStore | Catalog, InvalidStorageSpec> => {
+export const layer = (spec: Spec): Layer.Layer<VerificationStore | Catalog, SqliteStorage.OpenError> => {
   switch (spec._tag) {
     case "memory":
       return MemoryStorage.layer
     case "sqlite":
-      return Layer.fail(new InvalidStorageSpec({ message: "SQLite storage is not available in this version" }))
+      return SqliteStorage.layer({ filename: spec.filename })
   }
 }

@@ -62,9 +62,9 @@ export const provisioning: Provisioning.ProvisioningDocument = {
 /** Where the test server listens. */
 export class BaseUrl extends Context.Tag("test/BaseUrl")<BaseUrl, string>() {}
 
-/** The server over `storage`, provisioned, on a free loopback port. */
-export const layer = (
-  storage: Layer.Layer<VerificationStore | Catalog, unknown>,
+/** The server over `storage`, provisioned, on a free loopback port; the storage's services stay visible to tests. */
+export const layer = <S>(
+  storage: Layer.Layer<S | VerificationStore | Catalog, unknown>,
   options: Server.Options = {}
 ) =>
   Layer.effect(
@@ -77,7 +77,7 @@ export const layer = (
     Layer.provideMerge(Server.serve(options)),
     Layer.provide(Layer.effectDiscard(Provisioning.apply(provisioning))),
     Layer.provide(NodeHttpServer.layer(createServer, { port: 0, host: "127.0.0.1" })),
-    Layer.provide(storage)
+    Layer.provideMerge(storage)
   )
 
 /** A response, its parsed JSON body (or text), and its headers. */

@@ -2,8 +2,12 @@
  * `npm run bench -- --size 10m --adapter memory`: ingest rate and reference-query latency.
  */
 import { MemoryStorage } from "@keymeter/storage-memory"
+import { SqliteStorage } from "@keymeter/storage-sqlite"
+import { rmSync, statSync } from "node:fs"
+import { fileURLToPath } from "node:url"
 import { parseArgs } from "node:util"
 import * as Dataset from "./Dataset.js"
+import * as Http from "./Http.js"
 import * as Library from "./Library.js"
 import { references } from "./Queries.js"
 
@@ -11,7 +15,8 @@ const { values } = parseArgs({
   options: {
     size: { type: "string", default: "1m" },
     adapter: { type: "string", default: "memory" },
-    runs: { type: "string" }
+    runs: { type: "string" },
+    "http-events": { type: "string", default: "1m" }
   }
 })
 
@@ -23,10 +28,21 @@ const t0 = performance.now()
 const data = Dataset.load(size)
 log(`data set: ${size.toLocaleString("en")} events (${((performance.now() - t0) / 1000).toFixed(1)} s to load)`)
 
+const sqliteFile = fileURLToPath(new URL(`../data/bench-${size}.db`, import.meta.url))
+const storageOf = (adapter: string) => {
+  if (adapter === "memory") return MemoryStorage.layer
+  if (adapter === "sqlite") {
+    for (const suffix of ["", "-wal", "-shm", ".lock"]) rmSync(sqliteFile + suffix, { force: true })
+    return SqliteStorage.layer({ filename: sqliteFile })
+  }
+  throw new Error(`Unknown adapter ${adapter} (memory, sqlite)`)
+}
+
 for (const adapter of adapters) {
-  if (adapter !== "memory") throw new Error(`Unknown adapter ${adapter}`)
-  const keymeter = await Library.open(MemoryStorage.layer)
+  const keymeter = await Library.open(storageOf(adapter))
   const rate = await keymeter.ingest(data)
+  // Let background work settle as in steady state: SQLite compacts closed days once its writer idles.
+  await new Promise((resolve) => setTimeout(resolve, 3000))
   log(`\n${adapter}: ingest ${Math.round(rate).toLocaleString("en")} events/s through the library`)
   log("query                          median ms   min     max    runs  rows")
   for (const reference of references) {
@@ -38,5 +54,20 @@ for (const adapter of adapters) {
     )
   }
   log(`peak RSS ${Math.round(process.resourceUsage().maxRSS / 1024)} MiB`)
+  if (adapter === "sqlite") {
+    const bytes = ["", "-wal"].reduce((sum, suffix) => sum + (statSync(sqliteFile + suffix, { throwIfNoEntry: false })?.size ?? 0), 0)
+    log(`on disk ${Math.round(bytes / 1024 / 1024)} MiB`)
+  }
   await keymeter.close()
+}
+
+// Ingest through HTTP: the standalone server as its own process, four clients over loopback.
+const httpEvents = Math.min(size, Dataset.parseSize(values["http-events"]!))
+for (const adapter of adapters) {
+  const dir = fileURLToPath(new URL("../data/", import.meta.url))
+  for (const suffix of ["", "-wal", "-shm", ".lock"]) rmSync(`${dir}http.db${suffix}`, { force: true })
+  const server = await Http.start(adapter === "sqlite" ? `sqlite:${dir}http.db` : adapter)
+  const rate = await Http.ingest(server, data, httpEvents)
+  log(`\n${adapter}: ingest ${Math.round(rate).toLocaleString("en")} events/s through HTTP (${httpEvents.toLocaleString("en")} events, batches of 10,000, 4 clients); server peak RSS ${server.peakRss()} MiB`)
+  await server.stop()
 }

@@ -30,6 +30,8 @@ export interface Options {
   readonly cacheMiB?: number | undefined
   /** How long to wait for another process's write lock (default 5000 ms). */
   readonly busyTimeoutMs?: number | undefined
+  /** When closed days are rolled up into the day tables. */
+  readonly compaction?: SqliteVerificationStore.CompactionOptions | undefined
 }
 
 /** Why the file could not be opened: another writer, a schema from elsewhere, or a storage failure. */
@@ -110,7 +112,7 @@ const clientLayer = (filename: string) =>
 export const layer = (
   options: Options
 ): Layer.Layer<VerificationStore | Catalog | SqlClient.SqlClient, OpenError> =>
-  Layer.merge(SqliteVerificationStore.layer, SqliteCatalog.layer).pipe(
+  Layer.merge(SqliteVerificationStore.layer(options.compaction), SqliteCatalog.layer).pipe(
     Layer.provide(Layer.scopedDiscard(writerLock(options.filename))),
     Layer.provideMerge(layerClient(options))
   )

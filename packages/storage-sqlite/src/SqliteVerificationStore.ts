@@ -38,6 +38,16 @@ const OUTCOME_CODES = new Map<string, number>(Outcomes.map((outcome, i) => [outc
 /** Events one transaction takes at most; more wait for the next. */
 const MAX_EVENTS_PER_TRANSACTION = 100_000
 
+/** When closed days are rolled up into the day tables. */
+export interface CompactionOptions {
+  /** An api is compacted once it has this many closed days pending (default 7). */
+  readonly batchDays?: number | undefined
+  /** ... or once its oldest pending day has waited this long (default 60 s). */
+  readonly maxWaitMs?: number | undefined
+  /** ... or once the writer has had nothing to do for this long (default 1 s). */
+  readonly idleMs?: number | undefined
+}
+
 /** Days one compaction transaction rolls up at most, so ingest is never held up for long. */
 const MAX_DAYS_PER_COMPACTION = 7
 
@@ -90,8 +100,17 @@ const insertRows = (sql: SqlClient.SqlClient, table: string, columns: ReadonlyAr
     { discard: true }
   )
 
-/** The store on the SqlClient in context (migrated); its writer lives as long as the scope. */
-export const make = Effect.gen(function*() {
+/**
+ * The store on the SqlClient in context (migrated); its writer lives as long as the scope.
+ * Compaction runs in spans of days (see {@link CompactionOptions}): one small transaction per api
+ * per closed day cost more than the ingest itself during bulk loads.
+ */
+export const make = (options: CompactionOptions = {}) => Effect.gen(function*() {
+  const batchDays = Math.max(1, options.batchDays ?? 7)
+  const maxWaitMs = options.maxWaitMs ?? 60_000
+  const idleMs = Math.max(1, options.idleMs ?? 1_000)
+  /** When each api's oldest pending closed day was first seen. */
+  const pendingSince = new Map<Partition, number>()
   const sql = yield* SqlClient.SqlClient
   const dictionaries = yield* Effect.catchAll(loadDictionaries, storageError)
 
@@ -191,20 +210,37 @@ export const make = Effect.gen(function*() {
       Effect.catchAll((error) => Effect.logWarning("compaction failed; it is retried after the next write", error))
     )
 
-  const compactAll = Effect.suspend(() =>
-    Effect.forEach(
-      dictionaries.partitionsByNo.filter((p): p is Partition => p !== undefined && Math.floor(p.maxHour / 24) - 1 > p.compactedThrough),
-      compact,
-      { discard: true }
-    )
-  )
+  /** Compacts the apis that are due; every api with closed days when `force` (the writer is idle). */
+  const compactDue = (force: boolean) =>
+    Effect.suspend(() => {
+      const now = Date.now()
+      const due: Array<Partition> = []
+      for (const partition of dictionaries.partitionsByNo) {
+        if (partition === undefined) continue
+        // Closed days holding data that are not compacted yet (days before the first event do not count).
+        const firstPending = Math.max(partition.compactedThrough + 1, Math.floor(partition.minHour / 24))
+        const pending = Math.floor(partition.maxHour / 24) - firstPending
+        if (pending <= 0) {
+          pendingSince.delete(partition)
+          continue
+        }
+        const since = pendingSince.get(partition) ?? now
+        pendingSince.set(partition, since)
+        if (force || pending >= batchDays || now - since >= maxWaitMs) due.push(partition)
+      }
+      return Effect.forEach(due, (partition) => Effect.zipRight(compact(partition), Effect.sync(() => pendingSince.delete(partition))), {
+        discard: true
+      })
+    })
 
   // The writer: takes what is queued (up to a transaction's worth), commits it, answers every
   // caller with the same outcome, then compacts what closed. Only the wait for work can be
   // interrupted: a taken batch is always committed (or failed) and always answered.
   const queue = yield* Queue.bounded<Pending>(1024)
   const round = Effect.uninterruptibleMask((restore) => Effect.gen(function*() {
-    const batch = [yield* restore(Queue.take(queue))]
+    const first = yield* restore(Effect.timeoutOption(Queue.take(queue), idleMs))
+    if (Option.isNone(first)) return yield* compactDue(true)
+    const batch = [first.value]
     let events = batch[0]!.events.length
     while (events < MAX_EVENTS_PER_TRANSACTION) {
       const next = yield* Queue.poll(queue)
@@ -214,9 +250,8 @@ export const make = Effect.gen(function*() {
     }
     const exit = yield* Effect.exit(commit(batch))
     yield* Effect.forEach(batch, (pending) => Deferred.done(pending.done, exit), { discard: true })
-    if (Exit.isSuccess(exit)) yield* compactAll
+    if (Exit.isSuccess(exit)) yield* compactDue(false)
   }))
-  yield* compactAll
   yield* Effect.forkScoped(Effect.forever(round))
   // Callers still queued when the store closes are answered, not left waiting.
   yield* Effect.addFinalizer(() =>
@@ -286,4 +321,5 @@ export const make = Effect.gen(function*() {
 })
 
 /** The store as a scoped layer over the SqlClient in context. */
-export const layer: Layer.Layer<VerificationStore, StorageError, SqlClient.SqlClient> = Layer.scoped(VerificationStore, make)
+export const layer = (options: CompactionOptions = {}): Layer.Layer<VerificationStore, StorageError, SqlClient.SqlClient> =>
+  Layer.scoped(VerificationStore, make(options))

@@ -169,7 +169,18 @@ describe("SqliteStorage", () => {
       yield* store.append([event(T0 + 30 * HOUR, "late")])
       const late = yield* store.aggregate(query({ timeUnit: "day", keyIds: ["late"], start: T0, end: T0 + 50 * HOUR }))
       expect(total(late)).toBe(1)
-    }).pipe(Effect.provide(SqliteStorage.layer({ filename: ":memory:" }))))
+    }).pipe(Effect.provide(SqliteStorage.layer({ filename: ":memory:", compaction: { batchDays: 1 } }))))
+
+  it.live("compacts pending days when the writer is idle", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const store = yield* VerificationStore
+      yield* store.append([event(T0, "k"), event(T0 + 25 * HOUR, "k")])
+      const compacted = sql.unsafe("SELECT compacted_through FROM v_partitions").values
+      expect((yield* compacted)[0]![0]).toBe(-1)
+      yield* Effect.sleep("300 millis")
+      expect((yield* compacted)[0]![0]).toBe(T0 / 86_400_000)
+    }).pipe(Effect.provide(SqliteStorage.layer({ filename: ":memory:", compaction: { idleMs: 100 } }))))
 
   it.effect("leaves exactly one override row for concurrent sets of one target", () =>
     Effect.gen(function*() {

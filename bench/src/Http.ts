@@ -1,0 +1,111 @@
+/**
+ * Measuring keymeter through HTTP: the standalone server runs as its own process (as `npm start`
+ * runs it) and concurrent clients post batches of recordVerifications over loopback.
+ */
+import { type ChildProcess, spawn } from "node:child_process"
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs"
+import { createServer } from "node:net"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { fileURLToPath } from "node:url"
+import type { Dataset } from "./Dataset.js"
+import { apiId, APIS, input } from "./Dataset.js"
+
+export const ROOT_KEY = "sk_bench_root_key"
+const root = fileURLToPath(new URL("../..", import.meta.url))
+const tsxLoader = new URL("../../node_modules/tsx/dist/loader.mjs", import.meta.url).href
+
+const freePort = () =>
+  new Promise<number>((resolve) => {
+    const server = createServer()
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address()
+      server.close(() => resolve(typeof address === "object" && address !== null ? address.port : 0))
+    })
+  })
+
+/** A running standalone server with the bench workspace provisioned. */
+export interface Server {
+  readonly base: string
+  readonly child: ChildProcess
+  /** Peak RSS of the server process, MiB. */
+  readonly peakRss: () => number
+  readonly stop: () => Promise<void>
+}
+
+/** Starts the standalone server on `storage` (a KEYMETER_STORAGE value). */
+export const start = async (storage: string): Promise<Server> => {
+  const dir = mkdtempSync(join(tmpdir(), "keymeter-bench-"))
+  const provisioning = join(dir, "provision.json")
+  writeFileSync(provisioning, JSON.stringify({
+    workspaces: [{
+      id: "ws_bench",
+      name: "bench",
+      rootKeys: [{ key: ROOT_KEY, permissions: ["*"] }],
+      apis: Array.from({ length: APIS }, (_, a) => ({ id: apiId(a), name: apiId(a) }))
+    }]
+  }))
+  const port = await freePort()
+  const child = spawn(process.execPath, ["--import", tsxLoader, join(root, "packages/http/src/main.ts")], {
+    cwd: dir,
+    env: { ...process.env, PORT: String(port), KEYMETER_STORAGE: storage, KEYMETER_PROVISION: provisioning, KEYMETER_MAX_BODY_BYTES: String(8 * 1024 * 1024) },
+    stdio: ["ignore", "pipe", "pipe"]
+  })
+  let output = ""
+  child.stdout!.on("data", (chunk) => (output += chunk))
+  child.stderr!.on("data", (chunk) => (output += chunk))
+  await new Promise<void>((resolve, reject) => {
+    const timer = setInterval(() => {
+      if (output.includes("Listening on")) {
+        clearInterval(timer)
+        resolve()
+      } else if (child.exitCode !== null) {
+        clearInterval(timer)
+        reject(new Error(`server exited: ${output}`))
+      }
+    }, 50)
+  })
+  const status = () => {
+    try {
+      return readFileSync(`/proc/${child.pid}/status`, "utf8")
+    } catch {
+      return ""
+    }
+  }
+  return {
+    base: `http://127.0.0.1:${port}`,
+    child,
+    peakRss: () => Math.round(Number(/VmHWM:\s+(\d+)/.exec(status())?.[1] ?? 0) / 1024),
+    stop: () =>
+      new Promise((resolve) => {
+        child.once("exit", () => resolve())
+        child.kill("SIGTERM")
+      })
+  }
+}
+
+/** Posts the first `events` events as batches of `batch` from `concurrency` clients; events/s. */
+export const ingest = async (server: Server, data: Dataset, events: number, batch = 10_000, concurrency = 4) => {
+  const bodies: Array<string> = []
+  for (let from = 0; from < events; from += batch) {
+    const items = []
+    for (let i = from; i < Math.min(events, from + batch); i++) items.push(input(data, i))
+    bodies.push(JSON.stringify({ verifications: items }))
+  }
+  let next = 0
+  const started = performance.now()
+  const client = async () => {
+    while (next < bodies.length) {
+      const body = bodies[next++]!
+      const reply = await fetch(`${server.base}/v1/analytics.recordVerifications`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${ROOT_KEY}`, "content-type": "application/json" },
+        body
+      })
+      if (reply.status !== 200) throw new Error(`recordVerifications answered ${reply.status}: ${await reply.text()}`)
+      await reply.arrayBuffer()
+    }
+  }
+  await Promise.all(Array.from({ length: concurrency }, client))
+  return events / ((performance.now() - started) / 1000)
+}

@@ -1,6 +1,8 @@
 /**
  * Identifiers: a prefix, an underscore and 26 Crockford base-32 characters (48 bits of time in ms,
- * then 80 random bits, as in ULID). Ids made later sort after ids made earlier, as strings.
+ * then 80 random bits, as in ULID). Ids made later sort after ids made earlier, as strings: within
+ * one millisecond (or if the clock steps back) the random part is incremented, as ULID's monotonic
+ * mode does, so creation order is id order in a process.
  */
 import { randomBytes } from "node:crypto"
 
@@ -16,20 +18,44 @@ export const Prefix = {
   request: "req"
 } as const
 
+let lastTime = -1
+let lastRandom = Buffer.alloc(10)
+
+/** Adds one to a big-endian number; false when it overflowed. */
+const increment = (bytes: Buffer): boolean => {
+  for (let i = bytes.length - 1; i >= 0; i--) {
+    if (bytes[i]! < 255) {
+      bytes[i]!++
+      return true
+    }
+    bytes[i] = 0
+  }
+  return false
+}
+
 /** Makes an id with `prefix` for the time `now` (unix ms). */
 export const make = (prefix: string, now: number = Date.now()): string => {
   let time = Math.max(0, Math.floor(now))
+  if (time <= lastTime) {
+    time = lastTime
+    if (!increment(lastRandom)) {
+      time = ++lastTime
+      lastRandom = randomBytes(10)
+    }
+  } else {
+    lastRandom = randomBytes(10)
+  }
+  lastTime = time
   const chars = new Array<string>(26)
   for (let i = 9; i >= 0; i--) {
     chars[i] = ALPHABET[time % 32]!
     time = Math.floor(time / 32)
   }
-  const random = randomBytes(10)
   // 80 random bits as 16 base-32 characters, 5 bits at a time.
   let buffer = 0
   let bits = 0
   let index = 10
-  for (const byte of random) {
+  for (const byte of lastRandom) {
     buffer = (buffer << 8) | byte
     bits += 8
     while (bits >= 5) {

@@ -6,9 +6,11 @@ import { Analytics } from "./Analytics.js"
 import { Apis } from "./Apis.js"
 import * as Auth from "./Auth.js"
 import { Overrides } from "./Overrides.js"
+import { RateLimiter } from "./RateLimiter.js"
 import { Verifications } from "./Verifications.js"
 
-/** Analytics, Verifications, Overrides, Apis and Auth over the Storage the caller provides. */
-export const layer = Layer.mergeAll(Analytics.Default, Verifications.Default, Overrides.Default, Apis.Default).pipe(
+/** Analytics, Verifications, Overrides, RateLimiter, Apis and Auth over the Storage the caller provides. */
+export const layer = Layer.mergeAll(Analytics.Default, Verifications.Default, Apis.Default, RateLimiter.Default).pipe(
+  Layer.provideMerge(Overrides.Default),
   Layer.provideMerge(Auth.layer)
 )

@@ -55,3 +55,66 @@ export const SetOverrideInput = Schema.Struct({
 
 /** An override as a caller sets it. */
 export type SetOverrideInput = Schema.Schema.Type<typeof SetOverrideInput>
+
+/** An override as the API answers it. */
+export const OverrideView = Schema.Struct({
+  id: Schema.String,
+  identifier: Schema.String,
+  limit: Schema.Number,
+  duration: Schema.Number,
+  async: Schema.Boolean,
+  createdAt: Schema.Number,
+  updatedAt: Schema.Number
+}).annotations({ identifier: "Override" })
+
+/** The API's view of an override. */
+export const toView = (override: Override): Schema.Schema.Type<typeof OverrideView> => ({
+  id: override.id,
+  identifier: override.identifier,
+  limit: override.limit,
+  duration: override.duration,
+  async: override.async,
+  createdAt: override.createdAt,
+  updatedAt: override.updatedAt
+})
+
+/** An identifier as a lookup key: any string of 1 to 512 characters. */
+const LookupIdentifier = expected(
+  Schema.String.pipe(Schema.minLength(1), Schema.maxLength(MAX_IDENTIFIER_LENGTH)),
+  `must be a string of 1 to ${MAX_IDENTIFIER_LENGTH} characters`
+)
+
+/** Input of `ratelimits.getOverride`. */
+export const GetOverrideInput = Schema.Struct({
+  namespaceId: Schema.optional(NamespaceId),
+  namespaceName: Schema.optional(NamespaceName),
+  identifier: LookupIdentifier,
+  resolve: Schema.optional(expected(Schema.Boolean, "must be true or false"))
+}).annotations({ identifier: "GetOverrideInput" })
+
+/** Most overrides one page holds. */
+export const MAX_PAGE = 100
+
+/** Input of `ratelimits.listOverrides`. */
+export const ListOverridesInput = Schema.Struct({
+  namespaceId: Schema.optional(NamespaceId),
+  namespaceName: Schema.optional(NamespaceName),
+  limit: Schema.optional(
+    expected(Schema.Number.pipe(Schema.int(), Schema.between(1, MAX_PAGE)), `must be an integer from 1 to ${MAX_PAGE}`)
+  ),
+  cursor: Schema.optional(expected(Schema.String.pipe(Schema.minLength(1)), "must be a cursor from a previous page"))
+}).annotations({ identifier: "ListOverridesInput" })
+
+/** Input of `ratelimits.deleteOverride`. */
+export const DeleteOverrideInput = Schema.Struct({
+  namespaceId: Schema.optional(NamespaceId),
+  namespaceName: Schema.optional(NamespaceName),
+  identifier: Identifier
+}).annotations({ identifier: "DeleteOverrideInput" })
+
+/** A page of overrides. */
+export const OverridePage = Schema.Struct({
+  overrides: Schema.Array(OverrideView),
+  total: Schema.Number,
+  cursor: Schema.optional(Schema.String)
+}).annotations({ identifier: "OverridePage" })

@@ -1,14 +1,19 @@
 /**
- * Rate-limit overrides: setting them (create or overwrite).
+ * Rate-limit overrides: set (create or overwrite), read, list, delete, and resolve the one that
+ * applies to an identifier. Resolution indexes are cached per namespace and updated in place by
+ * this service's own writes, so a change applies to the very next resolution.
  */
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import { Auth } from "./Auth.js"
+import type { StorageError } from "./Errors.js"
 import { NotFound, ValidationError } from "./Errors.js"
 import * as Ids from "./Ids.js"
 import { Namespace } from "./Namespace.js"
-import { SetOverrideInput } from "./Override.js"
+import type { Override } from "./Override.js"
+import { DeleteOverrideInput, GetOverrideInput, ListOverridesInput, MAX_PAGE, SetOverrideInput, toView } from "./Override.js"
+import { matches, OverrideIndex, resolveAcross } from "./OverrideIndex.js"
 import type { Principal } from "./Permission.js"
 import * as Permission from "./Permission.js"
 import { Catalog } from "./Storage.js"
@@ -20,6 +25,47 @@ export class Overrides extends Effect.Service<Overrides>()("@keymeter/core/Overr
     const catalog = yield* Catalog
     const auth = yield* Auth
     const decodeSet = Validation.decode(SetOverrideInput, { root: "body" })
+    const decodeGet = Validation.decode(GetOverrideInput, { root: "query", unknownField: "is not a known parameter" })
+    const decodeList = Validation.decode(ListOverridesInput, { root: "query", unknownField: "is not a known parameter" })
+    const decodeDelete = Validation.decode(DeleteOverrideInput, { root: "body" })
+
+    // Resolution indexes per namespace id. `generation` counts writes per namespace, so a load
+    // that raced with a write is thrown away rather than cached stale.
+    const indexes = new Map<string, OverrideIndex>()
+    const generation = new Map<string, number>()
+    const written = (namespaceId: string, apply: (index: OverrideIndex) => void) =>
+      Effect.sync(() => {
+        generation.set(namespaceId, (generation.get(namespaceId) ?? 0) + 1)
+        const index = indexes.get(namespaceId)
+        if (index !== undefined) apply(index)
+      })
+    const indexOf = (namespaceId: string): Effect.Effect<OverrideIndex, StorageError> =>
+      Effect.suspend(() => {
+        const cached = indexes.get(namespaceId)
+        if (cached !== undefined) return Effect.succeed(cached)
+        const before = generation.get(namespaceId) ?? 0
+        return Effect.flatMap(catalog.allOverrides(namespaceId), (overrides) => {
+          if ((generation.get(namespaceId) ?? 0) !== before) return indexOf(namespaceId)
+          const index = new OverrideIndex(overrides)
+          indexes.set(namespaceId, index)
+          return Effect.succeed(index)
+        })
+      })
+
+    /**
+     * The override that applies to `identifier` in `namespace`: its own best match, else the best
+     * match of the namespace patterns matching its name (behaviour.md §5).
+     */
+    const resolve = (namespace: Namespace, identifier: string): Effect.Effect<Override | undefined, StorageError> =>
+      Effect.gen(function*() {
+        const own = yield* indexOf(namespace.id)
+        const direct = own.resolve(identifier)
+        if (direct !== undefined) return direct
+        const patterns = (yield* catalog.namespacePatterns(namespace.workspaceId))
+          .filter((pattern) => pattern.id !== namespace.id && matches(pattern.name, namespace.name))
+        if (patterns.length === 0) return undefined
+        return resolveAcross(undefined, yield* Effect.forEach(patterns, (p) => indexOf(p.id)), identifier)
+      })
 
     /**
      * The namespace an override call names, with the permission check. A namespaceId must exist
@@ -87,7 +133,7 @@ export class Overrides extends Effect.Service<Overrides>()("@keymeter/core/Overr
         yield* requireNamespace(decoded)
         const namespace = yield* namespaceFor(principal, decoded, Permission.required.setOverride, true)
         const now = yield* Clock.currentTimeMillis
-        return yield* catalog.upsertOverride({
+        const override = yield* catalog.upsertOverride({
           id: Ids.make(Ids.Prefix.override, now),
           namespaceId: namespace.id,
           identifier: decoded.identifier,
@@ -96,8 +142,69 @@ export class Overrides extends Effect.Service<Overrides>()("@keymeter/core/Overr
           async: decoded.async ?? false,
           now
         })
+        yield* written(namespace.id, (index) => index.set(override))
+        return override
       }).pipe(Effect.withSpan("Overrides.set"))
 
-    return { set, namespaceFor, requireNamespace } as const
+    /** The override of exactly the identifier, or with `resolve`, the one that would apply to it. */
+    const get = (principal: Principal, input: unknown) =>
+      Effect.gen(function*() {
+        const decoded = yield* decodeGet(input)
+        yield* requireNamespace(decoded)
+        const namespace = yield* namespaceFor(principal, decoded, Permission.required.readOverride, false)
+        const override = decoded.resolve === true
+          ? yield* resolve(namespace, decoded.identifier)
+          : Option.getOrUndefined(yield* catalog.getOverride(namespace.id, decoded.identifier))
+        if (override === undefined) {
+          return yield* new NotFound({
+            message: decoded.resolve === true
+              ? `identifier: no override applies to ${JSON.stringify(decoded.identifier)} in namespace ${namespace.id}`
+              : `identifier: no override for ${JSON.stringify(decoded.identifier)} in namespace ${namespace.id}`
+          })
+        }
+        return toView(override)
+      }).pipe(Effect.withSpan("Overrides.get"))
+
+    /** A page of a namespace's overrides, in creation order; `cursor` continues after the last one. */
+    const list = (principal: Principal, input: unknown) =>
+      Effect.gen(function*() {
+        const decoded = yield* decodeList(input)
+        yield* requireNamespace(decoded)
+        let after: string | undefined
+        if (decoded.cursor !== undefined) {
+          after = Buffer.from(decoded.cursor, "base64url").toString("utf8")
+          if (!/^rlor_[0-9A-Z]{26}$/.test(after)) {
+            return yield* new ValidationError({ message: "cursor: is not a cursor this API returned" })
+          }
+        }
+        const namespace = yield* namespaceFor(principal, decoded, Permission.required.readOverride, false)
+        const limit = decoded.limit ?? MAX_PAGE
+        const page = yield* catalog.listOverrides(namespace.id, { after, limit: limit + 1 })
+        const overrides = page.overrides.slice(0, limit)
+        return {
+          overrides: overrides.map(toView),
+          total: page.total,
+          ...(page.overrides.length > limit
+            ? { cursor: Buffer.from(overrides[overrides.length - 1]!.id, "utf8").toString("base64url") }
+            : {})
+        }
+      }).pipe(Effect.withSpan("Overrides.list"))
+
+    /** Deletes the override of (namespace, identifier); it never applies again. */
+    const remove = (principal: Principal, input: unknown) =>
+      Effect.gen(function*() {
+        const decoded = yield* decodeDelete(input)
+        yield* requireNamespace(decoded)
+        const namespace = yield* namespaceFor(principal, decoded, Permission.required.deleteOverride, false)
+        if (!(yield* catalog.deleteOverride(namespace.id, decoded.identifier))) {
+          return yield* new NotFound({
+            message: `identifier: no override for ${JSON.stringify(decoded.identifier)} in namespace ${namespace.id}`
+          })
+        }
+        yield* written(namespace.id, (index) => index.delete(decoded.identifier))
+        return {}
+      }).pipe(Effect.withSpan("Overrides.delete"))
+
+    return { set, get, list, delete: remove, resolve, namespaceFor, requireNamespace } as const
   })
 }) {}

@@ -84,6 +84,22 @@ export class Catalog extends Context.Tag("@keymeter/core/Catalog")<
      * updatedAt keeping its id and createdAt. Atomic: concurrent calls leave exactly one override.
      */
     readonly upsertOverride: (write: OverrideWrite) => Effect.Effect<Override, StorageError>
+    /** The override of exactly (namespace, identifier). */
+    readonly getOverride: (namespaceId: string, identifier: string) => Effect.Effect<Option.Option<Override>, StorageError>
+    /** Deletes the override of (namespace, identifier); false when there was none. */
+    readonly deleteOverride: (namespaceId: string, identifier: string) => Effect.Effect<boolean, StorageError>
+    /**
+     * A page of a namespace's overrides in id order (ids sort by creation), those with an id after
+     * `after`; and how many the namespace holds.
+     */
+    readonly listOverrides: (
+      namespaceId: string,
+      page: { readonly after: string | undefined; readonly limit: number }
+    ) => Effect.Effect<{ readonly overrides: ReadonlyArray<Override>; readonly total: number }, StorageError>
+    /** Every override of a namespace, to build its resolution index. */
+    readonly allOverrides: (namespaceId: string) => Effect.Effect<ReadonlyArray<Override>, StorageError>
+    /** The namespaces of a workspace whose names hold `*`. */
+    readonly namespacePatterns: (workspaceId: string) => Effect.Effect<ReadonlyArray<Namespace>, StorageError>
   }
 >() {}
 

@@ -1,0 +1,108 @@
+/**
+ * Rate limiting that honours overrides: `limit` answers whether a request of an identifier in a
+ * namespace is allowed, with the sliding-window state of this process.
+ */
+import * as Clock from "effect/Clock"
+import * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
+import { Auth } from "./Auth.js"
+import { ValidationError } from "./Errors.js"
+import * as Ids from "./Ids.js"
+import { MAX_NAME_LENGTH, Namespace } from "./Namespace.js"
+import { MAX_IDENTIFIER_LENGTH } from "./Override.js"
+import { Overrides } from "./Overrides.js"
+import type { Principal } from "./Permission.js"
+import * as Permission from "./Permission.js"
+import { Catalog } from "./Storage.js"
+import * as Validation from "./Validation.js"
+import { SlidingWindows } from "./internal/slidingWindow.js"
+
+const Integer = (min: number, expectation: string) =>
+  Validation.expected(Schema.Number.pipe(Schema.int(), Schema.between(min, Number.MAX_SAFE_INTEGER)), expectation)
+
+/** Body of `ratelimits.limit`. */
+export const LimitInput = Schema.Struct({
+  namespace: Validation.expected(
+    Schema.String.pipe(Schema.minLength(1), Schema.maxLength(MAX_NAME_LENGTH)),
+    `must be a namespace name of 1 to ${MAX_NAME_LENGTH} characters`
+  ),
+  identifier: Validation.expected(
+    Schema.String.pipe(Schema.minLength(1), Schema.maxLength(MAX_IDENTIFIER_LENGTH)),
+    `must be a string of 1 to ${MAX_IDENTIFIER_LENGTH} characters`
+  ),
+  limit: Integer(1, "must be an integer >= 1"),
+  duration: Integer(1000, "must be an integer of milliseconds >= 1000"),
+  cost: Schema.optional(Integer(0, "must be an integer >= 0"))
+}).annotations({ identifier: "LimitInput" })
+
+/** Answer of `ratelimits.limit`. */
+export const LimitResponse = Schema.Struct({
+  success: Schema.Boolean,
+  limit: Schema.Number.annotations({ description: "the limit applied: the override's when one applies" }),
+  remaining: Schema.Number,
+  reset: Schema.Number.annotations({ description: "unix ms when the oldest counted request leaves the window" }),
+  overrideId: Schema.optional(Schema.String)
+}).annotations({ identifier: "LimitResponse" })
+
+/** An answer of {@link RateLimiter}. */
+export type LimitResponse = Schema.Schema.Type<typeof LimitResponse>
+
+/** Sliding-window rate limiting per (namespace, identifier), applying overrides. */
+export class RateLimiter extends Effect.Service<RateLimiter>()("@keymeter/core/RateLimiter", {
+  effect: Effect.gen(function*() {
+    const catalog = yield* Catalog
+    const auth = yield* Auth
+    const overrides = yield* Overrides
+    const windows = new SlidingWindows()
+    const decode = Validation.decode(LimitInput, { root: "body" })
+
+    /**
+     * Validates, finds the namespace by name (creating it on first use, which needs
+     * `ratelimit.*.limit`), resolves the override that applies, and takes `cost` (default 1) from
+     * the identifier's window using the override's limit and duration when there is one.
+     */
+    const limit = (principal: Principal, input: unknown) =>
+      Effect.gen(function*() {
+        const request = yield* decode(input)
+        if (request.namespace.includes("*")) {
+          return yield* new ValidationError({
+            message: "namespace: must not contain *; patterns name namespaces of overrides, not of requests"
+          })
+        }
+        const found = yield* catalog.findNamespaceByName(principal.workspaceId, request.namespace)
+        let namespace: Namespace
+        if (found._tag === "Some") {
+          yield* auth.authorize(principal, Permission.required.limit(found.value.id))
+          namespace = found.value
+        } else {
+          yield* auth.authorize(principal, Permission.required.limit("*"))
+          namespace = yield* catalog.ensureNamespace(
+            new Namespace({
+              id: Ids.make(Ids.Prefix.namespace, yield* Clock.currentTimeMillis),
+              workspaceId: principal.workspaceId,
+              name: request.namespace
+            })
+          )
+        }
+        const override = yield* overrides.resolve(namespace, request.identifier)
+        const applied = override ?? request
+        const now = yield* Clock.currentTimeMillis
+        const decision = windows.take(
+          `${namespace.id}\u0000${request.identifier}`,
+          now,
+          applied.limit,
+          applied.duration,
+          request.cost ?? 1
+        )
+        return {
+          success: decision.success,
+          limit: applied.limit,
+          remaining: decision.remaining,
+          reset: decision.reset,
+          ...(override !== undefined ? { overrideId: override.id } : {})
+        }
+      }).pipe(Effect.withSpan("RateLimiter.limit"))
+
+    return { limit } as const
+  })
+}) {}

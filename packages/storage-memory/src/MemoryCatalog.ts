@@ -119,7 +119,24 @@ export const make = () => {
         })
         byIdentifier.set(write.identifier, override)
         return override
-      })
+      }),
+    getOverride: (namespaceId, identifier) =>
+      Effect.sync(() => Option.fromNullable(overrides.get(namespaceId)?.get(identifier))),
+    deleteOverride: (namespaceId, identifier) => Effect.sync(() => overrides.get(namespaceId)?.delete(identifier) ?? false),
+    listOverrides: (namespaceId, page) =>
+      Effect.sync(() => {
+        const all = Array.from(overrides.get(namespaceId)?.values() ?? [])
+        const sorted = all.filter((o) => page.after === undefined || o.id > page.after)
+          .sort((a, b) => (a.id < b.id ? -1 : 1))
+        return { overrides: sorted.slice(0, page.limit), total: all.length }
+      }),
+    allOverrides: (namespaceId) => Effect.sync(() => Array.from(overrides.get(namespaceId)?.values() ?? [])),
+    namespacePatterns: (workspaceId) =>
+      Effect.sync(() =>
+        Array.from(namespaceNames.get(workspaceId)?.entries() ?? [])
+          .filter(([name]) => name.includes("*"))
+          .map(([, id]) => namespaces.get(id)!)
+      )
   })
 }
 

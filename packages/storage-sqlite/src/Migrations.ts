@@ -90,7 +90,10 @@ export const migrations = {
       rollup("r_day_key", ["p", "key", "day"]),
       rollup("r_day_identity", ["p", "identity", "day"]),
       rollup("r_day_tagset", ["p", "tagset", "day"])
-    ]))
+    ])),
+  // Keyset pages of a namespace's overrides read (namespace_id, id) in order.
+  "0003_overrides_by_namespace_and_id": Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    statements(sql, ["CREATE INDEX overrides_namespace_id ON overrides (namespace_id, id)"]))
 } as const
 
 /** Number of the newest migration this version knows. */

@@ -171,6 +171,32 @@ export const make = Effect.gen(function*() {
             duration = excluded.duration, async = excluded.async, updated_at = excluded.updated_at
           RETURNING id, namespace_id, identifier, "limit", duration, async, created_at, updated_at`,
         (rows) => toOverride(rows[0]!)
+      )),
+    getOverride: (namespaceId, identifier) =>
+      run(Effect.map(
+        sql<OverrideRow>`SELECT * FROM overrides WHERE namespace_id = ${namespaceId} AND identifier = ${identifier}`,
+        (rows) => Option.map(first(rows), toOverride)
+      )),
+    deleteOverride: (namespaceId, identifier) =>
+      run(Effect.map(
+        sql<{ id: string }>`DELETE FROM overrides WHERE namespace_id = ${namespaceId} AND identifier = ${identifier} RETURNING id`,
+        (rows) => rows.length > 0
+      )),
+    listOverrides: (namespaceId, page) =>
+      run(Effect.gen(function*() {
+        const rows = page.after === undefined
+          ? yield* sql<OverrideRow>`SELECT * FROM overrides WHERE namespace_id = ${namespaceId} ORDER BY id LIMIT ${page.limit}`
+          : yield* sql<OverrideRow>`SELECT * FROM overrides WHERE namespace_id = ${namespaceId} AND id > ${page.after}
+              ORDER BY id LIMIT ${page.limit}`
+        const [count] = yield* sql<{ n: number }>`SELECT count(*) AS n FROM overrides WHERE namespace_id = ${namespaceId}`
+        return { overrides: rows.map(toOverride), total: count!.n }
+      })),
+    allOverrides: (namespaceId) =>
+      run(Effect.map(sql<OverrideRow>`SELECT * FROM overrides WHERE namespace_id = ${namespaceId}`, (rows) => rows.map(toOverride))),
+    namespacePatterns: (workspaceId) =>
+      run(Effect.map(
+        sql<{ id: string; name: string }>`SELECT id, name FROM namespaces WHERE workspace_id = ${workspaceId} AND instr(name, '*') > 0`,
+        (rows) => rows.map((row) => new Namespace({ id: row.id, workspaceId, name: row.name }))
       ))
   })
 })

@@ -84,7 +84,9 @@ describe("SqliteStorage", () => {
         sql<{ migration_id: number }>`SELECT migration_id FROM effect_sql_migrations ORDER BY 1`).pipe(
           Effect.provide(SqliteClient.layer({ filename }))
         )
-      expect(versions.map((v) => v.migration_id)).toEqual([1, 2])
+      const known = Object.keys(Migrations.migrations).map((id) => Number(id.split("_")[0]))
+      expect(versions.map((v) => v.migration_id)).toEqual(known)
+      expect(known.length).toBeGreaterThan(1)
     }))
 
   it.effect("refuses a database from a newer version with a clear message", () =>

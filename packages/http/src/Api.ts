@@ -11,7 +11,8 @@ import * as HttpApiSecurity from "@effect/platform/HttpApiSecurity"
 import * as OpenApi from "@effect/platform/OpenApi"
 import { CreateApiInput } from "@keymeter/core/Api"
 import { Datapoint } from "@keymeter/core/Datapoint"
-import { SetOverrideInput } from "@keymeter/core/Override"
+import { DeleteOverrideInput, OverridePage, OverrideView, SetOverrideInput } from "@keymeter/core/Override"
+import { LimitInput, LimitResponse } from "@keymeter/core/RateLimiter"
 import type { Principal } from "@keymeter/core/Permission"
 import { RecordVerificationsInput } from "@keymeter/core/Verification"
 import { GroupByValues, OrderByValues } from "@keymeter/core/VerificationQuery"
@@ -95,6 +96,25 @@ export class AnalyticsGroup extends HttpApiGroup.make("analytics")
   .prefix("/v1")
 {}
 
+const namespaceParams = {
+  namespaceId: Schema.optional(once("Id of the namespace; or give namespaceName.")),
+  namespaceName: Schema.optional(once("Name of the namespace; or give namespaceId."))
+}
+
+/** Query parameters of `GET /v1/ratelimits.getOverride`. */
+export const GetOverrideParams = Schema.Struct({
+  ...namespaceParams,
+  identifier: once("The identifier (or the pattern) of the override."),
+  resolve: Schema.optional(once("true: the override that would apply to the identifier (behaviour.md §5), not only its own."))
+}).annotations({ identifier: "GetOverrideParams" })
+
+/** Query parameters of `GET /v1/ratelimits.listOverrides`. */
+export const ListOverridesParams = Schema.Struct({
+  ...namespaceParams,
+  limit: Schema.optional(once("Overrides per page, 1 to 100 (default 100).")),
+  cursor: Schema.optional(once("The cursor of the previous page."))
+}).annotations({ identifier: "ListOverridesParams" })
+
 /** Rate-limit routes. */
 export class RatelimitsGroup extends HttpApiGroup.make("ratelimits")
   .add(
@@ -106,6 +126,42 @@ export class RatelimitsGroup extends HttpApiGroup.make("ratelimits")
         OpenApi.Description,
         "Permission: ratelimit.*.set_override or ratelimit.<namespaceId>.set_override; creating a namespace by " +
           "name needs ratelimit.*.set_override."
+      )
+  )
+  .add(
+    HttpApiEndpoint.get("getOverride", "/ratelimits.getOverride")
+      .setUrlParams(GetOverrideParams)
+      .addSuccess(OverrideView)
+      .annotate(OpenApi.Summary, "Read an override, or with resolve=true the one that applies to an identifier")
+      .annotate(OpenApi.Description, "Permission: ratelimit.*.read_override or ratelimit.<namespaceId>.read_override.")
+  )
+  .add(
+    HttpApiEndpoint.get("listOverrides", "/ratelimits.listOverrides")
+      .setUrlParams(ListOverridesParams)
+      .addSuccess(OverridePage)
+      .annotate(OpenApi.Summary, "List a namespace's overrides in creation order, a page at a time")
+      .annotate(
+        OpenApi.Description,
+        "Permission: ratelimit.*.read_override or ratelimit.<namespaceId>.read_override. Keyset pages: an " +
+          "override never shows twice or goes missing while others are added or deleted between pages."
+      )
+  )
+  .add(
+    HttpApiEndpoint.post("deleteOverride", "/ratelimits.deleteOverride")
+      .setPayload(DeleteOverrideInput)
+      .addSuccess(Schema.Struct({}))
+      .annotate(OpenApi.Summary, "Delete an override; it never applies again")
+      .annotate(OpenApi.Description, "Permission: ratelimit.*.delete_override or ratelimit.<namespaceId>.delete_override.")
+  )
+  .add(
+    HttpApiEndpoint.post("limit", "/ratelimits.limit")
+      .setPayload(LimitInput)
+      .addSuccess(LimitResponse)
+      .annotate(OpenApi.Summary, "Take from an identifier's sliding window, applying the override that resolves")
+      .annotate(
+        OpenApi.Description,
+        "Permission: ratelimit.*.limit or ratelimit.<namespaceId>.limit; a namespace used for the first time is " +
+          "created, which needs ratelimit.*.limit."
       )
   )
   .addError(BadRequestResponse)

@@ -16,8 +16,10 @@ import { Apis } from "@keymeter/core/Apis"
 import * as Auth from "@keymeter/core/Auth"
 import type { Datapoint } from "@keymeter/core/Datapoint"
 import * as Ids from "@keymeter/core/Ids"
-import type { Override, SetOverrideInput } from "@keymeter/core/Override"
+import type { Override, OverridePage, OverrideView, SetOverrideInput } from "@keymeter/core/Override"
 import { Overrides } from "@keymeter/core/Overrides"
+import type { LimitResponse } from "@keymeter/core/RateLimiter"
+import { RateLimiter } from "@keymeter/core/RateLimiter"
 import * as Provisioning from "@keymeter/core/Provisioning"
 import * as RootKey from "@keymeter/core/RootKey"
 import type { Catalog as CatalogTag, VerificationStore } from "@keymeter/core/Storage"
@@ -68,6 +70,12 @@ export interface VerificationsQuery {
   readonly order?: "asc" | "desc" | undefined
 }
 
+/** A namespace, by id or by name. */
+export type NamespaceRef = { readonly namespaceId: string; readonly namespaceName?: string } | {
+  readonly namespaceId?: string
+  readonly namespaceName: string
+}
+
 /** A failure of a library call, with the code and status the HTTP API would answer. */
 export class KeymeterError extends Error {
   override readonly name = "KeymeterError"
@@ -92,6 +100,24 @@ export interface Keymeter {
   readonly getVerifications: (query: VerificationsQuery) => Promise<Array<Datapoint>>
   /** Creates or overwrites the override of an identifier in a namespace. */
   readonly setOverride: (input: SetOverrideInput) => Promise<Override>
+  /** The override of exactly an identifier, or with `resolve: true` the one that applies to it. */
+  readonly getOverride: (input: NamespaceRef & { readonly identifier: string; readonly resolve?: boolean }) => Promise<
+    typeof OverrideView.Type
+  >
+  /** A page of a namespace's overrides; pass the returned `cursor` for the next. */
+  readonly listOverrides: (input: NamespaceRef & { readonly limit?: number; readonly cursor?: string }) => Promise<
+    typeof OverridePage.Type
+  >
+  /** Deletes an override; it never applies again. */
+  readonly deleteOverride: (input: NamespaceRef & { readonly identifier: string }) => Promise<void>
+  /** Takes `cost` (default 1) from an identifier's sliding window, applying the override that resolves. */
+  readonly limit: (input: {
+    readonly namespace: string
+    readonly identifier: string
+    readonly limit: number
+    readonly duration: number
+    readonly cost?: number
+  }) => Promise<LimitResponse>
   /** Creates a root key for the HTTP API; the secret is returned here only. */
   readonly createRootKey: (input: {
     readonly permissions: ReadonlyArray<string>
@@ -195,6 +221,10 @@ export const createKeymeter = async (options: KeymeterOptions = {}): Promise<Key
           groupBy: toArray(query.groupBy)
         }))),
     setOverride: (input) => run(Effect.flatMap(Overrides, (overrides) => overrides.set(principal, input))),
+    getOverride: (input) => run(Effect.flatMap(Overrides, (overrides) => overrides.get(principal, input))),
+    listOverrides: (input) => run(Effect.flatMap(Overrides, (overrides) => overrides.list(principal, input))),
+    deleteOverride: (input) => run(Effect.asVoid(Effect.flatMap(Overrides, (overrides) => overrides.delete(principal, input)))),
+    limit: (input) => run(Effect.flatMap(RateLimiter, (limiter) => limiter.limit(principal, input))),
     createRootKey: (input) =>
       run(Effect.gen(function*() {
         const catalog = yield* Catalog

@@ -7,6 +7,7 @@ import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import { Analytics } from "@keymeter/core/Analytics"
 import { Apis } from "@keymeter/core/Apis"
 import { Overrides } from "@keymeter/core/Overrides"
+import { RateLimiter } from "@keymeter/core/RateLimiter"
 import { Verifications } from "@keymeter/core/Verifications"
 import * as Effect from "effect/Effect"
 import { Api, CurrentPrincipal } from "./Api.js"
@@ -26,6 +27,10 @@ const GET_VERIFICATIONS: Readonly<Record<string, QueryString.Kind>> = {
   orderBy: "string",
   order: "string"
 }
+
+/** The query string of the current request, read by `spec`. */
+const query = (spec: Readonly<Record<string, QueryString.Kind>>) =>
+  Effect.flatMap(HttpServerRequest.ParsedSearchParams, (raw) => QueryString.parse(raw, spec))
 
 /** The parsed body of `request` as an object holding only `fields`. */
 const readObject = (request: HttpServerRequest.HttpServerRequest, fields: ReadonlyArray<string>) =>
@@ -52,9 +57,7 @@ export const AnalyticsLive = HttpApiBuilder.group(Api, "analytics", (handlers) =
       .handle("getVerifications", () =>
         Effect.gen(function*() {
           const principal = yield* CurrentPrincipal
-          const raw = yield* HttpServerRequest.ParsedSearchParams
-          const input = yield* QueryString.parse(raw, GET_VERIFICATIONS)
-          return yield* analytics.getVerifications(principal, input)
+          return yield* analytics.getVerifications(principal, yield* query(GET_VERIFICATIONS))
         }).pipe(mapDomain))
       .handleRaw("recordVerifications", ({ request }) =>
         Effect.gen(function*() {
@@ -67,17 +70,55 @@ export const AnalyticsLive = HttpApiBuilder.group(Api, "analytics", (handlers) =
         }))
   }))
 
+const GET_OVERRIDE: Readonly<Record<string, QueryString.Kind>> = {
+  namespaceId: "string",
+  namespaceName: "string",
+  identifier: "string",
+  resolve: "boolean"
+}
+
+const LIST_OVERRIDES: Readonly<Record<string, QueryString.Kind>> = {
+  namespaceId: "string",
+  namespaceName: "string",
+  limit: "integer",
+  cursor: "string"
+}
+
 /** Handlers of the rate-limit routes. */
 export const RatelimitsLive = HttpApiBuilder.group(Api, "ratelimits", (handlers) =>
   Effect.gen(function*() {
     const overrides = yield* Overrides
-    return handlers.handleRaw("setOverride", ({ request }) =>
-      Effect.gen(function*() {
-        const principal = yield* CurrentPrincipal
-        const body = yield* JsonBody.read(request)
-        const override = yield* mapDomain(overrides.set(principal, body))
-        return { overrideId: override.id }
-      }))
+    const limiter = yield* RateLimiter
+    return handlers
+      .handleRaw("setOverride", ({ request }) =>
+        Effect.gen(function*() {
+          const principal = yield* CurrentPrincipal
+          const body = yield* JsonBody.read(request)
+          const override = yield* mapDomain(overrides.set(principal, body))
+          return { overrideId: override.id }
+        }))
+      .handle("getOverride", () =>
+        Effect.gen(function*() {
+          const principal = yield* CurrentPrincipal
+          return yield* overrides.get(principal, yield* query(GET_OVERRIDE))
+        }).pipe(mapDomain))
+      .handle("listOverrides", () =>
+        Effect.gen(function*() {
+          const principal = yield* CurrentPrincipal
+          return yield* overrides.list(principal, yield* query(LIST_OVERRIDES))
+        }).pipe(mapDomain))
+      .handleRaw("deleteOverride", ({ request }) =>
+        Effect.gen(function*() {
+          const principal = yield* CurrentPrincipal
+          const body = yield* JsonBody.read(request)
+          return yield* mapDomain(overrides.delete(principal, body))
+        }))
+      .handleRaw("limit", ({ request }) =>
+        Effect.gen(function*() {
+          const principal = yield* CurrentPrincipal
+          const body = yield* JsonBody.read(request)
+          return yield* mapDomain(limiter.limit(principal, body))
+        }))
   }))
 
 /** Handlers of the api routes. */

@@ -38,6 +38,23 @@ describe("createKeymeter", () => {
     }
   })
 
+  it("reads, lists, deletes overrides and limits through promises", async () => {
+    const keymeter = await createKeymeter()
+    try {
+      const set = await keymeter.setOverride({ namespaceName: "email", identifier: "user_*", limit: 1, duration: 60_000 })
+      expect(await keymeter.limit({ namespace: "email", identifier: "user_9", limit: 100, duration: 1000 }))
+        .toMatchObject({ success: true, limit: 1, remaining: 0, overrideId: set.id })
+      expect((await keymeter.limit({ namespace: "email", identifier: "user_9", limit: 100, duration: 1000 })).success).toBe(false)
+      expect((await keymeter.getOverride({ namespaceName: "email", identifier: "user_9", resolve: true })).id).toBe(set.id)
+      const page = await keymeter.listOverrides({ namespaceName: "email" })
+      expect([page.total, page.overrides.map((o) => o.identifier), page.cursor]).toEqual([1, ["user_*"], undefined])
+      await keymeter.deleteOverride({ namespaceName: "email", identifier: "user_*" })
+      expect((await rejection(keymeter.deleteOverride({ namespaceName: "email", identifier: "user_*" }))).code).toBe("NOT_FOUND")
+    } finally {
+      await keymeter.close()
+    }
+  })
+
   it("rejects with KeymeterError carrying the HTTP code and status", async () => {
     const keymeter = await createKeymeter({ workspaceId: "ws_lib" })
     try {

@@ -340,6 +340,10 @@ layer(TestServer.layer(MemoryStorage.layer, { maxBodyBytes: 64 * 1024 }), { excl
         "/v1/analytics.getVerifications",
         "/v1/analytics.recordVerifications",
         "/v1/apis.createApi",
+        "/v1/ratelimits.deleteOverride",
+        "/v1/ratelimits.getOverride",
+        "/v1/ratelimits.limit",
+        "/v1/ratelimits.listOverrides",
         "/v1/ratelimits.setOverride"
       ])
       expect(text).not.toContain("HttpApiDecodeError")

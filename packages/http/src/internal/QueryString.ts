@@ -8,7 +8,7 @@ import { describeValue } from "@keymeter/core/Validation"
 import * as Either from "effect/Either"
 
 /** How a parameter is read. */
-export type Kind = "string" | "strings" | "integer"
+export type Kind = "string" | "strings" | "integer" | "boolean"
 
 const DIGITS = /^[0-9]+$/
 
@@ -39,6 +39,11 @@ export const parse = (
     const value = values[0]!
     if (kind === "string") {
       out[name] = value
+      continue
+    }
+    if (kind === "boolean") {
+      if (value === "true" || value === "false") out[name] = value === "true"
+      else errors.push(`${name}: must be true or false, got ${describeValue(value)}`)
       continue
     }
     const number = DIGITS.test(value) ? Number(value) : NaN

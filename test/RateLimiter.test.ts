@@ -1,0 +1,116 @@
+import { describe, expect, it } from "@effect/vitest"
+import * as Auth from "@keymeter/core/Auth"
+import * as Keymeter from "@keymeter/core/Keymeter"
+import { Overrides } from "@keymeter/core/Overrides"
+import { RateLimiter } from "@keymeter/core/RateLimiter"
+import { Catalog } from "@keymeter/core/Storage"
+import { Workspace } from "@keymeter/core/Workspace"
+import { MemoryStorage } from "@keymeter/storage-memory"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Layer from "effect/Layer"
+import * as TestClock from "effect/TestClock"
+
+const WS = "ws_rl"
+const admin = Auth.system(WS)
+const Test = Keymeter.layer.pipe(Layer.provideMerge(MemoryStorage.layer))
+
+const setup = Effect.gen(function*() {
+  const catalog = yield* Catalog
+  yield* catalog.putWorkspace(new Workspace({ id: WS, name: "rl" }))
+  yield* TestClock.setTime(1_000_000)
+  const limiter = yield* RateLimiter
+  const overrides = yield* Overrides
+  return {
+    limit: (input: object) => limiter.limit(admin, { namespace: "api", identifier: "user_1", limit: 3, duration: 10_000, ...input }),
+    overrides
+  }
+})
+
+describe("RateLimiter", () => {
+  it.effect("counts requests in a window that slides", () =>
+    Effect.gen(function*() {
+      const { limit } = yield* setup
+      expect(yield* limit({})).toEqual({ success: true, limit: 3, remaining: 2, reset: 1_010_000 })
+      yield* TestClock.adjust(4_000)
+      expect(yield* limit({})).toMatchObject({ success: true, remaining: 1, reset: 1_010_000 })
+      expect(yield* limit({})).toMatchObject({ success: true, remaining: 0 })
+      expect(yield* limit({})).toMatchObject({ success: false, remaining: 0, reset: 1_010_000 })
+      // 1 ms before the first request leaves the window it still counts...
+      yield* TestClock.setTime(1_009_999)
+      expect(yield* limit({})).toMatchObject({ success: false, remaining: 0 })
+      // ...at its edge it no longer does.
+      yield* TestClock.setTime(1_010_000)
+      expect(yield* limit({})).toMatchObject({ success: true, remaining: 0, reset: 1_014_000 })
+      // The other identifier has its own window.
+      expect(yield* limit({ identifier: "user_2" })).toMatchObject({ success: true, remaining: 2 })
+    }).pipe(Effect.provide(Test)))
+
+  it.effect("takes the cost, refuses what does not fit, and peeks with cost 0", () =>
+    Effect.gen(function*() {
+      const { limit } = yield* setup
+      expect(yield* limit({ limit: 10, cost: 7 })).toMatchObject({ success: true, remaining: 3 })
+      expect(yield* limit({ limit: 10, cost: 4 })).toMatchObject({ success: false, remaining: 3 })
+      expect(yield* limit({ limit: 10, cost: 0 })).toMatchObject({ success: true, remaining: 3 })
+      expect(yield* limit({ limit: 10, cost: 3 })).toMatchObject({ success: true, remaining: 0 })
+      expect(yield* limit({ limit: 10, cost: 0 })).toMatchObject({ success: false, remaining: 0 })
+      expect(yield* limit({ identifier: "big", limit: 5, cost: 6 })).toMatchObject({ success: false, remaining: 5 })
+    }).pipe(Effect.provide(Test)))
+
+  it.effect("applies the resolved override instead of the request's limit, and its changes at once", () =>
+    Effect.gen(function*() {
+      const { limit, overrides } = yield* setup
+      yield* limit({}) // creates the namespace "api"
+      const set = (identifier: string, values: object) =>
+        overrides.set(admin, { namespaceName: "api", identifier, duration: 60_000, ...values })
+      const wildcard = yield* set("user_*", { limit: 100 })
+      expect(yield* limit({})).toMatchObject({ success: true, limit: 100, remaining: 98, overrideId: wildcard.id, reset: 1_060_000 })
+      const exact = yield* set("user_1", { limit: 0 })
+      // limit 0 blocks every request, a peek included.
+      expect(yield* limit({})).toMatchObject({ success: false, limit: 0, remaining: 0, overrideId: exact.id })
+      expect(yield* limit({ cost: 0 })).toMatchObject({ success: false, overrideId: exact.id })
+      yield* overrides.delete(admin, { namespaceName: "api", identifier: "user_1" })
+      expect(yield* limit({})).toMatchObject({ success: true, limit: 100, overrideId: wildcard.id })
+      yield* overrides.delete(admin, { namespaceName: "api", identifier: "user_*" })
+      const none = yield* limit({})
+      expect(none.overrideId).toBeUndefined()
+      expect(none.limit).toBe(3)
+    }).pipe(Effect.provide(Test)))
+
+  it.effect("applies overrides of namespace patterns, below the namespace's own", () =>
+    Effect.gen(function*() {
+      const { limit, overrides } = yield* setup
+      yield* overrides.set(admin, { namespaceName: "api*", identifier: "user_1", limit: 50, duration: 60_000 })
+      expect(yield* limit({ namespace: "api.v2" })).toMatchObject({ limit: 50 })
+      yield* overrides.set(admin, { namespaceName: "api.v2", identifier: "user*", limit: 7, duration: 60_000 })
+      expect(yield* limit({ namespace: "api.v2" })).toMatchObject({ limit: 7 })
+      expect(yield* limit({ namespace: "other" })).toMatchObject({ limit: 3 })
+    }).pipe(Effect.provide(Test)))
+
+  it.effect("creates a namespace on first use, which needs ratelimit.*.limit", () =>
+    Effect.gen(function*() {
+      yield* setup
+      const catalog = yield* Catalog
+      const limiter = yield* RateLimiter
+      const narrow = { workspaceId: WS, rootKeyId: "rk", permissions: ["ratelimit.rlns_x.limit"] }
+      const refused = yield* Effect.either(limiter.limit(narrow, { namespace: "fresh", identifier: "u", limit: 1, duration: 1000 }))
+      expect(Either.isLeft(refused) && refused.left._tag).toBe("InsufficientPermissions")
+      expect((yield* catalog.findNamespaceByName(WS, "fresh"))._tag).toBe("None")
+      yield* limiter.limit(admin, { namespace: "fresh", identifier: "u", limit: 1, duration: 1000 })
+      const created = yield* catalog.findNamespaceByName(WS, "fresh")
+      expect(created._tag).toBe("Some")
+      const bad = yield* Effect.either(limiter.limit(admin, { namespace: "a*", identifier: "u", limit: 0, duration: 10 }))
+      expect(Either.isLeft(bad) && bad.left.message).toMatch(/^limit: must be an integer >= 1, got 0; duration:/)
+    }).pipe(Effect.provide(Test)))
+
+  it.effect("never lets parallel calls for one identifier past the limit in a window", () =>
+    Effect.gen(function*() {
+      const { limit } = yield* setup
+      const results = yield* Effect.all(
+        Array.from({ length: 200 }, () => limit({ limit: 25, duration: 60_000 })),
+        { concurrency: "unbounded" }
+      )
+      expect(results.filter((r) => r.success)).toHaveLength(25)
+      expect(Math.min(...results.map((r) => r.remaining))).toBe(0)
+    }).pipe(Effect.provide(Test)))
+})

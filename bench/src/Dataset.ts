@@ -6,7 +6,7 @@
  * bench/data so a size is generated once.
  */
 import { Outcomes } from "@keymeter/core/Verification"
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, readSync, writeFileSync } from "node:fs"
 import { fileURLToPath } from "node:url"
 
 export const START = Date.UTC(2025, 0, 1)
@@ -115,53 +115,80 @@ const generateColumns = (size: number, seed: number) => {
 
 const dataDir = fileURLToPath(new URL("../data/", import.meta.url))
 
-/** The data set of `size` events, from the cache or generated (and cached). */
+/** Bytes per event of each column, in file order. */
+const COLUMNS = [["time", 8], ["api", 1], ["key", 2], ["tagset", 2], ["outcome", 1]] as const
+
+const fileOf = (size: number, seed: number) => `${dataDir}events-${size}-${seed}.bin`
+
+/** Generates and caches the data set of `size` events, unless it is cached already. */
+export const ensure = (size: number, seed = 1): string => {
+  const file = fileOf(size, seed)
+  if (existsSync(file) && existsSync(`${file}.json`)) return file
+  const columns = generateColumns(size, seed)
+  mkdirSync(dataDir, { recursive: true })
+  writeFileSync(
+    file,
+    Buffer.concat([columns.time, columns.api, columns.key, columns.tagset, columns.outcome].map((c) => Buffer.from(c.buffer, c.byteOffset, c.byteLength)))
+  )
+  writeFileSync(`${file}.json`, JSON.stringify({ tagsets: columns.tagsets, identityOf: columns.identityOf.map((a) => Array.from(a)) }))
+  return file
+}
+
+const keyIdsOf = () =>
+  Array.from({ length: APIS }, (_, a) => Array.from({ length: a === 0 ? KEYS_API0 : KEYS_OTHER }, (_, k) => `key_${a}_${k}`))
+
+/** The whole data set in memory (for small sizes and tools). */
 export const load = (size: number, seed = 1): Dataset => {
-  const file = `${dataDir}events-${size}-${seed}.bin`
-  const meta = `${file}.json`
-  let columns: ReturnType<typeof generateColumns>
-  if (existsSync(file) && existsSync(meta)) {
-    const buffer = readFileSync(file)
-    const { tagsets, identityOf } = JSON.parse(readFileSync(meta, "utf8"))
-    let offset = buffer.byteOffset
-    const view = <T>(make: (b: ArrayBuffer, o: number, n: number) => T, bytes: number) => {
-      const copy = buffer.buffer.slice(offset, offset + bytes * size)
-      offset += bytes * size
-      return make(copy, 0, size)
-    }
-    columns = {
-      time: view((b, o, n) => new Float64Array(b, o, n), 8),
-      api: view((b, o, n) => new Uint8Array(b, o, n), 1),
-      key: view((b, o, n) => new Uint16Array(b, o, n), 2),
-      tagset: view((b, o, n) => new Uint16Array(b, o, n), 2),
-      outcome: view((b, o, n) => new Uint8Array(b, o, n), 1),
-      tagsets,
-      identityOf: identityOf.map((ids: Array<number>) => Int32Array.from(ids))
-    }
-  } else {
-    columns = generateColumns(size, seed)
-    mkdirSync(dataDir, { recursive: true })
-    writeFileSync(file, Buffer.concat([columns.time, columns.api, columns.key, columns.tagset, columns.outcome].map((c) => Buffer.from(c.buffer, c.byteOffset, c.byteLength))))
-    writeFileSync(meta, JSON.stringify({ tagsets: columns.tagsets, identityOf: columns.identityOf.map((a) => Array.from(a)) }))
+  const file = ensure(size, seed)
+  const chunk = open(size, seed).read(0, size)
+  const { tagsets, identityOf } = JSON.parse(readFileSync(`${file}.json`, "utf8"))
+  return { ...chunk, tagsets, identityOf: identityOf.map((ids: Array<number>) => Int32Array.from(ids)), keyIds: keyIdsOf() }
+}
+
+/** Reads the cached data set a slice at a time, so a run does not hold all of it in memory. */
+export const open = (size: number, seed = 1) => {
+  const file = ensure(size, seed)
+  const fd = openSync(file, "r")
+  const { tagsets, identityOf } = JSON.parse(readFileSync(`${file}.json`, "utf8"))
+  const dictionaries = {
+    tagsets: tagsets as ReadonlyArray<ReadonlyArray<string>>,
+    identityOf: (identityOf as Array<Array<number>>).map((ids) => Int32Array.from(ids)),
+    keyIds: keyIdsOf()
   }
-  const keyIds = Array.from({ length: APIS }, (_, a) =>
-    Array.from({ length: a === 0 ? KEYS_API0 : KEYS_OTHER }, (_, k) => `key_${a}_${k}`))
-  return { size, ...columns, keyIds }
+  const read = (from: number, to: number): Dataset => {
+    const n = to - from
+    const out: Record<string, ArrayBufferView> = {}
+    let offset = 0
+    for (const [name, bytes] of COLUMNS) {
+      const buffer = Buffer.alloc(n * bytes)
+      readSync(fd, buffer, 0, n * bytes, offset + from * bytes)
+      offset += size * bytes
+      const array = name === "time"
+        ? new Float64Array(buffer.buffer, buffer.byteOffset, n)
+        : bytes === 2
+        ? new Uint16Array(buffer.buffer, buffer.byteOffset, n)
+        : new Uint8Array(buffer.buffer, buffer.byteOffset, n)
+      out[name] = array
+    }
+    return { size: n, ...(out as any), ...dictionaries }
+  }
+  return { size, read, close: () => closeSync(fd), dictionaries }
 }
 
 /** Api id of api number `a`. */
 export const apiId = (a: number) => `api_${a}`
 
 const apiIds = Array.from({ length: APIS }, (_, a) => apiId(a))
-const identities = new WeakMap<Dataset, ReadonlyArray<ReadonlyArray<{ id: string; externalId: string } | undefined>>>()
+const identities = new WeakMap<object, ReadonlyArray<ReadonlyArray<{ id: string; externalId: string } | undefined>>>()
 
 /** Event `i` as a caller would submit it (ids and identities shared, as an interning parser would). */
 export const input = (data: Dataset, i: number) => {
-  let byKey = identities.get(data)
+  // Keyed by the shared dictionary, so every chunk of a data set reuses the same objects.
+  let byKey = identities.get(data.identityOf)
   if (byKey === undefined) {
     byKey = data.identityOf.map((ids) =>
       Array.from(ids, (id) => (id >= 0 ? { id: identityId(id), externalId: externalId(id) } : undefined)))
-    identities.set(data, byKey)
+    identities.set(data.identityOf, byKey)
   }
   const a = data.api[i]!
   const k = data.key[i]!

@@ -34,15 +34,17 @@ export const open = async (storage: Layer.Layer<VerificationStore | CatalogTag, 
   const verifications = await runtime.runPromise(Verifications)
   const analytics = await runtime.runPromise(Analytics)
   return {
-    /** Records the whole data set in batches; resolves with events per second. */
-    ingest: async (data: Dataset, onProgress?: (done: number) => void) => {
+    /**
+     * Records the data set in batches of 10,000, read a slice at a time; resolves with events per
+     * second (building the event objects included, as a caller would).
+     */
+    ingest: async (data: { readonly size: number; readonly read: (from: number, to: number) => Dataset }) => {
       const started = performance.now()
       for (let from = 0; from < data.size; from += BATCH) {
-        const to = Math.min(data.size, from + BATCH)
-        const batch = new Array(to - from)
-        for (let i = from; i < to; i++) batch[i - from] = input(data, i)
+        const slice = data.read(from, Math.min(data.size, from + BATCH))
+        const batch = new Array(slice.size)
+        for (let i = 0; i < slice.size; i++) batch[i] = input(slice, i)
         await runtime.runPromise(verifications.record(principal, batch))
-        onProgress?.(to)
       }
       return data.size / ((performance.now() - started) / 1000)
     },

@@ -1,73 +1,118 @@
 /**
- * `npm run bench -- --size 10m --adapter memory`: ingest rate and reference-query latency.
+ * `npm run bench -- --size 10m,50m --adapter memory,sqlite`: for each size, DuckDB (raw events and
+ * an hourly rollup) and each adapter run in processes of their own on the same data; every answer
+ * is checked against DuckDB's; then HTTP ingest and load against the standalone server. Prints
+ * the tables and writes them to bench/results/ as JSON and markdown.
  */
-import { MemoryStorage } from "@keymeter/storage-memory"
-import { SqliteStorage } from "@keymeter/storage-sqlite"
-import { rmSync, statSync } from "node:fs"
+import { spawnSync } from "node:child_process"
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs"
+import { cpus, release, totalmem } from "node:os"
 import { fileURLToPath } from "node:url"
 import { parseArgs } from "node:util"
 import * as Dataset from "./Dataset.js"
 import * as Http from "./Http.js"
-import * as Library from "./Library.js"
-import { references } from "./Queries.js"
+import * as Load from "./Load.js"
+import type { HttpResult, Run } from "./Report.js"
+import * as Report from "./Report.js"
+import type { EngineResult } from "./Worker.js"
 
 const { values } = parseArgs({
   options: {
     size: { type: "string", default: "1m" },
-    adapter: { type: "string", default: "memory" },
+    adapter: { type: "string", default: "memory,sqlite" },
     runs: { type: "string" },
-    "http-events": { type: "string", default: "1m" }
+    http: { type: "boolean", default: true },
+    "http-events": { type: "string", default: "1m" },
+    "load-seconds": { type: "string", default: "10" }
   }
 })
-
-const size = Dataset.parseSize(values.size!)
-const adapters = values.adapter!.split(",")
+const sizes = values.size!.split(",").map(Dataset.parseSize)
+const adapters = values.adapter!.split(",").filter((a) => a !== "")
+for (const adapter of adapters) {
+  if (adapter !== "memory" && adapter !== "sqlite") throw new Error(`Unknown adapter ${adapter} (memory, sqlite)`)
+}
 const log = (line: string) => process.stdout.write(line + "\n")
+const here = (path: string) => fileURLToPath(new URL(path, import.meta.url))
+const tsxLoader = new URL("../../node_modules/tsx/dist/loader.mjs", import.meta.url).href
 
-const t0 = performance.now()
-const data = Dataset.load(size)
-log(`data set: ${size.toLocaleString("en")} events (${((performance.now() - t0) / 1000).toFixed(1)} s to load)`)
-
-const sqliteFile = fileURLToPath(new URL(`../data/bench-${size}.db`, import.meta.url))
-const storageOf = (adapter: string) => {
-  if (adapter === "memory") return MemoryStorage.layer
-  if (adapter === "sqlite") {
-    for (const suffix of ["", "-wal", "-shm", ".lock"]) rmSync(sqliteFile + suffix, { force: true })
-    return SqliteStorage.layer({ filename: sqliteFile })
-  }
-  throw new Error(`Unknown adapter ${adapter} (memory, sqlite)`)
+/** Runs one engine in its own process. */
+const runWorker = (engine: string, size: number): Array<EngineResult> => {
+  const out = here(`../data/result-${engine}-${size}.json`)
+  const args = ["--max-old-space-size=16384", "--import", tsxLoader, here("./Worker.ts"), "--engine", engine, "--size", String(size), "--out", out]
+  if (values.runs) args.push("--runs", values.runs)
+  const started = performance.now()
+  const child = spawnSync(process.execPath, args, { stdio: ["ignore", "inherit", "inherit"] })
+  if (child.status !== 0) throw new Error(`${engine} at ${size} failed (exit ${child.status})`)
+  log(`  ${engine}: done in ${((performance.now() - started) / 1000).toFixed(0)} s`)
+  return JSON.parse(readFileSync(out, "utf8"))
 }
 
-for (const adapter of adapters) {
-  const keymeter = await Library.open(storageOf(adapter))
-  const rate = await keymeter.ingest(data)
-  // Let background work settle as in steady state: SQLite compacts closed days once its writer idles.
-  await new Promise((resolve) => setTimeout(resolve, 3000))
-  log(`\n${adapter}: ingest ${Math.round(rate).toLocaleString("en")} events/s through the library`)
-  log("query                          median ms   min     max    runs  rows")
-  for (const reference of references) {
-    const timing = await Library.time(() => keymeter.query(reference.query), values.runs ? Number(values.runs) : undefined)
-    log(
-      `${`${reference.id} ${reference.title}`.padEnd(30)} ${timing.median.toFixed(2).padStart(9)} ${timing.min.toFixed(2).padStart(7)} ${
-        timing.max.toFixed(2).padStart(7)
-      } ${String(timing.runs).padStart(5)} ${String(timing.result.length).padStart(5)}`
-    )
+/** Differences between each engine's answers and DuckDB's raw-events answers. */
+const compare = (engines: ReadonlyArray<EngineResult>): Array<string> => {
+  const reference = engines.find((e) => e.engine === "duckdb raw events")!
+  const out: Array<string> = []
+  for (const engine of engines) {
+    for (const [id, answer] of Object.entries(engine.answers)) {
+      const want = JSON.stringify(reference.answers[id])
+      const got = JSON.stringify(answer)
+      if (got !== want) out.push(`${engine.engine} ${id}: got ${got.slice(0, 300)} want ${want.slice(0, 300)}`)
+    }
   }
-  log(`peak RSS ${Math.round(process.resourceUsage().maxRSS / 1024)} MiB`)
-  if (adapter === "sqlite") {
-    const bytes = ["", "-wal"].reduce((sum, suffix) => sum + (statSync(sqliteFile + suffix, { throwIfNoEntry: false })?.size ?? 0), 0)
-    log(`on disk ${Math.round(bytes / 1024 / 1024)} MiB`)
-  }
-  await keymeter.close()
+  return out
 }
 
-// Ingest through HTTP: the standalone server as its own process, four clients over loopback.
-const httpEvents = Math.min(size, Dataset.parseSize(values["http-events"]!))
-for (const adapter of adapters) {
-  const dir = fileURLToPath(new URL("../data/", import.meta.url))
-  for (const suffix of ["", "-wal", "-shm", ".lock"]) rmSync(`${dir}http.db${suffix}`, { force: true })
-  const server = await Http.start(adapter === "sqlite" ? `sqlite:${dir}http.db` : adapter)
-  const rate = await Http.ingest(server, data, httpEvents)
-  log(`\n${adapter}: ingest ${Math.round(rate).toLocaleString("en")} events/s through HTTP (${httpEvents.toLocaleString("en")} events, batches of 10,000, 4 clients); server peak RSS ${server.peakRss()} MiB`)
-  await server.stop()
+const cpu = cpus()
+const run: {
+  startedAt: string
+  machine: Run["machine"]
+  sizes: Array<Run["sizes"][number]>
+  http: Array<HttpResult>
+} = {
+  startedAt: new Date().toISOString(),
+  machine: {
+    cpu: `${cpu.length} × ${cpu[0]?.model ?? "unknown"}`,
+    memory: `${Math.round(totalmem() / 1024 ** 3)} GiB`,
+    os: `${process.platform} ${release()}`,
+    node: process.version
+  },
+  sizes: [],
+  http: []
+}
+
+let failed = false
+for (const size of sizes) {
+  const t = performance.now()
+  Dataset.ensure(size)
+  log(`\n${Report.count(size)} events (data set ready in ${((performance.now() - t) / 1000).toFixed(1)} s)`)
+  const engines = [...runWorker("duckdb", size), ...adapters.flatMap((adapter) => runWorker(adapter, size))]
+  const mismatches = compare(engines)
+  if (mismatches.length > 0) failed = true
+  run.sizes.push({ size, engines: engines.map(({ answers: _, ...rest }) => ({ ...rest, answers: {} })), mismatches })
+}
+
+if (values.http) {
+  const data = Dataset.open(Math.max(...sizes))
+  const events = Math.min(data.size, Dataset.parseSize(values["http-events"]!))
+  for (const adapter of adapters) {
+    log(`\nHTTP on ${adapter}`)
+    const server = await Http.start(adapter === "sqlite" ? `sqlite:${here("../data/http.db")}` : "memory")
+    const rate = await Http.ingest(server, data, events)
+    const load = await Load.run(server, Number(values["load-seconds"]))
+    run.http.push({ adapter, ingest: { eventsPerSecond: rate, events }, load })
+    await server.stop()
+  }
+  data.close()
+}
+
+log("\n" + Report.render(run, "text"))
+const results = here("../results/")
+mkdirSync(results, { recursive: true })
+const stamp = run.startedAt.replaceAll(":", "-").slice(0, 19)
+writeFileSync(`${results}${stamp}.json`, JSON.stringify(run, null, 2))
+writeFileSync(`${results}${stamp}.md`, Report.render(run, "markdown") + "\n")
+writeFileSync(`${results}latest.md`, Report.render(run, "markdown") + "\n")
+log(`\nwritten: bench/results/${stamp}.json, bench/results/${stamp}.md, bench/results/latest.md`)
+if (failed) {
+  log("\nFAILED: some answers differ from DuckDB's (see above).")
+  process.exitCode = 1
 }

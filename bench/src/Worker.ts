@@ -1,0 +1,107 @@
+/**
+ * One engine on one data set size, in a process of its own (so its peak RSS is its own): ingest,
+ * then the reference queries warm. Writes its results as JSON to `--out`.
+ */
+import { MemoryStorage } from "@keymeter/storage-memory"
+import { SqliteStorage } from "@keymeter/storage-sqlite"
+import { rmSync, statSync, writeFileSync } from "node:fs"
+import { fileURLToPath } from "node:url"
+import { parseArgs } from "node:util"
+import * as Dataset from "./Dataset.js"
+import * as Duck from "./Duck.js"
+import * as Library from "./Library.js"
+import { references } from "./Queries.js"
+
+/** What a worker reports for one engine (DuckDB reports one per layout). */
+export interface EngineResult {
+  readonly engine: string
+  readonly size: number
+  readonly ingest?: { readonly eventsPerSecond: number; readonly seconds: number } | undefined
+  readonly buildSeconds?: number | undefined
+  readonly queries: Record<string, { readonly median: number; readonly min: number; readonly max: number; readonly runs: number }>
+  readonly answers: Record<string, unknown>
+  readonly peakRssMiB: number
+  readonly diskMiB?: number | undefined
+}
+
+const { values } = parseArgs({
+  options: { engine: { type: "string" }, size: { type: "string" }, out: { type: "string" }, runs: { type: "string" } }
+})
+const size = Number(values.size)
+const runs = values.runs ? Number(values.runs) : undefined
+const data = Dataset.open(size)
+const dataDir = fileURLToPath(new URL("../data/", import.meta.url))
+const peakRss = () => Math.round(process.resourceUsage().maxRSS / 1024)
+const fileSize = (paths: Array<string>) =>
+  Math.round(paths.reduce((sum, path) => sum + (statSync(path, { throwIfNoEntry: false })?.size ?? 0), 0) / 1024 / 1024)
+
+const results: Array<EngineResult> = []
+
+if (values.engine === "duckdb") {
+  const file = `${dataDir}duck-${size}.duckdb`
+  const duck = await Duck.open(file)
+  const started = performance.now()
+  for (let from = 0; from < size; from += Library.BATCH) {
+    duck.append(data.read(from, Math.min(size, from + Library.BATCH)))
+    // Native chunk memory is freed when the event loop turns: yield between batches.
+    await new Promise((resolve) => setImmediate(resolve))
+  }
+  await duck.finish()
+  const seconds = (performance.now() - started) / 1000
+  const building = performance.now()
+  await duck.buildRollup()
+  const buildSeconds = (performance.now() - building) / 1000
+  for (const layout of ["raw", "rollup"] as const) {
+    const queries: EngineResult["queries"] = {}
+    const answers: Record<string, unknown> = {}
+    for (const reference of references) {
+      const timing = await Library.time(() => duck.query(layout, reference.query), runs)
+      queries[reference.id] = { median: timing.median, min: timing.min, max: timing.max, runs: timing.runs }
+      answers[reference.id] = timing.result
+    }
+    results.push({
+      engine: `duckdb ${layout === "raw" ? "raw events" : "hourly rollup"}`,
+      size,
+      ...(layout === "raw" ? { ingest: { eventsPerSecond: size / seconds, seconds } } : { buildSeconds }),
+      queries,
+      answers,
+      peakRssMiB: peakRss(),
+      diskMiB: fileSize([file, `${file}.wal`])
+    })
+  }
+  duck.close()
+} else {
+  const file = `${dataDir}keymeter-${size}.db`
+  const storage = values.engine === "memory"
+    ? MemoryStorage.layer
+    : (() => {
+      for (const suffix of ["", "-wal", "-shm", ".lock"]) rmSync(file + suffix, { force: true })
+      return SqliteStorage.layer({ filename: file })
+    })()
+  const keymeter = await Library.open(storage)
+  const started = performance.now()
+  const eventsPerSecond = await keymeter.ingest(data)
+  const seconds = (performance.now() - started) / 1000
+  // Let background work settle as in steady state (SQLite compacts closed days once idle).
+  await new Promise((resolve) => setTimeout(resolve, 3000))
+  const queries: EngineResult["queries"] = {}
+  const answers: Record<string, unknown> = {}
+  for (const reference of references) {
+    const timing = await Library.time(() => keymeter.query(reference.query), runs)
+    queries[reference.id] = { median: timing.median, min: timing.min, max: timing.max, runs: timing.runs }
+    answers[reference.id] = timing.result
+  }
+  results.push({
+    engine: values.engine!,
+    size,
+    ingest: { eventsPerSecond, seconds },
+    queries,
+    answers,
+    peakRssMiB: peakRss(),
+    ...(values.engine === "sqlite" ? { diskMiB: fileSize([file, `${file}-wal`]) } : {})
+  })
+  await keymeter.close()
+}
+
+data.close()
+writeFileSync(values.out!, JSON.stringify(results))

@@ -87,6 +87,37 @@ const queryArb = FastCheck.record({
   }
 })
 
+/** Queries of the shapes the fast paths serve: top N, per tag, key-filtered and plain series. */
+const shapedQueryArb = FastCheck.tuple(
+  FastCheck.oneof(
+    FastCheck.record({
+      groupBy: FastCheck.constant(["key"]),
+      orderBy: FastCheck.constantFrom("total", "valid", "notFound"),
+      order: FastCheck.constantFrom("asc" as const, "desc" as const),
+      limit: FastCheck.integer({ min: 1, max: 4 }),
+      keyId: FastCheck.option(FastCheck.subarray(keyIds, { minLength: 1 }), { nil: undefined })
+    }, { requiredKeys: ["groupBy", "orderBy", "order", "limit"] }),
+    FastCheck.record({
+      groupBy: FastCheck.constant(["identity"]),
+      orderBy: FastCheck.constantFrom("total", "valid", "expired"),
+      order: FastCheck.constantFrom("asc" as const, "desc" as const),
+      limit: FastCheck.integer({ min: 1, max: 3 })
+    }),
+    FastCheck.record({ groupBy: FastCheck.constantFrom(["tag"], ["tag", "day"], ["tag", "month"], ["tags"]) }),
+    FastCheck.record({
+      groupBy: FastCheck.constantFrom(["hour"], ["day"], ["month"], undefined),
+      keyId: FastCheck.option(FastCheck.subarray(keyIds, { minLength: 1, maxLength: 2 }), { nil: undefined })
+    })
+  ),
+  // Windows that start and end inside days.
+  FastCheck.integer({ min: FROM - 86400000, max: TO }),
+  FastCheck.integer({ min: 1, max: 40 * 24 })
+).map(([shape, start, hours]) => {
+  const out: Record<string, unknown> = { apiId: "api_1", start, end: start + hours * 3600000 }
+  for (const [k, v] of Object.entries(shape)) if (v !== undefined) out[k] = v
+  return out
+})
+
 /** Catalog entries the property test needs: two apis in ws_a, one in ws_b. */
 const seedCatalog = Effect.gen(function*() {
   const catalog = yield* Catalog
@@ -141,6 +172,28 @@ export const conformance = (name: string, storage: Layer.Layer<VerificationStore
                   const got = yield* ask(query)
                   const want = Reference.answer(events, { ...query, workspaceId: WS })
                   expect(got, JSON.stringify(query)).toEqual(want)
+                }
+              })))
+          ),
+          { numRuns: 60 }
+        )
+      ))
+
+    it.effect("answers the shapes of the fast paths (top N, per tag, key series) like the reference", () =>
+      Effect.promise(() =>
+        FastCheck.assert(
+          FastCheck.asyncProperty(
+            FastCheck.array(eventArb, { minLength: 20, maxLength: 400 }),
+            FastCheck.array(shapedQueryArb, { minLength: 1, maxLength: 12 }),
+            (events, queries) =>
+              Effect.runPromise(run(Effect.gen(function*() {
+                yield* seedCatalog
+                // In time order, then a few late ones, as real traffic arrives.
+                const sorted = [...events].sort((a, b) => a.time - b.time)
+                yield* store(sorted.slice(0, sorted.length - 10))
+                yield* store(sorted.slice(sorted.length - 10).reverse(), 3)
+                for (const query of queries) {
+                  expect(yield* ask(query), JSON.stringify(query)).toEqual(Reference.answer(events, { ...query, workspaceId: WS } as never))
                 }
               })))
           ),

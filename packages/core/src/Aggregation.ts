@@ -31,6 +31,12 @@ export interface AggregationQuery extends VerificationQuery {
  */
 export interface AggregationResult {
   readonly size: number
+  /**
+   * Set when the adapter answered `orderBy` + `limit` itself and returned only the rows that can
+   * make the first `limit` (every row tied with the last of them included): how many rows the
+   * complete answer holds, for the datapoint cap.
+   */
+  readonly groups?: number | undefined
   /** `counts[row * 9 + outcome]`, outcomes in the order of `Verification.Outcomes`. */
   readonly counts: Float64Array
   readonly time?: Float64Array | undefined
@@ -329,7 +335,7 @@ export const finalize = (
     const filled = zeroFill(query, result, cap)
     if (Either.isLeft(filled)) return Either.left(filled.left)
     rows = filled.right
-  } else if (rows.size > cap) {
+  } else if ((rows.groups ?? rows.size) > cap) {
     return Either.left(tooLarge(query, cap))
   }
   const byDefault = defaultComparator(rows)

@@ -53,7 +53,7 @@ describe("Run", () => {
 })
 
 describe("Partition", () => {
-  it("merges late rows by rewriting only the displaced tail, keeping posting lists exact", () => {
+  it("merges late rows by rewriting only the displaced tail", () => {
     const partition = new Partition(4)
     for (let h = 0; h < 100; h++) partition.add(event(h, `k${h % 3}`))
     // Late rows for hours 90..97: they displace the rows of hours 90..99 only.
@@ -63,11 +63,27 @@ describe("Partition", () => {
     expect(partition.main.length).toBe(108)
     const hours = partition.main.chunks[0]!.hour.subarray(0, 108)
     expect(Array.from(hours).every((h, i) => i === 0 || hours[i - 1]! <= h)).toBe(true)
-    const k1 = partition.postings[partition.keyCodes.get("k1")!]!
-    const rows = Array.from(k1.data.subarray(0, k1.length))
-    expect(rows).toHaveLength(33 + 8)
-    expect(rows.every((r) => partition.main.chunks[0]!.key[r] === partition.keyCodes.get("k1"))).toBe(true)
-    expect(rows.every((r, i) => i === 0 || rows[i - 1]! < r)).toBe(true)
+  })
+
+  it("indexes each full chunk's rows by key, and drops the index of a chunk cut by a merge", () => {
+    const partition = new Partition(4)
+    const n = 65_536 + 10
+    for (let i = 0; i < n; i++) partition.add(event(1000 + Math.floor(i / 100), `k${i % 7}`, i % 5 === 0 ? "expired" : "valid"))
+    const index = partition.main.chunks[0]!.keyIndex!
+    expect(Array.from(index.keys)).toEqual([0, 1, 2, 3, 4, 5, 6])
+    const k3 = partition.keyCodes.get("k3")!
+    const entries = Array.from(index.entries.subarray(index.starts[k3]!, index.starts[k3 + 1]!))
+    expect(entries.every((e, i) => (e >>> 4) % 7 === 3 && (i === 0 || entries[i - 1]! < e))).toBe(true)
+    expect(entries.every((e) => (e & 15) === ((e >>> 4) % 5 === 0 ? 8 : 0))).toBe(true)
+    expect(partition.main.chunks[1]!.keyIndex).toBeUndefined()
+    // Late rows (hour 1650) displacing the end of the first chunk: the merge cuts it, its index
+    // goes, and is rebuilt once the chunk is full again, holding the late key.
+    for (let i = 0; i < 400; i++) partition.add(event(1650, "k9"))
+    expect(partition.lateRun().length).toBe(400)
+    partition.maybeMerge()
+    expect(partition.lateRun().length).toBe(0)
+    const rebuilt = partition.main.chunks[0]!.keyIndex!
+    expect(Array.from(rebuilt.keys)).toContain(partition.keyCodes.get("k9"))
   })
 })
 

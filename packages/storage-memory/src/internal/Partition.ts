@@ -5,7 +5,10 @@
  */
 import type { Identity, Verification } from "@keymeter/core/Verification"
 import { Outcomes } from "@keymeter/core/Verification"
-import { CHUNK_BITS, CHUNK_MASK, lowerBound, Run, U32List } from "./Run.js"
+import type { Day } from "./DayIndex.js"
+import { DayIndex, LIMITS } from "./DayIndex.js"
+import * as KeyIndex from "./KeyIndex.js"
+import { CHUNK_BITS, CHUNK_MASK, Run, U32List } from "./Run.js"
 
 const HOUR = 3_600_000
 
@@ -14,6 +17,12 @@ const OUTCOME_CODES = new Map<string, number>(Outcomes.map((outcome, i) => [outc
 
 /** Late rows merge into the main run once there are this many, or a quarter of the rows they displace. */
 export const DEFAULT_LATE_MERGE = 65_536
+
+const sameTags = (a: ReadonlyArray<string>, b: ReadonlyArray<string>) => {
+  if (a.length !== b.length) return false
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false
+  return true
+}
 
 /** Unambiguous map key for a list of strings (length-prefixed, so no separator can collide). */
 export const joinKey = (parts: ReadonlyArray<string>): string => {
@@ -64,12 +73,17 @@ export class Partition {
   readonly tagsetBySingle = new Map<string, number>()
   readonly tagsets: Array<ReadonlyArray<string>> = [[]]
   readonly tagCodes = new Map<string, number>()
+  /** Tag of each tag code. */
+  readonly tagNames: Array<string> = []
+  /** The tag set of each key's previous event, tried first. */
+  private readonly lastTagset: Array<number | undefined> = []
   /** Tag codes of each tag set, ascending. */
   readonly tagsetTags: Array<Uint32Array> = [new Uint32Array(0)]
 
   readonly main = new Run()
-  /** Row numbers of each key in the main run, ascending. */
-  postings: Array<U32List | undefined> = []
+  /** Per-day aggregates, computed on demand, for whole days of top-N and per-tag queries. */
+  readonly days = new DayIndex()
+
   /** Events older than the main run's last hour, in arrival order, until they are sorted or merged. */
   private late = new LateRows()
   private lateSorted: Run | undefined = new Run()
@@ -133,6 +147,7 @@ export class Partition {
       if (tag === undefined) {
         tag = this.tagCodes.size
         this.tagCodes.set(tags[i]!, tag)
+        this.tagNames.push(tags[i]!)
       }
       codes[i] = tag
     }
@@ -143,15 +158,25 @@ export class Partition {
 
   add(event: Verification): void {
     const hour = Math.floor(event.time / HOUR)
-    const key = this.keyCode(event.keyId)
+    let key = this.keyCodes.get(event.keyId)
+    if (key === undefined) key = this.keyCode(event.keyId)
     const identity = event.identity === undefined ? 0 : this.identityCode(event.identity)
-    const tagset = event.tags.length === 0 ? 0 : this.tagsetCode(event.tags)
-    const outcome = OUTCOME_CODES.get(event.outcome)!
+    const tags = event.tags
+    let tagset = 0
+    if (tags.length > 0) {
+      // A key usually carries the tags it carried last time: compare before looking up.
+      const last = this.lastTagset[key]
+      if (last !== undefined && sameTags(this.tagsets[last]!, tags)) tagset = last
+      else {
+        tagset = tags.length === 1 ? this.tagsetBySingle.get(tags[0]!) ?? this.tagsetCode(tags) : this.tagsetCode(tags)
+        this.lastTagset[key] = tagset
+      }
+    }
+    // Nine of ten verifications are valid: compare before looking up.
+    const outcome = event.outcome === "valid" ? 0 : OUTCOME_CODES.get(event.outcome)!
+    this.days.touch(Math.floor(hour / 24))
     if (hour >= this.main.lastHour) {
-      const row = this.main.append(hour, key, identity, tagset, outcome)
-      const posting = this.postings[key]
-      if (posting !== undefined) posting.push(row)
-      else this.newPosting(key).push(row)
+      this.addMain(hour, key, identity, tagset, outcome)
     } else {
       this.late.push(hour, key, identity, tagset, outcome)
       this.lateSorted = undefined
@@ -160,12 +185,35 @@ export class Partition {
 
   private addMain(hour: number, key: number, identity: number, tagset: number, outcome: number): void {
     const row = this.main.append(hour, key, identity, tagset, outcome)
-    ;(this.postings[key] ?? this.newPosting(key)).push(row)
+    if ((row & CHUNK_MASK) === CHUNK_MASK) {
+      const chunk = this.main.chunks[row >>> CHUNK_BITS]!
+      chunk.keyIndex = KeyIndex.build(chunk, this.keyIds.length)
+    }
   }
 
-  private newPosting(key: number): U32List {
-    while (this.postings.length <= key) this.postings.push(undefined)
-    return this.postings[key] = new U32List()
+  /** Aggregates of one day, from its rows in both runs. */
+  computeDay(day: number): Day {
+    const keyTotals = this.keyIds.length <= LIMITS.key ? new Uint32Array(this.keyIds.length) : undefined
+    const identityCounts = this.identities.length <= LIMITS.identity ? new Uint32Array(this.identities.length * 9) : undefined
+    const tagCounts = this.tagNames.length <= LIMITS.tag ? new Uint32Array(this.tagNames.length * 9) : undefined
+    const tagsetTags = this.tagsetTags
+    for (const run of [this.main, this.lateRun()]) {
+      const [a, b] = run.rows(day * 24, day * 24 + 23)
+      for (let r = a; r < b; r++) {
+        const chunk = run.chunks[r >>> CHUNK_BITS]!
+        const i = r & CHUNK_MASK
+        const outcome = chunk.outcome[i]!
+        if (keyTotals !== undefined) keyTotals[chunk.key[i]!]!++
+        const identity = chunk.identity[i]!
+        if (identity !== 0 && identityCounts !== undefined) identityCounts[identity * 9 + outcome]!++
+        const tagset = chunk.tagset[i]!
+        if (tagset !== 0 && tagCounts !== undefined) {
+          const tags = tagsetTags[tagset]!
+          for (let t = 0; t < tags.length; t++) tagCounts[tags[t]! * 9 + outcome]!++
+        }
+      }
+    }
+    return { keyTotals, identityCounts, tagCounts }
   }
 
   /** The late rows as a sorted run (hour ascending, arrival order within an hour). */
@@ -203,7 +251,6 @@ export class Partition {
       tagset: new Uint32Array(n),
       outcome: new Uint8Array(n)
     }
-    const touchedKeys = new Set<number>()
     for (let r = from, t = 0; r < main.length; r++, t++) {
       const chunk = main.chunks[r >>> CHUNK_BITS]!
       const i = r & CHUNK_MASK
@@ -212,11 +259,6 @@ export class Partition {
       tail.identity[t] = chunk.identity[i]!
       tail.tagset[t] = chunk.tagset[i]!
       tail.outcome[t] = chunk.outcome[i]!
-      touchedKeys.add(chunk.key[i]!)
-    }
-    for (const key of touchedKeys) {
-      const posting = this.postings[key]!
-      posting.length = lowerBound(posting.data, posting.length, from)
     }
     main.truncate(from)
     let t = 0
@@ -237,10 +279,13 @@ export class Partition {
     this.lateSorted = new Run()
   }
 
-  /** Bytes held by columns, index and posting lists (dictionaries not counted). */
+  /** Bytes held by columns, hour and key indexes, and cached day aggregates (dictionaries not counted). */
   get bytes(): number {
-    let postings = 0
-    for (const posting of this.postings) postings += posting === undefined ? 0 : posting.data.byteLength
-    return this.main.bytes + (this.lateSorted?.bytes ?? 0) + this.late.bytes + postings
+    let keyIndexes = 0
+    for (const chunk of this.main.chunks) {
+      const index = chunk.keyIndex
+      if (index !== undefined) keyIndexes += index.entries.byteLength + index.keys.byteLength + index.starts.byteLength
+    }
+    return this.main.bytes + (this.lateSorted?.bytes ?? 0) + this.late.bytes + keyIndexes + this.days.bytes
   }
 }

@@ -4,12 +4,16 @@
  * outcome. A run is sorted by hour (the main run is appended in order; the late run is sorted on
  * demand) and has an hour index: for every distinct hour, its first row and its nine counters.
  */
+import type { KeyIndex } from "./KeyIndex.js"
+
 export const CHUNK_BITS = 16
 export const CHUNK_SIZE = 1 << CHUNK_BITS
 export const CHUNK_MASK = CHUNK_SIZE - 1
 
 /** Columns of up to {@link CHUNK_SIZE} rows. */
 export class Chunk {
+  /** Rows per key, built once the chunk is full (main run only). */
+  keyIndex: KeyIndex | undefined = undefined
   readonly hour = new Uint32Array(CHUNK_SIZE)
   readonly key = new Uint32Array(CHUNK_SIZE)
   /** 0: no identity; otherwise the identity's code. */
@@ -29,6 +33,23 @@ export class U32List {
   push(value: number): void {
     if (this.length === this.data.length) {
       const grown = new Uint32Array(this.data.length * 2)
+      grown.set(this.data)
+      this.data = grown
+    }
+    this.data[this.length++] = value
+  }
+}
+
+/** A growable Uint8Array. */
+export class U8List {
+  data: Uint8Array
+  length = 0
+  constructor(capacity = 4) {
+    this.data = new Uint8Array(capacity)
+  }
+  push(value: number): void {
+    if (this.length === this.data.length) {
+      const grown = new Uint8Array(this.data.length * 2)
       grown.set(this.data)
       this.data = grown
     }
@@ -59,7 +80,7 @@ export class Run {
 
   /** Last hour in the run, or -1 when empty. */
   get lastHour(): number {
-    return this.indexHour.length === 0 ? -1 : this.indexHour.data[this.indexHour.length - 1]!
+    return this.currentHour
   }
 
   get firstHour(): number {
@@ -118,6 +139,8 @@ export class Run {
     this.length = row
     const chunks = Math.ceil(row / CHUNK_SIZE)
     if (this.chunks.length > chunks) this.chunks.length = chunks
+    // A chunk cut in the middle is no longer full: its key index is stale.
+    if ((row & CHUNK_MASK) !== 0) this.chunks[chunks - 1]!.keyIndex = undefined
   }
 
   /** Row range [from, to) of the hours in [fromHour, toHour]. */

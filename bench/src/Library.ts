@@ -54,12 +54,21 @@ export const open = async (storage: Layer.Layer<VerificationStore | CatalogTag, 
   }
 }
 
-/** Median and spread (min, max) of `runs` timings of `f` after one warm-up, in ms. */
+/**
+ * Median and spread (min, max) of timed runs of `f`, in ms. It first runs until warm (at least 10
+ * runs and 200 ms, so the JIT has settled), then times `runs` runs, by default as many as fit in
+ * about a second (at least 7, at most 201).
+ */
 export const time = async <A>(f: () => Promise<A>, runs?: number) => {
-  const first = performance.now()
-  const result = await f()
-  const warmup = performance.now() - first
-  const n = runs ?? (warmup < 20 ? 21 : warmup > 8000 ? 3 : 7)
+  let result = await f()
+  const warming = performance.now()
+  let warm = 0
+  while (warm < 10 || (performance.now() - warming < 200 && warm < 1000)) {
+    result = await f()
+    warm++
+  }
+  const each = (performance.now() - warming) / warm
+  const n = runs ?? Math.max(7, Math.min(201, Math.ceil(1000 / each)))
   const samples: Array<number> = []
   for (let i = 0; i < n; i++) {
     const t = performance.now()

@@ -21,7 +21,7 @@ const { values } = parseArgs({
     size: { type: "string", default: "1m" },
     adapter: { type: "string", default: "memory,sqlite" },
     runs: { type: "string" },
-    http: { type: "boolean", default: true },
+    "skip-http": { type: "boolean", default: false },
     "http-events": { type: "string", default: "1m" },
     "load-seconds": { type: "string", default: "10" }
   }
@@ -90,7 +90,7 @@ for (const size of sizes) {
   run.sizes.push({ size, engines: engines.map(({ answers: _, ...rest }) => ({ ...rest, answers: {} })), mismatches })
 }
 
-if (values.http) {
+if (!values["skip-http"]) {
   const data = Dataset.open(Math.max(...sizes))
   const events = Math.min(data.size, Dataset.parseSize(values["http-events"]!))
   for (const adapter of adapters) {

@@ -1,6 +1,56 @@
+import { describe, expect, it } from "@effect/vitest"
+import * as SqlClient from "@effect/sql/SqlClient"
+import * as Keymeter from "@keymeter/core/Keymeter"
 import { SqliteStorage } from "@keymeter/storage-sqlite"
-import { conformance } from "./StorageConformance.js"
+import * as Effect from "effect/Effect"
+import * as FastCheck from "effect/FastCheck"
+import * as Layer from "effect/Layer"
+import { mkdtempSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import * as Reference from "./Reference.js"
+import { ask, conformance, eventArb, FROM, queryArb, seedCatalog, store, TO, WS } from "./StorageConformance.js"
 
+// The default keeps every test's data in the in-memory hot index: queries are answered from it.
 conformance("sqlite", SqliteStorage.layer({ filename: ":memory:" }))
+// Without the hot index, the rollups and their planner answer everything.
+conformance("sqlite, rollups only", SqliteStorage.layer({ filename: ":memory:", hotDays: 0 }))
 // Compacting after every write puts whole days on the day tables in nearly every query.
-conformance("sqlite, compacting eagerly", SqliteStorage.layer({ filename: ":memory:", compaction: { batchDays: 1 } }))
+conformance(
+  "sqlite, rollups only, compacting eagerly",
+  SqliteStorage.layer({ filename: ":memory:", hotDays: 0, compaction: { batchDays: 1 } })
+)
+
+const DAY = 86_400_000
+
+describe("SqliteStorage hot index", () => {
+  it.effect("reloads the last hotDays days after a reopen; older windows are answered by the rollups", () =>
+    Effect.gen(function*() {
+      const filename = join(mkdtempSync(join(tmpdir(), "keymeter-hot-")), "k.db")
+      const open = Keymeter.layer.pipe(Layer.provideMerge(SqliteStorage.layer({ filename, hotDays: 5 })))
+      const events = FastCheck.sample(eventArb, { numRuns: 3000, seed: 11 })
+      const more = FastCheck.sample(eventArb, { numRuns: 300, seed: 12 })
+      yield* Effect.zipRight(seedCatalog, store(events)).pipe(Effect.provide(open))
+
+      yield* Effect.gen(function*() {
+        // After the reopen: events in the hot range and late ones before it.
+        yield* store(more)
+        const all = [...events, ...more]
+        for (const query of FastCheck.sample(queryArb, { numRuns: 150, seed: 13 })) {
+          expect(yield* ask(query), JSON.stringify(query)).toEqual(Reference.answer(all, { ...query, workspaceId: WS }))
+        }
+        // With the rollups emptied behind the store's back, only memory can still answer: windows
+        // inside the hot range keep their answers, windows reaching before it come from SQL.
+        const sql = yield* SqlClient.SqlClient
+        for (const table of ["r_hour", "r_hour_total", "r_day", "r_day_total", "r_day_key", "r_day_identity", "r_day_tagset"]) {
+          yield* sql.unsafe(`DELETE FROM ${table}`)
+        }
+        const hot = { apiId: "api_1", start: TO - 3 * DAY, end: TO, groupBy: ["day", "key"] }
+        const hotAnswer = yield* ask(hot)
+        expect(hotAnswer.length).toBeGreaterThan(0)
+        expect(hotAnswer).toEqual(Reference.answer(all, { ...hot, workspaceId: WS }))
+        const cold = { apiId: "api_1", start: FROM, end: TO }
+        expect(yield* ask(cold)).toEqual(Reference.answer([], { ...cold, workspaceId: WS }))
+      }).pipe(Effect.provide(open))
+    }), { timeout: 60_000 })
+})

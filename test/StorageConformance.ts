@@ -1,6 +1,6 @@
 /**
  * The behaviour every Storage adapter must share, as one suite: `conformance(name, layer)` runs it
- * against a fresh storage per test.
+ * against a fresh storage per test. Its data and helpers are exported for adapter-specific suites.
  */
 import { describe, expect, it } from "@effect/vitest"
 import * as Analytics from "@keymeter/core/Analytics"
@@ -22,9 +22,9 @@ import * as Option from "effect/Option"
 import * as Reference from "./Reference.js"
 
 const at = (iso: string) => Date.parse(iso)
-const FROM = at("2024-12-27T00:00:00Z")
-const TO = at("2025-02-03T00:00:00Z")
-const WS = "ws_a"
+export const FROM = at("2024-12-27T00:00:00Z")
+export const TO = at("2025-02-03T00:00:00Z")
+export const WS = "ws_a"
 const OTHER_WS = "ws_b"
 
 const keyIds = ["k1", "k2", "k3", "a,b", "é", "k1 "]
@@ -36,7 +36,7 @@ const identities = [
 ]
 const tagPool = ["a", "b", "c", "d,e", "a"]
 
-const eventArb = FastCheck.record({
+export const eventArb = FastCheck.record({
   time: FastCheck.oneof(
     FastCheck.integer({ min: FROM, max: TO }),
     FastCheck.integer({ min: FROM / 3600000, max: TO / 3600000 }).map((h) => h * 3600000)
@@ -51,7 +51,7 @@ const eventArb = FastCheck.record({
 
 const timeArb = FastCheck.integer({ min: FROM - 2 * 86400000, max: TO + 2 * 86400000 })
 
-const queryArb = FastCheck.record({
+export const queryArb = FastCheck.record({
   apiId: FastCheck.constantFrom("api_1", "api_1", "api_1", "api_2"),
   keyId: FastCheck.option(FastCheck.subarray([...keyIds, "unknown"], { minLength: 1 }), { nil: undefined }),
   tag: FastCheck.option(FastCheck.subarray(["a", "b", "c", "d,e", "zz"], { minLength: 1, maxLength: 2 }), {
@@ -119,7 +119,7 @@ const shapedQueryArb = FastCheck.tuple(
 })
 
 /** Catalog entries the property test needs: two apis in ws_a, one in ws_b. */
-const seedCatalog = Effect.gen(function*() {
+export const seedCatalog = Effect.gen(function*() {
   const catalog = yield* Catalog
   yield* catalog.putWorkspace(new Workspace({ id: WS, name: "A" }))
   yield* catalog.putWorkspace(new Workspace({ id: OTHER_WS, name: "B" }))
@@ -129,7 +129,7 @@ const seedCatalog = Effect.gen(function*() {
 })
 
 /** Stores raw events (validated like any record call, tags normalised) straight into the adapter. */
-const store = (events: ReadonlyArray<Reference.RawEvent>, batch = 97) =>
+export const store = (events: ReadonlyArray<Reference.RawEvent>, batch = 97) =>
   Effect.gen(function*() {
     const verifications = yield* VerificationStore
     for (let i = 0; i < events.length; i += batch) {
@@ -147,7 +147,7 @@ const store = (events: ReadonlyArray<Reference.RawEvent>, batch = 97) =>
     }
   })
 
-const ask = (query: object) =>
+export const ask = (query: object) =>
   Effect.gen(function*() {
     const analytics = yield* Analytics.Analytics
     return yield* analytics.getVerifications(Auth.system(WS), query)

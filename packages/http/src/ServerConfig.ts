@@ -13,6 +13,11 @@ export const config = Config.all({
   ),
   host: Config.string("HOST").pipe(Config.withDefault("127.0.0.1")),
   storage: Config.string("KEYMETER_STORAGE").pipe(Config.withDefault(StorageSpec.DEFAULT)),
+  // Days of each api that SQLite storage also keeps in memory for fast queries; 0 for none.
+  hotDays: Config.integer("KEYMETER_HOT_DAYS").pipe(
+    Config.validate({ message: "must be 0 or more", validation: (n) => n >= 0 }),
+    Config.withDefault(92)
+  ),
   provision: Config.option(Config.nonEmptyString("KEYMETER_PROVISION")),
   docsUrl: Config.string("KEYMETER_DOCS_URL").pipe(Config.withDefault("/docs")),
   maxBodyBytes: Config.integer("KEYMETER_MAX_BODY_BYTES").pipe(

@@ -28,12 +28,15 @@ export const parse = (spec: string): Spec | InvalidStorageSpec => {
   })
 }
 
-/** The storage layer a spec names. */
-export const layer = (spec: Spec): Layer.Layer<VerificationStore | Catalog, SqliteStorage.OpenError> => {
+/** The storage layer a spec names; `hotDays` tunes SQLite's in-memory hot range. */
+export const layer = (
+  spec: Spec,
+  options: { readonly hotDays?: number | undefined } = {}
+): Layer.Layer<VerificationStore | Catalog, SqliteStorage.OpenError> => {
   switch (spec._tag) {
     case "memory":
       return MemoryStorage.layer
     case "sqlite":
-      return SqliteStorage.layer({ filename: spec.filename })
+      return SqliteStorage.layer({ filename: spec.filename, hotDays: options.hotDays })
   }
 }

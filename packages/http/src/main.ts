@@ -3,6 +3,7 @@
  * SIGINT/SIGTERM, letting in-flight requests finish.
  */
 import { NodeRuntime } from "@effect/platform-node"
+import * as ConfigError from "effect/ConfigError"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -11,6 +12,12 @@ import * as ServerConfig from "./ServerConfig.js"
 import * as Startup from "./Startup.js"
 import * as StorageSpec from "./StorageSpec.js"
 
+/** `PORT: Expected an integer value but received "x"; ...`: each bad variable named. */
+const describeConfigError = (error: ConfigError.ConfigError): string =>
+  error._op === "And" || error._op === "Or"
+    ? `${describeConfigError(error.left)}; ${describeConfigError(error.right)}`
+    : `${error.path.join(".")}: ${error.message}`
+
 const Main = Layer.unwrapEffect(
   Effect.gen(function*() {
     const config = yield* ServerConfig.config
@@ -18,7 +25,7 @@ const Main = Layer.unwrapEffect(
     if (spec instanceof StorageSpec.InvalidStorageSpec) return yield* spec
     return Server.layer(config).pipe(
       Layer.provide(Layer.effectDiscard(Startup.run(config.provision))),
-      Layer.provide(StorageSpec.layer(spec))
+      Layer.provide(StorageSpec.layer(spec, { hotDays: config.hotDays }))
     )
   })
 )
@@ -26,7 +33,13 @@ const Main = Layer.unwrapEffect(
 Layer.launch(Main).pipe(
   Effect.catchAll((error) =>
     Effect.zipRight(
-      Console.error(`keymeter: ${"message" in error && error.message ? error.message : String(error)}`),
+      Console.error(`keymeter: ${
+        ConfigError.isConfigError(error)
+          ? describeConfigError(error)
+          : "message" in error && error.message
+          ? error.message
+          : String(error)
+      }`),
       Effect.sync(() => {
         process.exitCode = 1
       })

@@ -11,6 +11,9 @@ import * as Layer from "effect/Layer"
 import { Partition } from "./internal/Partition.js"
 import { aggregate, TooManyRows } from "./internal/Query.js"
 
+/** One api's columns, for adapters that feed the engine already-coded events in bulk. */
+export type { Partition }
+
 /** Figures about what the store holds. */
 export interface Stats {
   readonly partitions: number
@@ -58,7 +61,8 @@ export class Engine {
     for (const partition of touched) partition.maybeMerge()
   }
 
-  private partitionFor(workspaceId: string, apiId: string): Partition {
+  /** The partition of (workspace, api), created when new; for feeding coded events in bulk. */
+  partitionFor(workspaceId: string, apiId: string): Partition {
     let apis = this.partitions.get(workspaceId)
     if (apis === undefined) this.partitions.set(workspaceId, apis = new Map())
     let partition = apis.get(apiId)

@@ -32,6 +32,8 @@ export interface Options {
   readonly busyTimeoutMs?: number | undefined
   /** When closed days are rolled up into the day tables. */
   readonly compaction?: SqliteVerificationStore.CompactionOptions | undefined
+  /** Days of each api also held in memory for fast queries (see {@link SqliteVerificationStore.Options}). */
+  readonly hotDays?: number | undefined
 }
 
 /** Why the file could not be opened: another writer, a schema from elsewhere, or a storage failure. */
@@ -112,7 +114,7 @@ const clientLayer = (filename: string) =>
 export const layer = (
   options: Options
 ): Layer.Layer<VerificationStore | Catalog | SqlClient.SqlClient, OpenError> =>
-  Layer.merge(SqliteVerificationStore.layer(options.compaction), SqliteCatalog.layer).pipe(
+  Layer.merge(SqliteVerificationStore.layer({ compaction: options.compaction, hotDays: options.hotDays }), SqliteCatalog.layer).pipe(
     Layer.provide(Layer.scopedDiscard(writerLock(options.filename))),
     Layer.provideMerge(layerClient(options))
   )

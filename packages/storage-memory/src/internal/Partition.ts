@@ -174,6 +174,11 @@ export class Partition {
     }
     // Nine of ten verifications are valid: compare before looking up.
     const outcome = event.outcome === "valid" ? 0 : OUTCOME_CODES.get(event.outcome)!
+    this.addCoded(hour, key, identity, tagset, outcome)
+  }
+
+  /** Adds an event already in this partition's codes (see `keyCode`, `identityCode`, `tagsetCode`). */
+  addCoded(hour: number, key: number, identity: number, tagset: number, outcome: number): void {
     this.days.touch(Math.floor(hour / 24))
     if (hour >= this.main.lastHour) {
       this.addMain(hour, key, identity, tagset, outcome)

@@ -18,6 +18,8 @@ export interface EngineResult {
   readonly size: number
   readonly ingest?: { readonly eventsPerSecond: number; readonly seconds: number } | undefined
   readonly buildSeconds?: number | undefined
+  /** Seconds to open an existing store (SQLite loads its hot range into memory). */
+  readonly openSeconds?: number | undefined
   readonly queries: Record<string, { readonly median: number; readonly min: number; readonly max: number; readonly runs: number }>
   readonly answers: Record<string, unknown>
   readonly peakRssMiB: number
@@ -36,6 +38,18 @@ const fileSize = (paths: Array<string>) =>
   Math.round(paths.reduce((sum, path) => sum + (statSync(path, { throwIfNoEntry: false })?.size ?? 0), 0) / 1024 / 1024)
 
 const results: Array<EngineResult> = []
+
+/** The reference queries through keymeter's library API, each timed warm. */
+const timeQueries = async (keymeter: Awaited<ReturnType<typeof Library.open>>) => {
+  const queries: EngineResult["queries"] = {}
+  const answers: Record<string, unknown> = {}
+  for (const reference of references) {
+    const timing = await Library.time(() => keymeter.query(reference.query), runs)
+    queries[reference.id] = { median: timing.median, min: timing.min, max: timing.max, runs: timing.runs }
+    answers[reference.id] = timing.result
+  }
+  return { queries, answers }
+}
 
 if (values.engine === "duckdb") {
   const file = `${dataDir}duck-${size}.duckdb`
@@ -70,6 +84,25 @@ if (values.engine === "duckdb") {
     })
   }
   duck.close()
+} else if (values.engine === "sqlite-reopened" || values.engine === "sqlite-rollups") {
+  // The file the "sqlite" worker wrote, opened again: as after a restart, with the hot range
+  // reloaded from the rollups, or with no hot range (the rollups and their planner alone).
+  const file = `${dataDir}keymeter-${size}.db`
+  const reopened = values.engine === "sqlite-reopened"
+  const started = performance.now()
+  const keymeter = await Library.open(SqliteStorage.layer({ filename: file, ...(reopened ? {} : { hotDays: 0 }) }))
+  const openSeconds = (performance.now() - started) / 1000
+  const { queries, answers } = await timeQueries(keymeter)
+  results.push({
+    engine: reopened ? "sqlite, reopened" : "sqlite, rollups only",
+    size,
+    openSeconds,
+    queries,
+    answers,
+    peakRssMiB: peakRss(),
+    diskMiB: fileSize([file, `${file}-wal`])
+  })
+  await keymeter.close()
 } else {
   const file = `${dataDir}keymeter-${size}.db`
   const storage = values.engine === "memory"
@@ -84,13 +117,7 @@ if (values.engine === "duckdb") {
   const seconds = (performance.now() - started) / 1000
   // Let background work settle as in steady state (SQLite compacts closed days once idle).
   await new Promise((resolve) => setTimeout(resolve, 3000))
-  const queries: EngineResult["queries"] = {}
-  const answers: Record<string, unknown> = {}
-  for (const reference of references) {
-    const timing = await Library.time(() => keymeter.query(reference.query), runs)
-    queries[reference.id] = { median: timing.median, min: timing.min, max: timing.max, runs: timing.runs }
-    answers[reference.id] = timing.result
-  }
+  const { queries, answers } = await timeQueries(keymeter)
   results.push({
     engine: values.engine!,
     size,

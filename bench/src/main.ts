@@ -84,7 +84,10 @@ for (const size of sizes) {
   const t = performance.now()
   Dataset.ensure(size)
   log(`\n${Report.count(size)} events (data set ready in ${((performance.now() - t) / 1000).toFixed(1)} s)`)
-  const engines = [...runWorker("duckdb", size), ...adapters.flatMap((adapter) => runWorker(adapter, size))]
+  // SQLite is also measured reopened (hot range reloaded, as after a restart) and without its
+  // hot range (the rollups alone), both on the file its first worker wrote.
+  const workers = adapters.flatMap((adapter) => (adapter === "sqlite" ? ["sqlite", "sqlite-reopened", "sqlite-rollups"] : [adapter]))
+  const engines = [...runWorker("duckdb", size), ...workers.flatMap((worker) => runWorker(worker, size))]
   const mismatches = compare(engines)
   if (mismatches.length > 0) failed = true
   run.sizes.push({ size, engines: engines.map(({ answers: _, ...rest }) => ({ ...rest, answers: {} })), mismatches })

@@ -3,7 +3,7 @@
  */
 import * as Schema from "effect/Schema"
 import { MAX_NAME_LENGTH } from "./Namespace.js"
-import { expected } from "./Validation.js"
+import { expected, wellFormed } from "./Validation.js"
 
 /** Shortest and longest identifier. */
 export const MIN_IDENTIFIER_LENGTH = 3
@@ -21,21 +21,21 @@ export class Override extends Schema.Class<Override>("Override")({
   updatedAt: Schema.Number
 }) {}
 
-const NamespaceId = expected(
+const NamespaceId = wellFormed(expected(
   Schema.String.pipe(Schema.minLength(1), Schema.maxLength(MAX_NAME_LENGTH)),
   `must be a namespace id of 1 to ${MAX_NAME_LENGTH} characters`
-)
+))
 
-const NamespaceName = expected(
+const NamespaceName = wellFormed(expected(
   Schema.String.pipe(Schema.minLength(1), Schema.maxLength(MAX_NAME_LENGTH)),
   `must be a namespace name of 1 to ${MAX_NAME_LENGTH} characters`
-)
+))
 
 /** An identifier, or a wildcard pattern over identifiers. */
-export const Identifier = expected(
+export const Identifier = wellFormed(expected(
   Schema.String.pipe(Schema.minLength(MIN_IDENTIFIER_LENGTH), Schema.maxLength(MAX_IDENTIFIER_LENGTH)),
   `must be a string of ${MIN_IDENTIFIER_LENGTH} to ${MAX_IDENTIFIER_LENGTH} characters`
-)
+))
 
 /** Body of `ratelimits.setOverride`. */
 export const SetOverrideInput = Schema.Struct({
@@ -79,10 +79,10 @@ export const toView = (override: Override): Schema.Schema.Type<typeof OverrideVi
 })
 
 /** An identifier as a lookup key: any string of 1 to 512 characters. */
-const LookupIdentifier = expected(
+const LookupIdentifier = wellFormed(expected(
   Schema.String.pipe(Schema.minLength(1), Schema.maxLength(MAX_IDENTIFIER_LENGTH)),
   `must be a string of 1 to ${MAX_IDENTIFIER_LENGTH} characters`
-)
+))
 
 /** Input of `ratelimits.getOverride`. */
 export const GetOverrideInput = Schema.Struct({

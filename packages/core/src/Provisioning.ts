@@ -19,7 +19,7 @@ export class ProvisioningError extends Schema.TaggedError<ProvisioningError>()("
   message: Schema.String
 }) {}
 
-const Name = Schema.String.pipe(Schema.minLength(1), Schema.maxLength(255))
+const Name = Validation.wellFormed(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(255)))
 
 /** Shortest root key secret accepted from a provisioning document. */
 export const MIN_SECRET_LENGTH = 8

@@ -22,14 +22,16 @@ const Integer = (min: number, expectation: string) =>
 
 /** Body of `ratelimits.limit`. */
 export const LimitInput = Schema.Struct({
-  namespace: Validation.expected(
+  namespace: Validation.wellFormed(Validation.expected(
     Schema.String.pipe(Schema.minLength(1), Schema.maxLength(MAX_NAME_LENGTH)),
     `must be a namespace name of 1 to ${MAX_NAME_LENGTH} characters`
-  ),
-  identifier: Validation.expected(
+  )),
+
+  identifier: Validation.wellFormed(Validation.expected(
     Schema.String.pipe(Schema.minLength(1), Schema.maxLength(MAX_IDENTIFIER_LENGTH)),
     `must be a string of 1 to ${MAX_IDENTIFIER_LENGTH} characters`
-  ),
+  )),
+
   limit: Integer(1, "must be an integer >= 1"),
   duration: Integer(1000, "must be an integer of milliseconds >= 1000"),
   cost: Schema.optional(Integer(0, "must be an integer >= 0"))

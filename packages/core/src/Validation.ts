@@ -17,6 +17,20 @@ export const describeValue = (value: unknown): string => {
   return String(value)
 }
 
+/**
+ * True when `value` is well-formed UTF-16. A lone surrogate has no UTF-8 form: SQLite and
+ * ClickHouse would keep a replacement character instead, and the value would no longer match what
+ * the caller sent. (`String.prototype.isWellFormed`, native since Node 20.)
+ */
+export const isWellFormed = (value: string): boolean => (value as string & { isWellFormed(): boolean }).isWellFormed()
+
+/** The message for a string that is not well-formed. */
+export const NOT_WELL_FORMED = "must be well-formed Unicode, got a string with a lone UTF-16 surrogate"
+
+/** Refines a string schema to well-formed strings, with its own message. */
+export const wellFormed = <S extends Schema.Schema<string, string, never>>(schema: S) =>
+  schema.pipe(Schema.filter(isWellFormed, { message: () => NOT_WELL_FORMED }))
+
 /** Annotates `schema` so that any failure inside it reads `<expected>, got <value>`. */
 export const expected = <S extends Schema.Schema.Any>(schema: S, expectation: string): S =>
   schema.annotations({

@@ -4,7 +4,7 @@
 import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
 import { ValidationError } from "./Errors.js"
-import { describeValue as describe } from "./Validation.js"
+import { describeValue as describe, isWellFormed, NOT_WELL_FORMED, wellFormed } from "./Validation.js"
 
 /** The nine outcomes of a verification, in the order the datapoint counters use. */
 export const Outcomes = [
@@ -46,10 +46,10 @@ export const MAX_BATCH = 10_000
 export const MAX_CLOCK_SKEW = 60_000
 
 /** Schema of a key, identity, external or api id. */
-export const Id = Schema.String.pipe(Schema.minLength(1), Schema.maxLength(MAX_ID_LENGTH))
+export const Id = wellFormed(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(MAX_ID_LENGTH)))
 
 /** Schema of one tag. */
-export const Tag = Schema.String.pipe(Schema.minLength(1), Schema.maxLength(MAX_TAG_LENGTH))
+export const Tag = wellFormed(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(MAX_TAG_LENGTH)))
 
 /** The identity a key belongs to. */
 export const Identity = Schema.Struct({
@@ -131,6 +131,7 @@ const checkId = (value: unknown, path: string): string | undefined => {
   if (value.length === 0 || value.length > MAX_ID_LENGTH) {
     return `${path}: must be 1 to ${MAX_ID_LENGTH} characters, got ${value.length}`
   }
+  if (!isWellFormed(value)) return `${path}: ${NOT_WELL_FORMED}`
   return undefined
 }
 
@@ -198,6 +199,7 @@ export const decodeBatch = (
         if (tag.length === 0 || tag.length > MAX_TAG_LENGTH) {
           return fail(`${at}.tags[${t}]: must be 1 to ${MAX_TAG_LENGTH} characters, got ${tag.length}`)
         }
+        if (!isWellFormed(tag)) return fail(`${at}.tags[${t}]: ${NOT_WELL_FORMED}`)
       }
       checkedTags = normalizeTags(tags as Array<string>)
     }

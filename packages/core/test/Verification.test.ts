@@ -32,6 +32,11 @@ describe("Verification.decodeBatch", () => {
     expect(message([{ ...ok, time: 1.5 }])).toMatch(/^verifications\[0\]\.time: must be an integer/)
     expect(message([{ ...ok, keyId: "" }])).toBe("verifications[0].keyId: must be 1 to 255 characters, got 0")
     expect(message([{ ...ok, tags: ["a", 5] }])).toBe("verifications[0].tags[1]: must be a string, got 5")
+    const loneSurrogate = "must be well-formed Unicode, got a string with a lone UTF-16 surrogate"
+    expect(message([{ ...ok, keyId: "k\ud800" }])).toBe(`verifications[0].keyId: ${loneSurrogate}`)
+    expect(message([{ ...ok, identity: { id: "i", externalId: "\udc00e" } }])).toBe(`verifications[0].identity.externalId: ${loneSurrogate}`)
+    expect(message([{ ...ok, tags: ["a", "b\ud83d"] }])).toBe(`verifications[0].tags[1]: ${loneSurrogate}`)
+    expect(Either.isRight(decode([{ ...ok, keyId: "k\ud83d\udd11", tags: ["🔑"] }]))).toBe(true)
     expect(message([{ ...ok, tags: new Array(11).fill("t") }])).toMatch(/^verifications\[0\]\.tags: must hold at most 10 tags/)
     expect(message([{ ...ok, identity: { id: "i" } }])).toMatch(/^verifications\[0\]\.identity\.externalId: must be a string/)
     expect(message([{ ...ok, identity: { id: "i", externalId: "e", x: 1 } }])).toBe("verifications[0].identity.x: is not a known field")
@@ -45,7 +50,7 @@ describe("Verification.decodeBatch", () => {
   it("accepts exactly what the documented VerificationInput schema accepts", () => {
     const schema = Schema.decodeUnknownEither(Verification.VerificationInput, { onExcessProperty: "error" })
     const text = FastCheck.oneof(
-      FastCheck.constantFrom("", "a", "x".repeat(128), "x".repeat(129), "x".repeat(255), "x".repeat(256)),
+      FastCheck.constantFrom("", "a", "x".repeat(128), "x".repeat(129), "x".repeat(255), "x".repeat(256), "\ud800", "a\udc00", "🔑"),
       FastCheck.string({ maxLength: 4 })
     )
     const anything = FastCheck.oneof(text, FastCheck.integer(), FastCheck.constant(null), FastCheck.boolean())

@@ -2,6 +2,7 @@ import { describe, expect, it } from "@effect/vitest"
 import * as Time from "@keymeter/core/Time"
 import * as VerificationQuery from "@keymeter/core/VerificationQuery"
 import * as Either from "effect/Either"
+import * as Schema from "effect/Schema"
 
 const at = (iso: string) => Date.parse(iso)
 const now = at("2025-03-10T12:34:56Z")
@@ -16,6 +17,17 @@ const error = (input: VerificationQuery.VerificationQueryInput) => {
   if (Either.isRight(result)) throw new Error("expected a validation error")
   return result.left.message
 }
+
+describe("VerificationQuery.VerificationQueryInput", () => {
+  it("refuses ids and tags that are not well-formed Unicode: nothing stored could match them", () => {
+    const decode = Schema.decodeUnknownEither(VerificationQuery.VerificationQueryInput)
+    for (const bad of [{ apiId: "a\ud800" }, { apiId: "a", keyId: ["k", "\udc00"] }, { apiId: "a", tag: ["t\ud83d"] }, { apiId: "a", externalId: "\ud800x" }]) {
+      const result = decode(bad)
+      expect(Either.isLeft(result) && result.left.message, JSON.stringify(bad)).toMatch(/must be well-formed Unicode/)
+    }
+    expect(Either.isRight(decode({ apiId: "a", keyId: ["🔑"], tag: ["é"], externalId: "😀" }))).toBe(true)
+  })
+})
 
 describe("VerificationQuery.normalize", () => {
   it("truncates both ends to the hour and defaults end to now", () => {

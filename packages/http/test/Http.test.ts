@@ -227,6 +227,13 @@ layer(TestServer.layer(MemoryStorage.layer, { maxBodyBytes: 64 * 1024 }), { excl
       expectError(yield* post("/v1/ratelimits.setOverride", { ...body, limit: 1.5 }, keys.setter), 400, "BAD_REQUEST", /^limit:/)
       expectError(yield* post("/v1/ratelimits.setOverride", { ...body, duration: 999 }, keys.setter), 400, "BAD_REQUEST", /^duration:/)
       expectError(yield* post("/v1/ratelimits.setOverride", { ...body, identifier: "ab" }, keys.setter), 400, "BAD_REQUEST", /^identifier:/)
+      // JSON can carry a lone surrogate ("\ud800"); no storage could keep it as sent.
+      expectError(
+        yield* post("/v1/ratelimits.setOverride", { ...body, identifier: "user_\ud800" }, keys.setter),
+        400,
+        "BAD_REQUEST",
+        /^identifier: must be well-formed Unicode, got a string with a lone UTF-16 surrogate$/
+      )
       expectError(yield* post("/v1/ratelimits.setOverride", { ...body, extra: 1 }, keys.setter), 400, "BAD_REQUEST", /^extra: is not a known field$/)
       expectError(
         yield* post("/v1/ratelimits.setOverride", { identifier: "abc", limit: 1, duration: 1000 }, keys.setter),

@@ -18,17 +18,15 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import type { AggregationQuery, AggregationResult } from "@keymeter/core/Aggregation"
 import { tooLarge } from "@keymeter/core/Aggregation"
-import { StorageError } from "@keymeter/core/Errors"
+import type { StorageError } from "@keymeter/core/Errors"
+import * as GroupCommit from "@keymeter/core/GroupCommit"
 import { VerificationStore } from "@keymeter/core/Storage"
 import * as Time from "@keymeter/core/Time"
 import type { Verification } from "@keymeter/core/Verification"
 import { Outcomes } from "@keymeter/core/Verification"
-import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
-import * as Option from "effect/Option"
-import * as Queue from "effect/Queue"
 import { storageError } from "./SqliteCatalog.js"
 import type { Partition } from "./internal/Dictionaries.js"
 import { Dictionaries } from "./internal/Dictionaries.js"
@@ -67,11 +65,6 @@ export const DEFAULT_HOT_DAYS = 92
 
 /** Days one compaction transaction rolls up at most, so ingest is never held up for long. */
 const MAX_DAYS_PER_COMPACTION = 7
-
-interface Pending {
-  readonly events: ReadonlyArray<Verification>
-  readonly done: Deferred.Deferred<void, StorageError>
-}
 
 const loadDictionaries = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
@@ -181,16 +174,13 @@ export const make = (options: Options = {}) => Effect.gen(function*() {
       for (const rows of Object.values(late)) if (rows.size > 0) yield* upsert(sql, rows)
     })
 
-  /** One transaction for all `batch`; the dictionaries forget its entries when it fails. */
-  const commit = (batch: ReadonlyArray<Pending>) =>
-    Effect.suspend(() => {
-      const events = batch.length === 1 ? batch[0]!.events : batch.flatMap((p) => p.events)
-      return sql.withTransaction(write(events)).pipe(
-        Effect.onExit((exit) => Effect.sync(() => (Exit.isSuccess(exit) ? dictionaries.commit() : dictionaries.rollback()))),
-        Effect.catchAll(storageError),
-        Effect.zipLeft(Effect.suspend(() => feedHot(events)))
-      )
-    })
+  /** One transaction for `events`; the dictionaries forget its entries when it fails. */
+  const commit = (events: ReadonlyArray<Verification>) =>
+    sql.withTransaction(write(events)).pipe(
+      Effect.onExit((exit) => Effect.sync(() => (Exit.isSuccess(exit) ? dictionaries.commit() : dictionaries.rollback()))),
+      Effect.catchAll(storageError),
+      Effect.zipLeft(Effect.suspend(() => feedHot(events)))
+    )
 
   /** Rolls closed days of `partition` up into the day tables, a few days per transaction. */
   const compact = (partition: Partition) =>
@@ -259,35 +249,14 @@ export const make = (options: Options = {}) => Effect.gen(function*() {
       })
     })
 
-  // The writer: takes what is queued (up to a transaction's worth), commits it, answers every
-  // caller with the same outcome, then compacts what closed. Only the wait for work can be
-  // interrupted: a taken batch is always committed (or failed) and always answered.
-  const queue = yield* Queue.bounded<Pending>(1024)
-  const round = Effect.uninterruptibleMask((restore) => Effect.gen(function*() {
-    const first = yield* restore(Effect.timeoutOption(Queue.take(queue), idleMs))
-    if (Option.isNone(first)) return yield* compactDue(true)
-    const batch = [first.value]
-    let events = batch[0]!.events.length
-    while (events < MAX_EVENTS_PER_TRANSACTION) {
-      const next = yield* Queue.poll(queue)
-      if (Option.isNone(next)) break
-      batch.push(next.value)
-      events += next.value.events.length
-    }
-    const exit = yield* Effect.exit(commit(batch))
-    yield* Effect.forEach(batch, (pending) => Deferred.done(pending.done, exit), { discard: true })
-    if (Exit.isSuccess(exit)) yield* compactDue(false)
-  }))
-  yield* Effect.forkScoped(Effect.forever(round))
-  // Callers still queued when the store closes are answered, not left waiting.
-  yield* Effect.addFinalizer(() =>
-    Effect.flatMap(Queue.takeAll(queue), (left) =>
-      Effect.forEach(
-        left,
-        (pending) => Deferred.fail(pending.done, new StorageError({ message: "The store is shutting down" })),
-        { discard: true }
-      ))
-  )
+  // The writer: one transaction per round of queued calls; it compacts what closed after each
+  // commit, and everything pending whenever it idles.
+  const offer = yield* GroupCommit.make({
+    write: commit,
+    maxEvents: MAX_EVENTS_PER_TRANSACTION,
+    afterWrite: compactDue(false),
+    whenIdle: { ms: idleMs, run: compactDue(true) }
+  })
 
   const read = (query: AggregationQuery): Effect.Effect<AggregationResult | undefined, SqlError> =>
     Effect.gen(function*() {
@@ -335,11 +304,7 @@ export const make = (options: Options = {}) => Effect.gen(function*() {
     })
 
   return VerificationStore.of({
-    append: (events) =>
-      events.length === 0
-        ? Effect.void
-        : Effect.flatMap(Deferred.make<void, StorageError>(), (done) =>
-          Effect.zipRight(Queue.offer(queue, { events, done }), Deferred.await(done))),
+    append: offer,
     aggregate: (query) =>
       read(query).pipe(
         Effect.catchAll(storageError),

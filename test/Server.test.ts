@@ -4,6 +4,8 @@ import { existsSync, mkdtempSync, writeFileSync } from "node:fs"
 import { request as httpRequest } from "node:http"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { ClickhouseTestServer } from "@keymeter/storage-clickhouse"
+import * as Effect from "effect/Effect"
 import type { Running } from "./Spawn.js"
 import { freePort, root, start, stop } from "./Spawn.js"
 
@@ -130,6 +132,15 @@ describe("standalone server (npm start)", () => {
     const port = run({ KEYMETER_STORAGE: "memory", PORT: "http" })
     expect(port.status).toBe(1)
     expect(port.stderr).toMatch(/^keymeter: PORT: Expected an integer value but received "http"$/m)
+    const analytics = run({ KEYMETER_STORAGE: "memory", KEYMETER_ANALYTICS: "duckdb:x" })
+    expect(analytics.status).toBe(1)
+    expect(analytics.stderr).toMatch(/^keymeter: KEYMETER_ANALYTICS must be "clickhouse:http:\/\/<host>:<port>\/<database>"/m)
+    const database = run({ KEYMETER_STORAGE: "memory", KEYMETER_ANALYTICS: "clickhouse:http://127.0.0.1:1/no-dashes" })
+    expect(database.status).toBe(1)
+    expect(database.stderr).toMatch(/^keymeter: KEYMETER_ANALYTICS: Not a usable ClickHouse database name: "no-dashes"/m)
+    const unreachable = run({ KEYMETER_STORAGE: "memory", KEYMETER_ANALYTICS: "clickhouse:http://127.0.0.1:1/keymeter" })
+    expect(unreachable.status).toBe(1)
+    expect(unreachable.stderr).toMatch(/^keymeter: ClickHouse is unreachable at http:\/\/127\.0\.0\.1:1: /m)
     const dir = mkdtempSync(join(tmpdir(), "keymeter-"))
     writeFileSync(join(dir, "bad.json"), "{\"workspaces\": [{\"id\": \"w\"}]}")
     const provisioning = run({ KEYMETER_STORAGE: "memory", KEYMETER_PROVISION: join(dir, "bad.json") })
@@ -138,5 +149,40 @@ describe("standalone server (npm start)", () => {
     const missing = run({ KEYMETER_STORAGE: "memory", KEYMETER_PROVISION: join(dir, "missing.json") })
     expect(missing.status).toBe(1)
     expect(missing.stderr).toMatch(/Cannot read the provisioning file/)
+  })
+})
+
+describe.skipIf(ClickhouseTestServer.skip() !== undefined)("standalone server on ClickHouse", () => {
+  it("stores verifications in ClickHouse and the catalog in SQLite, and both survive a restart", async () => {
+    const database = ClickhouseTestServer.databaseName()
+    const cwd = mkdtempSync(join(tmpdir(), "keymeter-clickhouse-"))
+    const env = {
+      KEYMETER_STORAGE: `sqlite:${join(cwd, "catalog.db")}`,
+      KEYMETER_ANALYTICS: `clickhouse:${ClickhouseTestServer.url}/${database}`,
+      KEYMETER_PROVISION: "examples/provision.json"
+    }
+    try {
+      const auth = { authorization: "Bearer sk_acme_admin", "content-type": "application/json" }
+      const first = await serve(env)
+      const recorded = await fetch(`${first.base}/v1/analytics.recordVerifications`, { method: "POST", headers: auth, body: batch(1000) })
+      expect(recorded.status).toBe(200)
+      const override = await fetch(`${first.base}/v1/ratelimits.setOverride`, {
+        method: "POST",
+        headers: auth,
+        body: JSON.stringify({ namespaceName: "email", identifier: "user_*", limit: 3, duration: 60_000 })
+      })
+      expect(override.status).toBe(200)
+      expect(await stop(running.pop()!)).toBe(0)
+      const second = await serve(env)
+      const read = await fetch(`${second.base}/v1/analytics.getVerifications?apiId=api_main&start=0&groupBy=tag`, { headers: auth })
+      expect(await read.json()).toEqual([
+        expect.objectContaining({ tag: "a", total: 1000, valid: 1000 }),
+        expect.objectContaining({ tag: "b", total: 1000, valid: 1000 })
+      ])
+      const got = await fetch(`${second.base}/v1/ratelimits.getOverride?namespaceName=email&identifier=user_*`, { headers: auth })
+      expect(((await got.json()) as { limit: number }).limit).toBe(3)
+    } finally {
+      await Effect.runPromise(ClickhouseTestServer.dropDatabase(database))
+    }
   })
 })

@@ -153,11 +153,22 @@ export const ask = (query: object) =>
     return yield* analytics.getVerifications(Auth.system(WS), query)
   })
 
-export const conformance = (name: string, storage: Layer.Layer<VerificationStore | CatalogTag, unknown>) => {
+/** How a suite runs: `skip` names why it cannot (the suite is skipped); `numRuns` caps property runs. */
+export interface ConformanceOptions {
+  readonly skip?: string | undefined
+  readonly numRuns?: number | undefined
+}
+
+export const conformance = (
+  name: string,
+  storage: Layer.Layer<VerificationStore | CatalogTag, unknown>,
+  options: ConformanceOptions = {}
+) => {
+  const numRuns = options.numRuns ?? 60
   const services = Keymeter.layer.pipe(Layer.provideMerge(storage))
   const run = <A, E>(effect: Effect.Effect<A, E, any>) => effect.pipe(Effect.provide(services)) as Effect.Effect<A, E>
 
-  describe(`Storage conformance: ${name}`, () => {
+  describe.skipIf(options.skip !== undefined)(`Storage conformance: ${name}`, () => {
     it.effect("answers random queries exactly like the naive reference over raw events", () =>
       Effect.promise(() =>
         FastCheck.assert(
@@ -175,7 +186,7 @@ export const conformance = (name: string, storage: Layer.Layer<VerificationStore
                 }
               })))
           ),
-          { numRuns: 60 }
+          { numRuns }
         )
       ))
 
@@ -197,7 +208,7 @@ export const conformance = (name: string, storage: Layer.Layer<VerificationStore
                 }
               })))
           ),
-          { numRuns: 60 }
+          { numRuns }
         )
       ))
 

@@ -48,6 +48,8 @@ import * as StorageSpec from "./StorageSpec.js"
 export interface KeymeterOptions {
   /** `"memory"` (the default), `"sqlite:<path>"`, or an Effect layer providing the Storage port. */
   readonly storage?: string | Layer.Layer<VerificationStore | CatalogTag, unknown> | undefined
+  /** `"clickhouse:http://host:8123/<database>"`: verifications there, the catalog in `storage` (a string). */
+  readonly analytics?: string | undefined
   /** The workspace the library methods act in; created if missing. Default `ws_default`. */
   readonly workspaceId?: string | undefined
   /** A provisioning document applied at creation (workspaces, root keys, apis, namespaces). */
@@ -168,8 +170,13 @@ export const createKeymeter = async (options: KeymeterOptions = {}): Promise<Key
   if (options.storage === undefined || typeof options.storage === "string") {
     const spec = StorageSpec.parse(options.storage ?? "memory")
     if (spec instanceof StorageSpec.InvalidStorageSpec) throw new KeymeterError("BAD_REQUEST", spec.message)
-    storage = StorageSpec.layer(spec)
+    const analytics = options.analytics === undefined ? undefined : StorageSpec.parseAnalytics(options.analytics)
+    if (analytics instanceof StorageSpec.InvalidStorageSpec) throw new KeymeterError("BAD_REQUEST", analytics.message)
+    storage = StorageSpec.layer(spec, { analytics })
   } else {
+    if (options.analytics !== undefined) {
+      throw new KeymeterError("BAD_REQUEST", "analytics goes with a storage string; a storage layer provides both halves itself")
+    }
     storage = options.storage
   }
   const workspaceId = options.workspaceId ?? Provisioning.DEFAULT_WORKSPACE_ID

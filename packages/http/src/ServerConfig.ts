@@ -18,6 +18,8 @@ export const config = Config.all({
     Config.validate({ message: "must be 0 or more", validation: (n) => n >= 0 }),
     Config.withDefault(92)
   ),
+  // Verifications in ClickHouse instead (`clickhouse:http://host:8123/<database>`); the catalog stays in KEYMETER_STORAGE.
+  analytics: Config.option(Config.nonEmptyString("KEYMETER_ANALYTICS")),
   provision: Config.option(Config.nonEmptyString("KEYMETER_PROVISION")),
   docsUrl: Config.string("KEYMETER_DOCS_URL").pipe(Config.withDefault("/docs")),
   maxBodyBytes: Config.integer("KEYMETER_MAX_BODY_BYTES").pipe(

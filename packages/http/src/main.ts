@@ -7,6 +7,7 @@ import * as ConfigError from "effect/ConfigError"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
 import * as Server from "./Server.js"
 import * as ServerConfig from "./ServerConfig.js"
 import * as Startup from "./Startup.js"
@@ -23,9 +24,11 @@ const Main = Layer.unwrapEffect(
     const config = yield* ServerConfig.config
     const spec = StorageSpec.parse(config.storage)
     if (spec instanceof StorageSpec.InvalidStorageSpec) return yield* spec
+    const analytics = Option.isSome(config.analytics) ? StorageSpec.parseAnalytics(config.analytics.value) : undefined
+    if (analytics instanceof StorageSpec.InvalidStorageSpec) return yield* analytics
     return Server.layer(config).pipe(
       Layer.provide(Layer.effectDiscard(Startup.run(config.provision))),
-      Layer.provide(StorageSpec.layer(spec, { hotDays: config.hotDays }))
+      Layer.provide(StorageSpec.layer(spec, { hotDays: config.hotDays, analytics }))
     )
   })
 )

@@ -1,5 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { createKeymeter, KeymeterError } from "@keymeter/http"
+import { ClickhouseTestServer } from "@keymeter/storage-clickhouse"
+import * as Effect from "effect/Effect"
 import { createServer } from "node:http"
 import type { AddressInfo } from "node:net"
 
@@ -66,6 +68,7 @@ describe("createKeymeter", () => {
       const record = await rejection(keymeter.record([{ apiId: "api_nope", keyId: "k", outcome: "valid" }]))
       expect(record.code).toBe("NOT_FOUND")
       expect((await rejection(createKeymeter({ storage: "redis://x" }))).code).toBe("BAD_REQUEST")
+      expect((await rejection(createKeymeter({ analytics: "clickhouse:ftp://x/db" }))).message).toMatch(/must be http/)
     } finally {
       await keymeter.close()
     }
@@ -109,6 +112,27 @@ describe("createKeymeter", () => {
     } finally {
       await new Promise((resolve) => server.close(resolve))
       await keymeter.close()
+    }
+  })
+})
+
+describe.skipIf(ClickhouseTestServer.skip() !== undefined)("createKeymeter with ClickHouse analytics", () => {
+  it("records into ClickHouse and reads back, the catalog in memory", async () => {
+    const database = ClickhouseTestServer.databaseName()
+    const keymeter = await createKeymeter({ analytics: `clickhouse:${ClickhouseTestServer.url}/${database}` })
+    try {
+      const { apiId } = await keymeter.createApi({ name: "main" })
+      await keymeter.record([
+        { apiId, keyId: "k1", outcome: "valid", time: T0 },
+        { apiId, keyId: "k2", outcome: "expired", time: T0 + 2 * HOUR, identity: { id: "i1", externalId: "e1" } }
+      ])
+      expect(await keymeter.getVerifications({ apiId, groupBy: "key", start: T0, end: T0 + 3 * HOUR })).toEqual([
+        expect.objectContaining({ keyId: "k1", total: 1, valid: 1 }),
+        expect.objectContaining({ keyId: "k2", total: 1, expired: 1 })
+      ])
+    } finally {
+      await keymeter.close()
+      await Effect.runPromise(ClickhouseTestServer.dropDatabase(database))
     }
   })
 })

@@ -119,6 +119,16 @@ export const layer = (
     Layer.provideMerge(layerClient(options))
   )
 
+/**
+ * The catalog alone, for a server whose verifications are stored elsewhere (ClickHouse): it still
+ * takes the writer lock, since the server caches override indexes that another writer would stale.
+ */
+export const layerServerCatalog = (options: Options): Layer.Layer<Catalog | SqlClient.SqlClient, OpenError> =>
+  SqliteCatalog.layer.pipe(
+    Layer.provide(Layer.scopedDiscard(writerLock(options.filename))),
+    Layer.provideMerge(layerClient(options))
+  )
+
 /** The catalog alone, for tools that run beside a server (no writer lock, no ingest). */
 export const layerCatalog = (options: Options): Layer.Layer<Catalog | SqlClient.SqlClient, OpenError> =>
   SqliteCatalog.layer.pipe(Layer.provideMerge(layerClient(options)))

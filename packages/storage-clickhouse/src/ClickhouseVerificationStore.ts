@@ -1,0 +1,145 @@
+/**
+ * The verification half of the Storage port on ClickHouse (HTTP interface, 18.16 and newer).
+ *
+ * Ingest: concurrent `append` calls queue up and one writer sends them together as one INSERT
+ * into `verifications` (group commit); the materialized views fill the rollups in the same
+ * request. A call completes only once ClickHouse has accepted its INSERT, and fails when it did
+ * not, so an acknowledged event is never dropped. The queue is bounded in events: when ClickHouse
+ * falls behind (or is down) by more than `maxBufferedEvents`, new calls fail at once instead of
+ * piling up in memory.
+ *
+ * Reads: one SELECT per query over the rollups (`internal/Planner`).
+ */
+import type { AggregationQuery, AggregationResult } from "@keymeter/core/Aggregation"
+import { tooLarge } from "@keymeter/core/Aggregation"
+import { StorageError } from "@keymeter/core/Errors"
+import * as GroupCommit from "@keymeter/core/GroupCommit"
+import { VerificationStore } from "@keymeter/core/Storage"
+import * as Time from "@keymeter/core/Time"
+import type { Identity, Verification } from "@keymeter/core/Verification"
+import { Outcomes } from "@keymeter/core/Verification"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Connection from "./internal/Connection.js"
+import * as Planner from "./internal/Planner.js"
+import * as Migrations from "./Migrations.js"
+
+const OUTCOME_CODES = new Map<string, number>(Outcomes.map((outcome, i) => [outcome, i]))
+
+/** How to reach ClickHouse and how to batch. */
+export interface Options {
+  /** `http://host:8123/<database>` (the database is created when missing; default `keymeter`). */
+  readonly url: string
+  /** How long one request may take (default 30 s). */
+  readonly requestTimeoutMs?: number | undefined
+  /** Events one INSERT carries at most (default 100,000). */
+  readonly maxEventsPerInsert?: number | undefined
+  /** Events waiting for ClickHouse before new calls fail with 503 (default 1,000,000). */
+  readonly maxBufferedEvents?: number | undefined
+}
+
+/** The URL is not one keymeter can use. */
+const invalid = (message: string) => new StorageError({ message })
+
+/** Splits `http://user:pass@host:port/db` into the client's URL, database and credentials. */
+export const parseUrl = (url: string): Connection.Target | StorageError => {
+  let parsed: URL
+  try {
+    parsed = new URL(url)
+  } catch {
+    return invalid(`Not a ClickHouse URL: ${JSON.stringify(url)} (expected http://host:8123/<database>)`)
+  }
+  if (parsed.protocol !== "http:" && parsed.protocol !== "https:") {
+    return invalid(`A ClickHouse URL must be http:// or https://, got ${JSON.stringify(url)}`)
+  }
+  const database = decodeURIComponent(parsed.pathname.replace(/^\/+|\/+$/g, "")) || "keymeter"
+  if (!Migrations.isDatabaseName(database)) {
+    return invalid(`Not a usable ClickHouse database name: ${JSON.stringify(database)} (letters, digits and _)`)
+  }
+  return {
+    url: `${parsed.protocol}//${parsed.host}`,
+    database,
+    username: parsed.username === "" ? undefined : decodeURIComponent(parsed.username),
+    password: parsed.password === "" ? undefined : decodeURIComponent(parsed.password)
+  }
+}
+
+const row = (event: Verification) => {
+  const hour = Math.floor(event.time / Time.HOUR)
+  return {
+    workspace_id: event.workspaceId,
+    api_id: event.apiId,
+    time: event.time,
+    hour,
+    key_id: event.keyId,
+    identity_id: event.identity?.id ?? "",
+    external_id: event.identity?.externalId ?? "",
+    tags: event.tags,
+    outcome: OUTCOME_CODES.get(event.outcome)!
+  }
+}
+
+/** The store on the server `options.url` names, migrated; its writer lives as long as the scope. */
+export const make = (options: Options) =>
+  Effect.gen(function*() {
+    const target = parseUrl(options.url)
+    if (target instanceof StorageError) return yield* target
+    const maxPerInsert = Math.max(1, options.maxEventsPerInsert ?? 100_000)
+    const maxBuffered = Math.max(maxPerInsert, options.maxBufferedEvents ?? 1_000_000)
+    const settings = { ...target, requestTimeoutMs: options.requestTimeoutMs }
+    const db = yield* Effect.acquireRelease(Effect.sync(() => Connection.make(settings)), (c) => c.close)
+    const admin = Connection.make(settings, "default")
+    yield* Migrations.run(admin, db, target.database).pipe(Effect.ensuring(admin.close))
+
+    // The writer: one INSERT per round of queued calls (group commit).
+    const offer = yield* GroupCommit.make({
+      write: (events) => db.insert("verifications", events.map(row)),
+      maxEvents: maxPerInsert,
+      maxBuffered
+    })
+
+    const read = (query: AggregationQuery): Effect.Effect<AggregationResult | undefined, StorageError> =>
+      Effect.gen(function*() {
+        const plan = Planner.plan(query)
+        if (plan === undefined) return { size: 0, counts: new Float64Array(0) }
+        const rows = yield* db.query(plan.text)
+        if (rows.length > query.maxRows) return undefined
+        const offset = (plan.bucketed ? 1 : 0)
+        const keyAt = plan.dimensions.includes("key") ? offset : -1
+        const identityAt = plan.dimensions.includes("identity") ? offset + (keyAt >= 0 ? 1 : 0) : -1
+        const tagsAt = plan.dimensions.includes("tags")
+          ? offset + (keyAt >= 0 ? 1 : 0) + (identityAt >= 0 ? 2 : 0)
+          : -1
+        const width = offset + (keyAt >= 0 ? 1 : 0) + (identityAt >= 0 ? 2 : 0) + (tagsAt >= 0 ? 1 : 0)
+        // An ungrouped sum over nothing is one row of zeros: no event, no row.
+        const kept = rows.filter((r) => {
+          for (let o = 0; o < 9; o++) if ((r[width + o] as number) !== 0) return true
+          return false
+        })
+        const counts = new Float64Array(kept.length * 9)
+        kept.forEach((r, i) => {
+          for (let o = 0; o < 9; o++) counts[i * 9 + o] = r[width + o] as number
+        })
+        return {
+          size: kept.length,
+          counts,
+          time: plan.bucketed ? Float64Array.from(kept, (r) => plan.bucketTime(r[0] as number)) : undefined,
+          keyId: keyAt >= 0 ? kept.map((r) => r[keyAt] as string) : undefined,
+          identity: identityAt >= 0
+            ? kept.map((r): Identity => ({ id: r[identityAt] as string, externalId: r[identityAt + 1] as string }))
+            : undefined,
+          tags: tagsAt >= 0 ? kept.map((r) => r[tagsAt] as Array<string>) : undefined
+        }
+      })
+
+    return VerificationStore.of({
+      append: offer,
+      aggregate: (query) =>
+        Effect.flatMap(read(query), (result) => (result === undefined ? Effect.fail(tooLarge(query, query.maxRows)) : Effect.succeed(result)))
+    })
+  })
+
+/** The store as a scoped layer. */
+export const layer = (options: Options): Layer.Layer<VerificationStore, StorageError> =>
+  Layer.scoped(VerificationStore, make(options))
+

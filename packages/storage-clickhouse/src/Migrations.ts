@@ -1,0 +1,124 @@
+/**
+ * The ClickHouse schema, as versioned migrations run at start: raw events in a MergeTree table,
+ * and SummingMergeTree rollups fed by materialized views at insert time, one per query shape the
+ * planner serves (see `internal/Planner`). A database migrated by a newer keymeter is refused.
+ *
+ * Hours are `intDiv(time, 3600000)` and days `intDiv(hour, 24)`, computed by keymeter rather than
+ * with ClickHouse's date functions, so no server time zone can shift a bucket. 18.16 has no
+ * DateTime64 and `LowCardinality` only behind a setting: times are unix ms in an Int64, ids plain
+ * Strings. Newer servers would allow `LowCardinality(String)` for api and tag columns and
+ * projections inside one table instead of views.
+ */
+import { StorageError } from "@keymeter/core/Errors"
+import * as Effect from "effect/Effect"
+import type { Connection } from "./internal/Connection.js"
+import { sql } from "./internal/Literal.js"
+
+/** The nine outcome counters, summed by every rollup. */
+const COUNTERS = Array.from({ length: 9 }, (_, i) => `c${i}`)
+const COUNTER_COLUMNS = COUNTERS.map((c) => `${c} UInt64`).join(", ")
+const COUNTER_SUMS = COUNTERS.map((c, i) => `sum(outcome = ${i}) AS ${c}`).join(", ")
+
+const DIMENSION_TYPES: Record<string, string> = {
+  workspace_id: "String",
+  api_id: "String",
+  hour: "UInt32",
+  day: "UInt32",
+  key_id: "String",
+  identity_id: "String",
+  external_id: "String",
+  tags: "Array(String)"
+}
+
+const DIMENSION_SOURCE: Record<string, string> = { day: "toUInt32(intDiv(hour, 24))" }
+
+/**
+ * A rollup: a SummingMergeTree sorted (and so deduplicated) by its dimensions, and the view that
+ * fills it from every insert into `verifications`, aggregated per insert block.
+ */
+const rollupTable = (table: string, dimensions: ReadonlyArray<string>) =>
+  `CREATE TABLE IF NOT EXISTS ${table} (${dimensions.map((d) => `${d} ${DIMENSION_TYPES[d]}`).join(", ")}, ${COUNTER_COLUMNS}) ` +
+  `ENGINE = SummingMergeTree((${COUNTERS.join(", ")})) ORDER BY (${dimensions.join(", ")})`
+
+const rollupView = (table: string, dimensions: ReadonlyArray<string>) =>
+  `CREATE MATERIALIZED VIEW IF NOT EXISTS ${table}_mv TO ${table} AS SELECT ` +
+  `${dimensions.map((d) => (DIMENSION_SOURCE[d] ? `${DIMENSION_SOURCE[d]} AS ${d}` : d)).join(", ")}, ${COUNTER_SUMS} ` +
+  `FROM verifications GROUP BY ${dimensions.join(", ")}`
+
+/** Rollup tables by name, with their dimensions in sort order. */
+export const ROLLUPS = {
+  // Hour grain: any hour-unit query and the partial days at a window's edges.
+  r_hour: ["workspace_id", "api_id", "hour", "key_id", "identity_id", "external_id", "tags"],
+  r_hour_total: ["workspace_id", "api_id", "hour"],
+  // Key first: one key's hours over a long window are one contiguous range.
+  r_hour_key: ["workspace_id", "api_id", "key_id", "hour"],
+  // Day grain: whole days.
+  r_day: ["workspace_id", "api_id", "day", "key_id", "identity_id", "external_id", "tags"],
+  r_day_total: ["workspace_id", "api_id", "day"],
+  r_day_key: ["workspace_id", "api_id", "day", "key_id"],
+  r_day_identity: ["workspace_id", "api_id", "day", "identity_id", "external_id"],
+  r_day_tags: ["workspace_id", "api_id", "day", "tags"]
+} as const
+
+export type Rollup = keyof typeof ROLLUPS
+
+/**
+ * Every migration, by number: steps run in order, the statements of a step at once (DDL is slow on
+ * 18.16; tables do not depend on each other, views only on tables). Numbers only grow; a released
+ * migration never changes.
+ */
+export const migrations: ReadonlyArray<
+  { readonly id: number; readonly name: string; readonly steps: ReadonlyArray<ReadonlyArray<string>> }
+> = [
+  {
+    id: 1,
+    name: "verifications",
+    steps: [
+      [
+        // Identity "" is "no identity" (ids are at least one character).
+        `CREATE TABLE IF NOT EXISTS verifications (
+          workspace_id String, api_id String, time Int64, hour UInt32, key_id String,
+          identity_id String, external_id String, tags Array(String), outcome UInt8
+        ) ENGINE = MergeTree PARTITION BY intDiv(hour, 720) ORDER BY (workspace_id, api_id, hour, key_id)`,
+        ...Object.entries(ROLLUPS).map(([table, dimensions]) => rollupTable(table, dimensions))
+      ],
+      Object.entries(ROLLUPS).map(([table, dimensions]) => rollupView(table, dimensions))
+    ]
+  }
+]
+
+/** Number of the newest migration this version knows. */
+export const LATEST = Math.max(...migrations.map((m) => m.id))
+
+/** Names that can be written into SQL as a database: checked, never quoted from request input. */
+export const isDatabaseName = (name: string) => /^[A-Za-z_][A-Za-z0-9_]{0,62}$/.test(name)
+
+/**
+ * Creates the database when missing (over `admin`, a connection outside it), refuses a newer
+ * schema, then runs the missing migrations (over `db`). Statements are idempotent, so two servers
+ * starting at once both succeed.
+ */
+export const run = (admin: Connection, db: Connection, database: string) =>
+  Effect.gen(function*() {
+    if (!isDatabaseName(database)) {
+      return yield* new StorageError({ message: `Not a usable ClickHouse database name: ${JSON.stringify(database)}` })
+    }
+    yield* admin.command(`CREATE DATABASE IF NOT EXISTS ${database}`)
+    yield* db.command("CREATE TABLE IF NOT EXISTS keymeter_migrations (id UInt32, name String, applied_at Int64) ENGINE = TinyLog")
+    const [[applied]] = (yield* db.query("SELECT max(id) FROM keymeter_migrations")) as [[number]]
+    if (applied > LATEST) {
+      return yield* new StorageError({
+        message: `This ClickHouse database has schema version ${applied}, written by a newer keymeter; this version ` +
+          `reads up to ${LATEST}. Upgrade keymeter, or use another database.`
+      })
+    }
+    for (const migration of migrations) {
+      if (migration.id <= applied) continue
+      for (const step of migration.steps) {
+        yield* Effect.forEach(step, (statement) => db.command(statement), { concurrency: "unbounded", discard: true })
+      }
+      yield* db.command(
+        sql`INSERT INTO keymeter_migrations (id, name, applied_at) VALUES (${migration.id}, ${migration.name}, ${Date.now()})`
+      )
+    }
+  })

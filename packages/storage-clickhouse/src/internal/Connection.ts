@@ -1,0 +1,75 @@
+/**
+ * `@clickhouse/client` (HTTP interface) as Effects. Every failure becomes a StorageError, which the
+ * HTTP layer answers with 503: the server unreachable or timing out, or an exception from
+ * ClickHouse. Results are read as JSONCompact (the newest row format 18.16 has) with 64-bit
+ * integers as JSON numbers.
+ */
+import { ClickHouseLogLevel, createClient } from "@clickhouse/client"
+import { StorageError } from "@keymeter/core/Errors"
+import * as Effect from "effect/Effect"
+
+/** Where the server is: an http(s) URL without the database, and the database name. */
+export interface Target {
+  readonly url: string
+  readonly database: string
+  readonly username?: string | undefined
+  readonly password?: string | undefined
+  /** How long one request may take (default 30 s). */
+  readonly requestTimeoutMs?: number | undefined
+}
+
+export interface Connection {
+  /** Rows of a SELECT, as arrays in column order. */
+  readonly query: (text: string) => Effect.Effect<Array<Array<unknown>>, StorageError>
+  /** A statement without a result (DDL). */
+  readonly command: (text: string) => Effect.Effect<void, StorageError>
+  /** Rows into `table` as JSONEachRow: the values travel as data, never as SQL text. */
+  readonly insert: (table: string, rows: ReadonlyArray<Record<string, unknown>>) => Effect.Effect<void, StorageError>
+  readonly close: Effect.Effect<void>
+}
+
+const failure = (target: Target, cause: unknown): StorageError => {
+  const error = cause as { code?: unknown; message?: unknown }
+  const network = typeof error.code === "string" && /^E[A-Z]+/.test(error.code)
+  const timeout = typeof error.message === "string" && /timeout/i.test(error.message)
+  const detail = typeof error.message === "string" ? error.message : String(cause)
+  return new StorageError({
+    message: network || timeout
+      ? `ClickHouse is unreachable at ${target.url}: ${detail}`
+      : `ClickHouse: ${detail.replace(/, e\.what\(\) = DB::Exception$/, "")}`,
+    cause
+  })
+}
+
+/** A connection to `target`; `database: undefined` runs statements outside any database. */
+export const make = (target: Target, database: string | undefined = target.database): Connection => {
+  const client = createClient({
+    url: target.url,
+    ...(database !== undefined ? { database } : {}),
+    username: target.username ?? "default",
+    password: target.password ?? "",
+    request_timeout: target.requestTimeoutMs ?? 30_000,
+    application: "keymeter",
+    // Errors are reported through the StorageError they become; the client's own log would repeat them.
+    log: { level: ClickHouseLogLevel.OFF },
+    // The views of one INSERT write their rollups in parallel rather than one after another.
+    clickhouse_settings: { output_format_json_quote_64bit_integers: 0, parallel_view_processing: 1 }
+  })
+  const attempt = <A>(run: () => Promise<A>) =>
+    Effect.tryPromise({ try: run, catch: (cause) => failure(target, cause) }).pipe(
+      Effect.tapError((error) => Effect.logWarning(error.message))
+    )
+  return {
+    query: (text) =>
+      attempt(async () => {
+        const result = await client.query({ query: text, format: "JSONCompact" })
+        return (await result.json<Array<unknown>>()).data
+      }),
+    command: (text) => attempt(() => client.command({ query: text })).pipe(Effect.asVoid),
+    insert: (table, rows) =>
+      attempt(() => client.insert({ table, values: rows as Array<Record<string, unknown>>, format: "JSONEachRow" })).pipe(
+        Effect.asVoid
+      ),
+    close: Effect.promise(() => client.close())
+  }
+}

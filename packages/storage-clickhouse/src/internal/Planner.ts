@@ -1,0 +1,118 @@
+/**
+ * An aggregation query as one ClickHouse SELECT over the rollups. The window (whole hours) is split
+ * into whole days, read from a day table, and the hours at its edges (or every hour, for an
+ * hour-unit query), read from an hour table; for each, the smallest table holding the needed
+ * columns is chosen. The parts are summed together by one outer GROUP BY. Every value is written
+ * by `Literal`.
+ */
+import type { AggregationQuery } from "@keymeter/core/Aggregation"
+import * as Time from "@keymeter/core/Time"
+import type { Rollup } from "../Migrations.js"
+import { encode, integer, string } from "./Literal.js"
+
+export type Dimension = "key" | "identity" | "tags"
+
+const COLUMNS: Record<Dimension, string> = { key: "key_id", identity: "identity_id, external_id", tags: "tags" }
+
+const SUMS = Array.from({ length: 9 }, (_, i) => `sum(c${i}) AS c${i}`).join(", ")
+
+/** The SQL of a query, and how to read its rows: [bucket?, ...dimension columns, c0 .. c8]. */
+export interface Plan {
+  readonly text: string
+  readonly dimensions: ReadonlyArray<Dimension>
+  /** Whether rows start with a time bucket. */
+  readonly bucketed: boolean
+  /** A bucket value as the start of its time slice, unix ms. */
+  readonly bucketTime: (bucket: number) => number
+}
+
+interface Part {
+  readonly table: Rollup
+  readonly grain: "hour" | "day"
+  readonly from: number
+  readonly to: number
+}
+
+const hourTable = (needed: ReadonlySet<Dimension>): Rollup =>
+  needed.size === 0 ? "r_hour_total" : needed.size === 1 && needed.has("key") ? "r_hour_key" : "r_hour"
+
+const dayTable = (needed: ReadonlySet<Dimension>): Rollup => {
+  if (needed.size === 0) return "r_day_total"
+  if (needed.size > 1) return "r_day"
+  return needed.has("key") ? "r_day_key" : needed.has("identity") ? "r_day_identity" : "r_day_tags"
+}
+
+/** Whole days [firstDay, lastDay] from a day table, the rest of [lo, hi] (hours) from an hour table. */
+const parts = (query: AggregationQuery, needed: ReadonlySet<Dimension>, lo: number, hi: number): Array<Part> => {
+  const hours = (from: number, to: number): Part => ({ table: hourTable(needed), grain: "hour", from, to })
+  if (query.timeUnit === "hour") return [hours(lo, hi)]
+  const firstDay = Math.ceil(lo / 24)
+  const lastDay = Math.floor((hi + 1) / 24) - 1
+  if (firstDay > lastDay) return [hours(lo, hi)]
+  const out: Array<Part> = []
+  if (lo < firstDay * 24) out.push(hours(lo, firstDay * 24 - 1))
+  out.push({ table: dayTable(needed), grain: "day", from: firstDay, to: lastDay })
+  if ((lastDay + 1) * 24 <= hi) out.push(hours((lastDay + 1) * 24, hi))
+  return out
+}
+
+/** The plan of `query`, or undefined when its window is empty. */
+export const plan = (query: AggregationQuery): Plan | undefined => {
+  const lo = query.start === undefined ? 0 : Math.max(0, query.start / Time.HOUR)
+  const hi = Math.min(query.end / Time.HOUR, 0xffff_ffff)
+  if (lo > hi) return undefined
+
+  const dimensions: Array<Dimension> = []
+  if (query.groupByKey) dimensions.push("key")
+  if (query.groupByIdentity) dimensions.push("identity")
+  if (query.groupByTag !== undefined) dimensions.push("tags")
+  const needed = new Set<Dimension>(dimensions)
+  if (query.keyIds.length > 0) needed.add("key")
+  if (query.tags.length > 0) needed.add("tags")
+  if (query.externalId !== undefined) needed.add("identity")
+
+  // Months are labelled by the day number of their first day: a multiIf over the window's months.
+  let month: ((day: string) => string) | undefined
+  if (query.timeUnit === "month") {
+    const starts: Array<number> = []
+    for (let t = Time.truncateToMonth(lo * Time.HOUR); t <= hi * Time.HOUR; t = Time.nextBucket("month", t)) {
+      starts.push(t / Time.DAY)
+    }
+    month = (day) =>
+      starts.length === 1
+        ? integer(starts[0]!)
+        : `multiIf(${starts.slice(1).map((next, i) => `${day} < ${integer(next)}, ${integer(starts[i]!)}`).join(", ")}, ${
+          integer(starts[starts.length - 1]!)
+        })`
+  }
+
+  const columns = dimensions.map((d) => COLUMNS[d])
+  const selects = parts(query, needed, lo, hi).map((part) => {
+    const hourly = part.grain === "hour"
+    const day = hourly ? "intDiv(hour, 24)" : "day"
+    const bucket = query.timeUnit === undefined
+      ? []
+      : [`${query.timeUnit === "hour" ? "hour" : query.timeUnit === "day" ? day : month!(day)} AS b`]
+    const where = [
+      `workspace_id = ${string(query.workspaceId)}`,
+      `api_id = ${string(query.apiId)}`,
+      `${hourly ? "hour" : "day"} BETWEEN ${integer(part.from)} AND ${integer(part.to)}`
+    ]
+    if (query.keyIds.length > 0) where.push(`key_id IN (${query.keyIds.map(string).join(", ")})`)
+    if (query.tags.length > 0) where.push(`hasAll(tags, ${encode(query.tags)})`)
+    if (query.externalId !== undefined) where.push(`external_id = ${string(query.externalId)} AND identity_id != ''`)
+    else if (query.groupByIdentity) where.push("identity_id != ''")
+    return `SELECT ${[...bucket, ...columns, ...Array.from({ length: 9 }, (_, i) => `c${i}`)].join(", ")} FROM ${part.table} WHERE ${
+      where.join(" AND ")
+    }`
+  })
+  const keys = [...(query.timeUnit !== undefined ? ["b"] : []), ...columns]
+  const text = `SELECT ${[...keys, SUMS].join(", ")} FROM (${selects.join(" UNION ALL ")})` +
+    (keys.length > 0 ? ` GROUP BY ${keys.join(", ")} LIMIT ${integer(query.maxRows + 1)}` : "")
+  return {
+    text,
+    dimensions,
+    bucketed: query.timeUnit !== undefined,
+    bucketTime: query.timeUnit === "hour" ? (b) => b * Time.HOUR : (b) => b * Time.DAY
+  }
+}

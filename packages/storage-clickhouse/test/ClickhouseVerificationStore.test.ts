@@ -1,0 +1,124 @@
+import { describe, expect, it } from "@effect/vitest"
+import { ClickHouseLogLevel, createClient } from "@clickhouse/client"
+import type { AggregationQuery } from "@keymeter/core/Aggregation"
+import { StorageError } from "@keymeter/core/Errors"
+import type { Verification } from "@keymeter/core/Verification"
+import { ClickhouseTestServer, ClickhouseVerificationStore, Migrations } from "@keymeter/storage-clickhouse"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+
+const HOUR = 3_600_000
+const T0 = Date.parse("2025-01-01T00:00:00Z")
+
+const event = (time: number, keyId: string): Verification => ({
+  time,
+  workspaceId: "ws",
+  apiId: "api",
+  keyId,
+  identity: undefined,
+  outcome: "valid",
+  tags: []
+})
+
+const query = (overrides: Partial<AggregationQuery> = {}): AggregationQuery => ({
+  workspaceId: "ws",
+  apiId: "api",
+  keyIds: [],
+  tags: [],
+  externalId: undefined,
+  start: T0,
+  end: T0 + 100 * HOUR,
+  timeUnit: undefined,
+  groupByKey: false,
+  groupByIdentity: false,
+  groupByTag: undefined,
+  orderBy: undefined,
+  order: "asc",
+  limit: undefined,
+  maxRows: 1000,
+  ...overrides
+})
+
+const total = (result: { counts: Float64Array }) => result.counts.reduce((a, b) => a + b, 0)
+
+describe("ClickhouseVerificationStore.parseUrl", () => {
+  it("takes the database from the path, credentials from the URL, and refuses the rest", () => {
+    expect(ClickhouseVerificationStore.parseUrl("http://u:p%40ss@127.0.0.1:8123/analytics")).toEqual({
+      url: "http://127.0.0.1:8123",
+      database: "analytics",
+      username: "u",
+      password: "p@ss"
+    })
+    expect(ClickhouseVerificationStore.parseUrl("https://ch.example:8443/")).toMatchObject({ database: "keymeter" })
+    for (const [bad, message] of [
+      ["not a url", /Not a ClickHouse URL/],
+      ["ftp://host/db", /must be http/],
+      ["http://host/db;DROP", /Not a usable ClickHouse database name: "db;DROP"/],
+      ["http://host/a/b", /Not a usable ClickHouse database name: "a\/b"/]
+    ] as const) {
+      const result = ClickhouseVerificationStore.parseUrl(bad)
+      expect(result instanceof StorageError && result.message, bad).toMatch(message)
+    }
+  })
+})
+
+describe.skipIf(ClickhouseTestServer.skip() !== undefined)("ClickhouseVerificationStore on a real server", () => {
+  const withDatabase = <A, E>(f: (url: string, database: string) => Effect.Effect<A, E>) =>
+    Effect.gen(function*() {
+      const database = ClickhouseTestServer.databaseName()
+      return yield* f(`${ClickhouseTestServer.url}/${database}`, database).pipe(
+        Effect.ensuring(ClickhouseTestServer.dropDatabase(database))
+      )
+    })
+  const open = <A, E>(url: string, use: (store: Effect.Effect.Success<ReturnType<typeof ClickhouseVerificationStore.make>>) => Effect.Effect<A, E>) =>
+    Effect.scoped(Effect.flatMap(ClickhouseVerificationStore.make({ url }), use))
+  const run = (database: string, text: string) =>
+    Effect.promise(async () => {
+      const client = createClient({ url: ClickhouseTestServer.url!, database, log: { level: ClickHouseLogLevel.OFF } })
+      await client.command({ query: text }).finally(() => client.close())
+    })
+
+  it.effect("creates its database and schema once, and keeps the data across reopens", () =>
+    withDatabase((url) =>
+      Effect.gen(function*() {
+        yield* open(url, (store) => store.append([event(T0, "k1"), event(T0 + HOUR, "k2")]))
+        const result = yield* open(url, (store) => store.aggregate(query({ groupByKey: true })))
+        // Rows come in no particular order: core orders them.
+        expect([[...result.keyId!].sort(), total(result)]).toEqual([["k1", "k2"], 2])
+      })
+    ))
+
+  it.effect("refuses a database migrated by a newer keymeter", () =>
+    withDatabase((url, database) =>
+      Effect.gen(function*() {
+        yield* open(url, () => Effect.void)
+        yield* run(database, `INSERT INTO keymeter_migrations (id, name, applied_at) VALUES (${Migrations.LATEST + 3}, 'future', 0)`)
+        const exit = yield* Effect.exit(open(url, () => Effect.void))
+        expect(Exit.isFailure(exit) && JSON.stringify(exit.cause)).toMatch(
+          new RegExp(`schema version ${Migrations.LATEST + 3}, written by a newer keymeter`)
+        )
+      })
+    ))
+
+  it.effect("reads whole days from the day tables and edge hours from the hour tables", () =>
+    withDatabase((url, database) =>
+      open(url, (store) =>
+        Effect.gen(function*() {
+          // Hours 0..71: days 0, 1, 2 whole.
+          yield* store.append(Array.from({ length: 72 }, (_, h) => event(T0 + h * HOUR, `k${h % 3}`)))
+          // Emptied behind the store's back: only what the day tables hold can still be counted.
+          yield* run(database, "TRUNCATE TABLE r_hour_total")
+          yield* run(database, "TRUNCATE TABLE r_hour")
+          // From hour 5 to hour 71: hours 5..23 would come from hour rows (gone), days 1 and 2 from day rows.
+          const days = yield* store.aggregate(query({ timeUnit: "day", start: T0 + 5 * HOUR, end: T0 + 71 * HOUR }))
+          expect(total(days)).toBe(48)
+          // Grouped by key, days come from r_day_key, which still holds them.
+          const keys = yield* store.aggregate(query({ groupByKey: true, start: T0 + 24 * HOUR, end: T0 + 71 * HOUR }))
+          expect(total(keys)).toBe(48)
+          // An hour-unit query reads hour rows only: nothing left.
+          const hours = yield* store.aggregate(query({ timeUnit: "hour", start: T0, end: T0 + 71 * HOUR }))
+          expect(hours.size).toBe(0)
+        })
+      )
+    ))
+})

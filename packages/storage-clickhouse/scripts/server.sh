@@ -19,7 +19,7 @@ ping() {
   { exec 3<> "/dev/tcp/127.0.0.1/$1"; } 2> /dev/null || return 1
   printf 'GET /ping HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n' >&3
   local reply
-  reply="$(cat <&3)"
+  reply="$(timeout 2 cat <&3)" || true
   exec 3<&-
   [[ "$reply" == *"Ok."* ]]
 }
@@ -52,7 +52,11 @@ start)
       -e "s#<tcp_port>9000</tcp_port>#<tcp_port>$((port + 1))</tcp_port>#" \
       -e "s#<interserver_http_port>9009</interserver_http_port>#<interserver_http_port>$((port + 2))</interserver_http_port>#" \
       "$stock/config.xml" > "$dir/etc/config.xml"
-  (cd "$dir" && nohup clickhouse-server --config-file="$dir/etc/config.xml" > "$dir/log/stdout.log" 2>&1 & echo $! > "$dir/pid")
+  # Every standard stream away from the caller's: `url="$(server.sh start …)"` waits until the last
+  # holder of its pipe exits, and the server must not be one.
+  cd "$dir"
+  nohup clickhouse-server --config-file="$dir/etc/config.xml" < /dev/null > "$dir/log/stdout.log" 2>&1 &
+  echo $! > "$dir/pid"
   for _ in $(seq 1 100); do
     if ping "$port"; then
       echo "http://127.0.0.1:$port"

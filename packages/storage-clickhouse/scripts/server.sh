@@ -57,7 +57,8 @@ start)
   cd "$dir"
   nohup clickhouse-server --config-file="$dir/etc/config.xml" < /dev/null > "$dir/log/stdout.log" 2>&1 &
   echo $! > "$dir/pid"
-  for _ in $(seq 1 100); do
+  # A fresh server answers in well under a second; one with much data loads its parts first.
+  for _ in $(seq 1 600); do
     if ping "$port"; then
       echo "http://127.0.0.1:$port"
       exit 0
@@ -65,8 +66,8 @@ start)
     if ! kill -0 "$(cat "$dir/pid")" 2> /dev/null; then break; fi
     sleep 0.1
   done
-  echo "clickhouse-server did not answer /ping on port $port; its log:" >&2
-  tail -20 "$dir/log/stdout.log" "$dir/log/clickhouse-server.err.log" >&2 || true
+  echo "clickhouse-server did not answer /ping on port $port within 60 s; its log:" >&2
+  tail -n 20 "$dir/log/stdout.log" "$dir/log/clickhouse-server.err.log" >&2 || true
   exit 1
   ;;
 stop)

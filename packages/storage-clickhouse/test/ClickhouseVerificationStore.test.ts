@@ -118,6 +118,12 @@ describe.skipIf(ClickhouseTestServer.skip() !== undefined)("ClickhouseVerificati
           // An hour-unit query reads hour rows only: nothing left.
           const hours = yield* store.aggregate(query({ timeUnit: "hour", start: T0, end: T0 + 71 * HOUR }))
           expect(hours.size).toBe(0)
+          // Hours of chosen keys come from r_hour_key (sorted by key), which still holds them;
+          // hours of every key from r_hour (sorted by hour), which does not.
+          const chosen = yield* store.aggregate(query({ timeUnit: "hour", keyIds: ["k1"], groupByKey: true, end: T0 + 71 * HOUR }))
+          expect(total(chosen)).toBe(24)
+          const everyKey = yield* store.aggregate(query({ timeUnit: "hour", groupByKey: true, end: T0 + 71 * HOUR }))
+          expect(everyKey.size).toBe(0)
         })
       )
     ))

@@ -33,8 +33,13 @@ interface Part {
   readonly to: number
 }
 
-const hourTable = (needed: ReadonlySet<Dimension>): Rollup =>
-  needed.size === 0 ? "r_hour_total" : needed.size === 1 && needed.has("key") ? "r_hour_key" : "r_hour"
+/**
+ * `r_hour_key` is sorted by key before hour: the table for a few keys' hours over a long window,
+ * but a scan of every key's whole history for a window of all keys. Those read `r_hour`, sorted
+ * by hour.
+ */
+const hourTable = (needed: ReadonlySet<Dimension>, keyFilter: boolean): Rollup =>
+  needed.size === 0 ? "r_hour_total" : needed.size === 1 && needed.has("key") && keyFilter ? "r_hour_key" : "r_hour"
 
 const dayTable = (needed: ReadonlySet<Dimension>): Rollup => {
   if (needed.size === 0) return "r_day_total"
@@ -44,7 +49,12 @@ const dayTable = (needed: ReadonlySet<Dimension>): Rollup => {
 
 /** Whole days [firstDay, lastDay] from a day table, the rest of [lo, hi] (hours) from an hour table. */
 const parts = (query: AggregationQuery, needed: ReadonlySet<Dimension>, lo: number, hi: number): Array<Part> => {
-  const hours = (from: number, to: number): Part => ({ table: hourTable(needed), grain: "hour", from, to })
+  const hours = (from: number, to: number): Part => ({
+    table: hourTable(needed, query.keyIds.length > 0),
+    grain: "hour",
+    from,
+    to
+  })
   if (query.timeUnit === "hour") return [hours(lo, hi)]
   const firstDay = Math.ceil(lo / 24)
   const lastDay = Math.floor((hi + 1) / 24) - 1

@@ -33,8 +33,11 @@ export interface Server {
   readonly stop: () => Promise<void>
 }
 
-/** Starts the standalone server on `storage` (a KEYMETER_STORAGE value; a SQLite file is started afresh). */
-export const start = async (storage: string): Promise<Server> => {
+/**
+ * Starts the standalone server on `storage` (a KEYMETER_STORAGE value; a SQLite file is started
+ * afresh), with `env` added (KEYMETER_ANALYTICS, say).
+ */
+export const start = async (storage: string, env: Record<string, string> = {}): Promise<Server> => {
   if (storage.startsWith("sqlite:")) {
     for (const suffix of ["", "-wal", "-shm", ".lock"]) rmSync(storage.slice("sqlite:".length) + suffix, { force: true })
   }
@@ -51,7 +54,7 @@ export const start = async (storage: string): Promise<Server> => {
   const port = await freePort()
   const child = spawn(process.execPath, ["--import", tsxLoader, join(root, "packages/http/src/main.ts")], {
     cwd: dir,
-    env: { ...process.env, PORT: String(port), KEYMETER_STORAGE: storage, KEYMETER_PROVISION: provisioning, KEYMETER_MAX_BODY_BYTES: String(8 * 1024 * 1024) },
+    env: { ...process.env, PORT: String(port), KEYMETER_STORAGE: storage, KEYMETER_PROVISION: provisioning, KEYMETER_MAX_BODY_BYTES: String(8 * 1024 * 1024), ...env },
     stdio: ["ignore", "pipe", "pipe"]
   })
   let output = ""

@@ -2,11 +2,15 @@
  * One engine on one data set size, in a process of its own (so its peak RSS is its own): ingest,
  * then the reference queries warm. Writes its results as JSON to `--out`.
  */
-import { MemoryStorage } from "@keymeter/storage-memory"
+import type { Catalog, VerificationStore } from "@keymeter/core/Storage"
+import { ClickhouseVerificationStore } from "@keymeter/storage-clickhouse"
+import { MemoryCatalog, MemoryStorage } from "@keymeter/storage-memory"
 import { SqliteStorage } from "@keymeter/storage-sqlite"
 import { rmSync, statSync, writeFileSync } from "node:fs"
 import { fileURLToPath } from "node:url"
 import { parseArgs } from "node:util"
+import * as Layer from "effect/Layer"
+import * as Clickhouse from "./Clickhouse.js"
 import * as Dataset from "./Dataset.js"
 import * as Duck from "./Duck.js"
 import * as Library from "./Library.js"
@@ -23,11 +27,19 @@ export interface EngineResult {
   readonly queries: Record<string, { readonly median: number; readonly min: number; readonly max: number; readonly runs: number }>
   readonly answers: Record<string, unknown>
   readonly peakRssMiB: number
+  /** Peak RSS of a database server the engine runs in (ClickHouse), MiB. */
+  readonly serverPeakRssMiB?: number | undefined
   readonly diskMiB?: number | undefined
 }
 
 const { values } = parseArgs({
-  options: { engine: { type: "string" }, size: { type: "string" }, out: { type: "string" }, runs: { type: "string" } }
+  options: {
+    engine: { type: "string" },
+    size: { type: "string" },
+    out: { type: "string" },
+    runs: { type: "string" },
+    clickhouse: { type: "string" }
+  }
 })
 const size = Number(values.size)
 const runs = values.runs ? Number(values.runs) : undefined
@@ -104,18 +116,27 @@ if (values.engine === "duckdb") {
   })
   await keymeter.close()
 } else {
+  // Memory; SQLite on a fresh file; or verifications in ClickHouse (a database per size,
+  // recreated) with the catalog in memory.
   const file = `${dataDir}keymeter-${size}.db`
-  const storage = values.engine === "memory"
-    ? MemoryStorage.layer
-    : (() => {
-      for (const suffix of ["", "-wal", "-shm", ".lock"]) rmSync(file + suffix, { force: true })
-      return SqliteStorage.layer({ filename: file })
-    })()
+  const clickhouseUrl = values.clickhouse!
+  const database = `keymeter_bench_${size}`
+  let storage: Layer.Layer<VerificationStore | Catalog, unknown>
+  if (values.engine === "memory") {
+    storage = MemoryStorage.layer
+  } else if (values.engine === "clickhouse") {
+    await Clickhouse.drop(clickhouseUrl, database)
+    storage = Layer.merge(MemoryCatalog.layer, ClickhouseVerificationStore.layer({ url: `${clickhouseUrl}/${database}` }))
+  } else {
+    for (const suffix of ["", "-wal", "-shm", ".lock"]) rmSync(file + suffix, { force: true })
+    storage = SqliteStorage.layer({ filename: file })
+  }
   const keymeter = await Library.open(storage)
   const started = performance.now()
   const eventsPerSecond = await keymeter.ingest(data)
   const seconds = (performance.now() - started) / 1000
-  // Let background work settle as in steady state (SQLite compacts closed days once idle).
+  // Let background work settle as in steady state (SQLite compacts closed days once idle,
+  // ClickHouse merges parts).
   await new Promise((resolve) => setTimeout(resolve, 3000))
   const { queries, answers } = await timeQueries(keymeter)
   results.push({
@@ -125,7 +146,10 @@ if (values.engine === "duckdb") {
     queries,
     answers,
     peakRssMiB: peakRss(),
-    ...(values.engine === "sqlite" ? { diskMiB: fileSize([file, `${file}-wal`]) } : {})
+    ...(values.engine === "sqlite" ? { diskMiB: fileSize([file, `${file}-wal`]) } : {}),
+    ...(values.engine === "clickhouse"
+      ? { serverPeakRssMiB: Clickhouse.serverPeakRss(), diskMiB: await Clickhouse.diskMiB(clickhouseUrl, database) }
+      : {})
   })
   await keymeter.close()
 }

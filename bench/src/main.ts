@@ -1,5 +1,5 @@
 /**
- * `npm run bench -- --size 10m,50m --adapter memory,sqlite`: for each size, DuckDB (raw events and
+ * `npm run bench -- --size 10m,50m --adapter memory,sqlite,clickhouse`: for each size, DuckDB (raw events and
  * an hourly rollup) and each adapter run in processes of their own on the same data; every answer
  * is checked against DuckDB's; then HTTP ingest and load against the standalone server. Prints
  * the tables and writes them to bench/results/ as JSON and markdown.
@@ -9,6 +9,7 @@ import { mkdirSync, readFileSync, writeFileSync } from "node:fs"
 import { cpus, release, totalmem } from "node:os"
 import { fileURLToPath } from "node:url"
 import { parseArgs } from "node:util"
+import * as Clickhouse from "./Clickhouse.js"
 import * as Dataset from "./Dataset.js"
 import * as Http from "./Http.js"
 import * as Load from "./Load.js"
@@ -29,7 +30,7 @@ const { values } = parseArgs({
 const sizes = values.size!.split(",").map(Dataset.parseSize)
 const adapters = values.adapter!.split(",").filter((a) => a !== "")
 for (const adapter of adapters) {
-  if (adapter !== "memory" && adapter !== "sqlite") throw new Error(`Unknown adapter ${adapter} (memory, sqlite)`)
+  if (!["memory", "sqlite", "clickhouse"].includes(adapter)) throw new Error(`Unknown adapter ${adapter} (memory, sqlite, clickhouse)`)
 }
 const log = (line: string) => process.stdout.write(line + "\n")
 const here = (path: string) => fileURLToPath(new URL(path, import.meta.url))
@@ -40,6 +41,7 @@ const runWorker = (engine: string, size: number): Array<EngineResult> => {
   const out = here(`../data/result-${engine}-${size}.json`)
   const args = ["--max-old-space-size=16384", "--import", tsxLoader, here("./Worker.ts"), "--engine", engine, "--size", String(size), "--out", out]
   if (values.runs) args.push("--runs", values.runs)
+  if (engine === "clickhouse") args.push("--clickhouse", clickhouse!.url)
   const started = performance.now()
   const child = spawnSync(process.execPath, args, { stdio: ["ignore", "inherit", "inherit"] })
   if (child.status !== 0) throw new Error(`${engine} at ${size} failed (exit ${child.status})`)
@@ -79,6 +81,10 @@ const run: {
   http: []
 }
 
+// A ClickHouse server for the run, when one is measured.
+const clickhouse = adapters.includes("clickhouse") ? Clickhouse.start() : undefined
+process.on("exit", () => clickhouse?.stop())
+
 let failed = false
 for (const size of sizes) {
   const t = performance.now()
@@ -98,7 +104,13 @@ if (!values["skip-http"]) {
   const events = Math.min(data.size, Dataset.parseSize(values["http-events"]!))
   for (const adapter of adapters) {
     log(`\nHTTP on ${adapter}`)
-    const server = await Http.start(adapter === "sqlite" ? `sqlite:${here("../data/http.db")}` : "memory")
+    const server = adapter === "sqlite"
+      ? await Http.start(`sqlite:${here("../data/http.db")}`)
+      : adapter === "clickhouse"
+      ? await Clickhouse.drop(clickhouse!.url, "keymeter_bench_http").then(() =>
+        Http.start("memory", { KEYMETER_ANALYTICS: `clickhouse:${clickhouse!.url}/keymeter_bench_http` })
+      )
+      : await Http.start("memory")
     const rate = await Http.ingest(server, data, events)
     const load = await Load.run(server, Number(values["load-seconds"]))
     run.http.push({ adapter, ingest: { eventsPerSecond: rate, events }, load })

@@ -1,0 +1,63 @@
+/**
+ * The ClickHouse server of a benchmark run: `KEYMETER_BENCH_CLICKHOUSE` when set (a server of
+ * yours, left running), else one started from the Debian package's `clickhouse-server` with its
+ * data under `bench/data/clickhouse/`, emptied at each run (see
+ * `packages/storage-clickhouse/scripts/server.sh`).
+ */
+import { ClickHouseLogLevel, createClient } from "@clickhouse/client"
+import { spawnSync } from "node:child_process"
+import { readFileSync, rmSync } from "node:fs"
+import { fileURLToPath } from "node:url"
+
+const script = fileURLToPath(new URL("../../packages/storage-clickhouse/scripts/server.sh", import.meta.url))
+const dir = fileURLToPath(new URL("../data/clickhouse/", import.meta.url))
+
+/** A running server: its URL, and `stop` (a no-op for a server of yours). */
+export const start = (): { readonly url: string; readonly stop: () => void } => {
+  const given = process.env.KEYMETER_BENCH_CLICKHOUSE
+  if (given) return { url: given.replace(/\/+$/, ""), stop: () => {} }
+  // Every run starts empty: the databases are recreated anyway, and a server holding earlier
+  // runs' data takes a minute to load it before it answers.
+  spawnSync("bash", [script, "stop", dir])
+  rmSync(dir, { recursive: true, force: true })
+  const started = spawnSync("bash", [script, "start", dir], { encoding: "utf8" })
+  if (started.status !== 0) {
+    throw new Error(`Could not start clickhouse-server (install it: apt-get install clickhouse-server): ${started.stderr}`)
+  }
+  return { url: started.stdout.trim(), stop: () => void spawnSync("bash", [script, "stop", dir]) }
+}
+
+/** Peak RSS of the server this run started, MiB (undefined for a server of yours). */
+export const serverPeakRss = (): number | undefined => {
+  if (process.env.KEYMETER_BENCH_CLICKHOUSE) return undefined
+  try {
+    const pid = readFileSync(`${dir}pid`, "utf8").trim()
+    return Math.round(Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? 0) / 1024)
+  } catch {
+    return undefined
+  }
+}
+
+const run = async <A>(url: string, f: (client: ReturnType<typeof createClient>) => Promise<A>) => {
+  const client = createClient({ url, log: { level: ClickHouseLogLevel.OFF } })
+  try {
+    return await f(client)
+  } finally {
+    await client.close()
+  }
+}
+
+/** Drops a benchmark database (its name is ours, never input). */
+export const drop = (url: string, database: string) =>
+  run(url, (client) => client.command({ query: `DROP DATABASE IF EXISTS ${database}` }))
+
+/** Bytes the database's active parts take on disk, MiB. */
+export const diskMiB = (url: string, database: string) =>
+  run(url, async (client) => {
+    const result = await client.query({
+      query: `SELECT sum(bytes_on_disk) FROM system.parts WHERE active AND database = '${database}'`,
+      format: "JSONCompact"
+    })
+    const [[bytes]] = (await result.json<[string]>()).data
+    return Math.round(Number(bytes) / 1024 / 1024)
+  })

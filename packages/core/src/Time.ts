@@ -48,3 +48,10 @@ export const bucketCount = (unit: TimeUnit, from: number, to: number): number =>
   const b = new Date(to)
   return (b.getUTCFullYear() - a.getUTCFullYear()) * 12 + (b.getUTCMonth() - a.getUTCMonth()) + 1
 }
+
+/** The day numbers (unix days) of the first days of the months that [from, to] (ms) touches. */
+export const monthStartDays = (from: number, to: number): Array<number> => {
+  const starts: Array<number> = []
+  for (let t = truncateToMonth(from); t <= to; t = nextBucket("month", t)) starts.push(t / DAY)
+  return starts
+}

@@ -84,10 +84,7 @@ export const plan = (query: AggregationQuery): Plan | undefined => {
   // Months are labelled by the day number of their first day: a multiIf over the window's months.
   let month: ((day: string) => string) | undefined
   if (query.timeUnit === "month") {
-    const starts: Array<number> = []
-    for (let t = Time.truncateToMonth(lo * Time.HOUR); t <= hi * Time.HOUR; t = Time.nextBucket("month", t)) {
-      starts.push(t / Time.DAY)
-    }
+    const starts = Time.monthStartDays(lo * Time.HOUR, hi * Time.HOUR)
     month = (day) =>
       starts.length === 1
         ? integer(starts[0]!)

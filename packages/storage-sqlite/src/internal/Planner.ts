@@ -89,10 +89,7 @@ export const plan = (query: AggregationQuery, dictionaries: Dictionaries): Plan 
   // Months are labelled by the day number of their first day; a CASE over the window's months.
   let monthCase: ((day: string) => string) | undefined
   if (query.timeUnit === "month") {
-    const starts: Array<number> = []
-    for (let t = Time.truncateToMonth(lo * Time.HOUR); t <= hi * Time.HOUR; t = Time.nextBucket("month", t)) {
-      starts.push(t / Time.DAY)
-    }
+    const starts = Time.monthStartDays(lo * Time.HOUR, hi * Time.HOUR)
     monthCase = (day) =>
       starts.length === 1
         ? String(starts[0])

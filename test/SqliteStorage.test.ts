@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as Keymeter from "@keymeter/core/Keymeter"
-import { SqliteStorage } from "@keymeter/storage-sqlite"
+import { SqliteStorage, SqliteVerificationStore } from "@keymeter/storage-sqlite"
 import * as Effect from "effect/Effect"
 import * as FastCheck from "effect/FastCheck"
 import * as Layer from "effect/Layer"
@@ -23,7 +23,45 @@ conformance(
 
 const DAY = 86_400_000
 
+const hotRangeLoaded = Effect.flatMap(SqliteVerificationStore.HotRange, (hotRange) => hotRange.loaded)
+
+const emptyRollups = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  for (const table of ["r_hour", "r_hour_total", "r_day", "r_day_total", "r_day_key", "r_day_identity", "r_day_tagset"]) {
+    yield* sql.unsafe(`DELETE FROM ${table}`)
+  }
+})
+
 describe("SqliteStorage hot index", () => {
+  it.effect("counts once every batch committed while the hot range loads in the background", () =>
+    Effect.gen(function*() {
+      const filename = join(mkdtempSync(join(tmpdir(), "keymeter-hot-")), "k.db")
+      const open = Keymeter.layer.pipe(Layer.provideMerge(SqliteStorage.layer({ filename, hotDays: 30 })))
+      const events = FastCheck.sample(eventArb, { numRuns: 3000, seed: 21 })
+      const during = FastCheck.sample(eventArb, { numRuns: 400, seed: 22 })
+      yield* Effect.zipRight(seedCatalog, store(events)).pipe(Effect.provide(open))
+
+      yield* Effect.gen(function*() {
+        // One transaction per event, a turn of the event loop apart, as the load's reads are: the
+        // commits fall between them, into hours already read (memory must take the event) and
+        // hours not yet read (the load will read it).
+        for (const event of during) {
+          yield* store([event])
+          yield* Effect.promise(() => new Promise((resolve) => setImmediate(resolve)))
+        }
+        yield* hotRangeLoaded
+        yield* emptyRollups
+        const all = [...events, ...during]
+        for (const groupBy of [["hour"], ["day", "key"], ["identity", "tags"]]) {
+          const hot = { apiId: "api_1", start: TO - 25 * DAY, end: TO, groupBy }
+          const answer = yield* ask(hot)
+          expect(answer.length).toBeGreaterThan(0)
+          expect(answer, JSON.stringify(hot)).toEqual(Reference.answer(all, { ...hot, workspaceId: WS }))
+        }
+      }).pipe(Effect.provide(open))
+    }), { timeout: 60_000 })
+
+
   it.effect("reloads the last hotDays days after a reopen; older windows are answered by the rollups", () =>
     Effect.gen(function*() {
       const filename = join(mkdtempSync(join(tmpdir(), "keymeter-hot-")), "k.db")
@@ -41,10 +79,8 @@ describe("SqliteStorage hot index", () => {
         }
         // With the rollups emptied behind the store's back, only memory can still answer: windows
         // inside the hot range keep their answers, windows reaching before it come from SQL.
-        const sql = yield* SqlClient.SqlClient
-        for (const table of ["r_hour", "r_hour_total", "r_day", "r_day_total", "r_day_key", "r_day_identity", "r_day_tagset"]) {
-          yield* sql.unsafe(`DELETE FROM ${table}`)
-        }
+        yield* hotRangeLoaded
+        yield* emptyRollups
         const hot = { apiId: "api_1", start: TO - 3 * DAY, end: TO, groupBy: ["day", "key"] }
         const hotAnswer = yield* ask(hot)
         expect(hotAnswer.length).toBeGreaterThan(0)

@@ -57,7 +57,7 @@ export const resourceTable = (engines: ReadonlyArray<EngineResult>): Array<Array
       : e.buildSeconds !== undefined
       ? `rollup built in ${e.buildSeconds.toFixed(1)} s`
       : e.openSeconds !== undefined
-      ? `opened in ${e.openSeconds.toFixed(1)} s`
+      ? `opened in ${e.openSeconds.toFixed(1)} s` + (e.hotSeconds !== undefined ? `, in memory in ${e.hotSeconds.toFixed(1)} s` : "")
       : "–"
   )],
   ["peak RSS, MiB", ...engines.map((e) => String(e.peakRssMiB))],

@@ -113,7 +113,7 @@ const clientLayer = (filename: string) =>
 /** Both halves of the port on one file. */
 export const layer = (
   options: Options
-): Layer.Layer<VerificationStore | Catalog | SqlClient.SqlClient, OpenError> =>
+): Layer.Layer<VerificationStore | SqliteVerificationStore.HotRange | Catalog | SqlClient.SqlClient, OpenError> =>
   Layer.merge(SqliteVerificationStore.layer({ compaction: options.compaction, hotDays: options.hotDays }), SqliteCatalog.layer).pipe(
     Layer.provide(Layer.scopedDiscard(writerLock(options.filename))),
     Layer.provideMerge(layerClient(options))

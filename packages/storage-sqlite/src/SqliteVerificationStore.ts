@@ -10,9 +10,9 @@
  * Compaction: once an api has data from a later day, the closed days are rolled up from the hour
  * rows into the day tables, set-based, a few days per transaction.
  *
- * Reads: windows inside the hot range (the last `hotDays` days of each api) are answered from
- * memory by `internal/HotIndex`; the rest by `internal/Planner`, which picks day rows for compacted
- * whole days and hour rows for the rest.
+ * Reads: windows inside the hot range (the last `hotDays` days of each api, loaded in the
+ * background after open) are answered from memory by `internal/HotIndex`; the rest by
+ * `internal/Planner`, which picks day rows for compacted whole days and hour rows for the rest.
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
@@ -24,6 +24,9 @@ import { VerificationStore } from "@keymeter/core/Storage"
 import * as Time from "@keymeter/core/Time"
 import type { Verification } from "@keymeter/core/Verification"
 import { Outcomes } from "@keymeter/core/Verification"
+import * as Context from "effect/Context"
+import * as Deferred from "effect/Deferred"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
@@ -59,6 +62,15 @@ export interface Options {
    */
   readonly hotDays?: number | undefined
 }
+
+/**
+ * The in-memory hot range of a SQLite store. It loads in the background after open, so the store
+ * serves at once; until an api's hours are loaded, the rollups answer its queries.
+ */
+export class HotRange extends Context.Tag("@keymeter/storage-sqlite/HotRange")<HotRange, {
+  /** Completes once the load is over: at once with `hotDays: 0`, and also when it failed (SQLite then answers). */
+  readonly loaded: Effect.Effect<void>
+}>() {}
 
 /** Default of {@link Options.hotDays}: a quarter, so 30- and 90-day dashboards stay hot. */
 export const DEFAULT_HOT_DAYS = 92
@@ -124,7 +136,22 @@ export const make = (options: Options = {}) => Effect.gen(function*() {
   const pendingSince = new Map<Partition, number>()
   const sql = yield* SqlClient.SqlClient
   const dictionaries = yield* Effect.catchAll(loadDictionaries, storageError)
-  const hot = hotDays === 0 ? undefined : yield* Effect.catchAll(HotIndex.load(dictionaries, hotDays), storageError)
+  const hot = hotDays === 0 ? undefined : HotIndex.make(dictionaries, hotDays)
+  // A commit and its append to the hot index are one step for the background load (see HotIndex).
+  const exclusive = (yield* Effect.makeSemaphore(1)).withPermits(1)
+  const hotLoaded = yield* Deferred.make<void>()
+  if (hot === undefined) yield* Deferred.succeed(hotLoaded, undefined)
+  else {
+    yield* hot.load(exclusive).pipe(
+      Effect.timed,
+      Effect.flatMap(([took, events]) =>
+        events === 0 ? Effect.void : Effect.logInfo(`Hot range loaded: ${events} events in memory in ${(Duration.toMillis(took) / 1000).toFixed(1)} s`)
+      ),
+      Effect.catchAll((error) => Effect.logError("the in-memory hot index could not be loaded; queries are answered from SQLite", error)),
+      Effect.ensuring(Deferred.succeed(hotLoaded, undefined)),
+      Effect.forkScoped
+    )
+  }
 
   /** Hands a committed batch to the hot index; should that fail, the rollups answer from then on. */
   const feedHot = (events: ReadonlyArray<Verification>) =>
@@ -179,7 +206,8 @@ export const make = (options: Options = {}) => Effect.gen(function*() {
     sql.withTransaction(write(events)).pipe(
       Effect.onExit((exit) => Effect.sync(() => (Exit.isSuccess(exit) ? dictionaries.commit() : dictionaries.rollback()))),
       Effect.catchAll(storageError),
-      Effect.zipLeft(Effect.suspend(() => feedHot(events)))
+      Effect.zipLeft(Effect.suspend(() => feedHot(events))),
+      exclusive
     )
 
   /** Rolls closed days of `partition` up into the day tables, a few days per transaction. */
@@ -303,7 +331,7 @@ export const make = (options: Options = {}) => Effect.gen(function*() {
       }
     })
 
-  return VerificationStore.of({
+  const store = VerificationStore.of({
     append: offer,
     aggregate: (query) =>
       read(query).pipe(
@@ -311,8 +339,9 @@ export const make = (options: Options = {}) => Effect.gen(function*() {
         Effect.flatMap((result) => (result === undefined ? Effect.fail(tooLarge(query, query.maxRows)) : Effect.succeed(result)))
       )
   })
+  return Context.make(VerificationStore, store).pipe(Context.add(HotRange, HotRange.of({ loaded: Deferred.await(hotLoaded) })))
 })
 
 /** The store as a scoped layer over the SqlClient in context. */
-export const layer = (options: Options = {}): Layer.Layer<VerificationStore, StorageError, SqlClient.SqlClient> =>
-  Layer.scoped(VerificationStore, make(options))
+export const layer = (options: Options = {}): Layer.Layer<VerificationStore | HotRange, StorageError, SqlClient.SqlClient> =>
+  Layer.scopedContext(make(options))

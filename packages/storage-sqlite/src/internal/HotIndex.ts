@@ -2,11 +2,15 @@
  * The hot range of every api held in the memory adapter's engine, so queries over recent days are
  * answered at memory speed while SQLite stays the durable truth.
  *
- * At open, the engine is filled from the hour rollups of each api's last `hotDays` days (a rollup
- * row with count n is fed as n events: the engine only counts, so the answers are the same).
- * Afterwards every committed batch is appended too. An api is covered from the first hour loaded
- * on; an api with nothing older than that, or created after open, is covered entirely. A query is
- * answered here only when its window lies inside the coverage; otherwise the rollups answer it.
+ * After open, the engine is filled in the background from the hour rollups of each api's last
+ * `hotDays` days (a rollup row with count n is fed as n events: the engine only counts, so the
+ * answers are the same), a few hours per statement, so the store serves at once and the rollups
+ * answer an api's queries until its load is done. Every committed batch is appended too: while an
+ * api loads, only events of hours already read (the rest are still to be read from SQLite). The
+ * caller runs each commit and its append under the same lock as each read of the load, so no
+ * event is read and appended both, or neither. An api is covered from the first hour loaded on;
+ * an api with nothing older than that, or created after open, is covered entirely. A query is
+ * answered here only when its api is loaded and its window lies inside the coverage.
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
@@ -18,65 +22,91 @@ import * as Effect from "effect/Effect"
 import type { Dictionaries, Partition } from "./Dictionaries.js"
 import { COUNTERS } from "./Rollup.js"
 
-/** Hours read per statement at load: a day keeps the row arrays small. */
-const LOAD_HOURS = 24
+/**
+ * Hours read per statement at load: each read holds up ingest, so it is kept short (about 60 ms
+ * with 50M events over 90 days).
+ */
+const LOAD_HOURS = 6
+
+/** A turn of the event loop (not the Clock's, so it is the same under a TestClock). */
+const nextMacrotask = Effect.async<void>((resume) => {
+  const handle = setImmediate(() => resume(Effect.void))
+  return Effect.sync(() => clearImmediate(handle))
+})
 
 export class HotIndex {
   private readonly engine = new MemoryVerificationStore.Engine()
   /** First covered hour of apis that hold older data; apis not listed are covered entirely. */
   private readonly coveredFrom = new Map<number, number>()
+  /** Apis still loading, each with the first hour not yet read. */
+  private readonly loadingFrom = new Map<number, number>()
   /** Set when the engine failed to take a batch: from then on the rollups answer everything. */
   private broken = false
 
   private constructor(private readonly dictionaries: Dictionaries) {}
 
-  /** An index filled from the last `hotDays` days of every api's hour rollups. */
-  static load(dictionaries: Dictionaries, hotDays: number): Effect.Effect<HotIndex, SqlError, SqlClient.SqlClient> {
+  /** An empty index over the last `hotDays` days of every api; {@link load} fills it. */
+  static make(dictionaries: Dictionaries, hotDays: number): HotIndex {
+    const index = new HotIndex(dictionaries)
+    for (const partition of dictionaries.partitionsByNo) {
+      if (partition === undefined || partition.maxHour < 0) continue
+      const from = (Math.floor(partition.maxHour / 24) - hotDays + 1) * 24
+      if (partition.minHour < from) index.coveredFrom.set(partition.no, from)
+      index.loadingFrom.set(partition.no, Math.max(from, partition.minHour))
+    }
+    return index
+  }
+
+  /**
+   * Reads every loading api's hours from the rollups, each statement and what it adds under
+   * `exclusive` (the lock the writer commits and appends under). Resolves with the events loaded.
+   */
+  load(exclusive: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>): Effect.Effect<number, SqlError, SqlClient.SqlClient> {
+    const index = this
     return Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
-      const index = new HotIndex(dictionaries)
-      for (const partition of dictionaries.partitionsByNo) {
-        if (partition === undefined || partition.maxHour < 0) continue
-        const from = (Math.floor(partition.maxHour / 24) - hotDays + 1) * 24
-        if (partition.minHour < from) index.coveredFrom.set(partition.no, from)
-        yield* index.loadPartition(sql, partition, Math.max(from, partition.minHour))
+      let events = 0
+      for (const no of [...index.loadingFrom.keys()]) {
+        const partition = index.dictionaries.partitionsByNo[no]!
+        const codes = new CodeTranslation(index.dictionaries, index.engine.partitionFor(partition.workspaceId, partition.apiId))
+        while (index.loadingFrom.has(no)) {
+          events += yield* exclusive(index.loadHours(sql, partition, codes))
+          // Reads are synchronous: let I/O (requests) and commits in between them.
+          yield* nextMacrotask
+        }
       }
-      return index
+      return events
     })
   }
 
-  private loadPartition(sql: SqlClient.SqlClient, partition: Partition, from: number) {
-    const target = this.engine.partitionFor(partition.workspaceId, partition.apiId)
-    const d = this.dictionaries
-    // Rollup codes are global; the engine's are per api: translate once per code.
-    const keys = new Int32Array(d.keyNames.length).fill(-1)
-    const identities = new Int32Array(d.identityList.length).fill(-1)
-    const tagsets = new Int32Array(d.tagsetList.length).fill(-1)
-    identities[0] = 0
-    tagsets[0] = 0
+  /** Reads the next hours of a loading api, or marks it loaded once past its last hour. */
+  private loadHours(sql: SqlClient.SqlClient, partition: Partition, codes: CodeTranslation) {
+    const index = this
     return Effect.gen(function*() {
-      for (let hour = from; hour <= partition.maxHour; hour += LOAD_HOURS) {
-        const rows = yield* sql.unsafe(
-          `SELECT hour, key, identity, tagset, ${COUNTERS.join(", ")} FROM r_hour WHERE p = ? AND hour >= ? AND hour < ? ORDER BY hour`,
-          [partition.no, hour, hour + LOAD_HOURS]
-        ).values
-        for (const row of rows) {
-          const h = row[0] as number
-          const k = row[1] as number
-          const i = row[2] as number
-          const t = row[3] as number
-          let key = keys[k]!
-          if (key < 0) key = keys[k] = target.keyCode(d.keyNames[k]!)
-          let identity = identities[i]!
-          if (identity < 0) identity = identities[i] = target.identityCode(d.identityList[i]!)
-          let tagset = tagsets[t]!
-          if (tagset < 0) tagset = tagsets[t] = target.tagsetCode(d.tagsetList[t]!)
-          for (let outcome = 0; outcome < 9; outcome++) {
-            for (let n = row[4 + outcome] as number; n > 0; n--) target.addCoded(h, key, identity, tagset, outcome)
-          }
-        }
-        target.maybeMerge()
+      const from = index.loadingFrom.get(partition.no)!
+      if (from > partition.maxHour || index.broken) {
+        index.loadingFrom.delete(partition.no)
+        return 0
       }
+      const rows = yield* sql.unsafe(
+        `SELECT hour, key, identity, tagset, ${COUNTERS.join(", ")} FROM r_hour WHERE p = ? AND hour >= ? AND hour < ? ORDER BY hour`,
+        [partition.no, from, from + LOAD_HOURS]
+      ).values
+      let events = 0
+      for (const row of rows) {
+        const h = row[0] as number
+        const key = codes.key(row[1] as number)
+        const identity = codes.identity(row[2] as number)
+        const tagset = codes.tagset(row[3] as number)
+        for (let outcome = 0; outcome < 9; outcome++) {
+          const count = row[4 + outcome] as number
+          for (let n = count; n > 0; n--) codes.target.addCoded(h, key, identity, tagset, outcome)
+          events += count
+        }
+      }
+      codes.target.maybeMerge()
+      index.loadingFrom.set(partition.no, from + LOAD_HOURS)
+      return events
     })
   }
 
@@ -84,11 +114,13 @@ export class HotIndex {
   append(events: ReadonlyArray<Verification>): void {
     if (this.broken) return
     try {
-      if (this.coveredFrom.size === 0) return this.engine.append(events)
+      if (this.coveredFrom.size === 0 && this.loadingFrom.size === 0) return this.engine.append(events)
       const kept = events.filter((event) => {
         const partition = this.dictionaries.partition(event.workspaceId, event.apiId)
-        const from = partition === undefined ? undefined : this.coveredFrom.get(partition.no)
-        return from === undefined || event.time >= from * Time.HOUR
+        if (partition === undefined) return true
+        const from = this.coveredFrom.get(partition.no)
+        const unread = this.loadingFrom.get(partition.no)
+        return (from === undefined || event.time >= from * Time.HOUR) && (unread === undefined || event.time < unread * Time.HOUR)
       })
       this.engine.append(kept)
     } catch (error) {
@@ -104,6 +136,7 @@ export class HotIndex {
   answer(query: AggregationQuery): AggregationResult | undefined | null {
     if (this.broken) return null
     const partition = this.dictionaries.partition(query.workspaceId, query.apiId)
+    if (partition !== undefined && this.loadingFrom.has(partition.no)) return null
     const from = partition === undefined ? undefined : this.coveredFrom.get(partition.no)
     if (from !== undefined && (query.start ?? -Infinity) < from * Time.HOUR) return null
     return this.engine.aggregate(query)
@@ -113,4 +146,41 @@ export class HotIndex {
   get events(): number {
     return this.engine.stats().events
   }
+}
+
+/**
+ * Rollup codes are global; the engine's are per api: each code is translated once. Codes made
+ * after the load began (keys first seen in a batch meanwhile) are translated too.
+ */
+class CodeTranslation {
+  private keys: Int32Array<ArrayBuffer> = new Int32Array(0)
+  private identities: Int32Array<ArrayBuffer> = new Int32Array(0)
+  private tagsets: Int32Array<ArrayBuffer> = new Int32Array(0)
+
+  constructor(private readonly dictionaries: Dictionaries, readonly target: MemoryVerificationStore.Partition) {}
+
+  key(code: number): number {
+    if (code >= this.keys.length) this.keys = grown(this.keys, this.dictionaries.keyNames.length)
+    const known = this.keys[code]!
+    return known >= 0 ? known : this.keys[code] = this.target.keyCode(this.dictionaries.keyNames[code]!)
+  }
+  identity(code: number): number {
+    if (code === 0) return 0
+    if (code >= this.identities.length) this.identities = grown(this.identities, this.dictionaries.identityList.length)
+    const known = this.identities[code]!
+    return known >= 0 ? known : this.identities[code] = this.target.identityCode(this.dictionaries.identityList[code]!)
+  }
+  tagset(code: number): number {
+    if (code === 0) return 0
+    if (code >= this.tagsets.length) this.tagsets = grown(this.tagsets, this.dictionaries.tagsetList.length)
+    const known = this.tagsets[code]!
+    return known >= 0 ? known : this.tagsets[code] = this.target.tagsetCode(this.dictionaries.tagsetList[code]!)
+  }
+}
+
+/** `codes` lengthened to `length`, new entries -1 (not yet translated). */
+const grown = (codes: Int32Array<ArrayBuffer>, length: number): Int32Array<ArrayBuffer> => {
+  const next = new Int32Array(length).fill(-1)
+  next.set(codes)
+  return next
 }

@@ -32,14 +32,21 @@ const emptyRollups = Effect.gen(function*() {
   }
 })
 
+/** A new file holding the catalog and `events`; resolves with the layer that opens it again. */
+const fileHolding = (events: ReadonlyArray<Reference.RawEvent>, hotDays: number) =>
+  Effect.gen(function*() {
+    const filename = join(mkdtempSync(join(tmpdir(), "keymeter-hot-")), "k.db")
+    const open = Keymeter.layer.pipe(Layer.provideMerge(SqliteStorage.layer({ filename, hotDays })))
+    yield* Effect.zipRight(seedCatalog, store(events)).pipe(Effect.provide(open))
+    return open
+  })
+
 describe("SqliteStorage hot index", () => {
   it.effect("counts once every batch committed while the hot range loads in the background", () =>
     Effect.gen(function*() {
-      const filename = join(mkdtempSync(join(tmpdir(), "keymeter-hot-")), "k.db")
-      const open = Keymeter.layer.pipe(Layer.provideMerge(SqliteStorage.layer({ filename, hotDays: 30 })))
       const events = FastCheck.sample(eventArb, { numRuns: 3000, seed: 21 })
       const during = FastCheck.sample(eventArb, { numRuns: 400, seed: 22 })
-      yield* Effect.zipRight(seedCatalog, store(events)).pipe(Effect.provide(open))
+      const open = yield* fileHolding(events, 30)
 
       yield* Effect.gen(function*() {
         // One transaction per event, a turn of the event loop apart, as the load's reads are: the
@@ -61,14 +68,11 @@ describe("SqliteStorage hot index", () => {
       }).pipe(Effect.provide(open))
     }), { timeout: 60_000 })
 
-
   it.effect("reloads the last hotDays days after a reopen; older windows are answered by the rollups", () =>
     Effect.gen(function*() {
-      const filename = join(mkdtempSync(join(tmpdir(), "keymeter-hot-")), "k.db")
-      const open = Keymeter.layer.pipe(Layer.provideMerge(SqliteStorage.layer({ filename, hotDays: 5 })))
       const events = FastCheck.sample(eventArb, { numRuns: 3000, seed: 11 })
       const more = FastCheck.sample(eventArb, { numRuns: 300, seed: 12 })
-      yield* Effect.zipRight(seedCatalog, store(events)).pipe(Effect.provide(open))
+      const open = yield* fileHolding(events, 5)
 
       yield* Effect.gen(function*() {
         // After the reopen: events in the hot range and late ones before it.

@@ -68,6 +68,42 @@ describe("SqliteStorage hot index", () => {
       }).pipe(Effect.provide(open))
     }), { timeout: 60_000 })
 
+  it.effect("drops days that age out of the hot range by rebuilding the api beside the live one", () =>
+    Effect.gen(function*() {
+      const events = FastCheck.sample(eventArb, { numRuns: 3000, seed: 31 })
+      // The last two days and three newer ones: the range moves on, and an api holding more than
+      // hotDays (5) + an eighth is rebuilt while these commits go on, into the hours it rebuilds.
+      const later = FastCheck.sample(eventArb, { numRuns: 400, seed: 32 })
+        .map((event) => ({ ...event, time: TO - 2 * DAY + (event.time - FROM) % (5 * DAY) }))
+      const open = yield* fileHolding(events, 5)
+
+      yield* Effect.gen(function*() {
+        yield* hotRangeLoaded
+        const held = Effect.flatMap(SqliteVerificationStore.HotRange, (hotRange) => hotRange.events)
+        const heldBefore = yield* held
+        const cold = { apiId: "api_1", start: TO - 4 * DAY, end: TO + 3 * DAY, groupBy: ["day"] }
+        for (const event of later) {
+          yield* store([event], 1, TO + 4 * DAY)
+          yield* Effect.promise(() => new Promise((resolve) => setImmediate(resolve)))
+        }
+        yield* hotRangeLoaded
+        // Without dropping days, memory would hold what it held and every later event.
+        expect(yield* held).toBeLessThan(heldBefore + later.length)
+        const all = [...events, ...later]
+        expect(yield* ask(cold)).toEqual(Reference.answer(all, { ...cold, workspaceId: WS }))
+        yield* emptyRollups
+        // Memory still answers the new range, batches committed during the rebuild included...
+        for (const groupBy of [["hour"], ["day", "key"], ["identity", "tags"]]) {
+          const hot = { apiId: "api_1", start: TO, end: TO + 3 * DAY, groupBy }
+          const answer = yield* ask(hot)
+          expect(answer.length).toBeGreaterThan(0)
+          expect(answer, JSON.stringify(hot)).toEqual(Reference.answer(all, { ...hot, workspaceId: WS }))
+        }
+        // ... but no longer days before it, which it held before the rebuild: SQL answers (emptied).
+        expect(yield* ask(cold)).toEqual(Reference.answer([], { ...cold, workspaceId: WS }))
+      }).pipe(Effect.provide(open))
+    }), { timeout: 60_000 })
+
   it.effect("reloads the last hotDays days after a reopen; older windows are answered by the rollups", () =>
     Effect.gen(function*() {
       const events = FastCheck.sample(eventArb, { numRuns: 3000, seed: 11 })

@@ -129,7 +129,8 @@ export const seedCatalog = Effect.gen(function*() {
 })
 
 /** Stores raw events (validated like any record call, tags normalised) straight into the adapter. */
-export const store = (events: ReadonlyArray<Reference.RawEvent>, batch = 97) =>
+/** Stores `events` in batches, as recorded when the clock reads `now`. */
+export const store = (events: ReadonlyArray<Reference.RawEvent>, batch = 97, now = TO + 86400000) =>
   Effect.gen(function*() {
     const verifications = yield* VerificationStore
     for (let i = 0; i < events.length; i += batch) {
@@ -139,7 +140,7 @@ export const store = (events: ReadonlyArray<Reference.RawEvent>, batch = 97) =>
         const { workspaceId, ...input } = e
         const [event] = yield* Verification.decodeBatch([{ ...input, tags: [...e.tags] }], {
           workspaceId,
-          now: TO + 86400000
+          now
         })
         decoded.push(event!)
       }

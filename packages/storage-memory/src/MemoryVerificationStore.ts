@@ -70,6 +70,18 @@ export class Engine {
     return partition
   }
 
+  /** A partition outside the engine, filled by the caller, to take an api's place with {@link replace}. */
+  detachedPartition(): Partition {
+    return new Partition(this.options.lateMergeThreshold)
+  }
+
+  /** Puts `partition` in place of the api's current one (which is then dropped). */
+  replace(workspaceId: string, apiId: string, partition: Partition): void {
+    let apis = this.partitions.get(workspaceId)
+    if (apis === undefined) this.partitions.set(workspaceId, apis = new Map())
+    apis.set(apiId, partition)
+  }
+
   /** Answers the query, or undefined when the answer would exceed `query.maxRows`. */
   aggregate(query: Aggregation.AggregationQuery): Aggregation.AggregationResult | undefined {
     try {

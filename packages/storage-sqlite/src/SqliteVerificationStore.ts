@@ -68,8 +68,13 @@ export interface Options {
  * serves at once; until an api's hours are loaded, the rollups answer its queries.
  */
 export class HotRange extends Context.Tag("@keymeter/storage-sqlite/HotRange")<HotRange, {
-  /** Completes once the load is over: at once with `hotDays: 0`, and also when it failed (SQLite then answers). */
+  /**
+   * Completes once no load is under way (the first after open, or the rebuild that drops an api's
+   * aged days): at once with `hotDays: 0`, and also when a load failed (SQLite then answers).
+   */
   readonly loaded: Effect.Effect<void>
+  /** Events held in memory. */
+  readonly events: Effect.Effect<number>
 }>() {}
 
 /** Default of {@link Options.hotDays}: a quarter, so 30- and 90-day dashboards stay hot. */
@@ -137,21 +142,37 @@ export const make = (options: Options = {}) => Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   const dictionaries = yield* Effect.catchAll(loadDictionaries, storageError)
   const hot = hotDays === 0 ? undefined : HotIndex.make(dictionaries, hotDays)
-  // A commit and its append to the hot index are one step for the background load (see HotIndex).
+  // A commit and its append to the hot index are one step for the background loads (see HotIndex).
   const exclusive = (yield* Effect.makeSemaphore(1)).withPermits(1)
-  const hotLoaded = yield* Deferred.make<void>()
-  if (hot === undefined) yield* Deferred.succeed(hotLoaded, undefined)
-  else {
-    yield* hot.load(exclusive).pipe(
-      Effect.timed,
-      Effect.flatMap(([took, events]) =>
-        events === 0 ? Effect.void : Effect.logInfo(`Hot range loaded: ${events} events in memory in ${(Duration.toMillis(took) / 1000).toFixed(1)} s`)
-      ),
-      Effect.catchAll((error) => Effect.logError("the in-memory hot index could not be loaded; queries are answered from SQLite", error)),
-      Effect.ensuring(Deferred.succeed(hotLoaded, undefined)),
-      Effect.forkScoped
-    )
-  }
+  const scope = yield* Effect.scope
+  /** Completed when no load of the hot index is under way; replaced when one starts. */
+  let loadsDone = yield* Deferred.make<void>()
+  /** Runs the hot index's pending loads in the background (the first one, or a rebuild). */
+  const startLoad = (index: HotIndex, what: string) =>
+    Effect.gen(function*() {
+      const done = loadsDone = yield* Deferred.make<void>()
+      yield* index.load(exclusive).pipe(
+        Effect.provideService(SqlClient.SqlClient, sql),
+        Effect.timed,
+        Effect.flatMap(([took, events]) =>
+          events === 0 ? Effect.void : Effect.logInfo(`${what}: ${events} events in memory in ${(Duration.toMillis(took) / 1000).toFixed(1)} s`)
+        ),
+        Effect.catchAll((error) => Effect.logError(`${what} failed; queries it would have answered are answered from SQLite`, error)),
+        Effect.ensuring(Deferred.succeed(done, undefined)),
+        Effect.forkIn(scope)
+      )
+    })
+  if (hot === undefined) yield* Deferred.succeed(loadsDone, undefined)
+  else yield* startLoad(hot, "Hot range loaded")
+  // Days that age out of the hot range are dropped by rebuilding an api once it holds an eighth
+  // more days than hotDays: the rebuild costs a load of the api, so not every day.
+  const slackDays = Math.max(1, Math.ceil(hotDays / 8))
+  const rebuildDue = Effect.suspend(() => {
+    const no = hot?.startRebuild(slackDays)
+    if (no === undefined) return Effect.void
+    const partition = dictionaries.partitionsByNo[no]!
+    return startLoad(hot!, `Hot range of ${partition.workspaceId}/${partition.apiId} rebuilt, older days dropped`)
+  })
 
   /** Hands a committed batch to the hot index; should that fail, the rollups answer from then on. */
   const feedHot = (events: ReadonlyArray<Verification>) =>
@@ -207,6 +228,7 @@ export const make = (options: Options = {}) => Effect.gen(function*() {
       Effect.onExit((exit) => Effect.sync(() => (Exit.isSuccess(exit) ? dictionaries.commit() : dictionaries.rollback()))),
       Effect.catchAll(storageError),
       Effect.zipLeft(Effect.suspend(() => feedHot(events))),
+      Effect.zipLeft(rebuildDue),
       exclusive
     )
 
@@ -339,7 +361,10 @@ export const make = (options: Options = {}) => Effect.gen(function*() {
         Effect.flatMap((result) => (result === undefined ? Effect.fail(tooLarge(query, query.maxRows)) : Effect.succeed(result)))
       )
   })
-  return Context.make(VerificationStore, store).pipe(Context.add(HotRange, HotRange.of({ loaded: Deferred.await(hotLoaded) })))
+  return Context.make(VerificationStore, store).pipe(Context.add(HotRange, HotRange.of({
+    loaded: Effect.suspend(() => Deferred.await(loadsDone)),
+    events: Effect.sync(() => hot?.events ?? 0)
+  })))
 })
 
 /** The store as a scoped layer over the SqlClient in context. */

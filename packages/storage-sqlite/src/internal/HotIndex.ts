@@ -7,10 +7,15 @@
  * answers are the same), a few hours per statement, so the store serves at once and the rollups
  * answer an api's queries until its load is done. Every committed batch is appended too: while an
  * api loads, only events of hours already read (the rest are still to be read from SQLite). The
- * caller runs each commit and its append under the same lock as each read of the load, so no
- * event is read and appended both, or neither. An api is covered from the first hour loaded on;
- * an api with nothing older than that, or created after open, is covered entirely. A query is
- * answered here only when its api is loaded and its window lies inside the coverage.
+ * caller runs each commit and its append under the same lock as each read of a load, so no event
+ * is read and appended both, or neither. An api is covered from the first hour loaded on; an api
+ * with nothing older than that, or created after open, is covered entirely. A query is answered
+ * here only when its api is loaded and its window lies inside the coverage.
+ *
+ * Days that age out of the range are dropped by rebuilding the api: once it holds some days more
+ * than `hotDays` (see {@link HotIndex.startRebuild}), its last `hotDays` days are loaded the same
+ * way into a new partition beside the live one (which keeps answering), which then takes the live
+ * one's place. One api is rebuilt at a time, so memory grows by at most one api's range.
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
@@ -19,6 +24,7 @@ import * as Time from "@keymeter/core/Time"
 import type { Verification } from "@keymeter/core/Verification"
 import { MemoryVerificationStore } from "@keymeter/storage-memory"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import type { Dictionaries, Partition } from "./Dictionaries.js"
 import { COUNTERS } from "./Rollup.js"
 
@@ -34,64 +40,126 @@ const nextMacrotask = Effect.async<void>((resume) => {
   return Effect.sync(() => clearImmediate(handle))
 })
 
+/** An api being read from the rollups into `target`. */
+interface Load {
+  /** First hour to hold. */
+  readonly from: number
+  /** First hour not yet read. */
+  next: number
+  /** The live partition (a first load) or one that replaces it when done (a rebuild). */
+  readonly target: MemoryVerificationStore.Partition
+  readonly rebuild: boolean
+  readonly codes: CodeTranslation
+}
+
 export class HotIndex {
   private readonly engine = new MemoryVerificationStore.Engine()
   /** First covered hour of apis that hold older data; apis not listed are covered entirely. */
   private readonly coveredFrom = new Map<number, number>()
-  /** Apis still loading, each with the first hour not yet read. */
-  private readonly loadingFrom = new Map<number, number>()
+  /** Apis being read from the rollups, by partition number. */
+  private readonly loads = new Map<number, Load>()
   /** Set when the engine failed to take a batch: from then on the rollups answer everything. */
   private broken = false
 
-  private constructor(private readonly dictionaries: Dictionaries) {}
+  private constructor(private readonly dictionaries: Dictionaries, readonly hotDays: number) {}
 
   /** An empty index over the last `hotDays` days of every api; {@link load} fills it. */
   static make(dictionaries: Dictionaries, hotDays: number): HotIndex {
-    const index = new HotIndex(dictionaries)
+    const index = new HotIndex(dictionaries, hotDays)
     for (const partition of dictionaries.partitionsByNo) {
       if (partition === undefined || partition.maxHour < 0) continue
-      const from = (Math.floor(partition.maxHour / 24) - hotDays + 1) * 24
+      const from = index.firstHotHour(partition)
       if (partition.minHour < from) index.coveredFrom.set(partition.no, from)
-      index.loadingFrom.set(partition.no, Math.max(from, partition.minHour))
+      const start = Math.max(from, partition.minHour)
+      const target = index.engine.partitionFor(partition.workspaceId, partition.apiId)
+      index.loads.set(partition.no, { from: start, next: start, target, rebuild: false, codes: new CodeTranslation(dictionaries, target) })
     }
     return index
   }
 
+  /** First hour of the last `hotDays` days of the api. */
+  private firstHotHour(partition: Partition): number {
+    return (Math.floor(partition.maxHour / 24) - this.hotDays + 1) * 24
+  }
+
+  /** Whether an api is being read from the rollups. */
+  get loading(): boolean {
+    return this.loads.size > 0
+  }
+
   /**
    * Reads every loading api's hours from the rollups, each statement and what it adds under
-   * `exclusive` (the lock the writer commits and appends under). Resolves with the events loaded.
+   * `exclusive` (the lock the writer commits and appends under). Resolves with the events read.
    */
   load(exclusive: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>): Effect.Effect<number, SqlError, SqlClient.SqlClient> {
     const index = this
     return Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       let events = 0
-      for (const no of [...index.loadingFrom.keys()]) {
-        const partition = index.dictionaries.partitionsByNo[no]!
-        const codes = new CodeTranslation(index.dictionaries, index.engine.partitionFor(partition.workspaceId, partition.apiId))
-        while (index.loadingFrom.has(no)) {
-          events += yield* exclusive(index.loadHours(sql, partition, codes))
+      for (const no of [...index.loads.keys()]) {
+        while (index.loads.has(no)) {
+          events += yield* exclusive(index.loadHours(sql, no))
           // Reads are synchronous: let I/O (requests) and commits in between them.
           yield* nextMacrotask
         }
       }
       return events
-    })
+    }).pipe(
+      // A load that did not finish is given up: a rebuild's partition is dropped (the live one
+      // stays); after a first load that failed, the rollups answer everything.
+      Effect.onExit((exit) =>
+        Effect.sync(() => {
+          if (Exit.isSuccess(exit)) return
+          for (const load of index.loads.values()) if (!load.rebuild) index.broken = true
+          index.loads.clear()
+        })
+      )
+    )
   }
 
-  /** Reads the next hours of a loading api, or marks it loaded once past its last hour. */
-  private loadHours(sql: SqlClient.SqlClient, partition: Partition, codes: CodeTranslation) {
+  /**
+   * The api that has aged most past its range by `slackDays` or more, now set to be rebuilt by
+   * the next {@link load}; undefined when none has (or a load is under way: one at a time).
+   */
+  startRebuild(slackDays: number): number | undefined {
+    if (this.broken || this.loads.size > 0) return undefined
+    let due: Partition | undefined
+    let most = slackDays - 1
+    for (const partition of this.dictionaries.partitionsByNo) {
+      if (partition === undefined || partition.maxHour < 0) continue
+      const first = this.coveredFrom.get(partition.no) ?? partition.minHour
+      const excess = Math.floor(partition.maxHour / 24) - Math.floor(first / 24) + 1 - this.hotDays
+      if (excess > most) {
+        most = excess
+        due = partition
+      }
+    }
+    if (due === undefined) return undefined
+    const from = this.firstHotHour(due)
+    const target = this.engine.detachedPartition()
+    this.loads.set(due.no, { from, next: from, target, rebuild: true, codes: new CodeTranslation(this.dictionaries, target) })
+    return due.no
+  }
+
+  /** Reads the next hours of a loading api; once past its last hour, its load is done. */
+  private loadHours(sql: SqlClient.SqlClient, no: number) {
     const index = this
     return Effect.gen(function*() {
-      const from = index.loadingFrom.get(partition.no)!
-      if (from > partition.maxHour || index.broken) {
-        index.loadingFrom.delete(partition.no)
+      const load = index.loads.get(no)!
+      const partition = index.dictionaries.partitionsByNo[no]!
+      if (load.next > partition.maxHour || index.broken) {
+        if (load.rebuild && !index.broken) {
+          index.engine.replace(partition.workspaceId, partition.apiId, load.target)
+          index.coveredFrom.set(no, load.from)
+        }
+        index.loads.delete(no)
         return 0
       }
       const rows = yield* sql.unsafe(
         `SELECT hour, key, identity, tagset, ${COUNTERS.join(", ")} FROM r_hour WHERE p = ? AND hour >= ? AND hour < ? ORDER BY hour`,
-        [partition.no, from, from + LOAD_HOURS]
+        [no, load.next, load.next + LOAD_HOURS]
       ).values
+      const { codes, target } = load
       let events = 0
       for (const row of rows) {
         const h = row[0] as number
@@ -100,29 +168,39 @@ export class HotIndex {
         const tagset = codes.tagset(row[3] as number)
         for (let outcome = 0; outcome < 9; outcome++) {
           const count = row[4 + outcome] as number
-          for (let n = count; n > 0; n--) codes.target.addCoded(h, key, identity, tagset, outcome)
+          for (let n = count; n > 0; n--) target.addCoded(h, key, identity, tagset, outcome)
           events += count
         }
       }
-      codes.target.maybeMerge()
-      index.loadingFrom.set(partition.no, from + LOAD_HOURS)
+      target.maybeMerge()
+      load.next += LOAD_HOURS
       return events
     })
   }
 
-  /** Adds a committed batch: events of covered hours only (older ones would be a partial picture). */
+  /**
+   * Adds a committed batch: events of covered hours only (older ones would be a partial picture),
+   * and of a loading api only those of hours already read.
+   */
   append(events: ReadonlyArray<Verification>): void {
     if (this.broken) return
     try {
-      if (this.coveredFrom.size === 0 && this.loadingFrom.size === 0) return this.engine.append(events)
-      const kept = events.filter((event) => {
+      if (this.coveredFrom.size === 0 && this.loads.size === 0) return this.engine.append(events)
+      const live: Array<Verification> = []
+      const rebuilt = new Set<MemoryVerificationStore.Partition>()
+      for (const event of events) {
         const partition = this.dictionaries.partition(event.workspaceId, event.apiId)
-        if (partition === undefined) return true
-        const from = this.coveredFrom.get(partition.no)
-        const unread = this.loadingFrom.get(partition.no)
-        return (from === undefined || event.time >= from * Time.HOUR) && (unread === undefined || event.time < unread * Time.HOUR)
-      })
-      this.engine.append(kept)
+        const load = partition === undefined ? undefined : this.loads.get(partition.no)
+        const from = partition === undefined ? undefined : this.coveredFrom.get(partition.no)
+        const hour = Math.floor(event.time / Time.HOUR)
+        if ((from === undefined || hour >= from) && (load === undefined || load.rebuild || hour < load.next)) live.push(event)
+        if (load?.rebuild && hour >= load.from && hour < load.next) {
+          load.target.add(event)
+          rebuilt.add(load.target)
+        }
+      }
+      this.engine.append(live)
+      for (const target of rebuilt) target.maybeMerge()
     } catch (error) {
       this.broken = true
       throw error
@@ -136,13 +214,13 @@ export class HotIndex {
   answer(query: AggregationQuery): AggregationResult | undefined | null {
     if (this.broken) return null
     const partition = this.dictionaries.partition(query.workspaceId, query.apiId)
-    if (partition !== undefined && this.loadingFrom.has(partition.no)) return null
+    if (partition !== undefined && this.loads.get(partition.no)?.rebuild === false) return null
     const from = partition === undefined ? undefined : this.coveredFrom.get(partition.no)
     if (from !== undefined && (query.start ?? -Infinity) < from * Time.HOUR) return null
     return this.engine.aggregate(query)
   }
 
-  /** Events held. */
+  /** Events held (in the live partitions). */
   get events(): number {
     return this.engine.stats().events
   }

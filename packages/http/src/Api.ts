@@ -25,6 +25,7 @@ import {
   InternalServerErrorResponse,
   NotFoundResponse,
   PayloadTooLargeResponse,
+  RateLimitedResponse,
   ServiceUnavailableResponse,
   UnauthorizedResponse,
   UnsupportedMediaTypeResponse
@@ -92,6 +93,7 @@ export class AnalyticsGroup extends HttpApiGroup.make("analytics")
   .addError(NotFoundResponse)
   .addError(ServiceUnavailableResponse)
   .addError(InternalServerErrorResponse)
+  .addError(RateLimitedResponse)
   .middleware(Authorization)
   .prefix("/v1")
 {}
@@ -171,6 +173,7 @@ export class RatelimitsGroup extends HttpApiGroup.make("ratelimits")
   .addError(UnsupportedMediaTypeResponse)
   .addError(ServiceUnavailableResponse)
   .addError(InternalServerErrorResponse)
+  .addError(RateLimitedResponse)
   .middleware(Authorization)
   .prefix("/v1")
 {}
@@ -190,6 +193,7 @@ export class ApisGroup extends HttpApiGroup.make("apis")
   .addError(UnsupportedMediaTypeResponse)
   .addError(ServiceUnavailableResponse)
   .addError(InternalServerErrorResponse)
+  .addError(RateLimitedResponse)
   .middleware(Authorization)
   .prefix("/v1")
 {}

@@ -24,7 +24,7 @@ export const Codes = {
   METHOD_NOT_ALLOWED: { status: 405, when: "The route exists but not for this method; the Allow header lists the methods." },
   PAYLOAD_TOO_LARGE: { status: 413, when: "The request body is over the configured limit (1 MiB by default)." },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, when: "A POST body whose Content-Type is missing or not application/json." },
-  RATE_LIMITED: { status: 429, when: "The server's own protective limits." },
+  RATE_LIMITED: { status: 429, when: "The server's own protective limit: it is serving as many requests at once as it takes (KEYMETER_MAX_IN_FLIGHT, 256 by default). Nothing was read or changed; retry after the Retry-After header's seconds." },
   INTERNAL_SERVER_ERROR: { status: 500, when: "A bug. It is logged with the request id; nothing about it is leaked." },
   SERVICE_UNAVAILABLE: { status: 503, when: "Storage is unreachable or failing, or the server is shutting down. Safe to retry." }
 } as const

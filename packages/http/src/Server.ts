@@ -3,6 +3,7 @@
  * standalone Node server around them.
  */
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
+import type * as HttpApp from "@effect/platform/HttpApp"
 import * as HttpServer from "@effect/platform/HttpServer"
 import type { ServeError } from "@effect/platform/HttpServerError"
 import { NodeHttpServer } from "@effect/platform-node"
@@ -16,6 +17,7 @@ import * as Authorization from "./Authorization.js"
 import * as Docs from "./Docs.js"
 import * as Fallback from "./Fallback.js"
 import * as Handlers from "./Handlers.js"
+import * as InFlightLimit from "./InFlightLimit.js"
 import { MaxBodyBytes } from "./internal/JsonBody.js"
 import * as RequestContext from "./RequestContext.js"
 
@@ -27,6 +29,8 @@ export interface Options {
   readonly maxBodyBytes?: number | undefined
   /** Largest analytics answer before `limit` (default 100,000 datapoints). */
   readonly maxDatapoints?: number | undefined
+  /** Requests served at once; more are answered 429 (default 256). */
+  readonly maxInFlight?: number | undefined
 }
 
 /** The routes over the core services. */
@@ -42,9 +46,15 @@ export const ApiLive = (options: Options = {}) =>
     )
   )
 
-/** The outermost middleware: request ids and the docs base of error bodies. */
-export const middleware = (options: Options = {}) =>
-  RequestContext.middleware({ docsUrl: (options.docsUrl ?? "/docs").replace(/\/+$/, "") })
+/**
+ * The outermost middleware: request ids and the docs base of error bodies, then the in-flight
+ * limit. Each call makes a new count: one per server.
+ */
+export const middleware = (options: Options = {}) => {
+  const context = RequestContext.middleware({ docsUrl: (options.docsUrl ?? "/docs").replace(/\/+$/, "") })
+  const limit = InFlightLimit.middleware(options.maxInFlight ?? InFlightLimit.DEFAULT_MAX_IN_FLIGHT)
+  return <E, R>(app: HttpApp.Default<E, R>) => context(limit(app))
+}
 
 /**
  * Everything an `HttpServer` needs to serve keymeter: routes, docs, fallbacks. Requires the

@@ -2,6 +2,7 @@
  * Configuration of the standalone server, from the environment.
  */
 import * as Config from "effect/Config"
+import * as InFlightLimit from "./InFlightLimit.js"
 import * as StorageSpec from "./StorageSpec.js"
 
 /** Every setting, with its default. */
@@ -29,5 +30,9 @@ export const config = Config.all({
   maxDatapoints: Config.integer("KEYMETER_MAX_DATAPOINTS").pipe(
     Config.validate({ message: "must be at least 1", validation: (n) => n >= 1 }),
     Config.withDefault(100_000)
+  ),
+  maxInFlight: Config.integer("KEYMETER_MAX_IN_FLIGHT").pipe(
+    Config.validate({ message: "must be at least 1", validation: (n) => n >= 1 }),
+    Config.withDefault(InFlightLimit.DEFAULT_MAX_IN_FLIGHT)
   )
 })

@@ -356,7 +356,7 @@ layer(TestServer.layer(MemoryStorage.layer, { maxBodyBytes: 64 * 1024 }), { excl
       expect(text).not.toContain("HttpApiDecodeError")
       expect(text).not.toContain("_tag")
       const responses = spec.body.paths["/v1/ratelimits.setOverride"].post.responses
-      expect(Object.keys(responses).sort()).toEqual(["200", "400", "401", "403", "404", "413", "415", "500", "503"])
+      expect(Object.keys(responses).sort()).toEqual(["200", "400", "401", "403", "404", "413", "415", "429", "500", "503"])
       const docs = yield* request("/docs")
       expect(docs.status).toBe(200)
       expect(docs.body).toContain("swagger-ui")

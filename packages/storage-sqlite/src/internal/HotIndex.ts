@@ -58,7 +58,7 @@ export class HotIndex {
   private readonly coveredFrom = new Map<number, number>()
   /** Apis being read from the rollups, by partition number. */
   private readonly loads = new Map<number, Load>()
-  /** Set when the engine failed to take a batch: from then on the rollups answer everything. */
+  /** Set when the engine failed to take a batch, or a first load failed: the rollups answer everything. */
   private broken = false
 
   private constructor(private readonly dictionaries: Dictionaries, readonly hotDays: number) {}
@@ -80,11 +80,6 @@ export class HotIndex {
   /** First hour of the last `hotDays` days of the api. */
   private firstHotHour(partition: Partition): number {
     return (Math.floor(partition.maxHour / 24) - this.hotDays + 1) * 24
-  }
-
-  /** Whether an api is being read from the rollups. */
-  get loading(): boolean {
-    return this.loads.size > 0
   }
 
   /**

@@ -147,6 +147,7 @@ export const make = (options: Options = {}) => Effect.gen(function*() {
   const scope = yield* Effect.scope
   /** Completed when no load of the hot index is under way; replaced when one starts. */
   let loadsDone = yield* Deferred.make<void>()
+  yield* Deferred.succeed(loadsDone, undefined)
   /** Runs the hot index's pending loads in the background (the first one, or a rebuild). */
   const startLoad = (index: HotIndex, what: string) =>
     Effect.gen(function*() {
@@ -155,15 +156,14 @@ export const make = (options: Options = {}) => Effect.gen(function*() {
         Effect.provideService(SqlClient.SqlClient, sql),
         Effect.timed,
         Effect.flatMap(([took, events]) =>
-          events === 0 ? Effect.void : Effect.logInfo(`${what}: ${events} events in memory in ${(Duration.toMillis(took) / 1000).toFixed(1)} s`)
+          events === 0 ? Effect.void : Effect.logInfo(`Loaded ${what}: ${events} events in memory in ${(Duration.toMillis(took) / 1000).toFixed(1)} s`)
         ),
-        Effect.catchAll((error) => Effect.logError(`${what} failed; queries it would have answered are answered from SQLite`, error)),
+        Effect.catchAll((error) => Effect.logError(`Loading ${what} failed; SQLite answers what it would have`, error)),
         Effect.ensuring(Deferred.succeed(done, undefined)),
         Effect.forkIn(scope)
       )
     })
-  if (hot === undefined) yield* Deferred.succeed(loadsDone, undefined)
-  else yield* startLoad(hot, "Hot range loaded")
+  if (hot !== undefined) yield* startLoad(hot, "the hot range")
   // Days that age out of the hot range are dropped by rebuilding an api once it holds an eighth
   // more days than hotDays: the rebuild costs a load of the api, so not every day.
   const slackDays = Math.max(1, Math.ceil(hotDays / 8))
@@ -171,7 +171,7 @@ export const make = (options: Options = {}) => Effect.gen(function*() {
     const no = hot?.startRebuild(slackDays)
     if (no === undefined) return Effect.void
     const partition = dictionaries.partitionsByNo[no]!
-    return startLoad(hot!, `Hot range of ${partition.workspaceId}/${partition.apiId} rebuilt, older days dropped`)
+    return startLoad(hot!, `the hot range of ${partition.workspaceId}/${partition.apiId} again, without its older days`)
   })
 
   /** Hands a committed batch to the hot index; should that fail, the rollups answer from then on. */

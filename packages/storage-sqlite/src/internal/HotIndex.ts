@@ -29,8 +29,8 @@ import type { Dictionaries, Partition } from "./Dictionaries.js"
 import { COUNTERS } from "./Rollup.js"
 
 /**
- * Hours read per statement at load: each read holds up ingest, so it is kept short (about 60 ms
- * with 50M events over 90 days).
+ * Hours read per statement at load: each read holds up ingest and requests, so it is kept short
+ * (measured with 50M events over 90 days: 5 ms median, 37 ms p99, 67 ms at most).
  */
 const LOAD_HOURS = 6
 

@@ -7,7 +7,6 @@
 import type * as HttpApp from "@effect/platform/HttpApp"
 import * as Effect from "effect/Effect"
 import { respond } from "./Errors.js"
-import * as RequestContext from "./RequestContext.js"
 
 /** Default of the limit: far above what two cores serve concurrently, well below memory trouble. */
 export const DEFAULT_MAX_IN_FLIGHT = 256
@@ -18,13 +17,11 @@ export const middleware = (maxInFlight: number) => {
   return <E, R>(app: HttpApp.Default<E, R>): HttpApp.Default<E, R> =>
     Effect.suspend(() => {
       if (inFlight >= maxInFlight) {
-        // The request id header is otherwise set by the app this answer does not reach.
-        return Effect.flatMap(RequestContext.current, ({ requestId }) =>
-          respond(
-            "RATE_LIMITED",
-            `The server is at its limit of ${maxInFlight} requests in flight; retry in a second`,
-            { "retry-after": "1", "x-request-id": requestId }
-          ))
+        return respond(
+          "RATE_LIMITED",
+          `The server is at its limit of ${maxInFlight} requests in flight; retry in a second`,
+          { "retry-after": "1" }
+        )
       }
       inFlight++
       return Effect.ensuring(app, Effect.sync(() => inFlight--))

@@ -32,8 +32,9 @@ export const makeRequestId = (): string => Ids.make(Ids.Prefix.request)
 
 /**
  * The outermost middleware: gives the request an id, sets `X-Request-Id` on whatever response
- * leaves (the response is written before this middleware regains control, hence the
- * pre-response handler), and scopes the context to the request fiber.
+ * leaves, and scopes the context to the request fiber. The router writes its responses before
+ * this middleware regains control, hence the pre-response handler; a response made in front of
+ * the router (the in-flight limit's) comes back here and gets the header directly.
  */
 export const middleware = (options: { readonly docsUrl: string }) =>
 <E, R>(app: HttpApp.Default<E, R>): HttpApp.Default<E, R | HttpServerRequest.HttpServerRequest> =>
@@ -42,5 +43,6 @@ export const middleware = (options: { readonly docsUrl: string }) =>
     yield* HttpApp.appendPreResponseHandler((_, response) =>
       Effect.succeed(HttpServerResponse.setHeader(response, "x-request-id", requestId))
     )
-    return yield* Effect.locally(app, CurrentRequestContext, { requestId, docsUrl: options.docsUrl })
+    const response = yield* Effect.locally(app, CurrentRequestContext, { requestId, docsUrl: options.docsUrl })
+    return HttpServerResponse.setHeader(response, "x-request-id", requestId)
   })

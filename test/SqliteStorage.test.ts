@@ -41,6 +41,26 @@ const fileHolding = (events: ReadonlyArray<Reference.RawEvent>, hotDays: number)
     return open
   })
 
+/**
+ * Stores each event in a transaction of its own, a turn of the event loop apart, as a hot-range
+ * load's reads are: the commits fall between them.
+ */
+const storeOneByOne = (events: ReadonlyArray<Reference.RawEvent>, now?: number) =>
+  Effect.forEach(events, (event) =>
+    Effect.zipRight(store([event], 1, now), Effect.promise(() => new Promise((resolve) => setImmediate(resolve)))), {
+    discard: true
+  })
+
+/** api_1's answers over [start, end], grouped three ways, are non-empty and equal the reference's over `all`. */
+const expectAnswers = (all: ReadonlyArray<Reference.RawEvent>, start: number, end: number) =>
+  Effect.forEach([["hour"], ["day", "key"], ["identity", "tags"]], (groupBy) =>
+    Effect.gen(function*() {
+      const query = { apiId: "api_1", start, end, groupBy }
+      const answer = yield* ask(query)
+      expect(answer.length).toBeGreaterThan(0)
+      expect(answer, JSON.stringify(query)).toEqual(Reference.answer(all, { ...query, workspaceId: WS }))
+    }), { discard: true })
+
 describe("SqliteStorage hot index", () => {
   it.effect("counts once every batch committed while the hot range loads in the background", () =>
     Effect.gen(function*() {
@@ -52,19 +72,11 @@ describe("SqliteStorage hot index", () => {
         // One transaction per event, a turn of the event loop apart, as the load's reads are: the
         // commits fall between them, into hours already read (memory must take the event) and
         // hours not yet read (the load will read it).
-        for (const event of during) {
-          yield* store([event])
-          yield* Effect.promise(() => new Promise((resolve) => setImmediate(resolve)))
-        }
+        yield* storeOneByOne(during)
         yield* hotRangeLoaded
         yield* emptyRollups
         const all = [...events, ...during]
-        for (const groupBy of [["hour"], ["day", "key"], ["identity", "tags"]]) {
-          const hot = { apiId: "api_1", start: TO - 25 * DAY, end: TO, groupBy }
-          const answer = yield* ask(hot)
-          expect(answer.length).toBeGreaterThan(0)
-          expect(answer, JSON.stringify(hot)).toEqual(Reference.answer(all, { ...hot, workspaceId: WS }))
-        }
+        yield* expectAnswers(all, TO - 25 * DAY, TO)
       }).pipe(Effect.provide(open))
     }), { timeout: 60_000 })
 
@@ -82,10 +94,7 @@ describe("SqliteStorage hot index", () => {
         const held = Effect.flatMap(SqliteVerificationStore.HotRange, (hotRange) => hotRange.events)
         const heldBefore = yield* held
         const cold = { apiId: "api_1", start: TO - 4 * DAY, end: TO + 3 * DAY, groupBy: ["day"] }
-        for (const event of later) {
-          yield* store([event], 1, TO + 4 * DAY)
-          yield* Effect.promise(() => new Promise((resolve) => setImmediate(resolve)))
-        }
+        yield* storeOneByOne(later, TO + 4 * DAY)
         yield* hotRangeLoaded
         // Without dropping days, memory would hold what it held and every later event.
         expect(yield* held).toBeLessThan(heldBefore + later.length)
@@ -93,12 +102,7 @@ describe("SqliteStorage hot index", () => {
         expect(yield* ask(cold)).toEqual(Reference.answer(all, { ...cold, workspaceId: WS }))
         yield* emptyRollups
         // Memory still answers the new range, batches committed during the rebuild included...
-        for (const groupBy of [["hour"], ["day", "key"], ["identity", "tags"]]) {
-          const hot = { apiId: "api_1", start: TO, end: TO + 3 * DAY, groupBy }
-          const answer = yield* ask(hot)
-          expect(answer.length).toBeGreaterThan(0)
-          expect(answer, JSON.stringify(hot)).toEqual(Reference.answer(all, { ...hot, workspaceId: WS }))
-        }
+        yield* expectAnswers(all, TO, TO + 3 * DAY)
         // ... but no longer days before it, which it held before the rebuild: SQL answers (emptied).
         expect(yield* ask(cold)).toEqual(Reference.answer([], { ...cold, workspaceId: WS }))
       }).pipe(Effect.provide(open))

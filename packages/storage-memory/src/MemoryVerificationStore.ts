@@ -63,8 +63,7 @@ export class Engine {
 
   /** The partition of (workspace, api), created when new; for feeding coded events in bulk. */
   partitionFor(workspaceId: string, apiId: string): Partition {
-    let apis = this.partitions.get(workspaceId)
-    if (apis === undefined) this.partitions.set(workspaceId, apis = new Map())
+    const apis = this.apisOf(workspaceId)
     let partition = apis.get(apiId)
     if (partition === undefined) apis.set(apiId, partition = new Partition(this.options.lateMergeThreshold))
     return partition
@@ -77,9 +76,13 @@ export class Engine {
 
   /** Puts `partition` in place of the api's current one (which is then dropped). */
   replace(workspaceId: string, apiId: string, partition: Partition): void {
+    this.apisOf(workspaceId).set(apiId, partition)
+  }
+
+  private apisOf(workspaceId: string): Map<string, Partition> {
     let apis = this.partitions.get(workspaceId)
     if (apis === undefined) this.partitions.set(workspaceId, apis = new Map())
-    apis.set(apiId, partition)
+    return apis
   }
 
   /** Answers the query, or undefined when the answer would exceed `query.maxRows`. */

@@ -46,10 +46,9 @@ interface Load {
   readonly from: number
   /** First hour not yet read. */
   next: number
-  /** The live partition (a first load) or one that replaces it when done (a rebuild). */
-  readonly target: MemoryVerificationStore.Partition
-  readonly rebuild: boolean
+  /** Fills the live partition (a first load) or one that replaces it when done (a rebuild). */
   readonly codes: CodeTranslation
+  readonly rebuild: boolean
 }
 
 export class HotIndex {
@@ -71,8 +70,8 @@ export class HotIndex {
       const from = index.firstHotHour(partition)
       if (partition.minHour < from) index.coveredFrom.set(partition.no, from)
       const start = Math.max(from, partition.minHour)
-      const target = index.engine.partitionFor(partition.workspaceId, partition.apiId)
-      index.loads.set(partition.no, { from: start, next: start, target, rebuild: false, codes: new CodeTranslation(dictionaries, target) })
+      const codes = new CodeTranslation(dictionaries, index.engine.partitionFor(partition.workspaceId, partition.apiId))
+      index.loads.set(partition.no, { from: start, next: start, codes, rebuild: false })
     }
     return index
   }
@@ -131,8 +130,8 @@ export class HotIndex {
     }
     if (due === undefined) return undefined
     const from = this.firstHotHour(due)
-    const target = this.engine.detachedPartition()
-    this.loads.set(due.no, { from, next: from, target, rebuild: true, codes: new CodeTranslation(this.dictionaries, target) })
+    const codes = new CodeTranslation(this.dictionaries, this.engine.detachedPartition())
+    this.loads.set(due.no, { from, next: from, codes, rebuild: true })
     return due.no
   }
 
@@ -144,7 +143,7 @@ export class HotIndex {
       const partition = index.dictionaries.partitionsByNo[no]!
       if (load.next > partition.maxHour || index.broken) {
         if (load.rebuild && !index.broken) {
-          index.engine.replace(partition.workspaceId, partition.apiId, load.target)
+          index.engine.replace(partition.workspaceId, partition.apiId, load.codes.target)
           index.coveredFrom.set(no, load.from)
         }
         index.loads.delete(no)
@@ -154,7 +153,8 @@ export class HotIndex {
         `SELECT hour, key, identity, tagset, ${COUNTERS.join(", ")} FROM r_hour WHERE p = ? AND hour >= ? AND hour < ? ORDER BY hour`,
         [no, load.next, load.next + LOAD_HOURS]
       ).values
-      const { codes, target } = load
+      const { codes } = load
+      const { target } = codes
       let events = 0
       for (const row of rows) {
         const h = row[0] as number
@@ -190,8 +190,8 @@ export class HotIndex {
         const hour = Math.floor(event.time / Time.HOUR)
         if ((from === undefined || hour >= from) && (load === undefined || load.rebuild || hour < load.next)) live.push(event)
         if (load?.rebuild && hour >= load.from && hour < load.next) {
-          load.target.add(event)
-          rebuilt.add(load.target)
+          load.codes.target.add(event)
+          rebuilt.add(load.codes.target)
         }
       }
       this.engine.append(live)

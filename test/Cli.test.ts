@@ -12,7 +12,12 @@ afterEach(async () => {
 })
 
 const keymeter = (db: string, ...args: Array<string>) => {
-  const result = spawnSync(process.execPath, [join(root, "packages/storage-sqlite/bin/keymeter.js"), "--db", db, ...args], {
+  const result = spawnSync(process.execPath, [
+    join(root, "packages/storage-sqlite/bin/keymeter.js"),
+    "--db",
+    db,
+    ...args
+  ], {
     cwd: root,
     encoding: "utf8",
     timeout: 20_000
@@ -40,7 +45,17 @@ describe("keymeter admin CLI", () => {
     const { apiId } = api.json()
     expect(apiId).toMatch(/^api_/)
 
-    const created = keymeter(db, "root-key", "create", "--workspace", "ws_acme", "--permission", "api.*.read_api", "--permission", "api.*.record_verifications")
+    const created = keymeter(
+      db,
+      "root-key",
+      "create",
+      "--workspace",
+      "ws_acme",
+      "--permission",
+      "api.*.read_api",
+      "--permission",
+      "api.*.record_verifications"
+    )
     expect(created.status).toBe(0)
     const { id, key } = created.json()
     expect(key).toMatch(/^sk_/)
@@ -50,11 +65,18 @@ describe("keymeter admin CLI", () => {
     expect(JSON.stringify(listed)).not.toContain("hash")
 
     // The running server sees the new key and api at once.
-    const read = await fetch(`${base}/v1/analytics.getVerifications?apiId=${apiId}`, { headers: { authorization: `Bearer ${key}` } })
+    const read = await fetch(`${base}/v1/analytics.getVerifications?apiId=${apiId}`, {
+      headers: { authorization: `Bearer ${key}` }
+    })
     expect(read.status).toBe(200)
 
-    expect(keymeter(db, "root-key", "revoke", "--workspace", "ws_acme", "--id", id).json()).toEqual({ id, revoked: true })
-    const revoked = await fetch(`${base}/v1/analytics.getVerifications?apiId=${apiId}`, { headers: { authorization: `Bearer ${key}` } })
+    expect(keymeter(db, "root-key", "revoke", "--workspace", "ws_acme", "--id", id).json()).toEqual({
+      id,
+      revoked: true
+    })
+    const revoked = await fetch(`${base}/v1/analytics.getVerifications?apiId=${apiId}`, {
+      headers: { authorization: `Bearer ${key}` }
+    })
     expect(revoked.status).toBe(401)
   })
 

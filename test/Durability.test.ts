@@ -65,7 +65,9 @@ describe("durability on SQLite", () => {
       headers: { authorization: "Bearer sk_acme_reader" }
     })
     expect(reply.status).toBe(200)
-    const counted = new Map(((await reply.json()) as Array<{ keyId: string; total: number }>).map((p) => [p.keyId, p.total]))
+    const counted = new Map(
+      ((await reply.json()) as Array<{ keyId: string; total: number }>).map((p) => [p.keyId, p.total])
+    )
     for (const batch of acknowledged) expect(counted.get(`batch_${batch}`), `batch ${batch}`).toBe(PER_BATCH)
     for (const [keyId, total] of counted) {
       const batch = Number(keyId.slice("batch_".length))

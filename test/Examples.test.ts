@@ -10,7 +10,10 @@ afterEach(async () => {
 describe("examples", () => {
   it("embedded.ts: the host service records its verifications and mounts keymeter under /keymeter", async () => {
     const port = await freePort()
-    const app = await start("examples/embedded.ts", { env: { PORT: String(port) }, ready: /READY (\S+) apiId=(\S+) readerKey=(\S+)/ })
+    const app = await start("examples/embedded.ts", {
+      env: { PORT: String(port) },
+      ready: /READY (\S+) apiId=(\S+) readerKey=(\S+)/
+    })
     running.push(app)
     const [, base, apiId, readerKey] = app.match
     expect((await fetch(`${base}/hello`, { headers: { "x-api-key": "key_alice" } })).status).toBe(200)

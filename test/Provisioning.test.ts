@@ -39,7 +39,9 @@ describe("Provisioning", () => {
       const principal = yield* auth.authenticate(Redacted.make("sk_acme_reader"))
       expect(principal).toMatchObject({ workspaceId: "ws_acme", permissions: ["api.*.read_api"] })
       expect(Option.isSome(yield* catalog.getApi("ws_acme", "api_main"))).toBe(true)
-      expect(Option.map(yield* catalog.findNamespaceByName("ws_acme", "email"), (n) => n.id)).toEqual(Option.some("rlns_email"))
+      expect(Option.map(yield* catalog.findNamespaceByName("ws_acme", "email"), (n) => n.id)).toEqual(
+        Option.some("rlns_email")
+      )
       // Changed permissions are applied to the same key.
       yield* Provisioning.apply({
         workspaces: [{ ...document.workspaces[0]!, rootKeys: [{ key: "sk_acme_reader", permissions: ["*"] }] }]

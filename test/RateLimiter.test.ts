@@ -22,7 +22,8 @@ const setup = Effect.gen(function*() {
   const limiter = yield* RateLimiter
   const overrides = yield* Overrides
   return {
-    limit: (input: object) => limiter.limit(admin, { namespace: "api", identifier: "user_1", limit: 3, duration: 10_000, ...input }),
+    limit: (input: object) =>
+      limiter.limit(admin, { namespace: "api", identifier: "user_1", limit: 3, duration: 10_000, ...input }),
     overrides
   }
 })
@@ -64,7 +65,13 @@ describe("RateLimiter", () => {
       const set = (identifier: string, values: object) =>
         overrides.set(admin, { namespaceName: "api", identifier, duration: 60_000, ...values })
       const wildcard = yield* set("user_*", { limit: 100 })
-      expect(yield* limit({})).toMatchObject({ success: true, limit: 100, remaining: 98, overrideId: wildcard.id, reset: 1_060_000 })
+      expect(yield* limit({})).toMatchObject({
+        success: true,
+        limit: 100,
+        remaining: 98,
+        overrideId: wildcard.id,
+        reset: 1_060_000
+      })
       const exact = yield* set("user_1", { limit: 0 })
       // limit 0 blocks every request, a peek included.
       expect(yield* limit({})).toMatchObject({ success: false, limit: 0, remaining: 0, overrideId: exact.id })
@@ -93,13 +100,17 @@ describe("RateLimiter", () => {
       const catalog = yield* Catalog
       const limiter = yield* RateLimiter
       const narrow = { workspaceId: WS, rootKeyId: "rk", permissions: ["ratelimit.rlns_x.limit"] }
-      const refused = yield* Effect.either(limiter.limit(narrow, { namespace: "fresh", identifier: "u", limit: 1, duration: 1000 }))
+      const refused = yield* Effect.either(
+        limiter.limit(narrow, { namespace: "fresh", identifier: "u", limit: 1, duration: 1000 })
+      )
       expect(Either.isLeft(refused) && refused.left._tag).toBe("InsufficientPermissions")
       expect((yield* catalog.findNamespaceByName(WS, "fresh"))._tag).toBe("None")
       yield* limiter.limit(admin, { namespace: "fresh", identifier: "u", limit: 1, duration: 1000 })
       const created = yield* catalog.findNamespaceByName(WS, "fresh")
       expect(created._tag).toBe("Some")
-      const bad = yield* Effect.either(limiter.limit(admin, { namespace: "a*", identifier: "u", limit: 0, duration: 10 }))
+      const bad = yield* Effect.either(
+        limiter.limit(admin, { namespace: "a*", identifier: "u", limit: 0, duration: 10 })
+      )
       expect(Either.isLeft(bad) && bad.left.message).toMatch(/^limit: must be an integer >= 1, got 0; duration:/)
     }).pipe(Effect.provide(Test)))
 

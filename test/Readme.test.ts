@@ -49,7 +49,9 @@ const holdsInOrder = (output: string, fields: ReadonlyArray<string>) => {
   for (const field of fields) {
     // A number must end where the README's does: `"limit":2` is not `"limit":20`.
     let at = output.indexOf(field, from)
-    while (at >= 0 && /\d$/.test(field) && /\d/.test(output[at + field.length] ?? "")) at = output.indexOf(field, at + 1)
+    while (at >= 0 && /\d$/.test(field) && /\d/.test(output[at + field.length] ?? "")) {
+      at = output.indexOf(field, at + 1)
+    }
     if (at < 0) return `${field} not found after position ${from}`
     from = at + field.length
   }

@@ -1,11 +1,11 @@
 import { afterEach, describe, expect, it } from "@effect/vitest"
+import { ClickhouseTestServer } from "@keymeter/storage-clickhouse"
+import * as Effect from "effect/Effect"
 import { spawnSync } from "node:child_process"
 import { existsSync, mkdtempSync, writeFileSync } from "node:fs"
 import { request as httpRequest } from "node:http"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { ClickhouseTestServer } from "@keymeter/storage-clickhouse"
-import * as Effect from "effect/Effect"
 import type { Running } from "./Spawn.js"
 import { freePort, root, start, stop } from "./Spawn.js"
 
@@ -19,7 +19,10 @@ afterEach(async () => {
 
 const serve = async (env: Record<string, string> = {}) => {
   const port = await freePort()
-  const server = await start(MAIN, { env: { PORT: String(port), KEYMETER_STORAGE: "memory", ...env }, ready: LISTENING })
+  const server = await start(MAIN, {
+    env: { PORT: String(port), KEYMETER_STORAGE: "memory", ...env },
+    ready: LISTENING
+  })
   running.push(server)
   return { server, base: server.match[1]! }
 }
@@ -53,7 +56,11 @@ describe("standalone server (npm start)", () => {
     const { KEYMETER_STORAGE: _, ...env } = process.env
     const boot = async () => {
       const port = await freePort()
-      const server = await start(MAIN, { cwd, env: { ...env, PORT: String(port) } as Record<string, string>, ready: LISTENING })
+      const server = await start(MAIN, {
+        cwd,
+        env: { ...env, PORT: String(port) } as Record<string, string>,
+        ready: LISTENING
+      })
       running.push(server)
       return { server, base: server.match[1]! }
     }
@@ -61,7 +68,11 @@ describe("standalone server (npm start)", () => {
     const key = first.server.output().match(/^\s+(sk_[A-Za-z0-9_-]{43})$/m)?.[1]
     expect(key).toBeDefined()
     const auth = { authorization: `Bearer ${key}`, "content-type": "application/json" }
-    const { apiId } = await (await fetch(`${first.base}/v1/apis.createApi`, { method: "POST", headers: auth, body: "{\"name\":\"main\"}" })).json() as { apiId: string }
+    const { apiId } = await (await fetch(`${first.base}/v1/apis.createApi`, {
+      method: "POST",
+      headers: auth,
+      body: "{\"name\":\"main\"}"
+    })).json() as { apiId: string }
     await fetch(`${first.base}/v1/analytics.recordVerifications`, {
       method: "POST",
       headers: auth,
@@ -94,7 +105,11 @@ describe("standalone server (npm start)", () => {
     const open = Array.from({ length: 12 }, () => {
       const req = httpRequest(`${base}/v1/analytics.recordVerifications`, {
         method: "POST",
-        headers: { authorization: "Bearer sk_acme_admin", "content-type": "application/json", "transfer-encoding": "chunked" }
+        headers: {
+          authorization: "Bearer sk_acme_admin",
+          "content-type": "application/json",
+          "transfer-encoding": "chunked"
+        }
       })
       const status = new Promise<number | string>((resolve) => {
         req.on("response", (res) => {
@@ -137,11 +152,18 @@ describe("standalone server (npm start)", () => {
     expect(port.stderr).toMatch(/^keymeter: PORT: Expected an integer value but received "http"$/m)
     const analytics = run({ KEYMETER_STORAGE: "memory", KEYMETER_ANALYTICS: "duckdb:x" })
     expect(analytics.status).toBe(1)
-    expect(analytics.stderr).toMatch(/^keymeter: KEYMETER_ANALYTICS must be "clickhouse:http:\/\/<host>:<port>\/<database>"/m)
+    expect(analytics.stderr).toMatch(
+      /^keymeter: KEYMETER_ANALYTICS must be "clickhouse:http:\/\/<host>:<port>\/<database>"/m
+    )
     const database = run({ KEYMETER_STORAGE: "memory", KEYMETER_ANALYTICS: "clickhouse:http://127.0.0.1:1/no-dashes" })
     expect(database.status).toBe(1)
-    expect(database.stderr).toMatch(/^keymeter: KEYMETER_ANALYTICS: Not a usable ClickHouse database name: "no-dashes"/m)
-    const unreachable = run({ KEYMETER_STORAGE: "memory", KEYMETER_ANALYTICS: "clickhouse:http://127.0.0.1:1/keymeter" })
+    expect(database.stderr).toMatch(
+      /^keymeter: KEYMETER_ANALYTICS: Not a usable ClickHouse database name: "no-dashes"/m
+    )
+    const unreachable = run({
+      KEYMETER_STORAGE: "memory",
+      KEYMETER_ANALYTICS: "clickhouse:http://127.0.0.1:1/keymeter"
+    })
     expect(unreachable.status).toBe(1)
     expect(unreachable.stderr).toMatch(/^keymeter: ClickHouse is unreachable at http:\/\/127\.0\.0\.1:1: /m)
     const dir = mkdtempSync(join(tmpdir(), "keymeter-"))
@@ -167,7 +189,11 @@ describe.skipIf(ClickhouseTestServer.skip() !== undefined)("standalone server on
     try {
       const auth = { authorization: "Bearer sk_acme_admin", "content-type": "application/json" }
       const first = await serve(env)
-      const recorded = await fetch(`${first.base}/v1/analytics.recordVerifications`, { method: "POST", headers: auth, body: batch(1000) })
+      const recorded = await fetch(`${first.base}/v1/analytics.recordVerifications`, {
+        method: "POST",
+        headers: auth,
+        body: batch(1000)
+      })
       expect(recorded.status).toBe(200)
       const override = await fetch(`${first.base}/v1/ratelimits.setOverride`, {
         method: "POST",
@@ -177,12 +203,16 @@ describe.skipIf(ClickhouseTestServer.skip() !== undefined)("standalone server on
       expect(override.status).toBe(200)
       expect(await stop(running.pop()!)).toBe(0)
       const second = await serve(env)
-      const read = await fetch(`${second.base}/v1/analytics.getVerifications?apiId=api_main&start=0&groupBy=tag`, { headers: auth })
+      const read = await fetch(`${second.base}/v1/analytics.getVerifications?apiId=api_main&start=0&groupBy=tag`, {
+        headers: auth
+      })
       expect(await read.json()).toEqual([
         expect.objectContaining({ tag: "a", total: 1000, valid: 1000 }),
         expect.objectContaining({ tag: "b", total: 1000, valid: 1000 })
       ])
-      const got = await fetch(`${second.base}/v1/ratelimits.getOverride?namespaceName=email&identifier=user_*`, { headers: auth })
+      const got = await fetch(`${second.base}/v1/ratelimits.getOverride?namespaceName=email&identifier=user_*`, {
+        headers: auth
+      })
       expect(((await got.json()) as { limit: number }).limit).toBe(3)
     } finally {
       await Effect.runPromise(ClickhouseTestServer.dropDatabase(database))

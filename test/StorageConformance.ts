@@ -205,7 +205,9 @@ export const conformance = (
                 yield* store(sorted.slice(0, sorted.length - 10))
                 yield* store(sorted.slice(sorted.length - 10).reverse(), 3)
                 for (const query of queries) {
-                  expect(yield* ask(query), JSON.stringify(query)).toEqual(Reference.answer(events, { ...query, workspaceId: WS } as never))
+                  expect(yield* ask(query), JSON.stringify(query)).toEqual(
+                    Reference.answer(events, { ...query, workspaceId: WS } as never)
+                  )
                 }
               })))
           ),
@@ -321,11 +323,22 @@ export const conformance = (
         const overrides = yield* Overrides.Overrides
         const principal = Auth.system(WS)
         yield* overrides.set(principal, { namespaceName: "api:*", identifier: "user_*", limit: 1, duration: 1000 })
-        const narrow = yield* overrides.set(principal, { namespaceName: "api:*", identifier: "user_4*", limit: 2, duration: 1000 })
+        const narrow = yield* overrides.set(principal, {
+          namespaceName: "api:*",
+          identifier: "user_4*",
+          limit: 2,
+          duration: 1000
+        })
         yield* overrides.set(principal, { namespaceName: "api:v1", identifier: "other", limit: 3, duration: 1000 })
-        const resolved = yield* overrides.get(principal, { namespaceName: "api:v1", identifier: "user_42", resolve: true })
+        const resolved = yield* overrides.get(principal, {
+          namespaceName: "api:v1",
+          identifier: "user_42",
+          resolve: true
+        })
         expect(resolved.id).toBe(narrow.id)
-        const literal = yield* Effect.either(overrides.get(principal, { namespaceName: "api:v1", identifier: "user_42" }))
+        const literal = yield* Effect.either(
+          overrides.get(principal, { namespaceName: "api:v1", identifier: "user_42" })
+        )
         expect(Either.isLeft(literal)).toBe(true)
       })))
 
@@ -335,7 +348,8 @@ export const conformance = (
         yield* catalog.putWorkspace(new Workspace({ id: WS, name: "A" }))
         const overrides = yield* Overrides.Overrides
         const principal = Auth.system(WS)
-        const set = (identifier: string) => overrides.set(principal, { namespaceName: "pages", identifier, limit: 1, duration: 1000 })
+        const set = (identifier: string) =>
+          overrides.set(principal, { namespaceName: "pages", identifier, limit: 1, duration: 1000 })
         const initial: Array<string> = []
         for (let i = 0; i < 25; i++) initial.push((yield* set(`user_${String(i).padStart(2, "0")}`)).id)
         const page = (cursor?: string) =>
@@ -359,7 +373,9 @@ export const conformance = (
         }
         expect(seen).not.toContain("user_21")
         expect(seen.filter((id) => id.startsWith("new_"))).toEqual(["new_a", "new_b", "new_c"])
-        const bad = yield* Effect.either(overrides.list(principal, { namespaceName: "pages", cursor: "bm90LWEtY3Vyc29y" }))
+        const bad = yield* Effect.either(
+          overrides.list(principal, { namespaceName: "pages", cursor: "bm90LWEtY3Vyc29y" })
+        )
         expect(Either.isLeft(bad) && bad.left.message).toMatch(/^cursor: is not a cursor this API returned/)
       })))
 

@@ -22,7 +22,9 @@ export const start = (): { readonly url: string; readonly stop: () => void } => 
   rmSync(dir, { recursive: true, force: true })
   const started = spawnSync("bash", [script, "start", dir], { encoding: "utf8" })
   if (started.status !== 0) {
-    throw new Error(`Could not start clickhouse-server (install it: apt-get install clickhouse-server): ${started.stderr}`)
+    throw new Error(
+      `Could not start clickhouse-server (install it: apt-get install clickhouse-server): ${started.stderr}`
+    )
   }
   return { url: started.stdout.trim(), stop: () => void spawnSync("bash", [script, "stop", dir]) }
 }

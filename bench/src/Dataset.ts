@@ -90,11 +90,18 @@ const generateColumns = (size: number, seed: number) => {
     }
     return index
   }
-  const usual = Array.from({ length: APIS }, (_, a) =>
-    Uint16Array.from({ length: a === 0 ? KEYS_API0 : KEYS_OTHER }, () => drawTagset()))
-  const identityOf = Array.from({ length: APIS }, (_, a) =>
-    Int32Array.from({ length: a === 0 ? KEYS_API0 : KEYS_OTHER }, () =>
-      random() < 0.8 ? Math.floor(random() * IDENTITIES) : -1))
+  const usual = Array.from(
+    { length: APIS },
+    (_, a) => Uint16Array.from({ length: a === 0 ? KEYS_API0 : KEYS_OTHER }, () => drawTagset())
+  )
+  const identityOf = Array.from(
+    { length: APIS },
+    (_, a) =>
+      Int32Array.from(
+        { length: a === 0 ? KEYS_API0 : KEYS_OTHER },
+        () => random() < 0.8 ? Math.floor(random() * IDENTITIES) : -1
+      )
+  )
   const time = new Float64Array(size)
   const api = new Uint8Array(size)
   const key = new Uint16Array(size)
@@ -128,21 +135,36 @@ export const ensure = (size: number, seed = 1): string => {
   mkdirSync(dataDir, { recursive: true })
   writeFileSync(
     file,
-    Buffer.concat([columns.time, columns.api, columns.key, columns.tagset, columns.outcome].map((c) => Buffer.from(c.buffer, c.byteOffset, c.byteLength)))
+    Buffer.concat(
+      [columns.time, columns.api, columns.key, columns.tagset, columns.outcome].map((c) =>
+        Buffer.from(c.buffer, c.byteOffset, c.byteLength)
+      )
+    )
   )
-  writeFileSync(`${file}.json`, JSON.stringify({ tagsets: columns.tagsets, identityOf: columns.identityOf.map((a) => Array.from(a)) }))
+  writeFileSync(
+    `${file}.json`,
+    JSON.stringify({ tagsets: columns.tagsets, identityOf: columns.identityOf.map((a) => Array.from(a)) })
+  )
   return file
 }
 
 const keyIdsOf = () =>
-  Array.from({ length: APIS }, (_, a) => Array.from({ length: a === 0 ? KEYS_API0 : KEYS_OTHER }, (_, k) => `key_${a}_${k}`))
+  Array.from(
+    { length: APIS },
+    (_, a) => Array.from({ length: a === 0 ? KEYS_API0 : KEYS_OTHER }, (_, k) => `key_${a}_${k}`)
+  )
 
 /** The whole data set in memory (for small sizes and tools). */
 export const load = (size: number, seed = 1): Dataset => {
   const file = ensure(size, seed)
   const chunk = open(size, seed).read(0, size)
   const { tagsets, identityOf } = JSON.parse(readFileSync(`${file}.json`, "utf8"))
-  return { ...chunk, tagsets, identityOf: identityOf.map((ids: Array<number>) => Int32Array.from(ids)), keyIds: keyIdsOf() }
+  return {
+    ...chunk,
+    tagsets,
+    identityOf: identityOf.map((ids: Array<number>) => Int32Array.from(ids)),
+    keyIds: keyIdsOf()
+  }
 }
 
 /** Reads the cached data set a slice at a time, so a run does not hold all of it in memory. */
@@ -187,7 +209,8 @@ export const input = (data: Dataset, i: number) => {
   let byKey = identities.get(data.identityOf)
   if (byKey === undefined) {
     byKey = data.identityOf.map((ids) =>
-      Array.from(ids, (id) => (id >= 0 ? { id: identityId(id), externalId: externalId(id) } : undefined)))
+      Array.from(ids, (id) => (id >= 0 ? { id: identityId(id), externalId: externalId(id) } : undefined))
+    )
     identities.set(data.identityOf, byKey)
   }
   const a = data.api[i]!

@@ -3,15 +3,7 @@
  * appender), and an hourly rollup built from them by SQL. Both answer the reference queries in
  * SQL, including ordering and limit; only the zero fill of plain time series happens here.
  */
-import {
-  BIGINT,
-  DuckDBDataChunk,
-  DuckDBInstance,
-  LIST,
-  listValue,
-  UTINYINT,
-  VARCHAR
-} from "@duckdb/node-api"
+import { BIGINT, DuckDBDataChunk, DuckDBInstance, LIST, listValue, UTINYINT, VARCHAR } from "@duckdb/node-api"
 import type { Datapoint } from "@keymeter/core/Datapoint"
 import type { VerificationQueryInput } from "@keymeter/core/VerificationQuery"
 import { rmSync } from "node:fs"
@@ -115,14 +107,23 @@ export const toSql = (layout: Layout, query: VerificationQueryInput): string => 
     : `${layout === "raw" ? "events" : "rollup_hour"} WHERE ${where.join(" AND ")}`
   const orderBy = query.orderBy === undefined
     ? dims.map(([name]) => `"${name}" ASC`)
-    : [`${query.orderBy === "total" ? "total" : OUTCOME_COLUMNS[OUTCOMES.indexOf(query.orderBy as never)]} ${query.order === "desc" ? "DESC" : "ASC"}`, ...dims.map(([name]) => `"${name}" ASC`)]
+    : [
+      `${query.orderBy === "total" ? "total" : OUTCOME_COLUMNS[OUTCOMES.indexOf(query.orderBy as never)]} ${
+        query.order === "desc" ? "DESC" : "ASC"
+      }`,
+      ...dims.map(([name]) => `"${name}" ASC`)
+    ]
   return `SELECT ${[...dims.map(([name, expr]) => `${expr} AS "${name}"`), ...counts].join(", ")} FROM ${source}` +
     (dims.length > 0 ? ` GROUP BY ${dims.map(([, expr]) => expr).join(", ")}` : "") +
     (orderBy.length > 0 ? ` ORDER BY ${orderBy.join(", ")}` : "") +
     (query.limit !== undefined ? ` LIMIT ${query.limit}` : "")
 }
 
-const toDatapoints = (query: VerificationQueryInput, names: Array<string>, rows: Array<Array<unknown>>): Array<Datapoint> => {
+const toDatapoints = (
+  query: VerificationQueryInput,
+  names: Array<string>,
+  rows: Array<Array<unknown>>
+): Array<Datapoint> => {
   const points = rows.map((row) => {
     const value = (name: string) => row[names.indexOf(name)]
     const count = (name: string) => Number(value(name) ?? 0)
@@ -142,7 +143,9 @@ const toDatapoints = (query: VerificationQueryInput, names: Array<string>, rows:
   const byTime = new Map(points.map((p) => [p.time, p]))
   const filled: Array<Datapoint> = []
   for (let t = Math.floor(query.start! / unit) * unit; t <= Math.floor(query.end! / unit) * unit; t += unit) {
-    filled.push(byTime.get(t) ?? ({ time: t, total: 0, ...Object.fromEntries(OUTCOMES.map((o) => [o, 0])) } as Datapoint))
+    filled.push(
+      byTime.get(t) ?? ({ time: t, total: 0, ...Object.fromEntries(OUTCOMES.map((o) => [o, 0])) } as Datapoint)
+    )
   }
   return filled
 }

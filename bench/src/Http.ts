@@ -39,22 +39,34 @@ export interface Server {
  */
 export const start = async (storage: string, env: Record<string, string> = {}): Promise<Server> => {
   if (storage.startsWith("sqlite:")) {
-    for (const suffix of ["", "-wal", "-shm", ".lock"]) rmSync(storage.slice("sqlite:".length) + suffix, { force: true })
+    for (const suffix of ["", "-wal", "-shm", ".lock"]) {
+      rmSync(storage.slice("sqlite:".length) + suffix, { force: true })
+    }
   }
   const dir = mkdtempSync(join(tmpdir(), "keymeter-bench-"))
   const provisioning = join(dir, "provision.json")
-  writeFileSync(provisioning, JSON.stringify({
-    workspaces: [{
-      id: "ws_bench",
-      name: "bench",
-      rootKeys: [{ key: ROOT_KEY, permissions: ["*"] }],
-      apis: Array.from({ length: APIS }, (_, a) => ({ id: apiId(a), name: apiId(a) }))
-    }]
-  }))
+  writeFileSync(
+    provisioning,
+    JSON.stringify({
+      workspaces: [{
+        id: "ws_bench",
+        name: "bench",
+        rootKeys: [{ key: ROOT_KEY, permissions: ["*"] }],
+        apis: Array.from({ length: APIS }, (_, a) => ({ id: apiId(a), name: apiId(a) }))
+      }]
+    })
+  )
   const port = await freePort()
   const child = spawn(process.execPath, ["--import", tsxLoader, join(root, "packages/http/src/main.ts")], {
     cwd: dir,
-    env: { ...process.env, PORT: String(port), KEYMETER_STORAGE: storage, KEYMETER_PROVISION: provisioning, KEYMETER_MAX_BODY_BYTES: String(8 * 1024 * 1024), ...env },
+    env: {
+      ...process.env,
+      PORT: String(port),
+      KEYMETER_STORAGE: storage,
+      KEYMETER_PROVISION: provisioning,
+      KEYMETER_MAX_BODY_BYTES: String(8 * 1024 * 1024),
+      ...env
+    },
     stdio: ["ignore", "pipe", "pipe"]
   })
   let output = ""

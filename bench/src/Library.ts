@@ -9,8 +9,8 @@ import type { Datapoint } from "@keymeter/core/Datapoint"
 import * as Keymeter from "@keymeter/core/Keymeter"
 import type { Catalog as CatalogTag, VerificationStore } from "@keymeter/core/Storage"
 import { Catalog } from "@keymeter/core/Storage"
-import { Verifications } from "@keymeter/core/Verifications"
 import type { VerificationQueryInput } from "@keymeter/core/VerificationQuery"
+import { Verifications } from "@keymeter/core/Verifications"
 import { Workspace } from "@keymeter/core/Workspace"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -29,7 +29,9 @@ export const open = async (storage: Layer.Layer<VerificationStore | CatalogTag, 
   await runtime.runPromise(Effect.gen(function*() {
     const catalog = yield* Catalog
     yield* catalog.putWorkspace(new Workspace({ id: WORKSPACE, name: "bench" }))
-    for (let a = 0; a < APIS; a++) yield* catalog.putApi(new Api({ id: apiId(a), workspaceId: WORKSPACE, name: apiId(a) }))
+    for (let a = 0; a < APIS; a++) {
+      yield* catalog.putApi(new Api({ id: apiId(a), workspaceId: WORKSPACE, name: apiId(a) }))
+    }
   }))
   const verifications = await runtime.runPromise(Verifications)
   const analytics = await runtime.runPromise(Analytics)

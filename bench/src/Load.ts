@@ -37,7 +37,10 @@ const routes: ReadonlyArray<Route> = [
     path: "/v1/analytics.recordVerifications",
     body: () =>
       JSON.stringify({
-        verifications: Array.from({ length: 100 }, (_, i) => ({ apiId: apiId(0), keyId: `load_${i % 10}`, outcome: "valid", tags: ["load"] }))
+        verifications: Array.from(
+          { length: 100 },
+          (_, i) => ({ apiId: apiId(0), keyId: `load_${i % 10}`, outcome: "valid", tags: ["load"] })
+        )
       })
   },
   {
@@ -59,7 +62,9 @@ const fire = (server: Server, route: Route, seconds: number) =>
         duration: seconds,
         headers: { authorization: `Bearer ${ROOT_KEY}`, "content-type": "application/json" },
         ...(route.body
-          ? { requests: [{ setupRequest: (request: Record<string, unknown>) => ({ ...request, body: route.body!(n++) }) }] }
+          ? {
+            requests: [{ setupRequest: (request: Record<string, unknown>) => ({ ...request, body: route.body!(n++) }) }]
+          }
           : {})
       },
       (error: unknown, result: Record<string, any>) => (error ? reject(error) : resolve(result))
@@ -80,7 +85,11 @@ export const run = async (server: Server, seconds: number) => {
       errors: failed,
       requests: Number(result.requests?.total ?? 0)
     })
-    process.stdout.write(`  ${route.route}: ${Math.round(out.at(-1)!.requestsPerSecond)} req/s, p99 ${out.at(-1)!.p99} ms, ${failed} failed\n`)
+    process.stdout.write(
+      `  ${route.route}: ${Math.round(out.at(-1)!.requestsPerSecond)} req/s, p99 ${
+        out.at(-1)!.p99
+      } ms, ${failed} failed\n`
+    )
   }
   return out
 }

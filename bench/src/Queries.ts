@@ -24,7 +24,11 @@ export const references: ReadonlyArray<Reference> = [
     query: { apiId: apiId(0), groupBy: ["key"], orderBy: "total", order: "desc", limit: 10, ...window(30) }
   },
   { id: "Q4", title: "per tag, 30 d", query: { apiId: apiId(0), groupBy: ["tag"], ...window(30) } },
-  { id: "Q5", title: "one key by hour, 90 d", query: { apiId: apiId(0), keyId: ["key_0_0"], groupBy: ["hour"], ...window(90) } },
+  {
+    id: "Q5",
+    title: "one key by hour, 90 d",
+    query: { apiId: apiId(0), keyId: ["key_0_0"], groupBy: ["hour"], ...window(90) }
+  },
   { id: "Q6", title: "total, 90 d", query: { apiId: apiId(0), ...window(90) } },
   {
     id: "Q7",

@@ -2,31 +2,36 @@
  * Tables of a benchmark run: per size, query × engine medians with spread and the ratio to
  * DuckDB's better layout; ingest, memory and disk; the targets, met or missed by how much.
  */
-import type { EngineResult } from "./Worker.js"
 import { references } from "./Queries.js"
+import type { EngineResult } from "./Worker.js"
 
 export interface HttpResult {
   readonly adapter: string
   readonly ingest?: { readonly eventsPerSecond: number; readonly events: number } | undefined
-  readonly load?: ReadonlyArray<{
-    readonly route: string
-    readonly requestsPerSecond: number
-    readonly p50: number
-    readonly p99: number
-    readonly errors: number
-    readonly requests: number
-  }> | undefined
+  readonly load?:
+    | ReadonlyArray<{
+      readonly route: string
+      readonly requestsPerSecond: number
+      readonly p50: number
+      readonly p99: number
+      readonly errors: number
+      readonly requests: number
+    }>
+    | undefined
 }
 
 export interface Run {
   readonly startedAt: string
   readonly machine: Record<string, string | number>
-  readonly sizes: ReadonlyArray<{ readonly size: number; readonly engines: ReadonlyArray<EngineResult>; readonly mismatches: ReadonlyArray<string> }>
+  readonly sizes: ReadonlyArray<
+    { readonly size: number; readonly engines: ReadonlyArray<EngineResult>; readonly mismatches: ReadonlyArray<string> }
+  >
   readonly http: ReadonlyArray<HttpResult>
 }
 
 const ms = (n: number) => (n < 10 ? n.toFixed(2) : n < 100 ? n.toFixed(1) : n.toFixed(0))
-export const count = (n: number) => n >= 1e6 ? `${(n / 1e6).toFixed(n % 1e6 === 0 ? 0 : 1)}M` : `${Math.round(n / 1e3)}k`
+export const count = (n: number) =>
+  n >= 1e6 ? `${(n / 1e6).toFixed(n % 1e6 === 0 ? 0 : 1)}M` : `${Math.round(n / 1e3)}k`
 
 /** Median of DuckDB's better layout for a query at a size. */
 const duckBest = (engines: ReadonlyArray<EngineResult>, id: string) =>
@@ -51,18 +56,25 @@ export const queryTable = (engines: ReadonlyArray<EngineResult>): Array<Array<st
 
 export const resourceTable = (engines: ReadonlyArray<EngineResult>): Array<Array<string>> => [
   ["", ...engines.map((e) => e.engine)],
-  ["ingest, events/s (library)", ...engines.map((e) =>
-    e.ingest
-      ? Math.round(e.ingest.eventsPerSecond).toLocaleString("en")
-      : e.buildSeconds !== undefined
-      ? `rollup built in ${e.buildSeconds.toFixed(1)} s`
-      : e.openSeconds !== undefined
-      ? `opened in ${e.openSeconds.toFixed(1)} s` + (e.hotSeconds !== undefined ? `, in memory in ${e.hotSeconds.toFixed(1)} s` : "")
-      : "–"
-  )],
+  [
+    "ingest, events/s (library)",
+    ...engines.map((e) =>
+      e.ingest
+        ? Math.round(e.ingest.eventsPerSecond).toLocaleString("en")
+        : e.buildSeconds !== undefined
+        ? `rollup built in ${e.buildSeconds.toFixed(1)} s`
+        : e.openSeconds !== undefined
+        ? `opened in ${e.openSeconds.toFixed(1)} s` +
+          (e.hotSeconds !== undefined ? `, in memory in ${e.hotSeconds.toFixed(1)} s` : "")
+        : "–"
+    )
+  ],
   ["peak RSS, MiB", ...engines.map((e) => String(e.peakRssMiB))],
   ...(engines.some((e) => e.serverPeakRssMiB !== undefined)
-    ? [["database server peak RSS, MiB", ...engines.map((e) => (e.serverPeakRssMiB === undefined ? "–" : String(e.serverPeakRssMiB)))]]
+    ? [[
+      "database server peak RSS, MiB",
+      ...engines.map((e) => (e.serverPeakRssMiB === undefined ? "–" : String(e.serverPeakRssMiB)))
+    ]]
     : []),
   ["on disk, MiB", ...engines.map((e) => (e.diskMiB === undefined ? "–" : String(e.diskMiB)))]
 ]
@@ -82,7 +94,10 @@ export const targets = (run: Run): Array<string> => {
         if (size < 50_000_000) continue
         for (const reference of references) {
           const ratio = engine.queries[reference.id]!.median / duckBest(engines, reference.id)
-          check(ratio <= 1, `clickhouse ${reference.id} ${at}: ${ratio.toFixed(3)}× DuckDB's better layout (target <= 1×)`)
+          check(
+            ratio <= 1,
+            `clickhouse ${reference.id} ${at}: ${ratio.toFixed(3)}× DuckDB's better layout (target <= 1×)`
+          )
         }
         continue
       }
@@ -90,13 +105,20 @@ export const targets = (run: Run): Array<string> => {
         const ratio = engine.queries[reference.id]!.median / duckBest(engines, reference.id)
         check(
           engine.engine === "memory" ? ratio <= bound : ratio < bound,
-          `${engine.engine} ${reference.id} ${at}: ${ratio.toFixed(3)}× DuckDB's better layout (target ${engine.engine === "memory" ? "<= 0.2×" : "< 1×"})`
+          `${engine.engine} ${reference.id} ${at}: ${ratio.toFixed(3)}× DuckDB's better layout (target ${
+            engine.engine === "memory" ? "<= 0.2×" : "< 1×"
+          })`
         )
       }
       if (engine.ingest === undefined) continue
       const rate = engine.ingest.eventsPerSecond
       const wanted = engine.engine === "memory" ? 1_000_000 : 120_000
-      check(rate >= wanted, `${engine.engine} ingest ${at}: ${Math.round(rate).toLocaleString("en")} events/s (target >= ${wanted.toLocaleString("en")})`)
+      check(
+        rate >= wanted,
+        `${engine.engine} ingest ${at}: ${Math.round(rate).toLocaleString("en")} events/s (target >= ${
+          wanted.toLocaleString("en")
+        })`
+      )
       if (engine.engine === "memory" && size >= 50_000_000) {
         check(engine.peakRssMiB < 2048, `memory peak RSS ${at}: ${engine.peakRssMiB} MiB (target < 2048)`)
       }
@@ -105,21 +127,36 @@ export const targets = (run: Run): Array<string> => {
   for (const http of run.http) {
     for (const load of http.load ?? []) {
       if (load.route === "getVerifications (day buckets, 30 d)" && http.adapter === "memory") {
-        check(load.requestsPerSecond >= 1000 && load.p99 < 50, `HTTP ${load.route} on memory: ${Math.round(load.requestsPerSecond)} req/s, p99 ${load.p99} ms (target >= 1000 req/s, p99 < 50 ms)`)
+        check(
+          load.requestsPerSecond >= 1000 && load.p99 < 50,
+          `HTTP ${load.route} on memory: ${
+            Math.round(load.requestsPerSecond)
+          } req/s, p99 ${load.p99} ms (target >= 1000 req/s, p99 < 50 ms)`
+        )
       }
-      check(load.errors === 0, `HTTP ${load.route} on ${http.adapter}: ${load.errors} failed requests of ${load.requests} (target 0)`)
+      check(
+        load.errors === 0,
+        `HTTP ${load.route} on ${http.adapter}: ${load.errors} failed requests of ${load.requests} (target 0)`
+      )
     }
   }
-  if (!run.sizes.some((s) => s.size >= 10_000_000)) lines.unshift("(query, ingest and memory targets apply at 10M and 50M events: run with --size 10m,50m)")
+  if (!run.sizes.some((s) => s.size >= 10_000_000)) {
+    lines.unshift("(query, ingest and memory targets apply at 10M and 50M events: run with --size 10m,50m)")
+  }
   return lines
 }
 
 const plain = (rows: Array<Array<string>>) => {
   const widths = rows[0]!.map((_, c) => Math.max(...rows.map((r) => r[c]!.length)))
-  return rows.map((r) => r.map((cell, c) => (c === 0 ? cell.padEnd(widths[c]!) : cell.padStart(widths[c]!))).join("  ")).join("\n")
+  return rows.map((r) => r.map((cell, c) => (c === 0 ? cell.padEnd(widths[c]!) : cell.padStart(widths[c]!))).join("  "))
+    .join("\n")
 }
 const markdown = (rows: Array<Array<string>>) =>
-  [`| ${rows[0]!.join(" | ")} |`, `|${rows[0]!.map((_, c) => (c === 0 ? "---" : "---:")).join("|")}|`, ...rows.slice(1).map((r) => `| ${r.join(" | ")} |`)].join("\n")
+  [
+    `| ${rows[0]!.join(" | ")} |`,
+    `|${rows[0]!.map((_, c) => (c === 0 ? "---" : "---:")).join("|")}|`,
+    ...rows.slice(1).map((r) => `| ${r.join(" | ")} |`)
+  ].join("\n")
 
 /** The run as text for the terminal, or as markdown. */
 export const render = (run: Run, format: "text" | "markdown"): string => {
@@ -128,24 +165,50 @@ export const render = (run: Run, format: "text" | "markdown"): string => {
   if (format === "markdown") {
     out.push(`# keymeter benchmark, ${run.startedAt}`, "")
     out.push(`Machine: ${Object.entries(run.machine).map(([k, v]) => `${k} ${v}`).join("; ")}.`, "")
-    out.push("Medians in ms, (min–max) over the timed runs; × is the ratio to DuckDB's better layout for that query.", "")
+    out.push(
+      "Medians in ms, (min–max) over the timed runs; × is the ratio to DuckDB's better layout for that query.",
+      ""
+    )
   }
   for (const { size, engines, mismatches } of run.sizes) {
     out.push(format === "markdown" ? `## ${count(size)} events` : `\n== ${count(size)} events ==`, "")
     out.push(table(queryTable(engines)), "")
     out.push(table(resourceTable(engines)), "")
-    out.push(mismatches.length === 0 ? "Answers: every engine's equal to DuckDB's on every query." : `ANSWERS DIFFER:\n${mismatches.join("\n")}`, "")
+    out.push(
+      mismatches.length === 0
+        ? "Answers: every engine's equal to DuckDB's on every query."
+        : `ANSWERS DIFFER:\n${mismatches.join("\n")}`,
+      ""
+    )
   }
   if (run.http.length > 0) {
     out.push(format === "markdown" ? "## HTTP (standalone server process, loopback)" : "\n== HTTP ==", "")
     const rows: Array<Array<string>> = [["adapter", "route", "requests/s or events/s", "p50 ms", "p99 ms", "failed"]]
     for (const http of run.http) {
-      if (http.ingest) rows.push([http.adapter, `recordVerifications ingest (${count(http.ingest.events)} events, batches of 10,000)`, `${Math.round(http.ingest.eventsPerSecond).toLocaleString("en")} events/s`, "–", "–", "0"])
-      for (const load of http.load ?? []) rows.push([http.adapter, load.route, `${Math.round(load.requestsPerSecond).toLocaleString("en")} req/s`, String(load.p50), String(load.p99), `${load.errors} of ${load.requests}`])
+      if (http.ingest) {
+        rows.push([
+          http.adapter,
+          `recordVerifications ingest (${count(http.ingest.events)} events, batches of 10,000)`,
+          `${Math.round(http.ingest.eventsPerSecond).toLocaleString("en")} events/s`,
+          "–",
+          "–",
+          "0"
+        ])
+      }
+      for (const load of http.load ?? []) {
+        rows.push([
+          http.adapter,
+          load.route,
+          `${Math.round(load.requestsPerSecond).toLocaleString("en")} req/s`,
+          String(load.p50),
+          String(load.p99),
+          `${load.errors} of ${load.requests}`
+        ])
+      }
     }
     out.push(table(rows), "")
   }
   out.push(format === "markdown" ? "## Targets" : "\n== Targets ==", "")
-  out.push(...targets(run).map((line) => (format === "markdown" ? `- ${line}` : line)))
+  for (const line of targets(run)) out.push(format === "markdown" ? `- ${line}` : line)
   return out.join("\n")
 }

@@ -6,12 +6,12 @@ import type { Catalog, VerificationStore } from "@keymeter/core/Storage"
 import { ClickhouseVerificationStore } from "@keymeter/storage-clickhouse"
 import { MemoryCatalog, MemoryStorage } from "@keymeter/storage-memory"
 import { SqliteStorage, SqliteVerificationStore } from "@keymeter/storage-sqlite"
-import { rmSync, statSync, writeFileSync } from "node:fs"
-import { fileURLToPath } from "node:url"
-import { parseArgs } from "node:util"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import { rmSync, statSync, writeFileSync } from "node:fs"
+import { fileURLToPath } from "node:url"
+import { parseArgs } from "node:util"
 import * as Clickhouse from "./Clickhouse.js"
 import * as Dataset from "./Dataset.js"
 import * as Duck from "./Duck.js"
@@ -28,7 +28,10 @@ export interface EngineResult {
   readonly openSeconds?: number | undefined
   /** Seconds from open until the hot range was loaded (in the background). */
   readonly hotSeconds?: number | undefined
-  readonly queries: Record<string, { readonly median: number; readonly min: number; readonly max: number; readonly runs: number }>
+  readonly queries: Record<
+    string,
+    { readonly median: number; readonly min: number; readonly max: number; readonly runs: number }
+  >
   readonly answers: Record<string, unknown>
   readonly peakRssMiB: number
   /** Peak RSS of a database server the engine runs in (ClickHouse), MiB. */
@@ -107,7 +110,9 @@ if (values.engine === "duckdb") {
   const reopened = values.engine === "sqlite-reopened"
   let hotRangeLoaded: Effect.Effect<void> = Effect.void
   const storage = SqliteStorage.layer({ filename: file, ...(reopened ? {} : { hotDays: 0 }) }).pipe(
-    Layer.tap((context) => Effect.sync(() => (hotRangeLoaded = Context.get(context, SqliteVerificationStore.HotRange).loaded)))
+    Layer.tap((context) =>
+      Effect.sync(() => (hotRangeLoaded = Context.get(context, SqliteVerificationStore.HotRange).loaded))
+    )
   )
   const started = performance.now()
   const keymeter = await Library.open(storage)
@@ -138,7 +143,10 @@ if (values.engine === "duckdb") {
     storage = MemoryStorage.layer
   } else if (values.engine === "clickhouse") {
     await Clickhouse.drop(clickhouseUrl, database)
-    storage = Layer.merge(MemoryCatalog.layer, ClickhouseVerificationStore.layer({ url: `${clickhouseUrl}/${database}` }))
+    storage = Layer.merge(
+      MemoryCatalog.layer,
+      ClickhouseVerificationStore.layer({ url: `${clickhouseUrl}/${database}` })
+    )
   } else {
     for (const suffix of ["", "-wal", "-shm", ".lock"]) rmSync(file + suffix, { force: true })
     storage = SqliteStorage.layer({ filename: file })

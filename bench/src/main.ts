@@ -30,7 +30,9 @@ const { values } = parseArgs({
 const sizes = values.size!.split(",").map(Dataset.parseSize)
 const adapters = values.adapter!.split(",").filter((a) => a !== "")
 for (const adapter of adapters) {
-  if (!["memory", "sqlite", "clickhouse"].includes(adapter)) throw new Error(`Unknown adapter ${adapter} (memory, sqlite, clickhouse)`)
+  if (!["memory", "sqlite", "clickhouse"].includes(adapter)) {
+    throw new Error(`Unknown adapter ${adapter} (memory, sqlite, clickhouse)`)
+  }
 }
 const log = (line: string) => process.stdout.write(line + "\n")
 const here = (path: string) => fileURLToPath(new URL(path, import.meta.url))
@@ -39,7 +41,18 @@ const tsxLoader = new URL("../../node_modules/tsx/dist/loader.mjs", import.meta.
 /** Runs one engine in its own process. */
 const runWorker = (engine: string, size: number): Array<EngineResult> => {
   const out = here(`../data/result-${engine}-${size}.json`)
-  const args = ["--max-old-space-size=16384", "--import", tsxLoader, here("./Worker.ts"), "--engine", engine, "--size", String(size), "--out", out]
+  const args = [
+    "--max-old-space-size=16384",
+    "--import",
+    tsxLoader,
+    here("./Worker.ts"),
+    "--engine",
+    engine,
+    "--size",
+    String(size),
+    "--out",
+    out
+  ]
   if (values.runs) args.push("--runs", values.runs)
   // A ClickHouse server of its own for each run: left running, it merges parts in the background
   // and takes CPU from whatever is measured next (memory's HTTP figures fell by a third beside it).
@@ -85,7 +98,6 @@ const run: {
   http: []
 }
 
-
 let failed = false
 for (const size of sizes) {
   const t = performance.now()
@@ -93,7 +105,9 @@ for (const size of sizes) {
   log(`\n${Report.count(size)} events (data set ready in ${((performance.now() - t) / 1000).toFixed(1)} s)`)
   // SQLite is also measured reopened (hot range reloaded, as after a restart) and without its
   // hot range (the rollups alone), both on the file its first worker wrote.
-  const workers = adapters.flatMap((adapter) => (adapter === "sqlite" ? ["sqlite", "sqlite-reopened", "sqlite-rollups"] : [adapter]))
+  const workers = adapters.flatMap((
+    adapter
+  ) => (adapter === "sqlite" ? ["sqlite", "sqlite-reopened", "sqlite-rollups"] : [adapter]))
   const engines = [...runWorker("duckdb", size), ...workers.flatMap((worker) => runWorker(worker, size))]
   const mismatches = compare(engines)
   if (mismatches.length > 0) failed = true

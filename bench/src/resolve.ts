@@ -81,7 +81,11 @@ const log = (line: string) => process.stdout.write(line + "\n")
 
 let t = performance.now()
 const index = new OverrideIndex(overrides)
-log(`index of ${COUNT.toLocaleString("en")} overrides (${COUNT / 2} wildcards) built in ${(performance.now() - t).toFixed(0)} ms`)
+log(
+  `index of ${COUNT.toLocaleString("en")} overrides (${COUNT / 2} wildcards) built in ${
+    (performance.now() - t).toFixed(0)
+  } ms`
+)
 
 // Correctness on a sample, against brute force over every override.
 for (const probe of probes.slice(0, 200)) {
@@ -104,10 +108,12 @@ log(`for scale, testing every override: ${((performance.now() - t) / 20).toFixed
 
 // Through the Overrides service: the first resolution loads and indexes the namespace.
 const WS = "ws_bench"
-for (const [name, storage] of [
-  ["memory", MemoryStorage.layer],
-  ["sqlite", SqliteStorage.layer({ filename: join(mkdtempSync(join(tmpdir(), "keymeter-resolve-")), "k.db") })]
-] as const) {
+for (
+  const [name, storage] of [
+    ["memory", MemoryStorage.layer],
+    ["sqlite", SqliteStorage.layer({ filename: join(mkdtempSync(join(tmpdir(), "keymeter-resolve-")), "k.db") })]
+  ] as const
+) {
   const runtime = ManagedRuntime.make(Keymeter.layer.pipe(Layer.provideMerge(storage)))
   const namespace = new Namespace({ id: "rlns_bench", workspaceId: WS, name: "bench" })
   await runtime.runPromise(Effect.gen(function*() {
@@ -131,4 +137,3 @@ for (const [name, storage] of [
   log(`Overrides.resolve on ${name}: first call (loads the index) ${load.toFixed(0)} ms; then ${micros(samples)}`)
   await runtime.dispose()
 }
-

@@ -78,7 +78,9 @@ export const make = (
       Effect.suspend(() => {
         if (events.length === 0) return Effect.void
         if (options.maxBuffered !== undefined && buffered + events.length > options.maxBuffered) {
-          return Effect.fail(new StorageError({ message: `The store is not keeping up: ${buffered} events are waiting to be stored` }))
+          return Effect.fail(
+            new StorageError({ message: `The store is not keeping up: ${buffered} events are waiting to be stored` })
+          )
         }
         buffered += events.length
         return Effect.flatMap(Deferred.make<void, StorageError>(), (done) =>

@@ -12,7 +12,14 @@ import { NotFound, ValidationError } from "./Errors.js"
 import * as Ids from "./Ids.js"
 import { Namespace } from "./Namespace.js"
 import type { Override } from "./Override.js"
-import { DeleteOverrideInput, GetOverrideInput, ListOverridesInput, MAX_PAGE, SetOverrideInput, toView } from "./Override.js"
+import {
+  DeleteOverrideInput,
+  GetOverrideInput,
+  ListOverridesInput,
+  MAX_PAGE,
+  SetOverrideInput,
+  toView
+} from "./Override.js"
 import { matches, OverrideIndex, resolveAcross } from "./OverrideIndex.js"
 import type { Principal } from "./Permission.js"
 import * as Permission from "./Permission.js"
@@ -26,7 +33,10 @@ export class Overrides extends Effect.Service<Overrides>()("@keymeter/core/Overr
     const auth = yield* Auth
     const decodeSet = Validation.decode(SetOverrideInput, { root: "body" })
     const decodeGet = Validation.decode(GetOverrideInput, { root: "query", unknownField: "is not a known parameter" })
-    const decodeList = Validation.decode(ListOverridesInput, { root: "query", unknownField: "is not a known parameter" })
+    const decodeList = Validation.decode(ListOverridesInput, {
+      root: "query",
+      unknownField: "is not a known parameter"
+    })
     const decodeDelete = Validation.decode(DeleteOverrideInput, { root: "body" })
 
     // Resolution indexes per namespace id. `generation` counts writes per namespace, so a load

@@ -8,6 +8,7 @@ import * as Schema from "effect/Schema"
 import { Auth } from "./Auth.js"
 import { ValidationError } from "./Errors.js"
 import * as Ids from "./Ids.js"
+import { SlidingWindows } from "./internal/slidingWindow.js"
 import { MAX_NAME_LENGTH, Namespace } from "./Namespace.js"
 import { MAX_IDENTIFIER_LENGTH } from "./Override.js"
 import { Overrides } from "./Overrides.js"
@@ -15,7 +16,6 @@ import type { Principal } from "./Permission.js"
 import * as Permission from "./Permission.js"
 import { Catalog } from "./Storage.js"
 import * as Validation from "./Validation.js"
-import { SlidingWindows } from "./internal/slidingWindow.js"
 
 const Integer = (min: number, expectation: string) =>
   Validation.expected(Schema.Number.pipe(Schema.int(), Schema.between(min, Number.MAX_SAFE_INTEGER)), expectation)

@@ -2,8 +2,8 @@
  * Root keys: the credentials of the API. The secret is shown once, at creation; only its SHA-256
  * hash is stored.
  */
-import { createHash, randomBytes } from "node:crypto"
 import * as Schema from "effect/Schema"
+import { createHash, randomBytes } from "node:crypto"
 
 /** A stored root key (no secret). */
 export class RootKey extends Schema.Class<RootKey>("RootKey")({

@@ -85,7 +85,10 @@ export class Catalog extends Context.Tag("@keymeter/core/Catalog")<
      */
     readonly upsertOverride: (write: OverrideWrite) => Effect.Effect<Override, StorageError>
     /** The override of exactly (namespace, identifier). */
-    readonly getOverride: (namespaceId: string, identifier: string) => Effect.Effect<Option.Option<Override>, StorageError>
+    readonly getOverride: (
+      namespaceId: string,
+      identifier: string
+    ) => Effect.Effect<Option.Option<Override>, StorageError>
     /** Deletes the override of (namespace, identifier); false when there was none. */
     readonly deleteOverride: (namespaceId: string, identifier: string) => Effect.Effect<boolean, StorageError>
     /**

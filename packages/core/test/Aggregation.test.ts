@@ -106,7 +106,9 @@ describe("Aggregation.finalize", () => {
     ]
     const asc = run(q, rows(q, data)).map((p) => `${p.time === at("2025-01-01T00:00:00Z") ? 1 : 2}${p.keyId}`)
     expect(asc).toEqual(["1a", "1b", "2a"])
-    const desc = run({ ...q, order: "desc" }, rows(q, data)).map((p) => `${p.time === at("2025-01-01T00:00:00Z") ? 1 : 2}${p.keyId}`)
+    const desc = run({ ...q, order: "desc" }, rows(q, data)).map((p) =>
+      `${p.time === at("2025-01-01T00:00:00Z") ? 1 : 2}${p.keyId}`
+    )
     expect(desc).toEqual(["2a", "1b", "1a"])
   })
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
-import * as GroupCommit from "@keymeter/core/GroupCommit"
 import { StorageError } from "@keymeter/core/Errors"
+import * as GroupCommit from "@keymeter/core/GroupCommit"
 import type { Verification } from "@keymeter/core/Verification"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
@@ -9,7 +9,10 @@ import * as Fiber from "effect/Fiber"
 import * as Scope from "effect/Scope"
 
 const events = (keyId: string, n = 1): Array<Verification> =>
-  Array.from({ length: n }, () => ({ time: 0, workspaceId: "ws", apiId: "a", keyId, identity: undefined, outcome: "valid", tags: [] }))
+  Array.from(
+    { length: n },
+    () => ({ time: 0, workspaceId: "ws", apiId: "a", keyId, identity: undefined, outcome: "valid", tags: [] })
+  )
 
 /** A writer whose first write waits for `release`, recording every batch it is given. */
 const blockedWriter = Effect.gen(function*() {
@@ -33,7 +36,9 @@ describe("GroupCommit", () => {
       const offer = yield* GroupCommit.make({ write: w.write, maxEvents: 100 })
       const first = yield* Effect.fork(offer(events("a")))
       yield* Deferred.await(w.started)
-      const rest = yield* Effect.fork(Effect.all(["b", "c", "d"].map((k) => offer(events(k))), { concurrency: "unbounded" }))
+      const rest = yield* Effect.fork(
+        Effect.all(["b", "c", "d"].map((k) => offer(events(k))), { concurrency: "unbounded" })
+      )
       yield* Effect.yieldNow()
       expect(first.unsafePoll()).toBeNull()
       yield* Deferred.succeed(w.release, undefined)

@@ -85,10 +85,15 @@ describe("OverrideIndex.resolve", () => {
   it("resolves like brute force over every override, whatever the patterns", () => {
     const alphabet = FastCheck.constantFrom("a", "b", "*", "é", "😀")
     const pattern = FastCheck.array(alphabet, { minLength: 1, maxLength: 6 }).map((c) => c.join(""))
-    const identifier = FastCheck.array(FastCheck.constantFrom("a", "b", "é", "😀"), { maxLength: 7 }).map((c) => c.join(""))
+    const identifier = FastCheck.array(FastCheck.constantFrom("a", "b", "é", "😀"), { maxLength: 7 }).map((c) =>
+      c.join("")
+    )
     FastCheck.assert(
       FastCheck.property(
-        FastCheck.uniqueArray(FastCheck.tuple(pattern, FastCheck.integer({ min: 0, max: 3 })), { selector: ([p]) => p, maxLength: 40 }),
+        FastCheck.uniqueArray(FastCheck.tuple(pattern, FastCheck.integer({ min: 0, max: 3 })), {
+          selector: ([p]) => p,
+          maxLength: 40
+        }),
         FastCheck.array(identifier, { minLength: 1, maxLength: 20 }),
         (entries, identifiers) => {
           const overrides = entries.map(([p, createdAt]) => override(p, createdAt))

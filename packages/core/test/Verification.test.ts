@@ -20,13 +20,23 @@ describe("Verification.decodeBatch", () => {
     ])
     expect(Either.getOrThrow(result)).toEqual([
       { time: NOW, workspaceId: "ws", apiId: "a", keyId: "k", identity: undefined, outcome: "valid", tags: ["a", "b"] },
-      { time: 0, workspaceId: "ws", apiId: "a", keyId: "k", identity: { id: "i", externalId: "e" }, outcome: "expired", tags: [] }
+      {
+        time: 0,
+        workspaceId: "ws",
+        apiId: "a",
+        keyId: "k",
+        identity: { id: "i", externalId: "e" },
+        outcome: "expired",
+        tags: []
+      }
     ])
   })
 
   it("names the index and field of the first bad item", () => {
     const ok = { apiId: "a", keyId: "k", outcome: "valid" }
-    expect(message([ok, ok, ok, { ...ok, outcome: "nope" }])).toMatch(/^verifications\[3\]\.outcome: must be one of valid, /)
+    expect(message([ok, ok, ok, { ...ok, outcome: "nope" }])).toMatch(
+      /^verifications\[3\]\.outcome: must be one of valid, /
+    )
     expect(message([{ ...ok, time: NOW + 60_001 }])).toMatch(/^verifications\[0\]\.time: must be at most 60 s ahead/)
     expect(Either.isRight(decode([{ ...ok, time: NOW + 60_000 }]))).toBe(true)
     expect(message([{ ...ok, time: 1.5 }])).toMatch(/^verifications\[0\]\.time: must be an integer/)
@@ -34,12 +44,20 @@ describe("Verification.decodeBatch", () => {
     expect(message([{ ...ok, tags: ["a", 5] }])).toBe("verifications[0].tags[1]: must be a string, got 5")
     const loneSurrogate = "must be well-formed Unicode, got a string with a lone UTF-16 surrogate"
     expect(message([{ ...ok, keyId: "k\ud800" }])).toBe(`verifications[0].keyId: ${loneSurrogate}`)
-    expect(message([{ ...ok, identity: { id: "i", externalId: "\udc00e" } }])).toBe(`verifications[0].identity.externalId: ${loneSurrogate}`)
+    expect(message([{ ...ok, identity: { id: "i", externalId: "\udc00e" } }])).toBe(
+      `verifications[0].identity.externalId: ${loneSurrogate}`
+    )
     expect(message([{ ...ok, tags: ["a", "b\ud83d"] }])).toBe(`verifications[0].tags[1]: ${loneSurrogate}`)
     expect(Either.isRight(decode([{ ...ok, keyId: "k\ud83d\udd11", tags: ["🔑"] }]))).toBe(true)
-    expect(message([{ ...ok, tags: new Array(11).fill("t") }])).toMatch(/^verifications\[0\]\.tags: must hold at most 10 tags/)
-    expect(message([{ ...ok, identity: { id: "i" } }])).toMatch(/^verifications\[0\]\.identity\.externalId: must be a string/)
-    expect(message([{ ...ok, identity: { id: "i", externalId: "e", x: 1 } }])).toBe("verifications[0].identity.x: is not a known field")
+    expect(message([{ ...ok, tags: new Array(11).fill("t") }])).toMatch(
+      /^verifications\[0\]\.tags: must hold at most 10 tags/
+    )
+    expect(message([{ ...ok, identity: { id: "i" } }])).toMatch(
+      /^verifications\[0\]\.identity\.externalId: must be a string/
+    )
+    expect(message([{ ...ok, identity: { id: "i", externalId: "e", x: 1 } }])).toBe(
+      "verifications[0].identity.x: is not a known field"
+    )
     expect(message([{ ...ok, extra: true }])).toBe("verifications[0].extra: is not a known field")
     expect(message([])).toMatch(/at least 1/)
     expect(message(new Array(10_001).fill(ok))).toMatch(/at most 10000/)
@@ -50,7 +68,17 @@ describe("Verification.decodeBatch", () => {
   it("accepts exactly what the documented VerificationInput schema accepts", () => {
     const schema = Schema.decodeUnknownEither(Verification.VerificationInput, { onExcessProperty: "error" })
     const text = FastCheck.oneof(
-      FastCheck.constantFrom("", "a", "x".repeat(128), "x".repeat(129), "x".repeat(255), "x".repeat(256), "\ud800", "a\udc00", "🔑"),
+      FastCheck.constantFrom(
+        "",
+        "a",
+        "x".repeat(128),
+        "x".repeat(129),
+        "x".repeat(255),
+        "x".repeat(256),
+        "\ud800",
+        "a\udc00",
+        "🔑"
+      ),
       FastCheck.string({ maxLength: 4 })
     )
     const anything = FastCheck.oneof(text, FastCheck.integer(), FastCheck.constant(null), FastCheck.boolean())

@@ -21,7 +21,12 @@ const error = (input: VerificationQuery.VerificationQueryInput) => {
 describe("VerificationQuery.VerificationQueryInput", () => {
   it("refuses ids and tags that are not well-formed Unicode: nothing stored could match them", () => {
     const decode = Schema.decodeUnknownEither(VerificationQuery.VerificationQueryInput)
-    for (const bad of [{ apiId: "a\ud800" }, { apiId: "a", keyId: ["k", "\udc00"] }, { apiId: "a", tag: ["t\ud83d"] }, { apiId: "a", externalId: "\ud800x" }]) {
+    for (
+      const bad of [{ apiId: "a\ud800" }, { apiId: "a", keyId: ["k", "\udc00"] }, { apiId: "a", tag: ["t\ud83d"] }, {
+        apiId: "a",
+        externalId: "\ud800x"
+      }]
+    ) {
       const result = decode(bad)
       expect(Either.isLeft(result) && result.left.message, JSON.stringify(bad)).toMatch(/must be well-formed Unicode/)
     }

@@ -12,8 +12,8 @@ import * as OpenApi from "@effect/platform/OpenApi"
 import { CreateApiInput } from "@keymeter/core/Api"
 import { Datapoint } from "@keymeter/core/Datapoint"
 import { DeleteOverrideInput, OverridePage, OverrideView, SetOverrideInput } from "@keymeter/core/Override"
-import { LimitInput, LimitResponse } from "@keymeter/core/RateLimiter"
 import type { Principal } from "@keymeter/core/Permission"
+import { LimitInput, LimitResponse } from "@keymeter/core/RateLimiter"
 import { RecordVerificationsInput } from "@keymeter/core/Verification"
 import { GroupByValues, OrderByValues } from "@keymeter/core/VerificationQuery"
 import * as Context from "effect/Context"
@@ -47,8 +47,7 @@ export class Authorization extends HttpApiMiddleware.Tag<Authorization>()("@keym
 
 // Query parameters arrive as strings; the handler parses them (digits only, empty = absent,
 // unknown names refused), so these schemas document the wire form.
-const once = (description: string) =>
-  Schema.String.annotations({ description, message: () => "must be given once" })
+const once = (description: string) => Schema.String.annotations({ description, message: () => "must be given once" })
 const repeated = (description: string) => Schema.Array(Schema.String).annotations({ description })
 
 /** Query parameters of `GET /v1/analytics.getVerifications`. */
@@ -58,7 +57,9 @@ export const GetVerificationsParams = Schema.Struct({
   keyId: Schema.optional(repeated("Only these keys (OR). Repeat the parameter: keyId=a&keyId=b.")),
   tag: Schema.optional(repeated("Only events carrying all these tags (AND). Repeat the parameter.")),
   start: Schema.optional(once("Unix ms, decimal digits; truncated to its UTC hour; inclusive. Default: no bound.")),
-  end: Schema.optional(once("Unix ms, decimal digits; truncated to its UTC hour, that whole hour included. Default: now.")),
+  end: Schema.optional(
+    once("Unix ms, decimal digits; truncated to its UTC hour, that whole hour included. Default: now.")
+  ),
   groupBy: Schema.optional(
     repeated(`Repeat for several: one of ${GroupByValues.join(", ")}. At most one time unit; not tag with tags.`)
   ),
@@ -107,7 +108,9 @@ const namespaceParams = {
 export const GetOverrideParams = Schema.Struct({
   ...namespaceParams,
   identifier: once("The identifier (or the pattern) of the override."),
-  resolve: Schema.optional(once("true: the override that would apply to the identifier (behaviour.md §5), not only its own."))
+  resolve: Schema.optional(
+    once("true: the override that would apply to the identifier (behaviour.md §5), not only its own.")
+  )
 }).annotations({ identifier: "GetOverrideParams" })
 
 /** Query parameters of `GET /v1/ratelimits.listOverrides`. */
@@ -153,7 +156,10 @@ export class RatelimitsGroup extends HttpApiGroup.make("ratelimits")
       .setPayload(DeleteOverrideInput)
       .addSuccess(Schema.Struct({}))
       .annotate(OpenApi.Summary, "Delete an override; it never applies again")
-      .annotate(OpenApi.Description, "Permission: ratelimit.*.delete_override or ratelimit.<namespaceId>.delete_override.")
+      .annotate(
+        OpenApi.Description,
+        "Permission: ratelimit.*.delete_override or ratelimit.<namespaceId>.delete_override."
+      )
   )
   .add(
     HttpApiEndpoint.post("limit", "/ratelimits.limit")
@@ -208,7 +214,7 @@ export class Api extends HttpApi.make("keymeter")
   .annotate(
     OpenApi.Description,
     "Usage analytics and rate-limit overrides for API keys. Every error answers " +
-      '{"error":{"code","message","docs","requestId"}}.'
+      "{\"error\":{\"code\",\"message\",\"docs\",\"requestId\"}}."
   )
 {
   // HttpApi.make hard-codes HttpApiDecodeError's {_tag, issues} body for bad parameters; shadowing

@@ -9,8 +9,8 @@
  * const perDay = await keymeter.getVerifications({ apiId, groupBy: "day" })
  * ```
  */
-import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import { NodeHttpServer } from "@effect/platform-node"
+import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import { Analytics } from "@keymeter/core/Analytics"
 import { Apis } from "@keymeter/core/Apis"
 import * as Auth from "@keymeter/core/Auth"
@@ -18,9 +18,9 @@ import type { Datapoint } from "@keymeter/core/Datapoint"
 import * as Ids from "@keymeter/core/Ids"
 import type { Override, OverridePage, OverrideView, SetOverrideInput } from "@keymeter/core/Override"
 import { Overrides } from "@keymeter/core/Overrides"
+import * as Provisioning from "@keymeter/core/Provisioning"
 import type { LimitResponse } from "@keymeter/core/RateLimiter"
 import { RateLimiter } from "@keymeter/core/RateLimiter"
-import * as Provisioning from "@keymeter/core/Provisioning"
 import * as RootKey from "@keymeter/core/RootKey"
 import type { Catalog as CatalogTag, VerificationStore } from "@keymeter/core/Storage"
 import { Catalog } from "@keymeter/core/Storage"
@@ -175,7 +175,10 @@ export const createKeymeter = async (options: KeymeterOptions = {}): Promise<Key
     storage = StorageSpec.layer(spec, { analytics })
   } else {
     if (options.analytics !== undefined) {
-      throw new KeymeterError("BAD_REQUEST", "analytics goes with a storage string; a storage layer provides both halves itself")
+      throw new KeymeterError(
+        "BAD_REQUEST",
+        "analytics goes with a storage string; a storage layer provides both halves itself"
+      )
     }
     storage = options.storage
   }
@@ -230,7 +233,8 @@ export const createKeymeter = async (options: KeymeterOptions = {}): Promise<Key
     setOverride: (input) => run(Effect.flatMap(Overrides, (overrides) => overrides.set(principal, input))),
     getOverride: (input) => run(Effect.flatMap(Overrides, (overrides) => overrides.get(principal, input))),
     listOverrides: (input) => run(Effect.flatMap(Overrides, (overrides) => overrides.list(principal, input))),
-    deleteOverride: (input) => run(Effect.asVoid(Effect.flatMap(Overrides, (overrides) => overrides.delete(principal, input)))),
+    deleteOverride: (input) =>
+      run(Effect.asVoid(Effect.flatMap(Overrides, (overrides) => overrides.delete(principal, input)))),
     limit: (input) => run(Effect.flatMap(RateLimiter, (limiter) => limiter.limit(principal, input))),
     createRootKey: (input) =>
       run(Effect.gen(function*() {
@@ -266,7 +270,12 @@ export const createKeymeter = async (options: KeymeterOptions = {}): Promise<Key
         const requestId = RequestContext.makeRequestId()
         res.writeHead(404, { "content-type": "application/json", "x-request-id": requestId })
         res.end(JSON.stringify({
-          error: { code: "NOT_FOUND", message: `No route for ${req.method} ${url}`, docs: `${docsUrl}/errors/NOT_FOUND`, requestId }
+          error: {
+            code: "NOT_FOUND",
+            message: `No route for ${req.method} ${url}`,
+            docs: `${docsUrl}/errors/NOT_FOUND`,
+            requestId
+          }
         }))
       }
     },

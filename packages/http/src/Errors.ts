@@ -15,18 +15,44 @@ import * as RequestContext from "./RequestContext.js"
 
 /** Every error code, its status and when it happens. */
 export const Codes = {
-  BAD_REQUEST: { status: 400, when: "A parameter or body field fails validation, malformed JSON, or conflicting parameters." },
-  QUERY_TOO_LARGE: { status: 400, when: "An analytics answer would exceed the datapoint cap; narrow the window, coarsen the time unit, filter, or group by fewer dimensions." },
-  UNAUTHORIZED: { status: 401, when: "The Authorization header is missing, is not `Bearer <root key>`, or the token is not a known root key." },
+  BAD_REQUEST: {
+    status: 400,
+    when: "A parameter or body field fails validation, malformed JSON, or conflicting parameters."
+  },
+  QUERY_TOO_LARGE: {
+    status: 400,
+    when:
+      "An analytics answer would exceed the datapoint cap; narrow the window, coarsen the time unit, filter, or group by fewer dimensions."
+  },
+  UNAUTHORIZED: {
+    status: 401,
+    when: "The Authorization header is missing, is not `Bearer <root key>`, or the token is not a known root key."
+  },
   FORBIDDEN: { status: 403, when: "The root key is disabled or expired." },
-  INSUFFICIENT_PERMISSIONS: { status: 403, when: "The root key lacks the permission; the message lists the permissions that would do." },
-  NOT_FOUND: { status: 404, when: "A named resource does not exist in the caller's workspace, or the route does not exist." },
-  METHOD_NOT_ALLOWED: { status: 405, when: "The route exists but not for this method; the Allow header lists the methods." },
+  INSUFFICIENT_PERMISSIONS: {
+    status: 403,
+    when: "The root key lacks the permission; the message lists the permissions that would do."
+  },
+  NOT_FOUND: {
+    status: 404,
+    when: "A named resource does not exist in the caller's workspace, or the route does not exist."
+  },
+  METHOD_NOT_ALLOWED: {
+    status: 405,
+    when: "The route exists but not for this method; the Allow header lists the methods."
+  },
   PAYLOAD_TOO_LARGE: { status: 413, when: "The request body is over the configured limit (1 MiB by default)." },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, when: "A POST body whose Content-Type is missing or not application/json." },
-  RATE_LIMITED: { status: 429, when: "The server's own protective limit: it is serving as many requests at once as it takes (KEYMETER_MAX_IN_FLIGHT, 256 by default). Nothing was read or changed; retry after the Retry-After header's seconds." },
+  RATE_LIMITED: {
+    status: 429,
+    when:
+      "The server's own protective limit: it is serving as many requests at once as it takes (KEYMETER_MAX_IN_FLIGHT, 256 by default). Nothing was read or changed; retry after the Retry-After header's seconds."
+  },
   INTERNAL_SERVER_ERROR: { status: 500, when: "A bug. It is logged with the request id; nothing about it is leaked." },
-  SERVICE_UNAVAILABLE: { status: 503, when: "Storage is unreachable or failing, or the server is shutting down. Safe to retry." }
+  SERVICE_UNAVAILABLE: {
+    status: 503,
+    when: "Storage is unreachable or failing, or the server is shutting down. Safe to retry."
+  }
 } as const
 
 /** An error code. */
@@ -86,63 +112,108 @@ export class BadRequest extends Schema.TaggedError<BadRequest>()("BadRequest", {
   code: Schema.Literal("BAD_REQUEST", "QUERY_TOO_LARGE"),
   message: Schema.String
 }) {}
-export const BadRequestResponse = envelope(BadRequest, ["BAD_REQUEST", "QUERY_TOO_LARGE"], "BadRequestError", "Invalid input, or an answer over the datapoint cap")
+export const BadRequestResponse = envelope(
+  BadRequest,
+  ["BAD_REQUEST", "QUERY_TOO_LARGE"],
+  "BadRequestError",
+  "Invalid input, or an answer over the datapoint cap"
+)
 
 /** 401 */
 export class Unauthorized extends Schema.TaggedError<Unauthorized>()("Unauthorized", {
   code: Schema.Literal("UNAUTHORIZED"),
   message: Schema.String
 }) {}
-export const UnauthorizedResponse = envelope(Unauthorized, ["UNAUTHORIZED"], "UnauthorizedError", "Missing or invalid root key")
+export const UnauthorizedResponse = envelope(
+  Unauthorized,
+  ["UNAUTHORIZED"],
+  "UnauthorizedError",
+  "Missing or invalid root key"
+)
 
 /** 403 */
 export class Forbidden extends Schema.TaggedError<Forbidden>()("Forbidden", {
   code: Schema.Literal("FORBIDDEN", "INSUFFICIENT_PERMISSIONS"),
   message: Schema.String
 }) {}
-export const ForbiddenResponse = envelope(Forbidden, ["FORBIDDEN", "INSUFFICIENT_PERMISSIONS"], "ForbiddenError", "Root key disabled or expired, or lacking the permission")
+export const ForbiddenResponse = envelope(
+  Forbidden,
+  ["FORBIDDEN", "INSUFFICIENT_PERMISSIONS"],
+  "ForbiddenError",
+  "Root key disabled or expired, or lacking the permission"
+)
 
 /** 404 */
 export class NotFound extends Schema.TaggedError<NotFound>()("NotFound", {
   code: Schema.Literal("NOT_FOUND"),
   message: Schema.String
 }) {}
-export const NotFoundResponse = envelope(NotFound, ["NOT_FOUND"], "NotFoundError", "No such resource in the caller's workspace")
+export const NotFoundResponse = envelope(
+  NotFound,
+  ["NOT_FOUND"],
+  "NotFoundError",
+  "No such resource in the caller's workspace"
+)
 
 /** 413 */
 export class PayloadTooLarge extends Schema.TaggedError<PayloadTooLarge>()("PayloadTooLarge", {
   code: Schema.Literal("PAYLOAD_TOO_LARGE"),
   message: Schema.String
 }) {}
-export const PayloadTooLargeResponse = envelope(PayloadTooLarge, ["PAYLOAD_TOO_LARGE"], "PayloadTooLargeError", "Request body over the limit")
+export const PayloadTooLargeResponse = envelope(
+  PayloadTooLarge,
+  ["PAYLOAD_TOO_LARGE"],
+  "PayloadTooLargeError",
+  "Request body over the limit"
+)
 
 /** 415 */
 export class UnsupportedMediaType extends Schema.TaggedError<UnsupportedMediaType>()("UnsupportedMediaType", {
   code: Schema.Literal("UNSUPPORTED_MEDIA_TYPE"),
   message: Schema.String
 }) {}
-export const UnsupportedMediaTypeResponse = envelope(UnsupportedMediaType, ["UNSUPPORTED_MEDIA_TYPE"], "UnsupportedMediaTypeError", "Body is not application/json")
+export const UnsupportedMediaTypeResponse = envelope(
+  UnsupportedMediaType,
+  ["UNSUPPORTED_MEDIA_TYPE"],
+  "UnsupportedMediaTypeError",
+  "Body is not application/json"
+)
 
 /** 429 */
 export class RateLimited extends Schema.TaggedError<RateLimited>()("RateLimited", {
   code: Schema.Literal("RATE_LIMITED"),
   message: Schema.String
 }) {}
-export const RateLimitedResponse = envelope(RateLimited, ["RATE_LIMITED"], "RateLimitedError", "The server's own protective limit")
+export const RateLimitedResponse = envelope(
+  RateLimited,
+  ["RATE_LIMITED"],
+  "RateLimitedError",
+  "The server's own protective limit"
+)
 
 /** 500 */
 export class InternalServerError extends Schema.TaggedError<InternalServerError>()("InternalServerError", {
   code: Schema.Literal("INTERNAL_SERVER_ERROR"),
   message: Schema.String
 }) {}
-export const InternalServerErrorResponse = envelope(InternalServerError, ["INTERNAL_SERVER_ERROR"], "InternalServerError", "A bug; logged with the request id")
+export const InternalServerErrorResponse = envelope(
+  InternalServerError,
+  ["INTERNAL_SERVER_ERROR"],
+  "InternalServerError",
+  "A bug; logged with the request id"
+)
 
 /** 503 */
 export class ServiceUnavailable extends Schema.TaggedError<ServiceUnavailable>()("ServiceUnavailable", {
   code: Schema.Literal("SERVICE_UNAVAILABLE"),
   message: Schema.String
 }) {}
-export const ServiceUnavailableResponse = envelope(ServiceUnavailable, ["SERVICE_UNAVAILABLE"], "ServiceUnavailableError", "Storage unavailable or shutting down; retry")
+export const ServiceUnavailableResponse = envelope(
+  ServiceUnavailable,
+  ["SERVICE_UNAVAILABLE"],
+  "ServiceUnavailableError",
+  "Storage unavailable or shutting down; retry"
+)
 
 /**
  * HttpApi's own 400 for parameters that fail their declared schema, re-dressed in the envelope.
@@ -192,7 +263,10 @@ export const fromDomain = (error: DomainError): Effect.Effect<HandlerError> => {
     case "StorageError":
       return Effect.as(
         Effect.logError("storage failure", error.message, error.cause),
-        new ServiceUnavailable({ code: "SERVICE_UNAVAILABLE", message: "Storage is unavailable; nothing was changed. Retry later." })
+        new ServiceUnavailable({
+          code: "SERVICE_UNAVAILABLE",
+          message: "Storage is unavailable; nothing was changed. Retry later."
+        })
       )
   }
 }

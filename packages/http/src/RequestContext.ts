@@ -4,7 +4,7 @@
  * set by the outermost middleware.
  */
 import * as HttpApp from "@effect/platform/HttpApp"
-import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import type * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as Ids from "@keymeter/core/Ids"
 import * as Effect from "effect/Effect"
@@ -36,13 +36,14 @@ export const makeRequestId = (): string => Ids.make(Ids.Prefix.request)
  * this middleware regains control, hence the pre-response handler; a response made in front of
  * the router (the in-flight limit's) comes back here and gets the header directly.
  */
-export const middleware = (options: { readonly docsUrl: string }) =>
-<E, R>(app: HttpApp.Default<E, R>): HttpApp.Default<E, R | HttpServerRequest.HttpServerRequest> =>
-  Effect.gen(function*() {
-    const requestId = makeRequestId()
-    yield* HttpApp.appendPreResponseHandler((_, response) =>
-      Effect.succeed(HttpServerResponse.setHeader(response, "x-request-id", requestId))
-    )
-    const response = yield* Effect.locally(app, CurrentRequestContext, { requestId, docsUrl: options.docsUrl })
-    return HttpServerResponse.setHeader(response, "x-request-id", requestId)
-  })
+export const middleware =
+  (options: { readonly docsUrl: string }) =>
+  <E, R>(app: HttpApp.Default<E, R>): HttpApp.Default<E, R | HttpServerRequest.HttpServerRequest> =>
+    Effect.gen(function*() {
+      const requestId = makeRequestId()
+      yield* HttpApp.appendPreResponseHandler((_, response) =>
+        Effect.succeed(HttpServerResponse.setHeader(response, "x-request-id", requestId))
+      )
+      const response = yield* Effect.locally(app, CurrentRequestContext, { requestId, docsUrl: options.docsUrl })
+      return HttpServerResponse.setHeader(response, "x-request-id", requestId)
+    })

@@ -2,11 +2,11 @@
  * The HTTP application as layers: routes, docs and fallbacks over the core services, and the
  * standalone Node server around them.
  */
+import { NodeHttpServer } from "@effect/platform-node"
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import type * as HttpApp from "@effect/platform/HttpApp"
 import * as HttpServer from "@effect/platform/HttpServer"
 import type { ServeError } from "@effect/platform/HttpServerError"
-import { NodeHttpServer } from "@effect/platform-node"
 import { MaxDatapoints } from "@keymeter/core/Analytics"
 import * as Keymeter from "@keymeter/core/Keymeter"
 import type { Catalog, VerificationStore } from "@keymeter/core/Storage"

@@ -41,7 +41,9 @@ export const parseAnalytics = (spec: string): AnalyticsSpec | InvalidStorageSpec
   if (value.startsWith("clickhouse:")) {
     const url = value.slice("clickhouse:".length)
     const target = ClickhouseVerificationStore.parseUrl(url)
-    if (target instanceof StorageError) return new InvalidStorageSpec({ message: `KEYMETER_ANALYTICS: ${target.message}` })
+    if (target instanceof StorageError) {
+      return new InvalidStorageSpec({ message: `KEYMETER_ANALYTICS: ${target.message}` })
+    }
     return { _tag: "clickhouse", url }
   }
   return new InvalidStorageSpec({
@@ -63,7 +65,9 @@ export const layer = (
   options: LayerOptions = {}
 ): Layer.Layer<VerificationStore | Catalog, SqliteStorage.OpenError | StorageError> => {
   if (options.analytics !== undefined) {
-    const catalog = spec._tag === "memory" ? MemoryCatalog.layer : SqliteStorage.layerServerCatalog({ filename: spec.filename })
+    const catalog = spec._tag === "memory"
+      ? MemoryCatalog.layer
+      : SqliteStorage.layerServerCatalog({ filename: spec.filename })
     return Layer.merge(catalog, ClickhouseVerificationStore.layer({ url: options.analytics.url }))
   }
   switch (spec._tag) {

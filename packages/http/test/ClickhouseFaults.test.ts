@@ -56,7 +56,9 @@ const total = Effect.map(
 describe.skipIf(skip !== undefined)("ClickHouse faults", () => {
   layer(
     // Built only when the suite runs: without a server there is no proxy.
-    TestServer.layer(Layer.suspend(() => Layer.merge(MemoryCatalog.layer, ClickhouseTestServer.layerFresh({ through: proxy!.url })))).pipe(
+    TestServer.layer(
+      Layer.suspend(() => Layer.merge(MemoryCatalog.layer, ClickhouseTestServer.layerFresh({ through: proxy!.url })))
+    ).pipe(
       Layer.provide(Logger.minimumLogLevel(LogLevel.None))
     ),
     { excludeTestServices: true }

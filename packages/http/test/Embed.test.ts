@@ -31,8 +31,18 @@ describe("createKeymeter", () => {
       expect(days.map((p) => [p.time, p.total, p.usageExceeded])).toEqual([[T0, 1, 0], [T0 + 24 * HOUR, 2, 1]])
       const [paid] = await keymeter.getVerifications({ apiId, tag: "paid", start: 0 })
       expect(paid!.total).toBe(1)
-      const first = await keymeter.setOverride({ namespaceName: "email", identifier: "user_1", limit: 5, duration: 60_000 })
-      const second = await keymeter.setOverride({ namespaceName: "email", identifier: "user_1", limit: 9, duration: 60_000 })
+      const first = await keymeter.setOverride({
+        namespaceName: "email",
+        identifier: "user_1",
+        limit: 5,
+        duration: 60_000
+      })
+      const second = await keymeter.setOverride({
+        namespaceName: "email",
+        identifier: "user_1",
+        limit: 9,
+        duration: 60_000
+      })
       expect(second.id).toBe(first.id)
       expect(second.limit).toBe(9)
     } finally {
@@ -43,15 +53,25 @@ describe("createKeymeter", () => {
   it("reads, lists, deletes overrides and limits through promises", async () => {
     const keymeter = await createKeymeter()
     try {
-      const set = await keymeter.setOverride({ namespaceName: "email", identifier: "user_*", limit: 1, duration: 60_000 })
+      const set = await keymeter.setOverride({
+        namespaceName: "email",
+        identifier: "user_*",
+        limit: 1,
+        duration: 60_000
+      })
       expect(await keymeter.limit({ namespace: "email", identifier: "user_9", limit: 100, duration: 1000 }))
         .toMatchObject({ success: true, limit: 1, remaining: 0, overrideId: set.id })
-      expect((await keymeter.limit({ namespace: "email", identifier: "user_9", limit: 100, duration: 1000 })).success).toBe(false)
-      expect((await keymeter.getOverride({ namespaceName: "email", identifier: "user_9", resolve: true })).id).toBe(set.id)
+      expect((await keymeter.limit({ namespace: "email", identifier: "user_9", limit: 100, duration: 1000 })).success)
+        .toBe(false)
+      expect((await keymeter.getOverride({ namespaceName: "email", identifier: "user_9", resolve: true })).id).toBe(
+        set.id
+      )
       const page = await keymeter.listOverrides({ namespaceName: "email" })
       expect([page.total, page.overrides.map((o) => o.identifier), page.cursor]).toEqual([1, ["user_*"], undefined])
       await keymeter.deleteOverride({ namespaceName: "email", identifier: "user_*" })
-      expect((await rejection(keymeter.deleteOverride({ namespaceName: "email", identifier: "user_*" }))).code).toBe("NOT_FOUND")
+      expect((await rejection(keymeter.deleteOverride({ namespaceName: "email", identifier: "user_*" }))).code).toBe(
+        "NOT_FOUND"
+      )
     } finally {
       await keymeter.close()
     }

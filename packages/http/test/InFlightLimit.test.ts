@@ -7,7 +7,10 @@ import { BaseUrl, keys, post, request } from "./TestServer.js"
 
 const EVENTS = 100
 const body = JSON.stringify({
-  verifications: Array.from({ length: EVENTS }, (_, i) => ({ apiId: "api_a1", keyId: `key_${i % 5}`, outcome: "valid" }))
+  verifications: Array.from(
+    { length: EVENTS },
+    (_, i) => ({ apiId: "api_a1", keyId: `key_${i % 5}`, outcome: "valid" })
+  )
 })
 const total = Effect.map(
   request("/v1/analytics.getVerifications?apiId=api_a1", { key: keys.reader }),
@@ -40,31 +43,36 @@ const slowUpload = Effect.gen(function*() {
   return { finish }
 })
 
-layer(TestServer.layer(MemoryStorage.layer, { maxInFlight: 2 }), { excludeTestServices: true })("in-flight limit", (it) => {
-  it.scoped("answers 429 RATE_LIMITED beyond the limit, before reading the body, and frees every slot", () =>
-    Effect.gen(function*() {
-      const first = yield* slowUpload
-      const second = yield* slowUpload
-      yield* Effect.sleep("200 millis") // both requests reach their handlers
-      const shed = yield* post("/v1/analytics.recordVerifications", body, keys.recorder)
-      expect(shed.status).toBe(429)
-      expect(shed.body.error.code).toBe("RATE_LIMITED")
-      expect(shed.body.error.message).toMatch(/limit of 2 requests in flight/)
-      expect(shed.body.error.requestId).toBe(shed.headers.get("x-request-id"))
-      expect(shed.headers.get("retry-after")).toBe("1")
-      expect((yield* request("/v1/analytics.getVerifications?apiId=api_a1", { key: keys.reader })).status).toBe(429)
+layer(TestServer.layer(MemoryStorage.layer, { maxInFlight: 2 }), { excludeTestServices: true })(
+  "in-flight limit",
+  (it) => {
+    it.scoped("answers 429 RATE_LIMITED beyond the limit, before reading the body, and frees every slot", () =>
+      Effect.gen(function*() {
+        const first = yield* slowUpload
+        const second = yield* slowUpload
+        yield* Effect.sleep("200 millis") // both requests reach their handlers
+        const shed = yield* post("/v1/analytics.recordVerifications", body, keys.recorder)
+        expect(shed.status).toBe(429)
+        expect(shed.body.error.code).toBe("RATE_LIMITED")
+        expect(shed.body.error.message).toMatch(/limit of 2 requests in flight/)
+        expect(shed.body.error.requestId).toBe(shed.headers.get("x-request-id"))
+        expect(shed.headers.get("retry-after")).toBe("1")
+        expect((yield* request("/v1/analytics.getVerifications?apiId=api_a1", { key: keys.reader })).status).toBe(429)
 
-      expect(yield* first.finish).toBe(200)
-      expect(yield* second.finish).toBe(200)
-      expect(yield* total).toBe(2 * EVENTS)
+        expect(yield* first.finish).toBe(200)
+        expect(yield* second.finish).toBe(200)
+        expect(yield* total).toBe(2 * EVENTS)
 
-      // Slots come back after answers of every kind: one at a time, nothing is shed.
-      for (let i = 0; i < 5; i++) {
-        expect((yield* post("/v1/analytics.recordVerifications", { verifications: [] }, keys.recorder)).status).toBe(400)
-        expect((yield* request("/v1/analytics.getVerifications?apiId=api_a1")).status).toBe(401)
-        expect((yield* request("/v1/nothing.here")).status).toBe(404)
-        expect((yield* post("/v1/analytics.recordVerifications", body, keys.recorder)).status).toBe(200)
-      }
-      expect(yield* total).toBe(7 * EVENTS)
-    }))
-})
+        // Slots come back after answers of every kind: one at a time, nothing is shed.
+        for (let i = 0; i < 5; i++) {
+          expect((yield* post("/v1/analytics.recordVerifications", { verifications: [] }, keys.recorder)).status).toBe(
+            400
+          )
+          expect((yield* request("/v1/analytics.getVerifications?apiId=api_a1")).status).toBe(401)
+          expect((yield* request("/v1/nothing.here")).status).toBe(404)
+          expect((yield* post("/v1/analytics.recordVerifications", body, keys.recorder)).status).toBe(200)
+        }
+        expect(yield* total).toBe(7 * EVENTS)
+      }))
+  }
+)

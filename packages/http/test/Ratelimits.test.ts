@@ -17,47 +17,184 @@ const get = (path: string, params: Record<string, string>, key: string) =>
 layer(TestServer.layer(MemoryStorage.layer), { excludeTestServices: true })("HTTP ratelimits routes", (it) => {
   it.effect("reads an override, or the one that resolves, in the documented shape", () =>
     Effect.gen(function*() {
-      const set = yield* post("/v1/ratelimits.setOverride", { namespaceId: "rlns_a1", identifier: "user_*", limit: 10, duration: 60_000, async: true }, keys.setter)
+      const set = yield* post("/v1/ratelimits.setOverride", {
+        namespaceId: "rlns_a1",
+        identifier: "user_*",
+        limit: 10,
+        duration: 60_000,
+        async: true
+      }, keys.setter)
       const literal = yield* get("getOverride", { namespaceId: "rlns_a1", identifier: "user_*" }, keys.overrideReader)
       expect(literal.status).toBe(200)
-      expect(Object.keys(literal.body).sort()).toEqual(["async", "createdAt", "duration", "id", "identifier", "limit", "updatedAt"])
-      expect(literal.body).toMatchObject({ id: set.body.overrideId, identifier: "user_*", limit: 10, duration: 60_000, async: true })
-      expectError(yield* get("getOverride", { namespaceId: "rlns_a1", identifier: "user_42" }, keys.overrideReader), 404, "NOT_FOUND", /no override for "user_42"/)
-      const resolved = yield* get("getOverride", { namespaceName: "email", identifier: "user_42", resolve: "true" }, keys.overrideReaderOne)
+      expect(Object.keys(literal.body).sort()).toEqual([
+        "async",
+        "createdAt",
+        "duration",
+        "id",
+        "identifier",
+        "limit",
+        "updatedAt"
+      ])
+      expect(literal.body).toMatchObject({
+        id: set.body.overrideId,
+        identifier: "user_*",
+        limit: 10,
+        duration: 60_000,
+        async: true
+      })
+      expectError(
+        yield* get("getOverride", { namespaceId: "rlns_a1", identifier: "user_42" }, keys.overrideReader),
+        404,
+        "NOT_FOUND",
+        /no override for "user_42"/
+      )
+      const resolved = yield* get(
+        "getOverride",
+        { namespaceName: "email", identifier: "user_42", resolve: "true" },
+        keys.overrideReaderOne
+      )
       expect(resolved.body.id).toBe(set.body.overrideId)
-      expectError(yield* get("getOverride", { namespaceId: "rlns_a1", identifier: "zzz", resolve: "true" }, keys.overrideReader), 404, "NOT_FOUND", /no override applies/)
-      expectError(yield* get("getOverride", { namespaceId: "rlns_a1", identifier: "x", resolve: "yes" }, keys.overrideReader), 400, "BAD_REQUEST", /^resolve: must be true or false/)
-      expectError(yield* get("getOverride", { identifier: "x" }, keys.overrideReader), 400, "BAD_REQUEST", /either namespaceId or namespaceName/)
+      expectError(
+        yield* get("getOverride", { namespaceId: "rlns_a1", identifier: "zzz", resolve: "true" }, keys.overrideReader),
+        404,
+        "NOT_FOUND",
+        /no override applies/
+      )
+      expectError(
+        yield* get("getOverride", { namespaceId: "rlns_a1", identifier: "x", resolve: "yes" }, keys.overrideReader),
+        400,
+        "BAD_REQUEST",
+        /^resolve: must be true or false/
+      )
+      expectError(
+        yield* get("getOverride", { identifier: "x" }, keys.overrideReader),
+        400,
+        "BAD_REQUEST",
+        /either namespaceId or namespaceName/
+      )
     }))
 
   it.effect("checks read, delete and limit permissions, before looking anything up", () =>
     Effect.gen(function*() {
-      expectError(yield* get("getOverride", { namespaceId: "rlns_a2", identifier: "abc" }, keys.overrideReaderOne), 403, "INSUFFICIENT_PERMISSIONS", /ratelimit\.rlns_a2\.read_override/)
+      expectError(
+        yield* get("getOverride", { namespaceId: "rlns_a2", identifier: "abc" }, keys.overrideReaderOne),
+        403,
+        "INSUFFICIENT_PERMISSIONS",
+        /ratelimit\.rlns_a2\.read_override/
+      )
       // An unknown namespace name: 403 without the workspace-wide permission, so names do not leak.
-      expectError(yield* get("listOverrides", { namespaceName: "nope" }, keys.overrideReaderOne), 403, "INSUFFICIENT_PERMISSIONS")
-      expectError(yield* get("listOverrides", { namespaceName: "nope" }, keys.overrideReader), 404, "NOT_FOUND", /namespaceName: no namespace "nope"/)
-      expectError(yield* get("getOverride", { namespaceId: "rlns_a1", identifier: "abc" }, keys.setter), 403, "INSUFFICIENT_PERMISSIONS")
-      expectError(yield* post("/v1/ratelimits.deleteOverride", { namespaceId: "rlns_a1", identifier: "abc" }, keys.overrideReader), 403, "INSUFFICIENT_PERMISSIONS", /delete_override/)
-      expectError(yield* post("/v1/ratelimits.limit", { namespace: "sms", identifier: "u", limit: 1, duration: 1000 }, keys.limiterOne), 403, "INSUFFICIENT_PERMISSIONS", /ratelimit\.rlns_a2\.limit/)
-      expectError(yield* post("/v1/ratelimits.limit", { namespace: "brand-new", identifier: "u", limit: 1, duration: 1000 }, keys.limiterOne), 403, "INSUFFICIENT_PERMISSIONS", /ratelimit\.\*\.limit/)
-      expect((yield* post("/v1/ratelimits.limit", { namespace: "email", identifier: "u", limit: 1, duration: 1000 }, keys.limiterOne)).status).toBe(200)
+      expectError(
+        yield* get("listOverrides", { namespaceName: "nope" }, keys.overrideReaderOne),
+        403,
+        "INSUFFICIENT_PERMISSIONS"
+      )
+      expectError(
+        yield* get("listOverrides", { namespaceName: "nope" }, keys.overrideReader),
+        404,
+        "NOT_FOUND",
+        /namespaceName: no namespace "nope"/
+      )
+      expectError(
+        yield* get("getOverride", { namespaceId: "rlns_a1", identifier: "abc" }, keys.setter),
+        403,
+        "INSUFFICIENT_PERMISSIONS"
+      )
+      expectError(
+        yield* post(
+          "/v1/ratelimits.deleteOverride",
+          { namespaceId: "rlns_a1", identifier: "abc" },
+          keys.overrideReader
+        ),
+        403,
+        "INSUFFICIENT_PERMISSIONS",
+        /delete_override/
+      )
+      expectError(
+        yield* post(
+          "/v1/ratelimits.limit",
+          { namespace: "sms", identifier: "u", limit: 1, duration: 1000 },
+          keys.limiterOne
+        ),
+        403,
+        "INSUFFICIENT_PERMISSIONS",
+        /ratelimit\.rlns_a2\.limit/
+      )
+      expectError(
+        yield* post(
+          "/v1/ratelimits.limit",
+          { namespace: "brand-new", identifier: "u", limit: 1, duration: 1000 },
+          keys.limiterOne
+        ),
+        403,
+        "INSUFFICIENT_PERMISSIONS",
+        /ratelimit\.\*\.limit/
+      )
+      expect(
+        (yield* post(
+          "/v1/ratelimits.limit",
+          { namespace: "email", identifier: "u", limit: 1, duration: 1000 },
+          keys.limiterOne
+        )).status
+      ).toBe(200)
       // 401 before 400 before 403.
-      expectError(yield* post("/v1/ratelimits.limit", { namespace: "email", identifier: "u", limit: 0, duration: 1000 }), 401, "UNAUTHORIZED")
-      expectError(yield* post("/v1/ratelimits.limit", { namespace: "email", identifier: "u", limit: 0, duration: 1000 }, keys.reader), 400, "BAD_REQUEST")
-      expectError(yield* post("/v1/ratelimits.limit", { namespace: "email", identifier: "u", limit: 1, duration: 1000 }, keys.reader), 403, "INSUFFICIENT_PERMISSIONS")
+      expectError(
+        yield* post("/v1/ratelimits.limit", { namespace: "email", identifier: "u", limit: 0, duration: 1000 }),
+        401,
+        "UNAUTHORIZED"
+      )
+      expectError(
+        yield* post(
+          "/v1/ratelimits.limit",
+          { namespace: "email", identifier: "u", limit: 0, duration: 1000 },
+          keys.reader
+        ),
+        400,
+        "BAD_REQUEST"
+      )
+      expectError(
+        yield* post(
+          "/v1/ratelimits.limit",
+          { namespace: "email", identifier: "u", limit: 1, duration: 1000 },
+          keys.reader
+        ),
+        403,
+        "INSUFFICIENT_PERMISSIONS"
+      )
     }))
 
   it.effect("deletes an override: 404 the second time, and it no longer applies", () =>
     Effect.gen(function*() {
       const body = { namespaceId: "rlns_a2", identifier: "sms_user", limit: 0, duration: 1000 }
       yield* post("/v1/ratelimits.setOverride", body, keys.setter)
-      const blocked = yield* post("/v1/ratelimits.limit", { namespace: "sms", identifier: "sms_user", limit: 5, duration: 1000 }, keys.limiter)
+      const blocked = yield* post("/v1/ratelimits.limit", {
+        namespace: "sms",
+        identifier: "sms_user",
+        limit: 5,
+        duration: 1000
+      }, keys.limiter)
       expect(blocked.body).toMatchObject({ success: false, limit: 0 })
       expect(blocked.body.overrideId).toMatch(/^rlor_/)
-      const deleted = yield* post("/v1/ratelimits.deleteOverride", { namespaceId: "rlns_a2", identifier: "sms_user" }, keys.overrideDeleter)
+      const deleted = yield* post(
+        "/v1/ratelimits.deleteOverride",
+        { namespaceId: "rlns_a2", identifier: "sms_user" },
+        keys.overrideDeleter
+      )
       expect([deleted.status, deleted.body]).toEqual([200, {}])
-      expectError(yield* post("/v1/ratelimits.deleteOverride", { namespaceId: "rlns_a2", identifier: "sms_user" }, keys.overrideDeleter), 404, "NOT_FOUND")
-      const free = yield* post("/v1/ratelimits.limit", { namespace: "sms", identifier: "sms_user", limit: 5, duration: 1000 }, keys.limiter)
+      expectError(
+        yield* post(
+          "/v1/ratelimits.deleteOverride",
+          { namespaceId: "rlns_a2", identifier: "sms_user" },
+          keys.overrideDeleter
+        ),
+        404,
+        "NOT_FOUND"
+      )
+      const free = yield* post("/v1/ratelimits.limit", {
+        namespace: "sms",
+        identifier: "sms_user",
+        limit: 5,
+        duration: 1000
+      }, keys.limiter)
       expect(free.body).toMatchObject({ success: true, limit: 5, remaining: 4 })
       expect(free.body.overrideId).toBeUndefined()
     }))
@@ -65,21 +202,44 @@ layer(TestServer.layer(MemoryStorage.layer), { excludeTestServices: true })("HTT
   it.effect("pages overrides over the wire", () =>
     Effect.gen(function*() {
       for (const identifier of ["p_one", "p_two", "p_three"]) {
-        yield* post("/v1/ratelimits.setOverride", { namespaceName: "paged", identifier, limit: 1, duration: 1000 }, keys.setter)
+        yield* post(
+          "/v1/ratelimits.setOverride",
+          { namespaceName: "paged", identifier, limit: 1, duration: 1000 },
+          keys.setter
+        )
       }
       const first = yield* get("listOverrides", { namespaceName: "paged", limit: "2" }, keys.overrideReader)
       expect(first.body.total).toBe(3)
       expect(first.body.overrides.map((o: { identifier: string }) => o.identifier)).toEqual(["p_one", "p_two"])
-      const second = yield* get("listOverrides", { namespaceName: "paged", limit: "2", cursor: first.body.cursor }, keys.overrideReader)
+      const second = yield* get(
+        "listOverrides",
+        { namespaceName: "paged", limit: "2", cursor: first.body.cursor },
+        keys.overrideReader
+      )
       expect(second.body.overrides.map((o: { identifier: string }) => o.identifier)).toEqual(["p_three"])
       expect(second.body).not.toHaveProperty("cursor")
-      expectError(yield* get("listOverrides", { namespaceName: "paged", limit: "101" }, keys.overrideReader), 400, "BAD_REQUEST", /^limit: must be an integer from 1 to 100/)
-      expectError(yield* get("listOverrides", { namespaceName: "paged", cursor: "garbage" }, keys.overrideReader), 400, "BAD_REQUEST", /^cursor:/)
+      expectError(
+        yield* get("listOverrides", { namespaceName: "paged", limit: "101" }, keys.overrideReader),
+        400,
+        "BAD_REQUEST",
+        /^limit: must be an integer from 1 to 100/
+      )
+      expectError(
+        yield* get("listOverrides", { namespaceName: "paged", cursor: "garbage" }, keys.overrideReader),
+        400,
+        "BAD_REQUEST",
+        /^cursor:/
+      )
     }))
 
   it.effect("answers clear 400s on limit", () =>
     Effect.gen(function*() {
-      const limit = (body: object) => post("/v1/ratelimits.limit", { namespace: "email", identifier: "u", limit: 1, duration: 1000, ...body }, keys.limiter)
+      const limit = (body: object) =>
+        post(
+          "/v1/ratelimits.limit",
+          { namespace: "email", identifier: "u", limit: 1, duration: 1000, ...body },
+          keys.limiter
+        )
       expectError(yield* limit({ limit: 0 }), 400, "BAD_REQUEST", /^limit: must be an integer >= 1, got 0$/)
       expectError(yield* limit({ duration: 999 }), 400, "BAD_REQUEST", /^duration:/)
       expectError(yield* limit({ cost: -1 }), 400, "BAD_REQUEST", /^cost: must be an integer >= 0/)
@@ -90,14 +250,37 @@ layer(TestServer.layer(MemoryStorage.layer), { excludeTestServices: true })("HTT
 
   it.effect("keeps workspaces apart: another workspace's namespace or override never shows or applies", () =>
     Effect.gen(function*() {
-      yield* post("/v1/ratelimits.setOverride", { namespaceId: "rlns_b1", identifier: "shared_user", limit: 0, duration: 60_000 }, keys.otherAdmin)
-      expectError(yield* get("getOverride", { namespaceId: "rlns_b1", identifier: "shared_user" }, keys.admin), 404, "NOT_FOUND")
+      yield* post("/v1/ratelimits.setOverride", {
+        namespaceId: "rlns_b1",
+        identifier: "shared_user",
+        limit: 0,
+        duration: 60_000
+      }, keys.otherAdmin)
+      expectError(
+        yield* get("getOverride", { namespaceId: "rlns_b1", identifier: "shared_user" }, keys.admin),
+        404,
+        "NOT_FOUND"
+      )
       expectError(yield* get("listOverrides", { namespaceId: "rlns_b1" }, keys.admin), 404, "NOT_FOUND")
-      expectError(yield* post("/v1/ratelimits.deleteOverride", { namespaceId: "rlns_b1", identifier: "shared_user" }, keys.admin), 404, "NOT_FOUND")
+      expectError(
+        yield* post("/v1/ratelimits.deleteOverride", { namespaceId: "rlns_b1", identifier: "shared_user" }, keys.admin),
+        404,
+        "NOT_FOUND"
+      )
       // Both workspaces have a namespace called "email"; B's override does not apply in A.
-      const inA = yield* post("/v1/ratelimits.limit", { namespace: "email", identifier: "shared_user", limit: 3, duration: 1000 }, keys.admin)
+      const inA = yield* post("/v1/ratelimits.limit", {
+        namespace: "email",
+        identifier: "shared_user",
+        limit: 3,
+        duration: 1000
+      }, keys.admin)
       expect(inA.body).toMatchObject({ success: true, limit: 3 })
-      const inB = yield* post("/v1/ratelimits.limit", { namespace: "email", identifier: "shared_user", limit: 3, duration: 1000 }, keys.otherAdmin)
+      const inB = yield* post("/v1/ratelimits.limit", {
+        namespace: "email",
+        identifier: "shared_user",
+        limit: 3,
+        duration: 1000
+      }, keys.otherAdmin)
       expect(inB.body).toMatchObject({ success: false, limit: 0 })
     }))
 })

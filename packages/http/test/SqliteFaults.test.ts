@@ -1,5 +1,5 @@
-import { expect, layer } from "@effect/vitest"
 import * as SqlClient from "@effect/sql/SqlClient"
+import { expect, layer } from "@effect/vitest"
 import { SqliteStorage } from "@keymeter/storage-sqlite"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"

@@ -2,15 +2,15 @@
  * A keymeter server on 127.0.0.1 and a free port, over a given storage, with a provisioned
  * catalog; `fetchJson` talks to it over a real socket.
  */
-import * as HttpServer from "@effect/platform/HttpServer"
 import { NodeHttpServer } from "@effect/platform-node"
+import * as HttpServer from "@effect/platform/HttpServer"
 import * as Provisioning from "@keymeter/core/Provisioning"
 import type { Catalog, VerificationStore } from "@keymeter/core/Storage"
+import * as Server from "@keymeter/http/Server"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import { createServer } from "node:http"
-import * as Server from "@keymeter/http/Server"
 
 /** Every root key of the test workspaces, by role. */
 export const keys = {

@@ -104,7 +104,7 @@ export const make = (options: Options) =>
         if (plan === undefined) return { size: 0, counts: new Float64Array(0) }
         const rows = yield* db.query(plan.text)
         if (rows.length > query.maxRows) return undefined
-        const offset = (plan.bucketed ? 1 : 0)
+        const offset = plan.bucketed ? 1 : 0
         const keyAt = plan.dimensions.includes("key") ? offset : -1
         const identityAt = plan.dimensions.includes("identity") ? offset + (keyAt >= 0 ? 1 : 0) : -1
         const tagsAt = plan.dimensions.includes("tags")
@@ -135,11 +135,13 @@ export const make = (options: Options) =>
     return VerificationStore.of({
       append: offer,
       aggregate: (query) =>
-        Effect.flatMap(read(query), (result) => (result === undefined ? Effect.fail(tooLarge(query, query.maxRows)) : Effect.succeed(result)))
+        Effect.flatMap(
+          read(query),
+          (result) => (result === undefined ? Effect.fail(tooLarge(query, query.maxRows)) : Effect.succeed(result))
+        )
     })
   })
 
 /** The store as a scoped layer. */
 export const layer = (options: Options): Layer.Layer<VerificationStore, StorageError> =>
   Layer.scoped(VerificationStore, make(options))
-

@@ -37,12 +37,16 @@ const DIMENSION_SOURCE: Record<string, string> = { day: "toUInt32(intDiv(hour, 2
  * fills it from every insert into `verifications`, aggregated per insert block.
  */
 const rollupTable = (table: string, dimensions: ReadonlyArray<string>) =>
-  `CREATE TABLE IF NOT EXISTS ${table} (${dimensions.map((d) => `${d} ${DIMENSION_TYPES[d]}`).join(", ")}, ${COUNTER_COLUMNS}) ` +
+  `CREATE TABLE IF NOT EXISTS ${table} (${
+    dimensions.map((d) => `${d} ${DIMENSION_TYPES[d]}`).join(", ")
+  }, ${COUNTER_COLUMNS}) ` +
   `ENGINE = SummingMergeTree((${COUNTERS.join(", ")})) ORDER BY (${dimensions.join(", ")})`
 
 const rollupView = (table: string, dimensions: ReadonlyArray<string>) =>
   `CREATE MATERIALIZED VIEW IF NOT EXISTS ${table}_mv TO ${table} AS SELECT ` +
-  `${dimensions.map((d) => (DIMENSION_SOURCE[d] ? `${DIMENSION_SOURCE[d]} AS ${d}` : d)).join(", ")}, ${COUNTER_SUMS} ` +
+  `${
+    dimensions.map((d) => (DIMENSION_SOURCE[d] ? `${DIMENSION_SOURCE[d]} AS ${d}` : d)).join(", ")
+  }, ${COUNTER_SUMS} ` +
   `FROM verifications GROUP BY ${dimensions.join(", ")}`
 
 /** Rollup tables by name, with their dimensions in sort order. */
@@ -104,7 +108,9 @@ export const run = (admin: Connection, db: Connection, database: string) =>
       return yield* new StorageError({ message: `Not a usable ClickHouse database name: ${JSON.stringify(database)}` })
     }
     yield* admin.command(`CREATE DATABASE IF NOT EXISTS ${database}`)
-    yield* db.command("CREATE TABLE IF NOT EXISTS keymeter_migrations (id UInt32, name String, applied_at Int64) ENGINE = TinyLog")
+    yield* db.command(
+      "CREATE TABLE IF NOT EXISTS keymeter_migrations (id UInt32, name String, applied_at Int64) ENGINE = TinyLog"
+    )
     const [[applied]] = (yield* db.query("SELECT max(id) FROM keymeter_migrations")) as [[number]]
     if (applied > LATEST) {
       return yield* new StorageError({

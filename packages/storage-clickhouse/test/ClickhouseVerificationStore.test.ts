@@ -1,5 +1,5 @@
-import { describe, expect, it } from "@effect/vitest"
 import { ClickHouseLogLevel, createClient } from "@clickhouse/client"
+import { describe, expect, it } from "@effect/vitest"
 import type { AggregationQuery } from "@keymeter/core/Aggregation"
 import { StorageError } from "@keymeter/core/Errors"
 import type { Verification } from "@keymeter/core/Verification"
@@ -50,12 +50,14 @@ describe("ClickhouseVerificationStore.parseUrl", () => {
       password: "p@ss"
     })
     expect(ClickhouseVerificationStore.parseUrl("https://ch.example:8443/")).toMatchObject({ database: "keymeter" })
-    for (const [bad, message] of [
-      ["not a url", /Not a ClickHouse URL/],
-      ["ftp://host/db", /must be http/],
-      ["http://host/db;DROP", /Not a usable ClickHouse database name: "db;DROP"/],
-      ["http://host/a/b", /Not a usable ClickHouse database name: "a\/b"/]
-    ] as const) {
+    for (
+      const [bad, message] of [
+        ["not a url", /Not a ClickHouse URL/],
+        ["ftp://host/db", /must be http/],
+        ["http://host/db;DROP", /Not a usable ClickHouse database name: "db;DROP"/],
+        ["http://host/a/b", /Not a usable ClickHouse database name: "a\/b"/]
+      ] as const
+    ) {
       const result = ClickhouseVerificationStore.parseUrl(bad)
       expect(result instanceof StorageError && result.message, bad).toMatch(message)
     }
@@ -70,8 +72,10 @@ describe.skipIf(ClickhouseTestServer.skip() !== undefined)("ClickhouseVerificati
         Effect.ensuring(ClickhouseTestServer.dropDatabase(database))
       )
     })
-  const open = <A, E>(url: string, use: (store: Effect.Effect.Success<ReturnType<typeof ClickhouseVerificationStore.make>>) => Effect.Effect<A, E>) =>
-    Effect.scoped(Effect.flatMap(ClickhouseVerificationStore.make({ url }), use))
+  const open = <A, E>(
+    url: string,
+    use: (store: Effect.Effect.Success<ReturnType<typeof ClickhouseVerificationStore.make>>) => Effect.Effect<A, E>
+  ) => Effect.scoped(Effect.flatMap(ClickhouseVerificationStore.make({ url }), use))
   const run = (database: string, text: string) =>
     Effect.promise(async () => {
       const client = createClient({ url: ClickhouseTestServer.url!, database, log: { level: ClickHouseLogLevel.OFF } })
@@ -92,7 +96,10 @@ describe.skipIf(ClickhouseTestServer.skip() !== undefined)("ClickhouseVerificati
     withDatabase((url, database) =>
       Effect.gen(function*() {
         yield* open(url, () => Effect.void)
-        yield* run(database, `INSERT INTO keymeter_migrations (id, name, applied_at) VALUES (${Migrations.LATEST + 3}, 'future', 0)`)
+        yield* run(
+          database,
+          `INSERT INTO keymeter_migrations (id, name, applied_at) VALUES (${Migrations.LATEST + 3}, 'future', 0)`
+        )
         const exit = yield* Effect.exit(open(url, () => Effect.void))
         expect(Exit.isFailure(exit) && JSON.stringify(exit.cause)).toMatch(
           new RegExp(`schema version ${Migrations.LATEST + 3}, written by a newer keymeter`)
@@ -120,11 +127,12 @@ describe.skipIf(ClickhouseTestServer.skip() !== undefined)("ClickhouseVerificati
           expect(hours.size).toBe(0)
           // Hours of chosen keys come from r_hour_key (sorted by key), which still holds them;
           // hours of every key from r_hour (sorted by hour), which does not.
-          const chosen = yield* store.aggregate(query({ timeUnit: "hour", keyIds: ["k1"], groupByKey: true, end: T0 + 71 * HOUR }))
+          const chosen = yield* store.aggregate(
+            query({ timeUnit: "hour", keyIds: ["k1"], groupByKey: true, end: T0 + 71 * HOUR })
+          )
           expect(total(chosen)).toBe(24)
           const everyKey = yield* store.aggregate(query({ timeUnit: "hour", groupByKey: true, end: T0 + 71 * HOUR }))
           expect(everyKey.size).toBe(0)
-        })
-      )
+        }))
     ))
 })

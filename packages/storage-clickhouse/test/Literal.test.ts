@@ -1,8 +1,8 @@
-import { describe, expect, it } from "@effect/vitest"
 import { ClickHouseLogLevel, createClient } from "@clickhouse/client"
+import { describe, expect, it } from "@effect/vitest"
+import { ClickhouseTestServer } from "@keymeter/storage-clickhouse"
 import * as Effect from "effect/Effect"
 import * as FastCheck from "effect/FastCheck"
-import { ClickhouseTestServer } from "@keymeter/storage-clickhouse"
 import { encode, integer, LiteralError, sql, string } from "../src/internal/Literal.js"
 
 const NASTY = [
@@ -89,11 +89,14 @@ describe.skipIf(ClickhouseTestServer.skip() !== undefined)("Literal against a re
   it.effect("round-trips arbitrary well-formed Unicode strings", () =>
     Effect.promise(() =>
       FastCheck.assert(
-        FastCheck.asyncProperty(FastCheck.array(FastCheck.string({ unit: "binary", maxLength: 40 }), { minLength: 1, maxLength: 20 }), (values) =>
-          Effect.runPromise(Effect.gen(function*() {
-            const rows = yield* select(`SELECT ${values.map((v, i) => `${string(v)} AS v${i}`).join(", ")}`)
-            expect(rows[0]).toEqual(values)
-          }))),
+        FastCheck.asyncProperty(
+          FastCheck.array(FastCheck.string({ unit: "binary", maxLength: 40 }), { minLength: 1, maxLength: 20 }),
+          (values) =>
+            Effect.runPromise(Effect.gen(function*() {
+              const rows = yield* select(`SELECT ${values.map((v, i) => `${string(v)} AS v${i}`).join(", ")}`)
+              expect(rows[0]).toEqual(values)
+            }))
+        ),
         { numRuns: 50 }
       )
     ))

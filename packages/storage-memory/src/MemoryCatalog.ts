@@ -122,7 +122,8 @@ export const make = () => {
       }),
     getOverride: (namespaceId, identifier) =>
       Effect.sync(() => Option.fromNullable(overrides.get(namespaceId)?.get(identifier))),
-    deleteOverride: (namespaceId, identifier) => Effect.sync(() => overrides.get(namespaceId)?.delete(identifier) ?? false),
+    deleteOverride: (namespaceId, identifier) =>
+      Effect.sync(() => overrides.get(namespaceId)?.delete(identifier) ?? false),
     listOverrides: (namespaceId, page) =>
       Effect.sync(() => {
         const all = Array.from(overrides.get(namespaceId)?.values() ?? [])

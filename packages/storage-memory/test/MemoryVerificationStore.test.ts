@@ -68,7 +68,9 @@ describe("Partition", () => {
   it("indexes each full chunk's rows by key, and drops the index of a chunk cut by a merge", () => {
     const partition = new Partition(4)
     const n = 65_536 + 10
-    for (let i = 0; i < n; i++) partition.add(event(1000 + Math.floor(i / 100), `k${i % 7}`, i % 5 === 0 ? "expired" : "valid"))
+    for (let i = 0; i < n; i++) {
+      partition.add(event(1000 + Math.floor(i / 100), `k${i % 7}`, i % 5 === 0 ? "expired" : "valid"))
+    }
     const index = partition.main.chunks[0]!.keyIndex!
     expect(Array.from(index.keys)).toEqual([0, 1, 2, 3, 4, 5, 6])
     const k3 = partition.keyCodes.get("k3")!

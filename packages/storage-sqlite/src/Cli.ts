@@ -3,10 +3,10 @@
  * catalog). Output is JSON on stdout; errors go to stderr with a non-zero exit.
  */
 import * as SqlClient from "@effect/sql/SqlClient"
+import { Api } from "@keymeter/core/Api"
 import * as Ids from "@keymeter/core/Ids"
 import * as RootKey from "@keymeter/core/RootKey"
 import { Catalog } from "@keymeter/core/Storage"
-import { Api } from "@keymeter/core/Api"
 import { Workspace } from "@keymeter/core/Workspace"
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
@@ -117,7 +117,14 @@ export const run = (argv: ReadonlyArray<string>) =>
           disabled: false
         })
         yield* catalog.putRootKey(rootKey)
-        return { id: rootKey.id, key, workspaceId, name: rootKey.name, permissions, ...(expiresAt !== undefined ? { expiresAt } : {}) }
+        return {
+          id: rootKey.id,
+          key,
+          workspaceId,
+          name: rootKey.name,
+          permissions,
+          ...(expiresAt !== undefined ? { expiresAt } : {})
+        }
       }
       case "root-key list": {
         const workspaceId = yield* required(values, "workspace")
@@ -129,7 +136,9 @@ export const run = (argv: ReadonlyArray<string>) =>
         const workspaceId = yield* required(values, "workspace")
         const id = yield* required(values, "id")
         if (!(yield* catalog.deleteRootKey(workspaceId, id))) {
-          return yield* new CliError({ message: `No root key ${JSON.stringify(id)} in workspace ${JSON.stringify(workspaceId)}` })
+          return yield* new CliError({
+            message: `No root key ${JSON.stringify(id)} in workspace ${JSON.stringify(workspaceId)}`
+          })
         }
         return { id, revoked: true }
       }

@@ -92,8 +92,10 @@ export const migrations = {
       rollup("r_day_tagset", ["p", "tagset", "day"])
     ])),
   // Keyset pages of a namespace's overrides read (namespace_id, id) in order.
-  "0003_overrides_by_namespace_and_id": Effect.flatMap(SqlClient.SqlClient, (sql) =>
-    statements(sql, ["CREATE INDEX overrides_namespace_id ON overrides (namespace_id, id)"]))
+  "0003_overrides_by_namespace_and_id": Effect.flatMap(
+    SqlClient.SqlClient,
+    (sql) => statements(sql, ["CREATE INDEX overrides_namespace_id ON overrides (namespace_id, id)"])
+  )
 } as const
 
 /** Number of the newest migration this version knows. */
@@ -121,6 +123,7 @@ export const run = Effect.gen(function*() {
 }).pipe(
   Effect.catchTags({
     MigrationError: (error) => new SchemaError({ message: `Could not migrate the database: ${error.message}` }),
-    SqlError: (error) => new SchemaError({ message: `Could not open the database: ${String(error.cause ?? error.message)}` })
+    SqlError: (error) =>
+      new SchemaError({ message: `Could not open the database: ${String(error.cause ?? error.message)}` })
   })
 )

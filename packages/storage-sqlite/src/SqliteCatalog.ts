@@ -2,8 +2,8 @@
  * The catalog half of the Storage port in SQLite: workspaces, root keys, apis, namespaces and
  * overrides, read fresh on every call so the admin CLI's changes apply at once.
  */
-import type { SqlError } from "@effect/sql/SqlError"
 import * as SqlClient from "@effect/sql/SqlClient"
+import type { SqlError } from "@effect/sql/SqlError"
 import { Api } from "@keymeter/core/Api"
 import { StorageError } from "@keymeter/core/Errors"
 import { Namespace } from "@keymeter/core/Namespace"
@@ -92,7 +92,9 @@ export const make = Effect.gen(function*() {
       )),
     putRootKey: (key) =>
       run(sql.withTransaction(Effect.gen(function*() {
-        const [existing] = yield* sql<{ workspace_id: string }>`SELECT workspace_id FROM root_keys WHERE hash = ${key.hash}`
+        const [existing] = yield* sql<
+          { workspace_id: string }
+        >`SELECT workspace_id FROM root_keys WHERE hash = ${key.hash}`
         if (existing !== undefined && existing.workspace_id !== key.workspaceId) return "conflict" as PutResult
         yield* sql`INSERT INTO root_keys (id, workspace_id, name, hash, permissions, created_at, expires_at, disabled)
           VALUES (${key.id}, ${key.workspaceId}, ${key.name}, ${key.hash}, ${JSON.stringify(key.permissions)},
@@ -128,11 +130,14 @@ export const make = Effect.gen(function*() {
       run(Effect.map(
         sql<{ id: string; workspace_id: string; name: string }>`SELECT id, workspace_id, name FROM apis
           WHERE id = ${id} AND workspace_id = ${workspaceId}`,
-        (rows) => Option.map(first(rows), (row) => new Api({ id: row.id, workspaceId: row.workspace_id, name: row.name }))
+        (rows) =>
+          Option.map(first(rows), (row) => new Api({ id: row.id, workspaceId: row.workspace_id, name: row.name }))
       )),
     putNamespace: (namespace) =>
       run(sql.withTransaction(Effect.gen(function*() {
-        const [byId] = yield* sql<{ workspace_id: string }>`SELECT workspace_id FROM namespaces WHERE id = ${namespace.id}`
+        const [byId] = yield* sql<
+          { workspace_id: string }
+        >`SELECT workspace_id FROM namespaces WHERE id = ${namespace.id}`
         if (byId !== undefined && byId.workspace_id !== namespace.workspaceId) return "conflict" as PutResult
         const [byName] = yield* sql<{ id: string }>`SELECT id FROM namespaces
           WHERE workspace_id = ${namespace.workspaceId} AND name = ${namespace.name}`
@@ -154,7 +159,9 @@ export const make = Effect.gen(function*() {
       })),
     getNamespace: (workspaceId, id) =>
       run(Effect.map(
-        sql<{ id: string; name: string }>`SELECT id, name FROM namespaces WHERE id = ${id} AND workspace_id = ${workspaceId}`,
+        sql<
+          { id: string; name: string }
+        >`SELECT id, name FROM namespaces WHERE id = ${id} AND workspace_id = ${workspaceId}`,
         (rows) => Option.map(first(rows), (row) => new Namespace({ id: row.id, workspaceId, name: row.name }))
       )),
     findNamespaceByName: (workspaceId, name) =>
@@ -164,7 +171,9 @@ export const make = Effect.gen(function*() {
       )),
     upsertOverride: (write) =>
       run(Effect.map(
-        sql<OverrideRow>`INSERT INTO overrides (id, namespace_id, identifier, "limit", duration, async, created_at, updated_at)
+        sql<
+          OverrideRow
+        >`INSERT INTO overrides (id, namespace_id, identifier, "limit", duration, async, created_at, updated_at)
           VALUES (${write.id}, ${write.namespaceId}, ${write.identifier}, ${write.limit}, ${write.duration},
             ${write.async ? 1 : 0}, ${write.now}, ${write.now})
           ON CONFLICT (namespace_id, identifier) DO UPDATE SET "limit" = excluded."limit",
@@ -179,23 +188,34 @@ export const make = Effect.gen(function*() {
       )),
     deleteOverride: (namespaceId, identifier) =>
       run(Effect.map(
-        sql<{ id: string }>`DELETE FROM overrides WHERE namespace_id = ${namespaceId} AND identifier = ${identifier} RETURNING id`,
+        sql<
+          { id: string }
+        >`DELETE FROM overrides WHERE namespace_id = ${namespaceId} AND identifier = ${identifier} RETURNING id`,
         (rows) => rows.length > 0
       )),
     listOverrides: (namespaceId, page) =>
       run(Effect.gen(function*() {
         const rows = page.after === undefined
-          ? yield* sql<OverrideRow>`SELECT * FROM overrides WHERE namespace_id = ${namespaceId} ORDER BY id LIMIT ${page.limit}`
+          ? yield* sql<
+            OverrideRow
+          >`SELECT * FROM overrides WHERE namespace_id = ${namespaceId} ORDER BY id LIMIT ${page.limit}`
           : yield* sql<OverrideRow>`SELECT * FROM overrides WHERE namespace_id = ${namespaceId} AND id > ${page.after}
               ORDER BY id LIMIT ${page.limit}`
-        const [count] = yield* sql<{ n: number }>`SELECT count(*) AS n FROM overrides WHERE namespace_id = ${namespaceId}`
+        const [count] = yield* sql<
+          { n: number }
+        >`SELECT count(*) AS n FROM overrides WHERE namespace_id = ${namespaceId}`
         return { overrides: rows.map(toOverride), total: count!.n }
       })),
     allOverrides: (namespaceId) =>
-      run(Effect.map(sql<OverrideRow>`SELECT * FROM overrides WHERE namespace_id = ${namespaceId}`, (rows) => rows.map(toOverride))),
+      run(
+        Effect.map(sql<OverrideRow>`SELECT * FROM overrides WHERE namespace_id = ${namespaceId}`, (rows) =>
+          rows.map(toOverride))
+      ),
     namespacePatterns: (workspaceId) =>
       run(Effect.map(
-        sql<{ id: string; name: string }>`SELECT id, name FROM namespaces WHERE workspace_id = ${workspaceId} AND instr(name, '*') > 0`,
+        sql<
+          { id: string; name: string }
+        >`SELECT id, name FROM namespaces WHERE workspace_id = ${workspaceId} AND instr(name, '*') > 0`,
         (rows) => rows.map((row) => new Namespace({ id: row.id, workspaceId, name: row.name }))
       ))
   })

@@ -2,11 +2,11 @@
  * The whole Storage port in one SQLite file: durable (WAL, synchronous FULL by default), migrated
  * at open, written by one server process at a time.
  */
-import * as SqlClient from "@effect/sql/SqlClient"
+import * as Reactivity from "@effect/experimental/Reactivity"
 import { SqliteClient } from "@effect/sql-sqlite-node"
+import * as SqlClient from "@effect/sql/SqlClient"
 import type { StorageError } from "@keymeter/core/Errors"
 import type { Catalog, VerificationStore } from "@keymeter/core/Storage"
-import * as Reactivity from "@effect/experimental/Reactivity"
 import * as Context from "effect/Context"
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
@@ -91,7 +91,8 @@ export const layerClient = (options: Options) =>
       yield* sql.unsafe(`PRAGMA synchronous = ${options.synchronous === "normal" ? "NORMAL" : "FULL"}`)
       yield* sql.unsafe(`PRAGMA cache_size = ${-Math.max(1, Math.floor(options.cacheMiB ?? 64)) * 1024}`)
       yield* Migrations.run
-    }).pipe(Effect.catchTag("SqlError", (error) => new Migrations.SchemaError({ message: `Could not open the database: ${String(error.cause ?? error.message)}` })))
+    }).pipe(Effect.catchTag("SqlError", (error) =>
+      new Migrations.SchemaError({ message: `Could not open the database: ${String(error.cause ?? error.message)}` })))
   ).pipe(Layer.provideMerge(clientLayer(options.filename)))
 
 /** The client on `filename`; a file that cannot be opened is a SchemaError, not a defect. */
@@ -103,10 +104,14 @@ const clientLayer = (filename: string) =>
     }).pipe(
       Effect.catchAllDefect((defect) =>
         new Migrations.SchemaError({
-          message: `Could not open the database ${filename}: ${defect instanceof Error ? defect.message : String(defect)}`
+          message: `Could not open the database ${filename}: ${
+            defect instanceof Error ? defect.message : String(defect)
+          }`
         })
       ),
-      Effect.map((client) => Context.make(SqliteClient.SqliteClient, client).pipe(Context.add(SqlClient.SqlClient, client)))
+      Effect.map((client) =>
+        Context.make(SqliteClient.SqliteClient, client).pipe(Context.add(SqlClient.SqlClient, client))
+      )
     )
   ).pipe(Layer.provide(Reactivity.layer))
 
@@ -114,7 +119,10 @@ const clientLayer = (filename: string) =>
 export const layer = (
   options: Options
 ): Layer.Layer<VerificationStore | SqliteVerificationStore.HotRange | Catalog | SqlClient.SqlClient, OpenError> =>
-  Layer.merge(SqliteVerificationStore.layer({ compaction: options.compaction, hotDays: options.hotDays }), SqliteCatalog.layer).pipe(
+  Layer.merge(
+    SqliteVerificationStore.layer({ compaction: options.compaction, hotDays: options.hotDays }),
+    SqliteCatalog.layer
+  ).pipe(
     Layer.provide(Layer.scopedDiscard(writerLock(options.filename))),
     Layer.provideMerge(layerClient(options))
   )

@@ -1,7 +1,7 @@
-import { describe, expect, it } from "@effect/vitest"
+import { SqliteClient } from "@effect/sql-sqlite-node"
 import * as Migrator from "@effect/sql/Migrator"
 import * as SqlClient from "@effect/sql/SqlClient"
-import { SqliteClient } from "@effect/sql-sqlite-node"
+import { describe, expect, it } from "@effect/vitest"
 import type { AggregationQuery } from "@keymeter/core/Aggregation"
 import { Catalog, VerificationStore } from "@keymeter/core/Storage"
 import type { Verification } from "@keymeter/core/Verification"
@@ -64,7 +64,35 @@ describe("SqliteStorage", () => {
           return yield* store.aggregate(query({ groupByKey: true }))
         })).pipe(Effect.provide(SqliteStorage.layer({ filename })))
       expect(reopened.keyId).toEqual(["k1", "k2", "k3"])
-      expect(Array.from(reopened.counts)).toEqual([2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0])
+      expect(Array.from(reopened.counts)).toEqual([
+        2,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        1,
+        1,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0
+      ])
     }))
 
   it.effect("migrates a database written by an older version, keeping its data", () =>
@@ -72,7 +100,9 @@ describe("SqliteStorage", () => {
       const filename = tempFile()
       // An "older keymeter": only the first migration.
       yield* Effect.gen(function*() {
-        yield* Migrator.make({})({ loader: Migrator.fromRecord({ "0001_catalog": Migrations.migrations["0001_catalog"] }) })
+        yield* Migrator.make({})({
+          loader: Migrator.fromRecord({ "0001_catalog": Migrations.migrations["0001_catalog"] })
+        })
         const sql = yield* SqlClient.SqlClient
         yield* sql`INSERT INTO workspaces (id, name) VALUES ('ws_old', 'Old')`
       }).pipe(Effect.provide(SqliteClient.layer({ filename })))
@@ -84,7 +114,9 @@ describe("SqliteStorage", () => {
         sql<{ migration_id: number }>`SELECT migration_id FROM effect_sql_migrations ORDER BY 1`).pipe(
           Effect.provide(SqliteClient.layer({ filename }))
         )
-      const known = Object.keys(Migrations.migrations).map((id) => Number(id.split("_")[0]))
+      const known = Object.keys(Migrations.migrations).map((id) =>
+        Number(id.split("_")[0])
+      )
       expect(versions.map((v) => v.migration_id)).toEqual(known)
       expect(known.length).toBeGreaterThan(1)
     }))
@@ -92,15 +124,24 @@ describe("SqliteStorage", () => {
   it.effect("refuses a database from a newer version with a clear message", () =>
     Effect.gen(function*() {
       const filename = tempFile()
-      yield* Effect.flatMap(VerificationStore, () => Effect.void).pipe(Effect.provide(SqliteStorage.layer({ filename })))
-      yield* Effect.flatMap(SqlClient.SqlClient, (sql) =>
-        sql`INSERT INTO effect_sql_migrations (migration_id, name) VALUES (${Migrations.LATEST + 7}, 'from_the_future')`).pipe(
-          Effect.provide(SqliteClient.layer({ filename }))
-        )
+      yield* Effect.flatMap(VerificationStore, () => Effect.void).pipe(
+        Effect.provide(SqliteStorage.layer({ filename }))
+      )
+      yield* Effect.flatMap(
+        SqlClient.SqlClient,
+        (sql) =>
+          sql`INSERT INTO effect_sql_migrations (migration_id, name) VALUES (${
+            Migrations.LATEST + 7
+          }, 'from_the_future')`
+      ).pipe(
+        Effect.provide(SqliteClient.layer({ filename }))
+      )
       const exit = yield* Effect.exit(Effect.void.pipe(Effect.provide(SqliteStorage.layer({ filename }))))
       expect(Exit.isFailure(exit)).toBe(true)
       const error = Exit.isFailure(exit) ? exit.cause.toJSON() : undefined
-      expect(JSON.stringify(error)).toMatch(new RegExp(`schema version ${Migrations.LATEST + 7}, written by a newer keymeter`))
+      expect(JSON.stringify(error)).toMatch(
+        new RegExp(`schema version ${Migrations.LATEST + 7}, written by a newer keymeter`)
+      )
     }))
 
   it.effect("lets one server write a file: a second is refused, a dead one's lock is taken over", () =>
@@ -166,7 +207,9 @@ describe("SqliteStorage", () => {
       yield* sql.unsafe("DELETE FROM r_hour WHERE hour BETWEEN ? AND ?", [T0 / HOUR + 24, T0 / HOUR + 47])
       const days = yield* store.aggregate(query({ timeUnit: "day", groupByKey: true, start: T0, end: T0 + 50 * HOUR }))
       expect(total(days)).toBe(49)
-      const hours = yield* store.aggregate(query({ timeUnit: "hour", groupByKey: true, start: T0, end: T0 + 50 * HOUR }))
+      const hours = yield* store.aggregate(
+        query({ timeUnit: "hour", groupByKey: true, start: T0, end: T0 + 50 * HOUR })
+      )
       expect(total(hours)).toBe(25)
       // A late event for a compacted day lands in the day tables too.
       yield* store.append([event(T0 + 30 * HOUR, "late")])
@@ -193,10 +236,20 @@ describe("SqliteStorage", () => {
       yield* sql`INSERT INTO namespaces (id, workspace_id, name) VALUES ('rlns_1', 'ws', 'email')`
       const results = yield* Effect.all(
         Array.from({ length: 25 }, (_, i) =>
-          catalog.upsertOverride({ id: `rlor_${i}`, namespaceId: "rlns_1", identifier: "user_*", limit: i, duration: 1000, async: false, now: i })),
+          catalog.upsertOverride({
+            id: `rlor_${i}`,
+            namespaceId: "rlns_1",
+            identifier: "user_*",
+            limit: i,
+            duration: 1000,
+            async: false,
+            now: i
+          })),
         { concurrency: "unbounded" }
       )
-      expect(new Set(results.map((o) => o.id)).size).toBe(1)
+      expect(
+        new Set(results.map((o) => o.id)).size
+      ).toBe(1)
       const rows = yield* sql<{ id: string; limit: number }>`SELECT id, "limit" FROM overrides`
       expect(rows).toHaveLength(1)
       expect(results.map((o) => o.limit)).toContain(rows[0]!.limit)

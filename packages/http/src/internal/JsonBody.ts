@@ -2,9 +2,9 @@
  * Reading a JSON request body in the order the contract fixes: media type (415), size (413),
  * syntax (400). Schema validation of the parsed value is the caller's.
  */
+import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
 import * as HttpIncomingMessage from "@effect/platform/HttpIncomingMessage"
 import type * as HttpServerRequest from "@effect/platform/HttpServerRequest"
-import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
@@ -57,7 +57,11 @@ const readIncoming = (incoming: IncomingMessage, limit: number) =>
     }
     const onEnd = () => {
       cleanup()
-      resume(Effect.succeed(size > limit ? { _tag: "TooLarge" } : { _tag: "Text", text: Buffer.concat(chunks).toString("utf8") }))
+      resume(
+        Effect.succeed(
+          size > limit ? { _tag: "TooLarge" } : { _tag: "Text", text: Buffer.concat(chunks).toString("utf8") }
+        )
+      )
     }
     const onError = () => {
       cleanup()

@@ -67,9 +67,10 @@ export const make = (target: Target, database: string | undefined = target.datab
       }),
     command: (text) => attempt(() => client.command({ query: text })).pipe(Effect.asVoid),
     insert: (table, rows) =>
-      attempt(() => client.insert({ table, values: rows as Array<Record<string, unknown>>, format: "JSONEachRow" })).pipe(
-        Effect.asVoid
-      ),
+      attempt(() => client.insert({ table, values: rows as Array<Record<string, unknown>>, format: "JSONEachRow" }))
+        .pipe(
+          Effect.asVoid
+        ),
     close: Effect.promise(() => client.close())
   }
 }

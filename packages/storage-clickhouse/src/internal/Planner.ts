@@ -88,9 +88,9 @@ export const plan = (query: AggregationQuery): Plan | undefined => {
     month = (day) =>
       starts.length === 1
         ? integer(starts[0]!)
-        : `multiIf(${starts.slice(1).map((next, i) => `${day} < ${integer(next)}, ${integer(starts[i]!)}`).join(", ")}, ${
-          integer(starts[starts.length - 1]!)
-        })`
+        : `multiIf(${
+          starts.slice(1).map((next, i) => `${day} < ${integer(next)}, ${integer(starts[i]!)}`).join(", ")
+        }, ${integer(starts[starts.length - 1]!)})`
   }
 
   const columns = dimensions.map((d) => COLUMNS[d])
@@ -109,9 +109,9 @@ export const plan = (query: AggregationQuery): Plan | undefined => {
     if (query.tags.length > 0) where.push(`hasAll(tags, ${encode(query.tags)})`)
     if (query.externalId !== undefined) where.push(`external_id = ${string(query.externalId)} AND identity_id != ''`)
     else if (query.groupByIdentity) where.push("identity_id != ''")
-    return `SELECT ${[...bucket, ...columns, ...Array.from({ length: 9 }, (_, i) => `c${i}`)].join(", ")} FROM ${part.table} WHERE ${
-      where.join(" AND ")
-    }`
+    return `SELECT ${
+      [...bucket, ...columns, ...Array.from({ length: 9 }, (_, i) => `c${i}`)].join(", ")
+    } FROM ${part.table} WHERE ${where.join(" AND ")}`
   })
   const keys = [...(query.timeUnit !== undefined ? ["b"] : []), ...columns]
   const text = `SELECT ${[...keys, SUMS].join(", ")} FROM (${selects.join(" UNION ALL ")})` +

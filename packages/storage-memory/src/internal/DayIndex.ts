@@ -50,7 +50,8 @@ export class DayIndex {
   get bytes(): number {
     let bytes = 0
     for (const day of this.cache.values()) {
-      bytes += (day.keyTotals?.byteLength ?? 0) + (day.identityCounts?.byteLength ?? 0) + (day.tagCounts?.byteLength ?? 0)
+      bytes += (day.keyTotals?.byteLength ?? 0) + (day.identityCounts?.byteLength ?? 0) +
+        (day.tagCounts?.byteLength ?? 0)
     }
     return bytes
   }

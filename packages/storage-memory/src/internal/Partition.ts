@@ -199,7 +199,9 @@ export class Partition {
   /** Aggregates of one day, from its rows in both runs. */
   computeDay(day: number): Day {
     const keyTotals = this.keyIds.length <= LIMITS.key ? new Uint32Array(this.keyIds.length) : undefined
-    const identityCounts = this.identities.length <= LIMITS.identity ? new Uint32Array(this.identities.length * 9) : undefined
+    const identityCounts = this.identities.length <= LIMITS.identity
+      ? new Uint32Array(this.identities.length * 9)
+      : undefined
     const tagCounts = this.tagNames.length <= LIMITS.tag ? new Uint32Array(this.tagNames.length * 9) : undefined
     const tagsetTags = this.tagsetTags
     for (const run of [this.main, this.lateRun()]) {
@@ -276,7 +278,13 @@ export class Partition {
         t++
       } else {
         const i = l & CHUNK_MASK
-        this.addMain(lateHour, lateChunk!.key[i]!, lateChunk!.identity[i]!, lateChunk!.tagset[i]!, lateChunk!.outcome[i]!)
+        this.addMain(
+          lateHour,
+          lateChunk!.key[i]!,
+          lateChunk!.identity[i]!,
+          lateChunk!.tagset[i]!,
+          lateChunk!.outcome[i]!
+        )
         l++
       }
     }

@@ -18,8 +18,8 @@ import type { AggregationQuery, AggregationResult } from "@keymeter/core/Aggrega
 import * as Time from "@keymeter/core/Time"
 import { Outcomes } from "@keymeter/core/Verification"
 import { LIMITS } from "./DayIndex.js"
-import type { Partition } from "./Partition.js"
 import * as KeyIndex from "./KeyIndex.js"
+import type { Partition } from "./Partition.js"
 import type { Chunk, Run } from "./Run.js"
 import { CHUNK_BITS, CHUNK_MASK, CHUNK_SIZE, lowerBound, U32List } from "./Run.js"
 
@@ -254,7 +254,9 @@ export const aggregate = (partition: Partition | undefined, query: AggregationQu
   }
 
   // The window, clamped to the hours that hold data.
-  const firstHour = late.length > 0 ? Math.min(main.length > 0 ? main.firstHour : Infinity, late.firstHour) : main.firstHour
+  const firstHour = late.length > 0
+    ? Math.min(main.length > 0 ? main.firstHour : Infinity, late.firstHour)
+    : main.firstHour
   const lastHour = Math.max(main.lastHour, late.lastHour)
   const lo = Math.max(query.start === undefined ? firstHour : query.start / Time.HOUR, firstHour)
   const hi = Math.min(query.end / Time.HOUR, lastHour)
@@ -422,8 +424,27 @@ const postingSeries = ({ keyCodes, keyMask, late, partition, plan, query }: Cont
     }
   }
   if (late.length > 0) {
-    const scratch: Scratch = { acc: new Uint32Array(9), seen: new Uint32Array(0), touched: new Uint32Array(0), nt: 0, epoch: 1, keyMask, tagsetMask: null, identityMask: null, add: null }
-    const scanLate = compile({ keyFilter: true, tagFilter: false, identityFilter: false, requireIdentity: false, group: "none", track: false, counting: "outcomes", source: "range" }) as RangeScan
+    const scratch: Scratch = {
+      acc: new Uint32Array(9),
+      seen: new Uint32Array(0),
+      touched: new Uint32Array(0),
+      nt: 0,
+      epoch: 1,
+      keyMask,
+      tagsetMask: null,
+      identityMask: null,
+      add: null
+    }
+    const scanLate = compile({
+      keyFilter: true,
+      tagFilter: false,
+      identityFilter: false,
+      requireIdentity: false,
+      group: "none",
+      track: false,
+      counting: "outcomes",
+      source: "range"
+    }) as RangeScan
     plan.forEach((bucket, j) => {
       scratch.acc = acc.subarray(j * 9, j * 9 + 9)
       const [a, b] = late.rows(bucket.fromHour, bucket.toHour)
@@ -504,7 +525,14 @@ const fromDayIndex = (context: Context): AggregationResult | undefined => {
     const [a, b] = partition.main.rows(lo, hi)
     const lateMask = new Uint8Array(n)
     const lateScratch = scratchOf(new Uint32Array(9), lateMask)
-    const lateScan = compile({ ...noFilter, keyFilter: true, group: "none", track: false, counting: "outcomes", source: "range" }) as RangeScan
+    const lateScan = compile({
+      ...noFilter,
+      keyFilter: true,
+      group: "none",
+      track: false,
+      counting: "outcomes",
+      source: "range"
+    }) as RangeScan
     for (const key of contenders(candidates, (k) => totals[k]!, limit!, query.order)) {
       counts.fill(0)
       countKey(partition.main, key, a, b, counts)
@@ -532,7 +560,10 @@ const fromDayIndex = (context: Context): AggregationResult | undefined => {
     const candidates: Array<number> = []
     for (let g = 1; g < n; g++) {
       const at = g * 9
-      if (counts[at]! + counts[at + 1]! + counts[at + 2]! + counts[at + 3]! + counts[at + 4]! + counts[at + 5]! + counts[at + 6]! + counts[at + 7]! + counts[at + 8]! !== 0) candidates.push(g)
+      if (
+        counts[at]! + counts[at + 1]! + counts[at + 2]! + counts[at + 3]! + counts[at + 4]! + counts[at + 5]! +
+            counts[at + 6]! + counts[at + 7]! + counts[at + 8]! !== 0
+      ) candidates.push(g)
     }
     rows.groups = candidates.length
     for (const g of contenders(candidates, (g) => valueOf(orderBy!, counts, g * 9), limit!, query.order)) {
@@ -541,11 +572,20 @@ const fromDayIndex = (context: Context): AggregationResult | undefined => {
     return rows.build(query, partition)
   }
 
-  if (dims[0] === "tagset" && query.groupByTag === "tag" && keyMask === null && partition.tagNames.length <= LIMITS.tag && query.timeUnit !== "hour") {
+  if (
+    dims[0] === "tagset" && query.groupByTag === "tag" && keyMask === null && partition.tagNames.length <= LIMITS.tag &&
+    query.timeUnit !== "hour"
+  ) {
     const nTags = partition.tagNames.length
     const tagAcc = new Float64Array(nTags * 9)
     const setAcc = new Uint32Array(partition.tagsets.length * 9)
-    const scanSets = compile({ ...noFilter, group: "tagset", track: false, counting: "outcomes", source: "range" }) as RangeScan
+    const scanSets = compile({
+      ...noFilter,
+      group: "tagset",
+      track: false,
+      counting: "outcomes",
+      source: "range"
+    }) as RangeScan
     const setScratch = scratchOf(setAcc)
     for (const bucket of plan) {
       tagAcc.fill(0)
@@ -562,7 +602,10 @@ const fromDayIndex = (context: Context): AggregationResult | undefined => {
       }
       for (let g = 1; g < partition.tagsets.length; g++) {
         const at = g * 9
-        if (setAcc[at]! + setAcc[at + 1]! + setAcc[at + 2]! + setAcc[at + 3]! + setAcc[at + 4]! + setAcc[at + 5]! + setAcc[at + 6]! + setAcc[at + 7]! + setAcc[at + 8]! === 0) continue
+        if (
+          setAcc[at]! + setAcc[at + 1]! + setAcc[at + 2]! + setAcc[at + 3]! + setAcc[at + 4]! + setAcc[at + 5]! +
+              setAcc[at + 6]! + setAcc[at + 7]! + setAcc[at + 8]! === 0
+        ) continue
         const tags = partition.tagsetTags[g]!
         for (let t = 0; t < tags.length; t++) {
           for (let o = 0; o < 9; o++) tagAcc[tags[t]! * 9 + o]! += setAcc[at + o]!
@@ -595,7 +638,12 @@ const valueOf = (orderBy: string, counts: ArrayLike<number>, at: number) => {
  * Of `candidates` (groups with data) by `value`, those that can make the first `limit` in
  * `order`: the `limit` best and every one tied with the last of them.
  */
-const contenders = (candidates: ReadonlyArray<number>, value: (g: number) => number, limit: number, order: "asc" | "desc") => {
+const contenders = (
+  candidates: ReadonlyArray<number>,
+  value: (g: number) => number,
+  limit: number,
+  order: "asc" | "desc"
+) => {
   if (candidates.length <= limit) return candidates
   // The limit-th best value, with a bounded heap whose root is the worst of the best so far.
   const sign = order === "desc" ? 1 : -1
@@ -641,7 +689,11 @@ const topN = (context: Context): AggregationResult | undefined => {
     orderBy === undefined || orderBy === "time" || query.groupByTag === "tag"
   ) return undefined
   const dim = dims[0]!
-  const groups = dim === "key" ? partition.keyIds.length : dim === "identity" ? partition.identities.length : partition.tagsets.length
+  const groups = dim === "key"
+    ? partition.keyIds.length
+    : dim === "identity"
+    ? partition.identities.length
+    : partition.tagsets.length
   if (groups > DENSE_GROUPS_MAX) return undefined
   const base = {
     keyFilter: keyMask !== null,
@@ -658,7 +710,17 @@ const topN = (context: Context): AggregationResult | undefined => {
   if (dim === "key" && orderBy === "total" && !tagsetMask && !identityMask) {
     // Keys: totals alone pick the contenders (a small, cache-resident table), then their counters
     // come from their posting lists.
-    const scratch: Scratch = { acc: new Uint32Array(groups), seen: new Uint32Array(0), touched: new Uint32Array(0), nt: 0, epoch: 1, keyMask, tagsetMask: null, identityMask: null, add: null }
+    const scratch: Scratch = {
+      acc: new Uint32Array(groups),
+      seen: new Uint32Array(0),
+      touched: new Uint32Array(0),
+      nt: 0,
+      epoch: 1,
+      keyMask,
+      tagsetMask: null,
+      identityMask: null,
+      add: null
+    }
     const count = compile({ ...base, counting: "totals" }) as RangeScan
     for (const run of runs) {
       const [a, b] = run.rows(lo, hi)
@@ -671,8 +733,24 @@ const topN = (context: Context): AggregationResult | undefined => {
     const chosen = contenders(candidates, (g) => totals[g]!, query.limit, query.order)
     const counts = new Float64Array(9)
     const [a, b] = partition.main.rows(lo, hi)
-    const lateScan = compile({ ...base, keyFilter: true, group: "none", requireIdentity: false, counting: "outcomes" }) as RangeScan
-    const lateScratch: Scratch = { acc: new Uint32Array(9), seen: new Uint32Array(0), touched: new Uint32Array(0), nt: 0, epoch: 1, keyMask: null, tagsetMask: null, identityMask: null, add: null }
+    const lateScan = compile({
+      ...base,
+      keyFilter: true,
+      group: "none",
+      requireIdentity: false,
+      counting: "outcomes"
+    }) as RangeScan
+    const lateScratch: Scratch = {
+      acc: new Uint32Array(9),
+      seen: new Uint32Array(0),
+      touched: new Uint32Array(0),
+      nt: 0,
+      epoch: 1,
+      keyMask: null,
+      tagsetMask: null,
+      identityMask: null,
+      add: null
+    }
     for (const key of chosen) {
       counts.fill(0)
       countKey(partition.main, key, a, b, counts)
@@ -690,7 +768,17 @@ const topN = (context: Context): AggregationResult | undefined => {
   }
 
   // Other dimensions (and other orders): every group's counters, rows only for the contenders.
-  const scratch: Scratch = { acc: new Uint32Array(groups * 9), seen: new Uint32Array(0), touched: new Uint32Array(0), nt: 0, epoch: 1, keyMask, tagsetMask, identityMask, add: null }
+  const scratch: Scratch = {
+    acc: new Uint32Array(groups * 9),
+    seen: new Uint32Array(0),
+    touched: new Uint32Array(0),
+    nt: 0,
+    epoch: 1,
+    keyMask,
+    tagsetMask,
+    identityMask,
+    add: null
+  }
   const count = compile({ ...base, counting: "outcomes" }) as RangeScan
   for (const run of runs) {
     const [a, b] = run.rows(lo, hi)
@@ -700,7 +788,10 @@ const topN = (context: Context): AggregationResult | undefined => {
   const candidates: Array<number> = []
   for (let g = 0; g < groups; g++) {
     const at = g * 9
-    if (acc[at]! + acc[at + 1]! + acc[at + 2]! + acc[at + 3]! + acc[at + 4]! + acc[at + 5]! + acc[at + 6]! + acc[at + 7]! + acc[at + 8]! !== 0) {
+    if (
+      acc[at]! + acc[at + 1]! + acc[at + 2]! + acc[at + 3]! + acc[at + 4]! + acc[at + 5]! + acc[at + 6]! +
+          acc[at + 7]! + acc[at + 8]! !== 0
+    ) {
       candidates.push(g)
     }
   }
@@ -715,7 +806,11 @@ const topN = (context: Context): AggregationResult | undefined => {
 const scan = (context: Context): AggregationResult => {
   const { dims, identityMask, keyCodes, keyMask, late, partition, plan, query, runs, tagsetMask } = context
   const main = partition.main
-  const cardinality = { key: partition.keyIds.length, identity: partition.identities.length, tagset: partition.tagsets.length }
+  const cardinality = {
+    key: partition.keyIds.length,
+    identity: partition.identities.length,
+    tagset: partition.tagsets.length
+  }
   const group: Shape["group"] = dims.length === 0
     ? "none"
     : dims.length === 1 && cardinality[dims[0]!] <= DENSE_GROUPS_MAX
@@ -808,8 +903,10 @@ const scan = (context: Context): AggregationResult => {
     }
     const emit = (g: number) => {
       const at = g * 9
-      if (acc[at]! + acc[at + 1]! + acc[at + 2]! + acc[at + 3]! + acc[at + 4]! + acc[at + 5]! + acc[at + 6]! +
-          acc[at + 7]! + acc[at + 8]! === 0) return
+      if (
+        acc[at]! + acc[at + 1]! + acc[at + 2]! + acc[at + 3]! + acc[at + 4]! + acc[at + 5]! + acc[at + 6]! +
+            acc[at + 7]! + acc[at + 8]! === 0
+      ) return
       if (tagAcc !== undefined) {
         const tags = partition.tagsetTags[g]!
         for (let t = 0; t < tags.length; t++) {

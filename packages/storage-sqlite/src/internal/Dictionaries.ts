@@ -37,7 +37,12 @@ export class Dictionaries {
   private readonly tagsetsOfTag = new Map<string, Array<number>>()
 
   /** New entries of the open transaction, to write and, on failure, to forget. */
-  pending = { partitions: [] as Array<Partition>, keys: [] as Array<[number, string]>, identities: [] as Array<[number, Identity]>, tagsets: [] as Array<[number, string]> }
+  pending = {
+    partitions: [] as Array<Partition>,
+    keys: [] as Array<[number, string]>,
+    identities: [] as Array<[number, Identity]>,
+    tagsets: [] as Array<[number, string]>
+  }
   /** Partition bounds as they were before the open transaction moved them. */
   private touched = new Map<Partition, { minHour: number; maxHour: number }>()
 
@@ -82,7 +87,9 @@ export class Dictionaries {
   /** Widens a partition's hour bounds, remembering the old ones until commit. */
   seeHour(partition: Partition, hour: number) {
     if (partition.maxHour >= hour && partition.minHour <= hour && partition.minHour >= 0) return
-    if (!this.touched.has(partition)) this.touched.set(partition, { minHour: partition.minHour, maxHour: partition.maxHour })
+    if (!this.touched.has(partition)) {
+      this.touched.set(partition, { minHour: partition.minHour, maxHour: partition.maxHour })
+    }
     if (partition.minHour < 0 || hour < partition.minHour) partition.minHour = hour
     if (hour > partition.maxHour) partition.maxHour = hour
   }

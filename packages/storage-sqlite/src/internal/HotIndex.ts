@@ -85,14 +85,15 @@ export class HotIndex {
    * Reads every loading api's hours from the rollups, each statement and what it adds under
    * `exclusive` (the lock the writer commits and appends under). Resolves with the events read.
    */
-  load(exclusive: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>): Effect.Effect<number, SqlError, SqlClient.SqlClient> {
-    const index = this
-    return Effect.gen(function*() {
+  load(
+    exclusive: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
+  ): Effect.Effect<number, SqlError, SqlClient.SqlClient> {
+    return Effect.gen(this, function*() {
       const sql = yield* SqlClient.SqlClient
       let events = 0
-      for (const no of [...index.loads.keys()]) {
-        while (index.loads.has(no)) {
-          events += yield* exclusive(index.loadHours(sql, no))
+      for (const no of [...this.loads.keys()]) {
+        while (this.loads.has(no)) {
+          events += yield* exclusive(this.loadHours(sql, no))
           // Reads are synchronous: let I/O (requests) and commits in between them.
           yield* nextMacrotask
         }
@@ -104,8 +105,8 @@ export class HotIndex {
       Effect.onExit((exit) =>
         Effect.sync(() => {
           if (Exit.isSuccess(exit)) return
-          for (const load of index.loads.values()) if (!load.rebuild) index.broken = true
-          index.loads.clear()
+          for (const load of this.loads.values()) if (!load.rebuild) this.broken = true
+          this.loads.clear()
         })
       )
     )
@@ -137,20 +138,21 @@ export class HotIndex {
 
   /** Reads the next hours of a loading api; once past its last hour, its load is done. */
   private loadHours(sql: SqlClient.SqlClient, no: number) {
-    const index = this
-    return Effect.gen(function*() {
-      const load = index.loads.get(no)!
-      const partition = index.dictionaries.partitionsByNo[no]!
-      if (load.next > partition.maxHour || index.broken) {
-        if (load.rebuild && !index.broken) {
-          index.engine.replace(partition.workspaceId, partition.apiId, load.codes.target)
-          index.coveredFrom.set(no, load.from)
+    return Effect.gen(this, function*() {
+      const load = this.loads.get(no)!
+      const partition = this.dictionaries.partitionsByNo[no]!
+      if (load.next > partition.maxHour || this.broken) {
+        if (load.rebuild && !this.broken) {
+          this.engine.replace(partition.workspaceId, partition.apiId, load.codes.target)
+          this.coveredFrom.set(no, load.from)
         }
-        index.loads.delete(no)
+        this.loads.delete(no)
         return 0
       }
       const rows = yield* sql.unsafe(
-        `SELECT hour, key, identity, tagset, ${COUNTERS.join(", ")} FROM r_hour WHERE p = ? AND hour >= ? AND hour < ? ORDER BY hour`,
+        `SELECT hour, key, identity, tagset, ${
+          COUNTERS.join(", ")
+        } FROM r_hour WHERE p = ? AND hour >= ? AND hour < ? ORDER BY hour`,
         [no, load.next, load.next + LOAD_HOURS]
       ).values
       const { codes } = load
@@ -188,7 +190,9 @@ export class HotIndex {
         const load = partition === undefined ? undefined : this.loads.get(partition.no)
         const from = partition === undefined ? undefined : this.coveredFrom.get(partition.no)
         const hour = Math.floor(event.time / Time.HOUR)
-        if ((from === undefined || hour >= from) && (load === undefined || load.rebuild || hour < load.next)) live.push(event)
+        if ((from === undefined || hour >= from) && (load === undefined || load.rebuild || hour < load.next)) {
+          live.push(event)
+        }
         if (load?.rebuild && hour >= load.from && hour < load.next) {
           load.codes.target.add(event)
           rebuilt.add(load.codes.target)

@@ -40,7 +40,8 @@ export class RollupRows {
     if (at === undefined) {
       at = this.values.length
       this.index.set(id, at)
-      this.values.push(...dims, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+      for (const value of dims) this.values.push(value)
+      for (let o = 0; o < 9; o++) this.values.push(0)
     }
     this.values[at + dims.length + outcome]!++
   }

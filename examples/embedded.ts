@@ -7,7 +7,7 @@
  * `keymeter.record`; /usage reads the counts back per day; the keymeter HTTP API (with its /docs)
  * is mounted under /keymeter for dashboards, behind root keys.
  */
-import { createKeymeter } from "@keymeter/http"
+import { createKeymeter } from "keymeter"
 import { createServer } from "node:http"
 
 const port = Number(process.env.PORT ?? 3000)

@@ -8,10 +8,11 @@
  * sk_acme_reader, api api_main, namespace email) and listens on PORT (default 8787).
  */
 import { NodeRuntime } from "@effect/platform-node"
-import { Server, Startup, StorageSpec } from "@keymeter/http"
+import { Server } from "@keymeter/http"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import { Startup, StorageSpec } from "keymeter"
 import { fileURLToPath } from "node:url"
 
 const port = Number(process.env.PORT ?? 8787)

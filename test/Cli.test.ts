@@ -29,7 +29,7 @@ describe("keymeter admin CLI", () => {
   it("manages workspaces, root keys and apis on the file of a running server", async () => {
     const db = join(mkdtempSync(join(tmpdir(), "keymeter-cli-")), "keymeter.db")
     const port = await freePort()
-    const server = await start("packages/http/src/main.ts", {
+    const server = await start("packages/keymeter/src/main.ts", {
       env: { PORT: String(port), KEYMETER_STORAGE: `sqlite:${db}` },
       ready: /Listening on (http:\S+)/
     })

@@ -14,7 +14,7 @@ const PER_BATCH = 200
 
 const serve = async (db: string) => {
   const port = await freePort()
-  const server = await start("packages/http/src/main.ts", {
+  const server = await start("packages/keymeter/src/main.ts", {
     env: { PORT: String(port), KEYMETER_STORAGE: `sqlite:${db}`, KEYMETER_PROVISION: "examples/provision.json" },
     ready: /Listening on (http:\S+)/
   })

@@ -63,7 +63,7 @@ let server: Running & { readonly match: RegExpMatchArray }
 
 beforeAll(async () => {
   const port = await freePort()
-  server = await start("packages/http/src/main.ts", {
+  server = await start("packages/keymeter/src/main.ts", {
     env: { PORT: String(port), KEYMETER_STORAGE: "memory", KEYMETER_PROVISION: "examples/provision.json" },
     ready: /Listening on (http:\/\/127\.0\.0\.1:\d+)/
   })

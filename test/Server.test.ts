@@ -9,7 +9,7 @@ import { join } from "node:path"
 import type { Running } from "./Spawn.js"
 import { freePort, root, start, stop } from "./Spawn.js"
 
-const MAIN = "packages/http/src/main.ts"
+const MAIN = "packages/keymeter/src/main.ts"
 const LISTENING = /Listening on (http:\/\/127\.0\.0\.1:\d+)/
 
 const running: Array<Running> = []

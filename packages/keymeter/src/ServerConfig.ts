@@ -1,8 +1,8 @@
 /**
  * Configuration of the standalone server, from the environment.
  */
+import * as InFlightLimit from "@keymeter/http/InFlightLimit"
 import * as Config from "effect/Config"
-import * as InFlightLimit from "./InFlightLimit.js"
 import * as StorageSpec from "./StorageSpec.js"
 
 /** Every setting, with its default. */

@@ -3,12 +3,12 @@
  * SIGINT/SIGTERM, letting in-flight requests finish.
  */
 import { NodeRuntime } from "@effect/platform-node"
+import * as Server from "@keymeter/http/Server"
 import * as ConfigError from "effect/ConfigError"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import * as Server from "./Server.js"
 import * as ServerConfig from "./ServerConfig.js"
 import * as Startup from "./Startup.js"
 import * as StorageSpec from "./StorageSpec.js"

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
-import { createKeymeter, KeymeterError } from "@keymeter/http"
 import { ClickhouseTestServer } from "@keymeter/storage-clickhouse"
 import * as Effect from "effect/Effect"
+import { createKeymeter, KeymeterError } from "keymeter"
 import { createServer } from "node:http"
 import type { AddressInfo } from "node:net"
 

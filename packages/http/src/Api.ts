@@ -18,25 +18,14 @@ import { RecordVerificationsInput } from "@keymeter/core/Verification"
 import { GroupByValues, OrderByValues } from "@keymeter/core/VerificationQuery"
 import * as Context from "effect/Context"
 import * as Schema from "effect/Schema"
-import {
-  BadRequestResponse,
-  DecodeErrorResponse,
-  ForbiddenResponse,
-  InternalServerErrorResponse,
-  NotFoundResponse,
-  PayloadTooLargeResponse,
-  RateLimitedResponse,
-  ServiceUnavailableResponse,
-  UnauthorizedResponse,
-  UnsupportedMediaTypeResponse
-} from "./Errors.js"
+import { DecodeErrorResponse, Responses } from "./Errors.js"
 
 /** The authenticated caller of the current request. */
 export class CurrentPrincipal extends Context.Tag("@keymeter/http/CurrentPrincipal")<CurrentPrincipal, Principal>() {}
 
 /** `Authorization: Bearer <root key>` on every /v1 route. */
 export class Authorization extends HttpApiMiddleware.Tag<Authorization>()("@keymeter/http/Authorization", {
-  failure: Schema.Union(UnauthorizedResponse, ForbiddenResponse, ServiceUnavailableResponse),
+  failure: Schema.Union(Responses[401], Responses[403], Responses[503]),
   provides: CurrentPrincipal,
   security: {
     rootKey: HttpApiSecurity.bearer.pipe(
@@ -68,6 +57,10 @@ export const GetVerificationsParams = Schema.Struct({
   order: Schema.optional(once("asc (default) or desc; without orderBy it reverses the default ordering."))
 }).annotations({ identifier: "GetVerificationsParams" })
 
+/** A POST route: its JSON body may also be too large (413) or of another media type (415). */
+const post = <const Name extends string>(name: Name, path: HttpApiEndpoint.PathSegment) =>
+  HttpApiEndpoint.post(name, path).addError(Responses[413]).addError(Responses[415])
+
 /** Analytics routes. */
 export class AnalyticsGroup extends HttpApiGroup.make("analytics")
   .add(
@@ -78,25 +71,15 @@ export class AnalyticsGroup extends HttpApiGroup.make("analytics")
       .annotate(OpenApi.Description, "Permission: api.*.read_api or api.<apiId>.read_api.")
   )
   .add(
-    HttpApiEndpoint.post("recordVerifications", "/analytics.recordVerifications")
+    post("recordVerifications", "/analytics.recordVerifications")
       .setPayload(RecordVerificationsInput)
       .addSuccess(Schema.Struct({ recorded: Schema.Number }))
-      .addError(PayloadTooLargeResponse)
-      .addError(UnsupportedMediaTypeResponse)
       .annotate(OpenApi.Summary, "Record 1 to 10,000 verifications, all or nothing")
       .annotate(
         OpenApi.Description,
         "Permission: api.*.record_verifications or api.<apiId>.record_verifications for every api in the batch."
       )
   )
-  .addError(BadRequestResponse)
-  .addError(ForbiddenResponse)
-  .addError(NotFoundResponse)
-  .addError(ServiceUnavailableResponse)
-  .addError(InternalServerErrorResponse)
-  .addError(RateLimitedResponse)
-  .middleware(Authorization)
-  .prefix("/v1")
 {}
 
 const namespaceParams = {
@@ -123,7 +106,7 @@ export const ListOverridesParams = Schema.Struct({
 /** Rate-limit routes. */
 export class RatelimitsGroup extends HttpApiGroup.make("ratelimits")
   .add(
-    HttpApiEndpoint.post("setOverride", "/ratelimits.setOverride")
+    post("setOverride", "/ratelimits.setOverride")
       .setPayload(SetOverrideInput)
       .addSuccess(Schema.Struct({ overrideId: Schema.String }))
       .annotate(OpenApi.Summary, "Create or overwrite the override of an identifier (or * pattern) in a namespace")
@@ -152,7 +135,7 @@ export class RatelimitsGroup extends HttpApiGroup.make("ratelimits")
       )
   )
   .add(
-    HttpApiEndpoint.post("deleteOverride", "/ratelimits.deleteOverride")
+    post("deleteOverride", "/ratelimits.deleteOverride")
       .setPayload(DeleteOverrideInput)
       .addSuccess(Schema.Struct({}))
       .annotate(OpenApi.Summary, "Delete an override; it never applies again")
@@ -162,7 +145,7 @@ export class RatelimitsGroup extends HttpApiGroup.make("ratelimits")
       )
   )
   .add(
-    HttpApiEndpoint.post("limit", "/ratelimits.limit")
+    post("limit", "/ratelimits.limit")
       .setPayload(LimitInput)
       .addSuccess(LimitResponse)
       .annotate(OpenApi.Summary, "Take from an identifier's sliding window, applying the override that resolves")
@@ -172,43 +155,45 @@ export class RatelimitsGroup extends HttpApiGroup.make("ratelimits")
           "created, which needs ratelimit.*.limit."
       )
   )
-  .addError(BadRequestResponse)
-  .addError(ForbiddenResponse)
-  .addError(NotFoundResponse)
-  .addError(PayloadTooLargeResponse)
-  .addError(UnsupportedMediaTypeResponse)
-  .addError(ServiceUnavailableResponse)
-  .addError(InternalServerErrorResponse)
-  .addError(RateLimitedResponse)
-  .middleware(Authorization)
-  .prefix("/v1")
 {}
 
 /** Api routes. */
 export class ApisGroup extends HttpApiGroup.make("apis")
   .add(
-    HttpApiEndpoint.post("createApi", "/apis.createApi")
+    post("createApi", "/apis.createApi")
       .setPayload(CreateApiInput)
       .addSuccess(Schema.Struct({ apiId: Schema.String }))
       .annotate(OpenApi.Summary, "Create an api")
       .annotate(OpenApi.Description, "Permission: api.*.create_api.")
   )
-  .addError(BadRequestResponse)
-  .addError(ForbiddenResponse)
-  .addError(PayloadTooLargeResponse)
-  .addError(UnsupportedMediaTypeResponse)
-  .addError(ServiceUnavailableResponse)
-  .addError(InternalServerErrorResponse)
-  .addError(RateLimitedResponse)
-  .middleware(Authorization)
-  .prefix("/v1")
 {}
 
-/** The whole keymeter HTTP API. */
-export class Api extends HttpApi.make("keymeter")
+// HttpApi.make hard-codes HttpApiDecodeError's {_tag, issues} body for bad parameters; shadowing
+// the static swaps in our envelope, for the runtime answer and the OpenAPI document alike. The
+// errors added to an api made from it are unified with it.
+class EnvelopedApi extends HttpApi.make("keymeter") {
+  static override readonly errorSchema: Schema.Schema<HttpApiDecodeError, any> = DecodeErrorResponse
+}
+
+/**
+ * The /v1 routes, each authenticated and answering the shared errors: declared once here, and
+ * pushed down to every group when this api is added to {@link Api} (an api-level middleware
+ * would also guard the docs and the 404s).
+ */
+const V1 = EnvelopedApi
   .add(AnalyticsGroup)
   .add(RatelimitsGroup)
   .add(ApisGroup)
+  .addError(Responses[400])
+  .addError(Responses[404])
+  .addError(Responses[429])
+  .addError(Responses[500])
+  .middleware(Authorization)
+  .prefix("/v1")
+
+/** The whole keymeter HTTP API. */
+export class Api extends EnvelopedApi
+  .addHttpApi(V1)
   .annotate(OpenApi.Title, "keymeter")
   .annotate(OpenApi.Version, "1")
   .annotate(
@@ -216,8 +201,4 @@ export class Api extends HttpApi.make("keymeter")
     "Usage analytics and rate-limit overrides for API keys. Every error answers " +
       "{\"error\":{\"code\",\"message\",\"docs\",\"requestId\"}}."
   )
-{
-  // HttpApi.make hard-codes HttpApiDecodeError's {_tag, issues} body for bad parameters; shadowing
-  // the static swaps in our envelope, for the runtime answer and the OpenAPI document alike.
-  static override readonly errorSchema: Schema.Schema<HttpApiDecodeError, any> = DecodeErrorResponse
-}
+{}

@@ -7,7 +7,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
 import { Authorization } from "./Api.js"
-import { Forbidden, ServiceUnavailable, Unauthorized } from "./Errors.js"
+import { HttpError, mapDomain } from "./Errors.js"
 
 const BEARER = /^Bearer[ \t]+([^\s]+)[ \t]*$/i
 
@@ -22,34 +22,19 @@ export const layer: Layer.Layer<Authorization, never, Auth> = Layer.effect(
           const request = yield* HttpServerRequest.HttpServerRequest
           const header = request.headers["authorization"]
           if (header === undefined || header.trim() === "") {
-            return yield* new Unauthorized({
+            return yield* new HttpError({
               code: "UNAUTHORIZED",
               message: "Missing root key: send the header Authorization: Bearer <root key>"
             })
           }
           const match = BEARER.exec(header)
           if (match === null) {
-            return yield* new Unauthorized({
+            return yield* new HttpError({
               code: "UNAUTHORIZED",
               message: "The Authorization header must be: Bearer <root key>"
             })
           }
-          return yield* auth.authenticate(Redacted.make(match[1]!)).pipe(
-            Effect.catchTags({
-              Unauthenticated: (e) => Effect.fail(new Unauthorized({ code: "UNAUTHORIZED", message: e.message })),
-              KeyForbidden: (e) => Effect.fail(new Forbidden({ code: "FORBIDDEN", message: e.message })),
-              StorageError: (e) =>
-                Effect.zipRight(
-                  Effect.logError("storage failure while authenticating", e.message, e.cause),
-                  Effect.fail(
-                    new ServiceUnavailable({
-                      code: "SERVICE_UNAVAILABLE",
-                      message: "Storage is unavailable; retry later"
-                    })
-                  )
-                )
-            })
-          )
+          return yield* mapDomain(auth.authenticate(Redacted.make(match[1]!)))
         })
     })
   })

@@ -1,12 +1,13 @@
 /**
  * The wire form of every failure: HTTP status, error code and the envelope
- * `{"error":{"code","message","docs","requestId"}}`. Domain errors from core are mapped here and
- * only here.
+ * `{"error":{"code","message","docs","requestId"}}`. The tables here are the only place that maps
+ * domain errors to codes and codes to statuses; the wire error schemas are made from them.
  */
 import { HttpApiDecodeError } from "@effect/platform/HttpApiError"
 import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import type * as DomainErrors from "@keymeter/core/Errors"
+import type { ProvisioningError } from "@keymeter/core/Provisioning"
 import * as Validation from "@keymeter/core/Validation"
 import * as Effect from "effect/Effect"
 import * as ParseResult from "effect/ParseResult"
@@ -58,7 +59,84 @@ export const Codes = {
 /** An error code. */
 export type Code = keyof typeof Codes
 
-const envelopeOf = <C extends Code>(codes: ReadonlyArray<C>) =>
+/** An HTTP status some code answers. */
+export type Status = typeof Codes[Code]["status"]
+
+const CODES = Object.keys(Codes) as Array<Code>
+
+/** A failure as the wire carries it: one of the {@link Codes} and a message for the caller. */
+export class HttpError extends Schema.TaggedError<HttpError>()("HttpError", {
+  code: Schema.Literal(...CODES),
+  message: Schema.String
+}) {
+  /** The HTTP status of {@link code}. */
+  get status(): Status {
+    return Codes[this.code].status
+  }
+}
+
+/** Every failure core and provisioning report, by tag. */
+export type DomainError =
+  | DomainErrors.ValidationError
+  | DomainErrors.NotFound
+  | DomainErrors.Unauthenticated
+  | DomainErrors.KeyForbidden
+  | DomainErrors.InsufficientPermissions
+  | DomainErrors.QueryTooLarge
+  | DomainErrors.StorageError
+  | ProvisioningError
+
+/** The wire code of each domain error. */
+export const DomainCodes: { readonly [Tag in DomainError["_tag"]]: Code } = {
+  ValidationError: "BAD_REQUEST",
+  ProvisioningError: "BAD_REQUEST",
+  QueryTooLarge: "QUERY_TOO_LARGE",
+  Unauthenticated: "UNAUTHORIZED",
+  KeyForbidden: "FORBIDDEN",
+  InsufficientPermissions: "INSUFFICIENT_PERMISSIONS",
+  NotFound: "NOT_FOUND",
+  StorageError: "SERVICE_UNAVAILABLE"
+}
+
+/** What a caller is told of a storage failure; its cause is logged, never shown. */
+export const STORAGE_UNAVAILABLE = "Storage is unavailable; nothing was changed. Retry later."
+
+/** The wire error of a domain error, without logging (see {@link fromDomain}). */
+export const toWire = (error: DomainError): HttpError =>
+  new HttpError({
+    code: DomainCodes[error._tag],
+    message: error._tag === "StorageError" ? STORAGE_UNAVAILABLE : error.message
+  })
+
+/** The wire error of a domain error. Storage failures are logged here. */
+export const fromDomain = (error: DomainError): Effect.Effect<HttpError> =>
+  error._tag === "StorageError"
+    ? Effect.as(Effect.logError("storage failure", error.message, error.cause), toWire(error))
+    : Effect.succeed(toWire(error))
+
+/** Fails with the wire error of the effect's domain failure. */
+export const mapDomain = <A, E extends DomainError, R>(
+  effect: Effect.Effect<A, E, R>
+): Effect.Effect<A, HttpError, R> => Effect.catchAll(effect, (error) => Effect.flatMap(fromDomain(error), Effect.fail))
+
+/** The body of an error response. */
+export const body = (code: Code, message: string, context: RequestContext.RequestContext) => ({
+  error: { code, message, docs: `${context.docsUrl}/errors/${code}`, requestId: context.requestId }
+})
+
+/** The body of an error response, in the current request's context. */
+export const encodeBody = (code: Code, message: string) =>
+  Effect.map(RequestContext.current, (context) => body(code, message, context))
+
+/** A complete error response, for the places that build responses themselves. */
+export const respond = (code: Code, message: string, headers?: Record<string, string>) =>
+  Effect.map(encodeBody(code, message), (json) =>
+    HttpServerResponse.unsafeJson(json, {
+      status: Codes[code].status,
+      ...(headers !== undefined ? { headers } : {})
+    }))
+
+const envelopeOf = (codes: ReadonlyArray<Code>) =>
   Schema.Struct({
     error: Schema.Struct({
       code: Schema.Literal(...codes),
@@ -68,152 +146,37 @@ const envelopeOf = <C extends Code>(codes: ReadonlyArray<C>) =>
     })
   })
 
-/** The body of an error response. */
-export const encodeBody = (code: Code, message: string) =>
-  Effect.map(RequestContext.current, ({ docsUrl, requestId }) => ({
-    error: { code, message, docs: `${docsUrl}/errors/${code}`, requestId }
-  }))
-
-/** A complete error response, for the places that build responses themselves. */
-export const respond = (code: Code, message: string, headers?: Record<string, string>) =>
-  Effect.map(encodeBody(code, message), (body) =>
-    HttpServerResponse.unsafeJson(body, {
-      status: Codes[code].status,
-      ...(headers !== undefined ? { headers } : {})
-    }))
-
-interface WireError<C extends Code> {
-  readonly code: C
-  readonly message: string
+/** `BAD_REQUEST` → `BadRequestError`; `INTERNAL_SERVER_ERROR` → `InternalServerError`. */
+const identifierOf = (code: Code) => {
+  const name = code.toLowerCase().replace(/(^|_)([a-z])/g, (_, __, letter: string) => letter.toUpperCase())
+  return name.endsWith("Error") ? name : `${name}Error`
 }
 
 /**
- * Declares the wire schema of an error class: its type side is the class, its encoded side the
- * envelope, with the status annotation HttpApi reads.
+ * The wire schema of the errors answering `status`: its type side is {@link HttpError} with one of
+ * their codes, its encoded side the envelope, with the status annotation HttpApi reads.
  */
-const envelope = <C extends Code, Self extends WireError<C>>(
-  errorClass: Schema.Schema<Self, any> & (new(props: WireError<C>) => Self),
-  codes: ReadonlyArray<C>,
-  identifier: string,
-  description: string
-) =>
-  Schema.transformOrFail(envelopeOf(codes), Schema.typeSchema(errorClass), {
-    strict: true,
-    decode: ({ error }) => ParseResult.succeed(new errorClass({ code: error.code, message: error.message })),
-    encode: (e) => encodeBody(e.code, e.message) as Effect.Effect<any>
-  }).annotations({
-    identifier,
-    description,
-    ...HttpApiSchema.annotations({ status: Codes[codes[0]!].status })
+const responseOf = (status: Status) => {
+  const codes = CODES.filter((code) => Codes[code].status === status)
+  return Schema.transformOrFail(
+    envelopeOf(codes),
+    Schema.typeSchema(HttpError).pipe(Schema.filter((error) => codes.includes(error.code))),
+    {
+      strict: true,
+      decode: ({ error }) => ParseResult.succeed(new HttpError({ code: error.code, message: error.message })),
+      encode: (error) => encodeBody(error.code, error.message) as Effect.Effect<any>
+    }
+  ).annotations({
+    identifier: identifierOf(codes[0]!),
+    description: codes.map((code) => `${code}: ${Codes[code].when}`).join(" "),
+    ...HttpApiSchema.annotations({ status })
   })
+}
 
-/** 400 */
-export class BadRequest extends Schema.TaggedError<BadRequest>()("BadRequest", {
-  code: Schema.Literal("BAD_REQUEST", "QUERY_TOO_LARGE"),
-  message: Schema.String
-}) {}
-export const BadRequestResponse = envelope(
-  BadRequest,
-  ["BAD_REQUEST", "QUERY_TOO_LARGE"],
-  "BadRequestError",
-  "Invalid input, or an answer over the datapoint cap"
-)
-
-/** 401 */
-export class Unauthorized extends Schema.TaggedError<Unauthorized>()("Unauthorized", {
-  code: Schema.Literal("UNAUTHORIZED"),
-  message: Schema.String
-}) {}
-export const UnauthorizedResponse = envelope(
-  Unauthorized,
-  ["UNAUTHORIZED"],
-  "UnauthorizedError",
-  "Missing or invalid root key"
-)
-
-/** 403 */
-export class Forbidden extends Schema.TaggedError<Forbidden>()("Forbidden", {
-  code: Schema.Literal("FORBIDDEN", "INSUFFICIENT_PERMISSIONS"),
-  message: Schema.String
-}) {}
-export const ForbiddenResponse = envelope(
-  Forbidden,
-  ["FORBIDDEN", "INSUFFICIENT_PERMISSIONS"],
-  "ForbiddenError",
-  "Root key disabled or expired, or lacking the permission"
-)
-
-/** 404 */
-export class NotFound extends Schema.TaggedError<NotFound>()("NotFound", {
-  code: Schema.Literal("NOT_FOUND"),
-  message: Schema.String
-}) {}
-export const NotFoundResponse = envelope(
-  NotFound,
-  ["NOT_FOUND"],
-  "NotFoundError",
-  "No such resource in the caller's workspace"
-)
-
-/** 413 */
-export class PayloadTooLarge extends Schema.TaggedError<PayloadTooLarge>()("PayloadTooLarge", {
-  code: Schema.Literal("PAYLOAD_TOO_LARGE"),
-  message: Schema.String
-}) {}
-export const PayloadTooLargeResponse = envelope(
-  PayloadTooLarge,
-  ["PAYLOAD_TOO_LARGE"],
-  "PayloadTooLargeError",
-  "Request body over the limit"
-)
-
-/** 415 */
-export class UnsupportedMediaType extends Schema.TaggedError<UnsupportedMediaType>()("UnsupportedMediaType", {
-  code: Schema.Literal("UNSUPPORTED_MEDIA_TYPE"),
-  message: Schema.String
-}) {}
-export const UnsupportedMediaTypeResponse = envelope(
-  UnsupportedMediaType,
-  ["UNSUPPORTED_MEDIA_TYPE"],
-  "UnsupportedMediaTypeError",
-  "Body is not application/json"
-)
-
-/** 429 */
-export class RateLimited extends Schema.TaggedError<RateLimited>()("RateLimited", {
-  code: Schema.Literal("RATE_LIMITED"),
-  message: Schema.String
-}) {}
-export const RateLimitedResponse = envelope(
-  RateLimited,
-  ["RATE_LIMITED"],
-  "RateLimitedError",
-  "The server's own protective limit"
-)
-
-/** 500 */
-export class InternalServerError extends Schema.TaggedError<InternalServerError>()("InternalServerError", {
-  code: Schema.Literal("INTERNAL_SERVER_ERROR"),
-  message: Schema.String
-}) {}
-export const InternalServerErrorResponse = envelope(
-  InternalServerError,
-  ["INTERNAL_SERVER_ERROR"],
-  "InternalServerError",
-  "A bug; logged with the request id"
-)
-
-/** 503 */
-export class ServiceUnavailable extends Schema.TaggedError<ServiceUnavailable>()("ServiceUnavailable", {
-  code: Schema.Literal("SERVICE_UNAVAILABLE"),
-  message: Schema.String
-}) {}
-export const ServiceUnavailableResponse = envelope(
-  ServiceUnavailable,
-  ["SERVICE_UNAVAILABLE"],
-  "ServiceUnavailableError",
-  "Storage unavailable or shutting down; retry"
-)
+/** The wire schema of every status, made from {@link Codes}. */
+export const Responses = Object.fromEntries(
+  [...new Set(CODES.map((code) => Codes[code].status))].map((status) => [status, responseOf(status)])
+) as { readonly [S in Status]: ReturnType<typeof responseOf> }
 
 /**
  * HttpApi's own 400 for parameters that fail their declared schema, re-dressed in the envelope.
@@ -235,55 +198,5 @@ export const DecodeErrorResponse: Schema.Schema<HttpApiDecodeError, any> = Schem
 ).annotations({
   identifier: "BadRequestError",
   description: "Invalid input",
-  ...HttpApiSchema.annotations({ status: 400 })
+  ...HttpApiSchema.annotations({ status: Codes.BAD_REQUEST.status })
 })
-
-/** Every domain failure a handler can meet. */
-export type DomainError =
-  | DomainErrors.ValidationError
-  | DomainErrors.NotFound
-  | DomainErrors.InsufficientPermissions
-  | DomainErrors.QueryTooLarge
-  | DomainErrors.StorageError
-
-/** The wire errors a handler can fail with. */
-export type HandlerError = BadRequest | NotFound | Forbidden | ServiceUnavailable
-
-/** The wire error of a domain failure. Storage failures are logged here, never shown. */
-export const fromDomain = (error: DomainError): Effect.Effect<HandlerError> => {
-  switch (error._tag) {
-    case "ValidationError":
-      return Effect.succeed(new BadRequest({ code: "BAD_REQUEST", message: error.message }))
-    case "QueryTooLarge":
-      return Effect.succeed(new BadRequest({ code: "QUERY_TOO_LARGE", message: error.message }))
-    case "NotFound":
-      return Effect.succeed(new NotFound({ code: "NOT_FOUND", message: error.message }))
-    case "InsufficientPermissions":
-      return Effect.succeed(new Forbidden({ code: "INSUFFICIENT_PERMISSIONS", message: error.message }))
-    case "StorageError":
-      return Effect.as(
-        Effect.logError("storage failure", error.message, error.cause),
-        new ServiceUnavailable({
-          code: "SERVICE_UNAVAILABLE",
-          message: "Storage is unavailable; nothing was changed. Retry later."
-        })
-      )
-  }
-}
-
-/** The wire error each domain error becomes. */
-export type HttpErrorOf<E> = E extends DomainErrors.ValidationError | DomainErrors.QueryTooLarge ? BadRequest
-  : E extends DomainErrors.NotFound ? NotFound
-  : E extends DomainErrors.InsufficientPermissions ? Forbidden
-  : E extends DomainErrors.StorageError ? ServiceUnavailable
-  : never
-
-/** Fails with the wire error of the effect's domain failure. */
-export const mapDomain = <A, E extends DomainError, R>(
-  effect: Effect.Effect<A, E, R>
-): Effect.Effect<A, HttpErrorOf<E>, R> =>
-  Effect.catchAll(effect, (error) => Effect.flatMap(fromDomain(error), Effect.fail)) as Effect.Effect<
-    A,
-    any,
-    R
-  >

@@ -11,7 +11,7 @@ import { RateLimiter } from "@keymeter/core/RateLimiter"
 import { Verifications } from "@keymeter/core/Verifications"
 import * as Effect from "effect/Effect"
 import { Api, CurrentPrincipal } from "./Api.js"
-import { BadRequest, mapDomain } from "./Errors.js"
+import { HttpError, mapDomain } from "./Errors.js"
 import * as JsonBody from "./internal/JsonBody.js"
 import * as QueryString from "./internal/QueryString.js"
 
@@ -37,12 +37,12 @@ const readObject = (request: HttpServerRequest.HttpServerRequest, fields: Readon
   Effect.flatMap(JsonBody.read(request), (body) => {
     if (typeof body !== "object" || body === null || Array.isArray(body)) {
       const got = body === null ? "null" : Array.isArray(body) ? "an array" : typeof body
-      return Effect.fail(new BadRequest({ code: "BAD_REQUEST", message: `body: must be a JSON object, got ${got}` }))
+      return Effect.fail(new HttpError({ code: "BAD_REQUEST", message: `body: must be a JSON object, got ${got}` }))
     }
     const unknown = Object.keys(body).filter((key) => !fields.includes(key))
     if (unknown.length > 0) {
       return Effect.fail(
-        new BadRequest({ code: "BAD_REQUEST", message: unknown.map((k) => `${k}: is not a known field`).join("; ") })
+        new HttpError({ code: "BAD_REQUEST", message: unknown.map((k) => `${k}: is not a known field`).join("; ") })
       )
     }
     return Effect.succeed(body as Record<string, unknown>)
@@ -64,7 +64,7 @@ export const AnalyticsLive = HttpApiBuilder.group(Api, "analytics", (handlers) =
           const principal = yield* CurrentPrincipal
           const body = yield* readObject(request, ["verifications"])
           if (!("verifications" in body)) {
-            return yield* new BadRequest({ code: "BAD_REQUEST", message: "verifications: is required" })
+            return yield* new HttpError({ code: "BAD_REQUEST", message: "verifications: is required" })
           }
           return yield* mapDomain(verifications.record(principal, body.verifications))
         }))

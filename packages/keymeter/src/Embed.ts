@@ -29,8 +29,7 @@ import type { GroupBy, OrderBy } from "@keymeter/core/VerificationQuery"
 import { Verifications } from "@keymeter/core/Verifications"
 import { Workspace } from "@keymeter/core/Workspace"
 import * as Docs from "@keymeter/http/Docs"
-import type { Code } from "@keymeter/http/Errors"
-import { Codes } from "@keymeter/http/Errors"
+import * as Errors from "@keymeter/http/Errors"
 import * as Fallback from "@keymeter/http/Fallback"
 import * as RequestContext from "@keymeter/http/RequestContext"
 import * as Server from "@keymeter/http/Server"
@@ -81,12 +80,12 @@ export type NamespaceRef = { readonly namespaceId: string; readonly namespaceNam
 /** A failure of a library call, with the code and status the HTTP API would answer. */
 export class KeymeterError extends Error {
   override readonly name = "KeymeterError"
-  constructor(readonly code: Code, message: string, options?: { readonly cause?: unknown }) {
+  constructor(readonly code: Errors.Code, message: string, options?: { readonly cause?: unknown }) {
     super(message, options)
   }
   /** The HTTP status of {@link code}. */
   get status(): number {
-    return Codes[this.code].status
+    return Errors.Codes[this.code].status
   }
 }
 
@@ -144,24 +143,18 @@ export interface Keymeter {
 const toArray = <A>(value: A | ReadonlyArray<A> | undefined): ReadonlyArray<A> | undefined =>
   value === undefined ? undefined : Array.isArray(value) ? value : [value as A]
 
-const CODE_OF: Record<string, Code> = {
-  ValidationError: "BAD_REQUEST",
-  QueryTooLarge: "QUERY_TOO_LARGE",
-  NotFound: "NOT_FOUND",
-  InsufficientPermissions: "INSUFFICIENT_PERMISSIONS",
-  StorageError: "SERVICE_UNAVAILABLE",
-  ProvisioningError: "BAD_REQUEST",
-  InvalidStorageSpec: "BAD_REQUEST"
-}
-
 const toError = (cause: Cause.Cause<unknown>): KeymeterError => {
   const failure = Cause.failureOption(cause)
-  if (Option.isSome(failure)) {
-    const error = failure.value as { readonly _tag?: string; readonly message?: string }
-    const code = (error._tag && CODE_OF[error._tag]) || "INTERNAL_SERVER_ERROR"
-    return new KeymeterError(code, error.message ?? String(error), { cause: error })
+  if (Option.isNone(failure)) {
+    return new KeymeterError("INTERNAL_SERVER_ERROR", "keymeter failed unexpectedly", { cause: Cause.squash(cause) })
   }
-  return new KeymeterError("INTERNAL_SERVER_ERROR", "keymeter failed unexpectedly", { cause: Cause.squash(cause) })
+  const error = failure.value as { readonly _tag?: string; readonly message?: string } | null
+  if (typeof error === "object" && error !== null && Object.hasOwn(Errors.DomainCodes, error._tag ?? "")) {
+    const wire = Errors.toWire(error as Errors.DomainError)
+    return new KeymeterError(wire.code, wire.message, { cause: error })
+  }
+  // Failures outside the domain (a storage that cannot be opened, say) keep their own message.
+  return new KeymeterError("INTERNAL_SERVER_ERROR", error?.message ?? String(error), { cause: error })
 }
 
 /** Starts keymeter in this process. */
@@ -268,15 +261,8 @@ export const createKeymeter = async (options: KeymeterOptions = {}): Promise<Key
         }
         if (next !== undefined) return next()
         const requestId = RequestContext.makeRequestId()
-        res.writeHead(404, { "content-type": "application/json", "x-request-id": requestId })
-        res.end(JSON.stringify({
-          error: {
-            code: "NOT_FOUND",
-            message: `No route for ${req.method} ${url}`,
-            docs: `${docsUrl}/errors/NOT_FOUND`,
-            requestId
-          }
-        }))
+        res.writeHead(Errors.Codes.NOT_FOUND.status, { "content-type": "application/json", "x-request-id": requestId })
+        res.end(JSON.stringify(Errors.body("NOT_FOUND", `No route for ${req.method} ${url}`, { docsUrl, requestId })))
       }
     },
     close: () => runtime.dispose()

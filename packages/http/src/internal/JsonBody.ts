@@ -9,7 +9,7 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import type { IncomingMessage } from "node:http"
-import { BadRequest, PayloadTooLarge, UnsupportedMediaType } from "../Errors.js"
+import { HttpError } from "../Errors.js"
 
 /** Largest accepted request body, in bytes. */
 export class MaxBodyBytes extends Context.Reference<MaxBodyBytes>()("@keymeter/http/MaxBodyBytes", {
@@ -95,7 +95,7 @@ export const read = (request: HttpServerRequest.HttpServerRequest) =>
     const contentType = request.headers["content-type"]
     const mediaType = contentType?.split(";")[0]!.trim().toLowerCase()
     if (mediaType !== "application/json") {
-      return yield* new UnsupportedMediaType({
+      return yield* new HttpError({
         code: "UNSUPPORTED_MEDIA_TYPE",
         message: contentType === undefined
           ? "Content-Type is missing; send the body as application/json"
@@ -103,7 +103,7 @@ export const read = (request: HttpServerRequest.HttpServerRequest) =>
       })
     }
     const limit = yield* MaxBodyBytes
-    const tooLarge = new PayloadTooLarge({
+    const tooLarge = new HttpError({
       code: "PAYLOAD_TOO_LARGE",
       message: `The request body must be at most ${limit} bytes`
     })
@@ -112,15 +112,15 @@ export const read = (request: HttpServerRequest.HttpServerRequest) =>
     const body = yield* readText(request, limit)
     if (body._tag === "TooLarge") return yield* tooLarge
     if (body._tag === "Unreadable") {
-      return yield* new BadRequest({ code: "BAD_REQUEST", message: "body: could not be read" })
+      return yield* new HttpError({ code: "BAD_REQUEST", message: "body: could not be read" })
     }
     if (body.text.trim() === "") {
-      return yield* new BadRequest({ code: "BAD_REQUEST", message: "body: must be a JSON object, got nothing" })
+      return yield* new HttpError({ code: "BAD_REQUEST", message: "body: must be a JSON object, got nothing" })
     }
     return yield* Effect.try({
       try: () => JSON.parse(body.text) as unknown,
       catch: (error) =>
-        new BadRequest({
+        new HttpError({
           code: "BAD_REQUEST",
           message: `body: malformed JSON (${error instanceof Error ? error.message : "unparseable"})`
         })

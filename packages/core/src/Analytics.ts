@@ -26,10 +26,7 @@ export class Analytics extends Effect.Service<Analytics>()("@keymeter/core/Analy
     const catalog = yield* Catalog
     const auth = yield* Auth
     const cap = yield* MaxDatapoints
-    const decode = Validation.decode(VerificationQuery.VerificationQueryInput, {
-      unknownField: "is not a known parameter",
-      root: "query"
-    })
+    const decode = Validation.decode(VerificationQuery.VerificationQueryInput)
 
     /**
      * Validates the query, checks `api.*.read_api` or `api.<apiId>.read_api`, checks the api is in

@@ -17,7 +17,7 @@ export class Apis extends Effect.Service<Apis>()("@keymeter/core/Apis", {
   effect: Effect.gen(function*() {
     const catalog = yield* Catalog
     const auth = yield* Auth
-    const decode = Validation.decode(CreateApiInput, { root: "body" })
+    const decode = Validation.decode(CreateApiInput)
 
     /** Validates the name, checks `api.*.create_api`, creates the api and returns its id. */
     const create = (principal: Principal, input: unknown) =>

@@ -24,12 +24,12 @@ export class Override extends Schema.Class<Override>("Override")({
 const NamespaceId = wellFormed(expected(
   Schema.String.pipe(Schema.minLength(1), Schema.maxLength(MAX_NAME_LENGTH)),
   `must be a namespace id of 1 to ${MAX_NAME_LENGTH} characters`
-))
+)).annotations({ description: "Id of the namespace; or give namespaceName." })
 
 const NamespaceName = wellFormed(expected(
   Schema.String.pipe(Schema.minLength(1), Schema.maxLength(MAX_NAME_LENGTH)),
   `must be a namespace name of 1 to ${MAX_NAME_LENGTH} characters`
-))
+)).annotations({ description: "Name of the namespace; or give namespaceId." })
 
 /** An identifier, or a wildcard pattern over identifiers. */
 export const Identifier = wellFormed(expected(
@@ -88,8 +88,12 @@ const LookupIdentifier = wellFormed(expected(
 export const GetOverrideInput = Schema.Struct({
   namespaceId: Schema.optional(NamespaceId),
   namespaceName: Schema.optional(NamespaceName),
-  identifier: LookupIdentifier,
-  resolve: Schema.optional(expected(Schema.Boolean, "must be true or false"))
+  identifier: LookupIdentifier.annotations({ description: "The identifier (or the pattern) of the override." }),
+  resolve: Schema.optional(
+    expected(Schema.Boolean, "must be true or false").annotations({
+      description: "true: the override that would apply to the identifier, not only its own. Default false."
+    })
+  )
 }).annotations({ identifier: "GetOverrideInput" })
 
 /** Most overrides one page holds. */
@@ -101,8 +105,13 @@ export const ListOverridesInput = Schema.Struct({
   namespaceName: Schema.optional(NamespaceName),
   limit: Schema.optional(
     expected(Schema.Number.pipe(Schema.int(), Schema.between(1, MAX_PAGE)), `must be an integer from 1 to ${MAX_PAGE}`)
+      .annotations({ description: `Overrides per page, 1 to ${MAX_PAGE} (default ${MAX_PAGE}).` })
   ),
-  cursor: Schema.optional(expected(Schema.String.pipe(Schema.minLength(1)), "must be a cursor from a previous page"))
+  cursor: Schema.optional(
+    expected(Schema.String.pipe(Schema.minLength(1)), "must be a cursor from a previous page").annotations({
+      description: "The cursor of the previous page."
+    })
+  )
 }).annotations({ identifier: "ListOverridesInput" })
 
 /** Input of `ratelimits.deleteOverride`. */

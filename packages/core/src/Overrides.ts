@@ -31,13 +31,10 @@ export class Overrides extends Effect.Service<Overrides>()("@keymeter/core/Overr
   effect: Effect.gen(function*() {
     const catalog = yield* Catalog
     const auth = yield* Auth
-    const decodeSet = Validation.decode(SetOverrideInput, { root: "body" })
-    const decodeGet = Validation.decode(GetOverrideInput, { root: "query", unknownField: "is not a known parameter" })
-    const decodeList = Validation.decode(ListOverridesInput, {
-      root: "query",
-      unknownField: "is not a known parameter"
-    })
-    const decodeDelete = Validation.decode(DeleteOverrideInput, { root: "body" })
+    const decodeSet = Validation.decode(SetOverrideInput)
+    const decodeGet = Validation.decode(GetOverrideInput)
+    const decodeList = Validation.decode(ListOverridesInput)
+    const decodeDelete = Validation.decode(DeleteOverrideInput)
 
     // Resolution indexes per namespace id. `generation` counts writes per namespace, so a load
     // that raced with a write is thrown away rather than cached stale.

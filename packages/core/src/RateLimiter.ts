@@ -56,7 +56,7 @@ export class RateLimiter extends Effect.Service<RateLimiter>()("@keymeter/core/R
     const auth = yield* Auth
     const overrides = yield* Overrides
     const windows = new SlidingWindows()
-    const decode = Validation.decode(LimitInput, { root: "body" })
+    const decode = Validation.decode(LimitInput)
 
     /**
      * Validates, finds the namespace by name (creating it on first use, which needs

@@ -5,6 +5,7 @@
 import * as Effect from "effect/Effect"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
+import * as AST from "effect/SchemaAST"
 import { ValidationError } from "./Errors.js"
 
 /** How a value is shown in a message. */
@@ -45,11 +46,44 @@ const formatPath = (path: ReadonlyArray<PropertyKey>): string => {
   return out
 }
 
+/** The shape of a field's values, as a transport must read them from text. */
+export type FieldKind = "string" | "number" | "boolean" | "array"
+
+/** The shape of values of type `ast`: refinements, transformations and null/undefined are seen through. */
+const kindOf = (ast: AST.AST): FieldKind => {
+  switch (ast._tag) {
+    case "Refinement":
+      return kindOf(ast.from)
+    case "Transformation":
+      return kindOf(ast.to)
+    case "Suspend":
+      return kindOf(ast.f())
+    case "Union": {
+      const member = ast.types.find((t) => !AST.isUndefinedKeyword(t) && !(AST.isLiteral(t) && t.literal === null))
+      return member === undefined ? "string" : kindOf(member)
+    }
+    case "TupleType":
+      return "array"
+    case "NumberKeyword":
+      return "number"
+    case "BooleanKeyword":
+      return "boolean"
+    case "Literal":
+      return typeof ast.literal === "number" ? "number" : typeof ast.literal === "boolean" ? "boolean" : "string"
+    default:
+      return "string"
+  }
+}
+
+/** The kind of every field of a struct, in declaration order. */
+export const fieldKinds = (struct: Schema.Schema.AnyNoContext): Readonly<Record<string, FieldKind>> =>
+  Object.fromEntries(AST.getPropertySignatures(struct.ast).map((p) => [String(p.name), kindOf(p.type)]))
+
 /** Options of {@link formatParseError} and {@link decode}. */
 export interface FormatOptions {
   /** Message for a field the schema does not know. */
   readonly unknownField?: string | undefined
-  /** Name of the whole input in messages about its shape (`body`, `query`). */
+  /** Name of the whole input in messages about its shape (default `input`). */
   readonly root?: string | undefined
 }
 

@@ -48,12 +48,16 @@ const TimeBound = expected(
 
 /** What a caller may ask of `getVerifications`. Arrays are OR (`keyId`) and AND (`tag`) filters. */
 export const VerificationQueryInput = Schema.Struct({
-  apiId: IdField("an api id"),
-  externalId: Schema.optional(IdField("an external id")),
+  apiId: IdField("an api id").annotations({
+    description: "Only verifications of this api (of the caller's workspace)."
+  }),
+  externalId: Schema.optional(
+    IdField("an external id").annotations({ description: "Only verifications whose identity has this external id." })
+  ),
   keyId: Schema.optional(
     Schema.Array(IdField("a key id")).pipe(
       Schema.maxItems(MAX_KEY_IDS, { message: () => `must hold at most ${MAX_KEY_IDS} key ids` })
-    )
+    ).annotations({ description: `Only these keys (OR), at most ${MAX_KEY_IDS}.` })
   ),
   tag: Schema.optional(
     Schema.Array(
@@ -61,19 +65,33 @@ export const VerificationQueryInput = Schema.Struct({
         Schema.String.pipe(Schema.minLength(1), Schema.maxLength(MAX_TAG_LENGTH)),
         `must be a tag of 1 to ${MAX_TAG_LENGTH} characters`
       ))
-    ).pipe(Schema.maxItems(MAX_TAGS, { message: () => `must hold at most ${MAX_TAGS} tags` }))
+    ).pipe(Schema.maxItems(MAX_TAGS, { message: () => `must hold at most ${MAX_TAGS} tags` })).annotations({
+      description: `Only events carrying all these tags (AND), at most ${MAX_TAGS}.`
+    })
   ),
-  start: Schema.optional(TimeBound),
-  end: Schema.optional(TimeBound),
-  groupBy: Schema.optional(Schema.Array(GroupBySchema)),
+  start: Schema.optional(
+    TimeBound.annotations({ description: "Unix ms; truncated to its UTC hour; inclusive. Default: no bound." })
+  ),
+  end: Schema.optional(
+    TimeBound.annotations({
+      description: "Unix ms; truncated to its UTC hour, that whole hour included. Default: now."
+    })
+  ),
+  groupBy: Schema.optional(
+    Schema.Array(GroupBySchema).annotations({
+      description: `Any of ${quoteList(GroupByValues)}. At most one time unit; not tag with tags.`
+    })
+  ),
   limit: Schema.optional(
     expected(
       Schema.Number.pipe(Schema.int(), Schema.between(1, Number.MAX_SAFE_INTEGER)),
       "must be an integer >= 1"
-    )
+    ).annotations({ description: "Maximum datapoints, integer >= 1, applied after ordering." })
   ),
-  orderBy: Schema.optional(OrderBySchema),
-  order: Schema.optional(OrderSchema)
+  orderBy: Schema.optional(OrderBySchema.annotations({ description: `One of ${quoteList(OrderByValues)}.` })),
+  order: Schema.optional(
+    OrderSchema.annotations({ description: "asc (default) or desc; without orderBy it reverses the default ordering." })
+  )
 }).annotations({ identifier: "VerificationQueryInput" })
 
 /** A query as a caller writes it. */

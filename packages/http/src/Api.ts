@@ -11,14 +11,22 @@ import * as HttpApiSecurity from "@effect/platform/HttpApiSecurity"
 import * as OpenApi from "@effect/platform/OpenApi"
 import { CreateApiInput } from "@keymeter/core/Api"
 import { Datapoint } from "@keymeter/core/Datapoint"
-import { DeleteOverrideInput, OverridePage, OverrideView, SetOverrideInput } from "@keymeter/core/Override"
+import {
+  DeleteOverrideInput,
+  GetOverrideInput,
+  ListOverridesInput,
+  OverridePage,
+  OverrideView,
+  SetOverrideInput
+} from "@keymeter/core/Override"
 import type { Principal } from "@keymeter/core/Permission"
 import { LimitInput, LimitResponse } from "@keymeter/core/RateLimiter"
 import { RecordVerificationsInput } from "@keymeter/core/Verification"
-import { GroupByValues, OrderByValues } from "@keymeter/core/VerificationQuery"
+import { VerificationQueryInput } from "@keymeter/core/VerificationQuery"
 import * as Context from "effect/Context"
 import * as Schema from "effect/Schema"
 import { DecodeErrorResponse, Responses } from "./Errors.js"
+import * as UrlParams from "./internal/UrlParams.js"
 
 /** The authenticated caller of the current request. */
 export class CurrentPrincipal extends Context.Tag("@keymeter/http/CurrentPrincipal")<CurrentPrincipal, Principal>() {}
@@ -34,28 +42,14 @@ export class Authorization extends HttpApiMiddleware.Tag<Authorization>()("@keym
   }
 }) {}
 
-// Query parameters arrive as strings; the handler parses them (digits only, empty = absent,
-// unknown names refused), so these schemas document the wire form.
-const once = (description: string) => Schema.String.annotations({ description, message: () => "must be given once" })
-const repeated = (description: string) => Schema.Array(Schema.String).annotations({ description })
-
 /** Query parameters of `GET /v1/analytics.getVerifications`. */
-export const GetVerificationsParams = Schema.Struct({
-  apiId: once("Only verifications of this api (of the caller's workspace)."),
-  externalId: Schema.optional(once("Only verifications whose identity has this external id.")),
-  keyId: Schema.optional(repeated("Only these keys (OR). Repeat the parameter: keyId=a&keyId=b.")),
-  tag: Schema.optional(repeated("Only events carrying all these tags (AND). Repeat the parameter.")),
-  start: Schema.optional(once("Unix ms, decimal digits; truncated to its UTC hour; inclusive. Default: no bound.")),
-  end: Schema.optional(
-    once("Unix ms, decimal digits; truncated to its UTC hour, that whole hour included. Default: now.")
-  ),
-  groupBy: Schema.optional(
-    repeated(`Repeat for several: one of ${GroupByValues.join(", ")}. At most one time unit; not tag with tags.`)
-  ),
-  limit: Schema.optional(once("Maximum datapoints, integer >= 1, applied after ordering.")),
-  orderBy: Schema.optional(once(`One of ${OrderByValues.join(", ")}.`)),
-  order: Schema.optional(once("asc (default) or desc; without orderBy it reverses the default ordering."))
-}).annotations({ identifier: "GetVerificationsParams" })
+export const GetVerificationsParams = UrlParams.schema(VerificationQueryInput)
+
+/** Query parameters of `GET /v1/ratelimits.getOverride`. */
+export const GetOverrideParams = UrlParams.schema(GetOverrideInput)
+
+/** Query parameters of `GET /v1/ratelimits.listOverrides`. */
+export const ListOverridesParams = UrlParams.schema(ListOverridesInput)
 
 /** A POST route: its JSON body may also be too large (413) or of another media type (415). */
 const post = <const Name extends string>(name: Name, path: HttpApiEndpoint.PathSegment) =>
@@ -81,27 +75,6 @@ export class AnalyticsGroup extends HttpApiGroup.make("analytics")
       )
   )
 {}
-
-const namespaceParams = {
-  namespaceId: Schema.optional(once("Id of the namespace; or give namespaceName.")),
-  namespaceName: Schema.optional(once("Name of the namespace; or give namespaceId."))
-}
-
-/** Query parameters of `GET /v1/ratelimits.getOverride`. */
-export const GetOverrideParams = Schema.Struct({
-  ...namespaceParams,
-  identifier: once("The identifier (or the pattern) of the override."),
-  resolve: Schema.optional(
-    once("true: the override that would apply to the identifier (behaviour.md §5), not only its own.")
-  )
-}).annotations({ identifier: "GetOverrideParams" })
-
-/** Query parameters of `GET /v1/ratelimits.listOverrides`. */
-export const ListOverridesParams = Schema.Struct({
-  ...namespaceParams,
-  limit: Schema.optional(once("Overrides per page, 1 to 100 (default 100).")),
-  cursor: Schema.optional(once("The cursor of the previous page."))
-}).annotations({ identifier: "ListOverridesParams" })
 
 /** Rate-limit routes. */
 export class RatelimitsGroup extends HttpApiGroup.make("ratelimits")

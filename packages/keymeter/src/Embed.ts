@@ -12,20 +12,28 @@
 import { NodeHttpServer } from "@effect/platform-node"
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import { Analytics } from "@keymeter/core/Analytics"
+import type { CreateApiInput } from "@keymeter/core/Api"
 import { Apis } from "@keymeter/core/Apis"
 import * as Auth from "@keymeter/core/Auth"
 import type { Datapoint } from "@keymeter/core/Datapoint"
 import * as Ids from "@keymeter/core/Ids"
-import type { Override, OverridePage, OverrideView, SetOverrideInput } from "@keymeter/core/Override"
+import type { Override, OverridePage, OverrideView } from "@keymeter/core/Override"
+import type {
+  DeleteOverrideInput,
+  GetOverrideInput,
+  ListOverridesInput,
+  SetOverrideInput
+} from "@keymeter/core/Override"
 import { Overrides } from "@keymeter/core/Overrides"
 import * as Provisioning from "@keymeter/core/Provisioning"
-import type { LimitResponse } from "@keymeter/core/RateLimiter"
+import type { LimitInput, LimitResponse } from "@keymeter/core/RateLimiter"
 import { RateLimiter } from "@keymeter/core/RateLimiter"
 import * as RootKey from "@keymeter/core/RootKey"
 import type { Catalog as CatalogTag, VerificationStore } from "@keymeter/core/Storage"
 import { Catalog } from "@keymeter/core/Storage"
+import { fieldKinds } from "@keymeter/core/Validation"
 import type { VerificationInput } from "@keymeter/core/Verification"
-import type { GroupBy, OrderBy } from "@keymeter/core/VerificationQuery"
+import { VerificationQueryInput } from "@keymeter/core/VerificationQuery"
 import { Verifications } from "@keymeter/core/Verifications"
 import { Workspace } from "@keymeter/core/Workspace"
 import * as Docs from "@keymeter/http/Docs"
@@ -40,6 +48,7 @@ import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as ManagedRuntime from "effect/ManagedRuntime"
 import * as Option from "effect/Option"
+import type * as Schema from "effect/Schema"
 import type { IncomingMessage, ServerResponse } from "node:http"
 import * as StorageSpec from "./StorageSpec.js"
 
@@ -57,25 +66,40 @@ export interface KeymeterOptions {
   readonly http?: Server.Options | undefined
 }
 
-/** An analytics query as the library takes it: single values or arrays. */
-export interface VerificationsQuery {
-  readonly apiId: string
-  readonly externalId?: string | undefined
-  readonly keyId?: string | ReadonlyArray<string> | undefined
-  readonly tag?: string | ReadonlyArray<string> | undefined
-  readonly start?: number | null | undefined
-  readonly end?: number | null | undefined
-  readonly groupBy?: GroupBy | ReadonlyArray<GroupBy> | undefined
-  readonly limit?: number | undefined
-  readonly orderBy?: OrderBy | undefined
-  readonly order?: "asc" | "desc" | undefined
+/** What a route takes from a caller: the encoded form of its input struct in core. */
+type InputOf<S extends Schema.Schema.Any> = Schema.Schema.Encoded<S>
+
+/** Array fields also take a single value. */
+type OneOrMany<T> = {
+  readonly [K in keyof T]: NonNullable<T[K]> extends ReadonlyArray<infer A> ? A | T[K] : T[K]
 }
+
+/** An analytics query as the library takes it: single values or arrays. */
+export type VerificationsQuery = OneOrMany<InputOf<typeof VerificationQueryInput>>
 
 /** A namespace, by id or by name. */
 export type NamespaceRef = { readonly namespaceId: string; readonly namespaceName?: string } | {
   readonly namespaceId?: string
   readonly namespaceName: string
 }
+
+/** The input of a route naming a namespace, which must be named one way or the other. */
+type ByNamespace<S extends Schema.Schema.Any> = Omit<InputOf<S>, "namespaceId" | "namespaceName"> & NamespaceRef
+
+/** Wraps single values of `struct`'s array fields in arrays. */
+const oneOrMany = (struct: Schema.Schema.AnyNoContext) => {
+  const arrays = Object.entries(fieldKinds(struct)).filter(([, kind]) => kind === "array").map(([name]) => name)
+  return (input: object): object => {
+    const out: Record<string, unknown> = { ...input }
+    for (const name of arrays) {
+      const value = out[name]
+      if (value !== undefined && !Array.isArray(value)) out[name] = [value]
+    }
+    return out
+  }
+}
+
+const verificationsQuery = oneOrMany(VerificationQueryInput)
 
 /** A failure of a library call, with the code and status the HTTP API would answer. */
 export class KeymeterError extends Error {
@@ -94,31 +118,21 @@ export interface Keymeter {
   /** The workspace the library methods act in. */
   readonly workspaceId: string
   /** Creates an api; verifications are recorded against it. */
-  readonly createApi: (input: { readonly name: string }) => Promise<{ readonly apiId: string }>
+  readonly createApi: (input: InputOf<typeof CreateApiInput>) => Promise<{ readonly apiId: string }>
   /** Records 1 to 10,000 verifications, all or nothing; resolves once they are stored. */
   readonly record: (verifications: ReadonlyArray<VerificationInput>) => Promise<{ readonly recorded: number }>
   /** Verification counts, exactly as `GET /v1/analytics.getVerifications` answers them. */
   readonly getVerifications: (query: VerificationsQuery) => Promise<Array<Datapoint>>
   /** Creates or overwrites the override of an identifier in a namespace. */
-  readonly setOverride: (input: SetOverrideInput) => Promise<Override>
+  readonly setOverride: (input: InputOf<typeof SetOverrideInput>) => Promise<Override>
   /** The override of exactly an identifier, or with `resolve: true` the one that applies to it. */
-  readonly getOverride: (input: NamespaceRef & { readonly identifier: string; readonly resolve?: boolean }) => Promise<
-    typeof OverrideView.Type
-  >
+  readonly getOverride: (input: ByNamespace<typeof GetOverrideInput>) => Promise<typeof OverrideView.Type>
   /** A page of a namespace's overrides; pass the returned `cursor` for the next. */
-  readonly listOverrides: (input: NamespaceRef & { readonly limit?: number; readonly cursor?: string }) => Promise<
-    typeof OverridePage.Type
-  >
+  readonly listOverrides: (input: ByNamespace<typeof ListOverridesInput>) => Promise<typeof OverridePage.Type>
   /** Deletes an override; it never applies again. */
-  readonly deleteOverride: (input: NamespaceRef & { readonly identifier: string }) => Promise<void>
+  readonly deleteOverride: (input: ByNamespace<typeof DeleteOverrideInput>) => Promise<void>
   /** Takes `cost` (default 1) from an identifier's sliding window, applying the override that resolves. */
-  readonly limit: (input: {
-    readonly namespace: string
-    readonly identifier: string
-    readonly limit: number
-    readonly duration: number
-    readonly cost?: number
-  }) => Promise<LimitResponse>
+  readonly limit: (input: InputOf<typeof LimitInput>) => Promise<LimitResponse>
   /** Creates a root key for the HTTP API; the secret is returned here only. */
   readonly createRootKey: (input: {
     readonly permissions: ReadonlyArray<string>
@@ -139,9 +153,6 @@ export interface Keymeter {
   /** Stops accepting calls and releases the storage. */
   readonly close: () => Promise<void>
 }
-
-const toArray = <A>(value: A | ReadonlyArray<A> | undefined): ReadonlyArray<A> | undefined =>
-  value === undefined ? undefined : Array.isArray(value) ? value : [value as A]
 
 const toError = (cause: Cause.Cause<unknown>): KeymeterError => {
   const failure = Cause.failureOption(cause)
@@ -216,13 +227,7 @@ export const createKeymeter = async (options: KeymeterOptions = {}): Promise<Key
     record: (verifications) =>
       run(Effect.flatMap(Verifications, (service) => service.record(principal, verifications))),
     getVerifications: (query) =>
-      run(Effect.flatMap(Analytics, (analytics) =>
-        analytics.getVerifications(principal, {
-          ...query,
-          keyId: toArray(query.keyId),
-          tag: toArray(query.tag),
-          groupBy: toArray(query.groupBy)
-        }))),
+      run(Effect.flatMap(Analytics, (analytics) => analytics.getVerifications(principal, verificationsQuery(query)))),
     setOverride: (input) => run(Effect.flatMap(Overrides, (overrides) => overrides.set(principal, input))),
     getOverride: (input) => run(Effect.flatMap(Overrides, (overrides) => overrides.get(principal, input))),
     listOverrides: (input) => run(Effect.flatMap(Overrides, (overrides) => overrides.list(principal, input))),

@@ -5,6 +5,7 @@
 import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
 import * as HttpIncomingMessage from "@effect/platform/HttpIncomingMessage"
 import type * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import { describeValue } from "@keymeter/core/Validation"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
@@ -126,3 +127,12 @@ export const read = (request: HttpServerRequest.HttpServerRequest) =>
         })
     })
   })
+
+/** The parsed JSON body of `request`, which must be an object. */
+export const readObject = (request: HttpServerRequest.HttpServerRequest) =>
+  Effect.flatMap(read(request), (body) =>
+    typeof body === "object" && body !== null && !Array.isArray(body)
+      ? Effect.succeed(body as Record<string, unknown>)
+      : Effect.fail(
+        new HttpError({ code: "BAD_REQUEST", message: `body: must be a JSON object, got ${describeValue(body)}` })
+      ))

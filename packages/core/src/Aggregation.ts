@@ -14,8 +14,11 @@ import { Outcomes } from "./Verification.js"
 import type { VerificationQuery } from "./VerificationQuery.js"
 import { isZeroFilled } from "./VerificationQuery.js"
 
-/** Number of outcome counters per row. */
-export const OUTCOMES = 9
+/** Number of outcome counters per row: one per outcome, in the order of `Verification.Outcomes`. */
+export const OUTCOMES = Outcomes.length
+
+/** Names of the counter columns of adapters that store rows of counters: `c0` .. `c8`, by outcome code. */
+export const COUNTER_COLUMNS: ReadonlyArray<string> = Outcomes.map((_, code) => `c${code}`)
 
 /** A query as an adapter receives it. */
 export interface AggregationQuery extends VerificationQuery {
@@ -23,6 +26,27 @@ export interface AggregationQuery extends VerificationQuery {
   /** An adapter may stop and fail with {@link tooLarge} once it holds more rows than this. */
   readonly maxRows: number
 }
+
+/**
+ * A query with no filter, no grouping, no order and no limit, but for the fields given: for
+ * adapters' tests and benchmarks, which build queries directly rather than from a caller's input.
+ */
+export const makeQuery = (
+  fields: Pick<AggregationQuery, "workspaceId" | "apiId" | "end" | "maxRows"> & Partial<AggregationQuery>
+): AggregationQuery => ({
+  keyIds: [],
+  tags: [],
+  externalId: undefined,
+  start: undefined,
+  timeUnit: undefined,
+  groupByKey: false,
+  groupByIdentity: false,
+  groupByTag: undefined,
+  orderBy: undefined,
+  order: "asc",
+  limit: undefined,
+  ...fields
+})
 
 /**
  * An adapter's answer. Rows are unique by (time, keyId, identity, tag or tags). A column is present
@@ -37,7 +61,7 @@ export interface AggregationResult {
    * complete answer holds, for the datapoint cap.
    */
   readonly groups?: number | undefined
-  /** `counts[row * 9 + outcome]`, outcomes in the order of `Verification.Outcomes`. */
+  /** `counts[row * OUTCOMES + outcome]`, outcomes in the order of `Verification.Outcomes`. */
   readonly counts: Float64Array
   readonly time?: Float64Array | undefined
   readonly keyId?: ReadonlyArray<string> | undefined
@@ -55,68 +79,6 @@ export const tooLarge = (query: VerificationQuery, cap: number): QueryTooLarge =
     message: `The answer would hold more than ${cap} datapoints; narrow it with ${advice}, ` +
       "filters (keyId, tag, externalId) or fewer groupBy dimensions"
   })
-}
-
-/** Accumulates result rows column by column; adapters push rows and call `build`. */
-export class ResultBuilder {
-  size = 0
-  private counts: Float64Array
-  private time: Array<number> | undefined
-  private keyId: Array<string> | undefined
-  private identity: Array<Identity> | undefined
-  private tag: Array<string> | undefined
-  private tags: Array<ReadonlyArray<string>> | undefined
-
-  constructor(readonly query: VerificationQuery, capacity = 64) {
-    this.counts = new Float64Array(Math.max(1, capacity) * OUTCOMES)
-    if (query.timeUnit !== undefined) this.time = []
-    if (query.groupByKey) this.keyId = []
-    if (query.groupByIdentity) this.identity = []
-    if (query.groupByTag === "tag") this.tag = []
-    if (query.groupByTag === "tags") this.tags = []
-  }
-
-  /**
-   * Adds a row; `source[offset .. offset + 9)` are its counters. Only the columns the query groups
-   * by are read from `dims`.
-   */
-  push(
-    dims: {
-      readonly time?: number
-      readonly keyId?: string
-      readonly identity?: Identity
-      readonly tag?: string
-      readonly tags?: ReadonlyArray<string>
-    },
-    source: ArrayLike<number>,
-    offset = 0
-  ): void {
-    const row = this.size++
-    if ((row + 1) * OUTCOMES > this.counts.length) {
-      const grown = new Float64Array(this.counts.length * 2)
-      grown.set(this.counts)
-      this.counts = grown
-    }
-    const base = row * OUTCOMES
-    for (let o = 0; o < OUTCOMES; o++) this.counts[base + o] = source[offset + o]!
-    if (this.time) this.time.push(dims.time!)
-    if (this.keyId) this.keyId.push(dims.keyId!)
-    if (this.identity) this.identity.push(dims.identity!)
-    if (this.tag) this.tag.push(dims.tag!)
-    if (this.tags) this.tags.push(dims.tags!)
-  }
-
-  build(): AggregationResult {
-    return {
-      size: this.size,
-      counts: this.counts.subarray(0, this.size * OUTCOMES),
-      time: this.time ? Float64Array.from(this.time) : undefined,
-      keyId: this.keyId,
-      identity: this.identity,
-      tag: this.tag,
-      tags: this.tags
-    }
-  }
 }
 
 /**

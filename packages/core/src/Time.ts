@@ -55,3 +55,29 @@ export const monthStartDays = (from: number, to: number): Array<number> => {
   for (let t = truncateToMonth(from); t <= to; t = nextBucket("month", t)) starts.push(t / DAY)
   return starts
 }
+
+/** A range of hour numbers or day numbers (unix ms / HOUR, / DAY), both ends included. */
+export interface Span {
+  readonly from: number
+  readonly to: number
+}
+
+/**
+ * Hours [from, to] (hour numbers) as the whole UTC days they cover, only days up to `lastDay` when
+ * given, and the hours before and after those days. Without a whole day, every hour is `before`.
+ * Rollups answer the days from day rows and the rest from hour rows, so hour semantics stay exact.
+ */
+export const splitDays = (
+  from: number,
+  to: number,
+  lastDay = Infinity
+): { readonly before?: Span; readonly days?: Span; readonly after?: Span } => {
+  const first = Math.ceil(from / 24)
+  const last = Math.min(Math.floor((to + 1) / 24) - 1, lastDay)
+  if (first > last) return { before: { from, to } }
+  return {
+    ...(from < first * 24 ? { before: { from, to: first * 24 - 1 } } : {}),
+    days: { from: first, to: last },
+    ...((last + 1) * 24 <= to ? { after: { from: (last + 1) * 24, to } } : {})
+  }
+}

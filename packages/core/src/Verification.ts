@@ -25,10 +25,11 @@ export type Outcome = typeof Outcomes[number]
 /** Schema of an outcome name. */
 export const Outcome = Schema.Literal(...Outcomes)
 
-/** Position of each outcome in {@link Outcomes}; adapters store outcomes as this index. */
-export const OutcomeIndex: Readonly<Record<Outcome, number>> = Object.fromEntries(
-  Outcomes.map((outcome, index) => [outcome, index])
-) as Record<Outcome, number>
+/**
+ * Position of each outcome in {@link Outcomes}: adapters store an outcome as this code. A Map, as
+ * it is read once per event at ingest: a keyed property load with a variable key is megamorphic.
+ */
+export const OutcomeIndex: ReadonlyMap<string, number> = new Map(Outcomes.map((outcome, index) => [outcome, index]))
 
 /** Most tags one verification may carry. */
 export const MAX_TAGS = 10
@@ -112,7 +113,6 @@ export const normalizeTags = (tags: ReadonlyArray<string>): ReadonlyArray<string
 const isPlainObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === "object" && value !== null && !Array.isArray(value)
 
-const OUTCOME_SET: ReadonlySet<string> = new Set(Outcomes)
 const OUTCOME_LIST = Outcomes.join(", ")
 const IDENTITY_FIELDS: ReadonlySet<string> = new Set(["id", "externalId"])
 const ITEM_FIELDS: ReadonlySet<string> = new Set(["apiId", "keyId", "outcome", "time", "identity", "tags"])
@@ -166,7 +166,7 @@ export const decodeBatch = (
     if (extra !== undefined) return fail(`${at}.${extra}: is not a known field`)
     const error = checkId(apiId, `${at}.apiId`) ?? checkId(keyId, `${at}.keyId`)
     if (error !== undefined) return fail(error)
-    if (typeof outcome !== "string" || !OUTCOME_SET.has(outcome)) {
+    if (typeof outcome !== "string" || !OutcomeIndex.has(outcome)) {
       return fail(`${at}.outcome: must be one of ${OUTCOME_LIST}, got ${describe(outcome)}`)
     }
     let at_time = options.now

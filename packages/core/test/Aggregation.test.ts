@@ -1,34 +1,89 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as Aggregation from "@keymeter/core/Aggregation"
 import * as Time from "@keymeter/core/Time"
+import type { Identity } from "@keymeter/core/Verification"
 import type { VerificationQuery } from "@keymeter/core/VerificationQuery"
 import * as Either from "effect/Either"
 
 const at = (iso: string) => Date.parse(iso)
 
-const query = (overrides: Partial<VerificationQuery>): VerificationQuery => ({
-  apiId: "api",
-  keyIds: [],
-  tags: [],
-  externalId: undefined,
-  start: undefined,
-  end: at("2025-01-02T00:00:00Z"),
-  timeUnit: undefined,
-  groupByKey: false,
-  groupByIdentity: false,
-  groupByTag: undefined,
-  orderBy: undefined,
-  order: "asc",
-  limit: undefined,
-  ...overrides
-})
+const query = (overrides: Partial<VerificationQuery>) =>
+  Aggregation.makeQuery({
+    apiId: "api",
+    end: at("2025-01-02T00:00:00Z"),
+    workspaceId: "ws",
+    maxRows: 100_000,
+    ...overrides
+  })
+
+/** Accumulates result rows column by column, as an adapter answers. */
+class ResultBuilder {
+  size = 0
+  private counts: Float64Array
+  private time: Array<number> | undefined
+  private keyId: Array<string> | undefined
+  private identity: Array<Identity> | undefined
+  private tag: Array<string> | undefined
+  private tags: Array<ReadonlyArray<string>> | undefined
+
+  constructor(readonly query: VerificationQuery, capacity = 64) {
+    this.counts = new Float64Array(Math.max(1, capacity) * Aggregation.OUTCOMES)
+    if (query.timeUnit !== undefined) this.time = []
+    if (query.groupByKey) this.keyId = []
+    if (query.groupByIdentity) this.identity = []
+    if (query.groupByTag === "tag") this.tag = []
+    if (query.groupByTag === "tags") this.tags = []
+  }
+
+  /**
+   * Adds a row; `source[offset .. offset + 9)` are its counters. Only the columns the query groups
+   * by are read from `dims`.
+   */
+  push(
+    dims: {
+      readonly time?: number
+      readonly keyId?: string
+      readonly identity?: Identity
+      readonly tag?: string
+      readonly tags?: ReadonlyArray<string>
+    },
+    source: ArrayLike<number>,
+    offset = 0
+  ): void {
+    const row = this.size++
+    if ((row + 1) * Aggregation.OUTCOMES > this.counts.length) {
+      const grown = new Float64Array(this.counts.length * 2)
+      grown.set(this.counts)
+      this.counts = grown
+    }
+    const base = row * Aggregation.OUTCOMES
+    for (let o = 0; o < Aggregation.OUTCOMES; o++) this.counts[base + o] = source[offset + o]!
+    if (this.time) this.time.push(dims.time!)
+    if (this.keyId) this.keyId.push(dims.keyId!)
+    if (this.identity) this.identity.push(dims.identity!)
+    if (this.tag) this.tag.push(dims.tag!)
+    if (this.tags) this.tags.push(dims.tags!)
+  }
+
+  build(): Aggregation.AggregationResult {
+    return {
+      size: this.size,
+      counts: this.counts.subarray(0, this.size * Aggregation.OUTCOMES),
+      time: this.time ? Float64Array.from(this.time) : undefined,
+      keyId: this.keyId,
+      identity: this.identity,
+      tag: this.tag,
+      tags: this.tags
+    }
+  }
+}
 
 /** counts: valid, notFound for each row. */
 const rows = (
   q: VerificationQuery,
   items: Array<{ time?: number; keyId?: string; tags?: Array<string>; valid: number; notFound?: number }>
 ) => {
-  const builder = new Aggregation.ResultBuilder(q)
+  const builder = new ResultBuilder(q)
   for (const item of items) {
     builder.push(item, [item.valid, item.notFound ?? 0, 0, 0, 0, 0, 0, 0, 0])
   }

@@ -11,20 +11,18 @@
  * Reads: one SELECT per query over the rollups (`internal/Planner`).
  */
 import type { AggregationQuery, AggregationResult } from "@keymeter/core/Aggregation"
-import { tooLarge } from "@keymeter/core/Aggregation"
+import { OUTCOMES, tooLarge } from "@keymeter/core/Aggregation"
 import { StorageError } from "@keymeter/core/Errors"
 import * as GroupCommit from "@keymeter/core/GroupCommit"
 import { VerificationStore } from "@keymeter/core/Storage"
 import * as Time from "@keymeter/core/Time"
 import type { Identity, Verification } from "@keymeter/core/Verification"
-import { Outcomes } from "@keymeter/core/Verification"
+import { OutcomeIndex } from "@keymeter/core/Verification"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Connection from "./internal/Connection.js"
 import * as Planner from "./internal/Planner.js"
 import * as Migrations from "./Migrations.js"
-
-const OUTCOME_CODES = new Map<string, number>(Outcomes.map((outcome, i) => [outcome, i]))
 
 /** How to reach ClickHouse and how to batch. */
 export interface Options {
@@ -75,7 +73,7 @@ const row = (event: Verification) => {
     identity_id: event.identity?.id ?? "",
     external_id: event.identity?.externalId ?? "",
     tags: event.tags,
-    outcome: OUTCOME_CODES.get(event.outcome)!
+    outcome: OutcomeIndex.get(event.outcome)!
   }
 }
 
@@ -113,12 +111,12 @@ export const make = (options: Options) =>
         const width = offset + (keyAt >= 0 ? 1 : 0) + (identityAt >= 0 ? 2 : 0) + (tagsAt >= 0 ? 1 : 0)
         // An ungrouped sum over nothing is one row of zeros: no event, no row.
         const kept = rows.filter((r) => {
-          for (let o = 0; o < 9; o++) if ((r[width + o] as number) !== 0) return true
+          for (let o = 0; o < OUTCOMES; o++) if ((r[width + o] as number) !== 0) return true
           return false
         })
-        const counts = new Float64Array(kept.length * 9)
+        const counts = new Float64Array(kept.length * OUTCOMES)
         kept.forEach((r, i) => {
-          for (let o = 0; o < 9; o++) counts[i * 9 + o] = r[width + o] as number
+          for (let o = 0; o < OUTCOMES; o++) counts[i * OUTCOMES + o] = r[width + o] as number
         })
         return {
           size: kept.length,

@@ -9,15 +9,15 @@
  * Strings. Newer servers would allow `LowCardinality(String)` for api and tag columns and
  * projections inside one table instead of views.
  */
+import { COUNTER_COLUMNS } from "@keymeter/core/Aggregation"
 import { StorageError } from "@keymeter/core/Errors"
 import * as Effect from "effect/Effect"
 import type { Connection } from "./internal/Connection.js"
 import { sql } from "./internal/Literal.js"
 
 /** The nine outcome counters, summed by every rollup. */
-const COUNTERS = Array.from({ length: 9 }, (_, i) => `c${i}`)
-const COUNTER_COLUMNS = COUNTERS.map((c) => `${c} UInt64`).join(", ")
-const COUNTER_SUMS = COUNTERS.map((c, i) => `sum(outcome = ${i}) AS ${c}`).join(", ")
+const COUNTER_DEFINITIONS = COUNTER_COLUMNS.map((c) => `${c} UInt64`).join(", ")
+const COUNTER_SUMS = COUNTER_COLUMNS.map((c, i) => `sum(outcome = ${i}) AS ${c}`).join(", ")
 
 const DIMENSION_TYPES: Record<string, string> = {
   workspace_id: "String",
@@ -39,8 +39,8 @@ const DIMENSION_SOURCE: Record<string, string> = { day: "toUInt32(intDiv(hour, 2
 const rollupTable = (table: string, dimensions: ReadonlyArray<string>) =>
   `CREATE TABLE IF NOT EXISTS ${table} (${
     dimensions.map((d) => `${d} ${DIMENSION_TYPES[d]}`).join(", ")
-  }, ${COUNTER_COLUMNS}) ` +
-  `ENGINE = SummingMergeTree((${COUNTERS.join(", ")})) ORDER BY (${dimensions.join(", ")})`
+  }, ${COUNTER_DEFINITIONS}) ` +
+  `ENGINE = SummingMergeTree((${COUNTER_COLUMNS.join(", ")})) ORDER BY (${dimensions.join(", ")})`
 
 const rollupView = (table: string, dimensions: ReadonlyArray<string>) =>
   `CREATE MATERIALIZED VIEW IF NOT EXISTS ${table}_mv TO ${table} AS SELECT ` +

@@ -1,5 +1,6 @@
 import { ClickHouseLogLevel, createClient } from "@clickhouse/client"
 import { describe, expect, it } from "@effect/vitest"
+import * as Aggregation from "@keymeter/core/Aggregation"
 import type { AggregationQuery } from "@keymeter/core/Aggregation"
 import { StorageError } from "@keymeter/core/Errors"
 import type { Verification } from "@keymeter/core/Verification"
@@ -20,24 +21,15 @@ const event = (time: number, keyId: string): Verification => ({
   tags: []
 })
 
-const query = (overrides: Partial<AggregationQuery> = {}): AggregationQuery => ({
-  workspaceId: "ws",
-  apiId: "api",
-  keyIds: [],
-  tags: [],
-  externalId: undefined,
-  start: T0,
-  end: T0 + 100 * HOUR,
-  timeUnit: undefined,
-  groupByKey: false,
-  groupByIdentity: false,
-  groupByTag: undefined,
-  orderBy: undefined,
-  order: "asc",
-  limit: undefined,
-  maxRows: 1000,
-  ...overrides
-})
+const query = (overrides: Partial<AggregationQuery> = {}) =>
+  Aggregation.makeQuery({
+    workspaceId: "ws",
+    apiId: "api",
+    start: T0,
+    end: T0 + 100 * HOUR,
+    maxRows: 1000,
+    ...overrides
+  })
 
 const total = (result: { counts: Float64Array }) => result.counts.reduce((a, b) => a + b, 0)
 

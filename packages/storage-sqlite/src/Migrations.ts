@@ -4,14 +4,14 @@
  */
 import * as Migrator from "@effect/sql/Migrator"
 import * as SqlClient from "@effect/sql/SqlClient"
+import { COUNTER_COLUMNS } from "@keymeter/core/Aggregation"
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 
 /** The database belongs to another keymeter version, or could not be migrated. */
 export class SchemaError extends Data.TaggedError("SchemaError")<{ readonly message: string }> {}
 
-const COUNTERS = "c0 INTEGER NOT NULL, c1 INTEGER NOT NULL, c2 INTEGER NOT NULL, c3 INTEGER NOT NULL, " +
-  "c4 INTEGER NOT NULL, c5 INTEGER NOT NULL, c6 INTEGER NOT NULL, c7 INTEGER NOT NULL, c8 INTEGER NOT NULL"
+const COUNTERS = COUNTER_COLUMNS.map((c) => `${c} INTEGER NOT NULL`).join(", ")
 
 /** A rollup table: dimension columns (integers), nine outcome counters, clustered on the dimensions. */
 const rollup = (table: string, dimensions: ReadonlyArray<string>) =>

@@ -17,13 +17,13 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import type { AggregationQuery, AggregationResult } from "@keymeter/core/Aggregation"
-import { tooLarge } from "@keymeter/core/Aggregation"
+import { COUNTER_COLUMNS, OUTCOMES, tooLarge } from "@keymeter/core/Aggregation"
 import type { StorageError } from "@keymeter/core/Errors"
 import * as GroupCommit from "@keymeter/core/GroupCommit"
 import { VerificationStore } from "@keymeter/core/Storage"
 import * as Time from "@keymeter/core/Time"
 import type { Verification } from "@keymeter/core/Verification"
-import { Outcomes } from "@keymeter/core/Verification"
+import { OutcomeIndex } from "@keymeter/core/Verification"
 import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
@@ -34,10 +34,8 @@ import type { Partition } from "./internal/Dictionaries.js"
 import { Dictionaries } from "./internal/Dictionaries.js"
 import { HotIndex } from "./internal/HotIndex.js"
 import * as Planner from "./internal/Planner.js"
-import { COUNTERS, RollupRows, upsert } from "./internal/Rollup.js"
+import { RollupRows, upsert } from "./internal/Rollup.js"
 import { storageError } from "./SqliteCatalog.js"
-
-const OUTCOME_CODES = new Map<string, number>(Outcomes.map((outcome, i) => [outcome, i]))
 
 /** Events one transaction takes at most; more wait for the next. */
 const MAX_EVENTS_PER_TRANSACTION = 100_000
@@ -223,7 +221,7 @@ export const make = (options: Options = {}) =>
           const key = dictionaries.keyCode(event.keyId)
           const identity = event.identity === undefined ? 0 : dictionaries.identityCode(event.identity)
           const tagset = dictionaries.tagsetCode(event.tags)
-          const outcome = OUTCOME_CODES.get(event.outcome)!
+          const outcome = OutcomeIndex.get(event.outcome)!
           hour.add([p, h, key, identity, tagset], outcome)
           hourTotal.add([p, h], outcome)
           const day = Math.floor(h / 24)
@@ -285,8 +283,8 @@ export const make = (options: Options = {}) =>
             break
           }
           const p = partition.no
-          const sums = COUNTERS.map((c) => `sum(${c})`).join(", ")
-          const counters = COUNTERS.join(", ")
+          const sums = COUNTER_COLUMNS.map((c) => `sum(${c})`).join(", ")
+          const counters = COUNTER_COLUMNS.join(", ")
           yield* sql.withTransaction(Effect.all([
             sql.unsafe(
               `INSERT INTO r_day (p, day, key, identity, tagset, ${counters}) SELECT p, hour / 24, key, identity, tagset, ${sums}
@@ -371,15 +369,15 @@ export const make = (options: Options = {}) =>
               rows.push(row.slice())
             } else {
               const target = rows[at]! as Array<number>
-              for (let o = 0; o < 9; o++) target[width + o]! += row[width + o] as number
+              for (let o = 0; o < OUTCOMES; o++) target[width + o]! += row[width + o] as number
             }
           }
           if (rows.length > query.maxRows) return undefined
         }
         const size = rows.length
-        const counts = new Float64Array(size * 9)
+        const counts = new Float64Array(size * OUTCOMES)
         for (let r = 0; r < size; r++) {
-          for (let o = 0; o < 9; o++) counts[r * 9 + o] = rows[r]![width + o] as number
+          for (let o = 0; o < OUTCOMES; o++) counts[r * OUTCOMES + o] = rows[r]![width + o] as number
         }
         const column = (dimension: Planner.Dimension) => 1 + plan!.dimensions.indexOf(dimension)
         return {

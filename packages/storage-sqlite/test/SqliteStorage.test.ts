@@ -2,6 +2,7 @@ import { SqliteClient } from "@effect/sql-sqlite-node"
 import * as Migrator from "@effect/sql/Migrator"
 import * as SqlClient from "@effect/sql/SqlClient"
 import { describe, expect, it } from "@effect/vitest"
+import * as Aggregation from "@keymeter/core/Aggregation"
 import type { AggregationQuery } from "@keymeter/core/Aggregation"
 import { Catalog, VerificationStore } from "@keymeter/core/Storage"
 import type { Verification } from "@keymeter/core/Verification"
@@ -29,24 +30,8 @@ const event = (time: number, keyId: string, outcome: Verification["outcome"] = "
   tags: []
 })
 
-const query = (overrides: Partial<AggregationQuery> = {}): AggregationQuery => ({
-  workspaceId: "ws",
-  apiId: "api",
-  keyIds: [],
-  tags: [],
-  externalId: undefined,
-  start: undefined,
-  end: T0 + 1000 * HOUR,
-  timeUnit: undefined,
-  groupByKey: false,
-  groupByIdentity: false,
-  groupByTag: undefined,
-  orderBy: undefined,
-  order: "asc",
-  limit: undefined,
-  maxRows: 1000,
-  ...overrides
-})
+const query = (overrides: Partial<AggregationQuery> = {}) =>
+  Aggregation.makeQuery({ workspaceId: "ws", apiId: "api", end: T0 + 1000 * HOUR, maxRows: 1000, ...overrides })
 
 const total = (result: { counts: Float64Array; size: number }) => result.counts.reduce((a, b) => a + b, 0)
 

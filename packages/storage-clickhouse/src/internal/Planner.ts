@@ -6,6 +6,7 @@
  * by `Literal`.
  */
 import type { AggregationQuery } from "@keymeter/core/Aggregation"
+import { COUNTER_COLUMNS } from "@keymeter/core/Aggregation"
 import * as Time from "@keymeter/core/Time"
 import type { Rollup } from "../Migrations.js"
 import { encode, integer, string } from "./Literal.js"
@@ -14,7 +15,7 @@ export type Dimension = "key" | "identity" | "tags"
 
 const COLUMNS: Record<Dimension, string> = { key: "key_id", identity: "identity_id, external_id", tags: "tags" }
 
-const SUMS = Array.from({ length: 9 }, (_, i) => `sum(c${i}) AS c${i}`).join(", ")
+const SUMS = COUNTER_COLUMNS.map((c) => `sum(${c}) AS ${c}`).join(", ")
 
 /** The SQL of a query, and how to read its rows: [bucket?, ...dimension columns, c0 .. c8]. */
 export interface Plan {
@@ -56,13 +57,11 @@ const parts = (query: AggregationQuery, needed: ReadonlySet<Dimension>, lo: numb
     to
   })
   if (query.timeUnit === "hour") return [hours(lo, hi)]
-  const firstDay = Math.ceil(lo / 24)
-  const lastDay = Math.floor((hi + 1) / 24) - 1
-  if (firstDay > lastDay) return [hours(lo, hi)]
+  const { after, before, days } = Time.splitDays(lo, hi)
   const out: Array<Part> = []
-  if (lo < firstDay * 24) out.push(hours(lo, firstDay * 24 - 1))
-  out.push({ table: dayTable(needed), grain: "day", from: firstDay, to: lastDay })
-  if ((lastDay + 1) * 24 <= hi) out.push(hours((lastDay + 1) * 24, hi))
+  if (before) out.push(hours(before.from, before.to))
+  if (days) out.push({ table: dayTable(needed), grain: "day", ...days })
+  if (after) out.push(hours(after.from, after.to))
   return out
 }
 
@@ -109,9 +108,9 @@ export const plan = (query: AggregationQuery): Plan | undefined => {
     if (query.tags.length > 0) where.push(`hasAll(tags, ${encode(query.tags)})`)
     if (query.externalId !== undefined) where.push(`external_id = ${string(query.externalId)} AND identity_id != ''`)
     else if (query.groupByIdentity) where.push("identity_id != ''")
-    return `SELECT ${
-      [...bucket, ...columns, ...Array.from({ length: 9 }, (_, i) => `c${i}`)].join(", ")
-    } FROM ${part.table} WHERE ${where.join(" AND ")}`
+    return `SELECT ${[...bucket, ...columns, ...COUNTER_COLUMNS].join(", ")} FROM ${part.table} WHERE ${
+      where.join(" AND ")
+    }`
   })
   const keys = [...(query.timeUnit !== undefined ? ["b"] : []), ...columns]
   const text = `SELECT ${[...keys, SUMS].join(", ")} FROM (${selects.join(" UNION ALL ")})` +

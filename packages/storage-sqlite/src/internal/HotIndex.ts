@@ -1,5 +1,5 @@
 /**
- * The hot range of every api held in the memory adapter's engine, so queries over recent days are
+ * The hot range of every api held in the columnar engine (`@keymeter/engine`), so queries over recent days are
  * answered at memory speed while SQLite stays the durable truth.
  *
  * After open, the engine is filled in the background from the hour rollups of each api's last
@@ -20,13 +20,13 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import type { AggregationQuery, AggregationResult } from "@keymeter/core/Aggregation"
+import { COUNTER_COLUMNS, OUTCOMES } from "@keymeter/core/Aggregation"
 import * as Time from "@keymeter/core/Time"
 import type { Verification } from "@keymeter/core/Verification"
-import { MemoryVerificationStore } from "@keymeter/storage-memory"
+import { Engine } from "@keymeter/engine"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import type { Dictionaries, Partition } from "./Dictionaries.js"
-import { COUNTERS } from "./Rollup.js"
 
 /**
  * Hours read per statement at load: each read holds up ingest and requests, so it is kept short
@@ -40,7 +40,7 @@ const nextMacrotask = Effect.async<void>((resume) => {
   return Effect.sync(() => clearImmediate(handle))
 })
 
-/** An api being read from the rollups into `target`. */
+/** An api being read from the rollups into its loader. */
 interface Load {
   /** First hour to hold. */
   readonly from: number
@@ -52,7 +52,7 @@ interface Load {
 }
 
 export class HotIndex {
-  private readonly engine = new MemoryVerificationStore.Engine()
+  private readonly engine = new Engine.Engine()
   /** First covered hour of apis that hold older data; apis not listed are covered entirely. */
   private readonly coveredFrom = new Map<number, number>()
   /** Apis being read from the rollups, by partition number. */
@@ -70,7 +70,10 @@ export class HotIndex {
       const from = index.firstHotHour(partition)
       if (partition.minHour < from) index.coveredFrom.set(partition.no, from)
       const start = Math.max(from, partition.minHour)
-      const codes = new CodeTranslation(dictionaries, index.engine.partitionFor(partition.workspaceId, partition.apiId))
+      const codes = new CodeTranslation(
+        dictionaries,
+        index.engine.load(partition.workspaceId, partition.apiId, { replace: false })
+      )
       index.loads.set(partition.no, { from: start, next: start, codes, rebuild: false })
     }
     return index
@@ -131,7 +134,10 @@ export class HotIndex {
     }
     if (due === undefined) return undefined
     const from = this.firstHotHour(due)
-    const codes = new CodeTranslation(this.dictionaries, this.engine.detachedPartition())
+    const codes = new CodeTranslation(
+      this.dictionaries,
+      this.engine.load(due.workspaceId, due.apiId, { replace: true })
+    )
     this.loads.set(due.no, { from, next: from, codes, rebuild: true })
     return due.no
   }
@@ -143,7 +149,7 @@ export class HotIndex {
       const partition = this.dictionaries.partitionsByNo[no]!
       if (load.next > partition.maxHour || this.broken) {
         if (load.rebuild && !this.broken) {
-          this.engine.replace(partition.workspaceId, partition.apiId, load.codes.target)
+          load.codes.loader.commit()
           this.coveredFrom.set(no, load.from)
         }
         this.loads.delete(no)
@@ -151,25 +157,25 @@ export class HotIndex {
       }
       const rows = yield* sql.unsafe(
         `SELECT hour, key, identity, tagset, ${
-          COUNTERS.join(", ")
+          COUNTER_COLUMNS.join(", ")
         } FROM r_hour WHERE p = ? AND hour >= ? AND hour < ? ORDER BY hour`,
         [no, load.next, load.next + LOAD_HOURS]
       ).values
       const { codes } = load
-      const { target } = codes
+      const { loader } = codes
       let events = 0
       for (const row of rows) {
         const h = row[0] as number
         const key = codes.key(row[1] as number)
         const identity = codes.identity(row[2] as number)
         const tagset = codes.tagset(row[3] as number)
-        for (let outcome = 0; outcome < 9; outcome++) {
+        for (let outcome = 0; outcome < OUTCOMES; outcome++) {
           const count = row[4 + outcome] as number
-          for (let n = count; n > 0; n--) target.addCoded(h, key, identity, tagset, outcome)
+          if (count > 0) loader.add(h, key, identity, tagset, outcome, count)
           events += count
         }
       }
-      target.maybeMerge()
+      loader.flush()
       load.next += LOAD_HOURS
       return events
     })
@@ -184,7 +190,7 @@ export class HotIndex {
     try {
       if (this.coveredFrom.size === 0 && this.loads.size === 0) return this.engine.append(events)
       const live: Array<Verification> = []
-      const rebuilt = new Set<MemoryVerificationStore.Partition>()
+      const rebuilt = new Set<Engine.Loader>()
       for (const event of events) {
         const partition = this.dictionaries.partition(event.workspaceId, event.apiId)
         const load = partition === undefined ? undefined : this.loads.get(partition.no)
@@ -194,12 +200,12 @@ export class HotIndex {
           live.push(event)
         }
         if (load?.rebuild && hour >= load.from && hour < load.next) {
-          load.codes.target.add(event)
-          rebuilt.add(load.codes.target)
+          load.codes.loader.append(event)
+          rebuilt.add(load.codes.loader)
         }
       }
       this.engine.append(live)
-      for (const target of rebuilt) target.maybeMerge()
+      for (const loader of rebuilt) loader.flush()
     } catch (error) {
       this.broken = true
       throw error
@@ -234,24 +240,24 @@ class CodeTranslation {
   private identities: Int32Array<ArrayBuffer> = new Int32Array(0)
   private tagsets: Int32Array<ArrayBuffer> = new Int32Array(0)
 
-  constructor(private readonly dictionaries: Dictionaries, readonly target: MemoryVerificationStore.Partition) {}
+  constructor(private readonly dictionaries: Dictionaries, readonly loader: Engine.Loader) {}
 
   key(code: number): number {
     if (code >= this.keys.length) this.keys = grown(this.keys, this.dictionaries.keyNames.length)
     const known = this.keys[code]!
-    return known >= 0 ? known : this.keys[code] = this.target.keyCode(this.dictionaries.keyNames[code]!)
+    return known >= 0 ? known : this.keys[code] = this.loader.keyCode(this.dictionaries.keyNames[code]!)
   }
   identity(code: number): number {
     if (code === 0) return 0
     if (code >= this.identities.length) this.identities = grown(this.identities, this.dictionaries.identityList.length)
     const known = this.identities[code]!
-    return known >= 0 ? known : this.identities[code] = this.target.identityCode(this.dictionaries.identityList[code]!)
+    return known >= 0 ? known : this.identities[code] = this.loader.identityCode(this.dictionaries.identityList[code]!)
   }
   tagset(code: number): number {
     if (code === 0) return 0
     if (code >= this.tagsets.length) this.tagsets = grown(this.tagsets, this.dictionaries.tagsetList.length)
     const known = this.tagsets[code]!
-    return known >= 0 ? known : this.tagsets[code] = this.target.tagsetCode(this.dictionaries.tagsetList[code]!)
+    return known >= 0 ? known : this.tagsets[code] = this.loader.tagsetCode(this.dictionaries.tagsetList[code]!)
   }
 }
 

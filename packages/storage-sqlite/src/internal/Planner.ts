@@ -6,6 +6,7 @@
  * (key, identity, tag set) or the full rollup.
  */
 import type { AggregationQuery } from "@keymeter/core/Aggregation"
+import { COUNTER_COLUMNS } from "@keymeter/core/Aggregation"
 import * as Time from "@keymeter/core/Time"
 import type { Dictionaries, Partition } from "./Dictionaries.js"
 import type { Table } from "./Rollup.js"
@@ -27,7 +28,7 @@ export interface Plan {
   readonly bucketTime: (bucket: number) => number
 }
 
-const SUMS = "sum(c0), sum(c1), sum(c2), sum(c3), sum(c4), sum(c5), sum(c6), sum(c7), sum(c8)"
+const SUMS = COUNTER_COLUMNS.map((c) => `sum(${c})`).join(", ")
 
 const DAY_TABLE: Record<Dimension, Table> = { key: "r_day_key", identity: "r_day_identity", tagset: "r_day_tagset" }
 
@@ -39,13 +40,11 @@ interface Segment {
 
 const segments = (query: AggregationQuery, partition: Partition, lo: number, hi: number): Array<Segment> => {
   if (query.timeUnit === "hour") return [{ grain: "hour", from: lo, to: hi }]
-  const firstDay = Math.ceil(lo / 24)
-  const lastDay = Math.min(Math.floor((hi + 1) / 24) - 1, partition.compactedThrough)
-  if (firstDay > lastDay) return [{ grain: "hour", from: lo, to: hi }]
+  const { after, before, days } = Time.splitDays(lo, hi, partition.compactedThrough)
   const out: Array<Segment> = []
-  if (lo < firstDay * 24) out.push({ grain: "hour", from: lo, to: firstDay * 24 - 1 })
-  out.push({ grain: "day", from: firstDay, to: lastDay })
-  if ((lastDay + 1) * 24 <= hi) out.push({ grain: "hour", from: (lastDay + 1) * 24, to: hi })
+  if (before) out.push({ grain: "hour", ...before })
+  if (days) out.push({ grain: "day", ...days })
+  if (after) out.push({ grain: "hour", ...after })
   return out
 }
 

@@ -4,6 +4,7 @@
  * texts exist per table (they stay in the prepared-statement cache).
  */
 import type * as SqlClient from "@effect/sql/SqlClient"
+import { COUNTER_COLUMNS, OUTCOMES } from "@keymeter/core/Aggregation"
 import * as Effect from "effect/Effect"
 
 /** Dimension columns of every rollup table, in primary-key order. */
@@ -19,8 +20,6 @@ export const TABLES = {
 
 /** A rollup table's name. */
 export type Table = keyof typeof TABLES
-
-export const COUNTERS = ["c0", "c1", "c2", "c3", "c4", "c5", "c6", "c7", "c8"] as const
 
 /** Rows of one table, keyed by their dimension values. */
 export class RollupRows {
@@ -41,7 +40,7 @@ export class RollupRows {
       at = this.values.length
       this.index.set(id, at)
       for (const value of dims) this.values.push(value)
-      for (let o = 0; o < 9; o++) this.values.push(0)
+      for (let o = 0; o < OUTCOMES; o++) this.values.push(0)
     }
     this.values[at + dims.length + outcome]!++
   }
@@ -50,10 +49,10 @@ export class RollupRows {
 const MAX_ROWS_PER_STATEMENT = 256
 
 const upsertText = (table: Table, rows: number): string => {
-  const columns = [...TABLES[table], ...COUNTERS]
+  const columns = [...TABLES[table], ...COUNTER_COLUMNS]
   const row = `(${columns.map(() => "?").join(", ")})`
   return `INSERT INTO ${table} (${columns.join(", ")}) VALUES ${new Array(rows).fill(row).join(", ")} ` +
-    `ON CONFLICT DO UPDATE SET ${COUNTERS.map((c) => `${c} = ${c} + excluded.${c}`).join(", ")}`
+    `ON CONFLICT DO UPDATE SET ${COUNTER_COLUMNS.map((c) => `${c} = ${c} + excluded.${c}`).join(", ")}`
 }
 
 const texts = new Map<string, string>()
@@ -67,7 +66,7 @@ const textFor = (table: Table, rows: number) => {
 /** Adds `rows` to their table: statements of 256 rows, then of decreasing powers of two. */
 export const upsert = (sql: SqlClient.SqlClient, rows: RollupRows) =>
   Effect.suspend(() => {
-    const width = TABLES[rows.table].length + COUNTERS.length
+    const width = TABLES[rows.table].length + OUTCOMES
     const total = rows.size
     const statements: Array<Effect.Effect<unknown, any>> = []
     let done = 0

@@ -1,7 +1,8 @@
 import { describe, expect, it } from "@effect/vitest"
+import * as Aggregation from "@keymeter/core/Aggregation"
 import type { AggregationQuery } from "@keymeter/core/Aggregation"
 import type { Verification } from "@keymeter/core/Verification"
-import { Engine } from "@keymeter/storage-memory/MemoryVerificationStore"
+import { Engine } from "@keymeter/engine/Engine"
 import { Partition } from "../src/internal/Partition.js"
 import { Run } from "../src/internal/Run.js"
 
@@ -17,24 +18,8 @@ const event = (hour: number, keyId: string, outcome: Verification["outcome"] = "
   tags: []
 })
 
-const query = (overrides: Partial<AggregationQuery> = {}): AggregationQuery => ({
-  workspaceId: "ws",
-  apiId: "api",
-  keyIds: [],
-  tags: [],
-  externalId: undefined,
-  start: undefined,
-  end: 10_000 * HOUR,
-  timeUnit: undefined,
-  groupByKey: false,
-  groupByIdentity: false,
-  groupByTag: undefined,
-  orderBy: undefined,
-  order: "asc",
-  limit: undefined,
-  maxRows: 1000,
-  ...overrides
-})
+const query = (overrides: Partial<AggregationQuery> = {}) =>
+  Aggregation.makeQuery({ workspaceId: "ws", apiId: "api", end: 10_000 * HOUR, maxRows: 1000, ...overrides })
 
 describe("Run", () => {
   it("indexes distinct hours with their counters, and truncates only at an hour start", () => {

@@ -3,17 +3,15 @@
  * (sorted by hour, appended in order), per-key posting lists over it, and a late run for events
  * older than the main run's last hour.
  */
+import { OUTCOMES } from "@keymeter/core/Aggregation"
 import type { Identity, Verification } from "@keymeter/core/Verification"
-import { Outcomes } from "@keymeter/core/Verification"
+import { OutcomeIndex } from "@keymeter/core/Verification"
 import type { Day } from "./DayIndex.js"
 import { DayIndex, LIMITS } from "./DayIndex.js"
 import * as KeyIndex from "./KeyIndex.js"
 import { CHUNK_BITS, CHUNK_MASK, Run, U32List } from "./Run.js"
 
 const HOUR = 3_600_000
-
-// A Map: a keyed property load with a variable key is megamorphic and slower.
-const OUTCOME_CODES = new Map<string, number>(Outcomes.map((outcome, i) => [outcome, i]))
 
 /** Late rows merge into the main run once there are this many, or a quarter of the rows they displace. */
 export const DEFAULT_LATE_MERGE = 65_536
@@ -173,7 +171,7 @@ export class Partition {
       }
     }
     // Nine of ten verifications are valid: compare before looking up.
-    const outcome = event.outcome === "valid" ? 0 : OUTCOME_CODES.get(event.outcome)!
+    const outcome = event.outcome === "valid" ? 0 : OutcomeIndex.get(event.outcome)!
     this.addCoded(hour, key, identity, tagset, outcome)
   }
 
@@ -200,9 +198,9 @@ export class Partition {
   computeDay(day: number): Day {
     const keyTotals = this.keyIds.length <= LIMITS.key ? new Uint32Array(this.keyIds.length) : undefined
     const identityCounts = this.identities.length <= LIMITS.identity
-      ? new Uint32Array(this.identities.length * 9)
+      ? new Uint32Array(this.identities.length * OUTCOMES)
       : undefined
-    const tagCounts = this.tagNames.length <= LIMITS.tag ? new Uint32Array(this.tagNames.length * 9) : undefined
+    const tagCounts = this.tagNames.length <= LIMITS.tag ? new Uint32Array(this.tagNames.length * OUTCOMES) : undefined
     const tagsetTags = this.tagsetTags
     for (const run of [this.main, this.lateRun()]) {
       const [a, b] = run.rows(day * 24, day * 24 + 23)
@@ -212,11 +210,11 @@ export class Partition {
         const outcome = chunk.outcome[i]!
         if (keyTotals !== undefined) keyTotals[chunk.key[i]!]!++
         const identity = chunk.identity[i]!
-        if (identity !== 0 && identityCounts !== undefined) identityCounts[identity * 9 + outcome]!++
+        if (identity !== 0 && identityCounts !== undefined) identityCounts[identity * OUTCOMES + outcome]!++
         const tagset = chunk.tagset[i]!
         if (tagset !== 0 && tagCounts !== undefined) {
           const tags = tagsetTags[tagset]!
-          for (let t = 0; t < tags.length; t++) tagCounts[tags[t]! * 9 + outcome]!++
+          for (let t = 0; t < tags.length; t++) tagCounts[tags[t]! * OUTCOMES + outcome]!++
         }
       }
     }

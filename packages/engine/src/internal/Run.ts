@@ -4,6 +4,7 @@
  * outcome. A run is sorted by hour (the main run is appended in order; the late run is sorted on
  * demand) and has an hour index: for every distinct hour, its first row and its nine counters.
  */
+import { OUTCOMES } from "@keymeter/core/Aggregation"
 import type { KeyIndex } from "./KeyIndex.js"
 
 export const CHUNK_BITS = 16
@@ -76,7 +77,7 @@ export class Run {
   indexHour = new U32List(64)
   indexStart = new U32List(64)
   /** Nine outcome counters per indexed hour. */
-  indexCounts = new Float64Array(64 * 9)
+  indexCounts = new Float64Array(64 * OUTCOMES)
 
   /** Last hour in the run, or -1 when empty. */
   get lastHour(): number {
@@ -113,13 +114,13 @@ export class Run {
     this.indexHour.push(hour)
     this.indexStart.push(row)
     const j = this.indexHour.length - 1
-    if ((j + 1) * 9 > this.indexCounts.length) {
+    if ((j + 1) * OUTCOMES > this.indexCounts.length) {
       const grown = new Float64Array(this.indexCounts.length * 2)
       grown.set(this.indexCounts)
       this.indexCounts = grown
     }
     this.currentHour = hour
-    this.currentCounts = j * 9
+    this.currentCounts = j * OUTCOMES
   }
 
   /**
@@ -131,11 +132,11 @@ export class Run {
     if (keep < this.indexStart.length && this.indexStart.data[keep] !== row) {
       throw new Error("Run.truncate: row is not the start of an hour")
     }
-    this.indexCounts.fill(0, keep * 9, this.indexHour.length * 9)
+    this.indexCounts.fill(0, keep * OUTCOMES, this.indexHour.length * OUTCOMES)
     this.indexHour.length = keep
     this.indexStart.length = keep
     this.currentHour = keep === 0 ? -1 : this.indexHour.data[keep - 1]!
-    this.currentCounts = Math.max(0, keep - 1) * 9
+    this.currentCounts = Math.max(0, keep - 1) * OUTCOMES
     this.length = row
     const chunks = Math.ceil(row / CHUNK_SIZE)
     if (this.chunks.length > chunks) this.chunks.length = chunks

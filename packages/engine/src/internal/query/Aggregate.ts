@@ -1,0 +1,116 @@
+/**
+ * Answers an aggregation query over one partition. Filters become masks over the dictionaries,
+ * the window becomes time buckets (one without a time unit), and then the cheapest path answers:
+ *
+ * - unfiltered, ungrouped series: the per-hour counters of the hour index, no row is read;
+ * - key-filtered series: the keys' entries in the full chunks' key indexes (row and outcome), no
+ *   column is read; only the last, unfilled chunk is scanned;
+ * - whole days of top-N and per-tag queries: the day aggregates (see `DayIndex`);
+ * - `orderBy` + small `limit` over one dimension without a time unit (top N): counters for all
+ *   groups, then rows only for the groups that can make the top N (for keys, a totals-only pass
+ *   picks them and their counters come from the key indexes);
+ * - everything else: a scan of each bucket's row slice into a group table, harvested per bucket.
+
+ * Each path is a module of this folder; `Compile` generates their scan loops.
+ */
+import type { AggregationQuery, AggregationResult } from "@keymeter/core/Aggregation"
+import * as Time from "@keymeter/core/Time"
+import type { Partition } from "../Partition.js"
+import { lowerBound } from "../Run.js"
+import type { Dim } from "./Compile.js"
+import { fromDayIndex } from "./DayAggregates.js"
+import type { QueryContext } from "./QueryContext.js"
+import { bucketsOf } from "./QueryContext.js"
+import { empty } from "./Rows.js"
+import { scan } from "./Scan.js"
+import { postingSeries, totalsSeries } from "./Series.js"
+import { topN } from "./TopN.js"
+
+/** Answers `query` from `partition` (undefined: the api holds no verifications). */
+export const aggregate = (partition: Partition | undefined, query: AggregationQuery): AggregationResult => {
+  if (partition === undefined || partition.size === 0) return empty(query)
+  const late = partition.lateRun()
+  const main = partition.main
+
+  // Filters as masks over the dictionaries. A filter naming nothing stored matches nothing.
+  let keyMask: Uint8Array | null = null
+  const keyCodes: Array<number> = []
+  if (query.keyIds.length > 0) {
+    keyMask = new Uint8Array(partition.keyIds.length)
+    for (const keyId of query.keyIds) {
+      const code = partition.keyCodes.get(keyId)
+      if (code !== undefined && keyMask[code] === 0) {
+        keyMask[code] = 1
+        keyCodes.push(code)
+      }
+    }
+    if (keyCodes.length === 0) return empty(query)
+  }
+  let tagsetMask: Uint8Array | null = null
+  if (query.tags.length > 0) {
+    const wanted: Array<number> = []
+    for (const tag of query.tags) {
+      const code = partition.tagCodes.get(tag)
+      if (code === undefined) return empty(query)
+      wanted.push(code)
+    }
+    tagsetMask = new Uint8Array(partition.tagsets.length)
+    let any = false
+    for (let t = 1; t < partition.tagsetTags.length; t++) {
+      const codes = partition.tagsetTags[t]!
+      if (wanted.every((w) => codes[lowerBound(codes, codes.length, w)] === w)) {
+        tagsetMask[t] = 1
+        any = true
+      }
+    }
+    if (!any) return empty(query)
+  }
+  let identityMask: Uint8Array | null = null
+  if (query.externalId !== undefined) {
+    identityMask = new Uint8Array(partition.identities.length)
+    let any = false
+    for (let c = 1; c < partition.identities.length; c++) {
+      if (partition.identities[c]!.externalId === query.externalId) {
+        identityMask[c] = 1
+        any = true
+      }
+    }
+    if (!any) return empty(query)
+  }
+
+  // The window, clamped to the hours that hold data.
+  const firstHour = late.length > 0
+    ? Math.min(main.length > 0 ? main.firstHour : Infinity, late.firstHour)
+    : main.firstHour
+  const lastHour = Math.max(main.lastHour, late.lastHour)
+  const lo = Math.max(query.start === undefined ? firstHour : query.start / Time.HOUR, firstHour)
+  const hi = Math.min(query.end / Time.HOUR, lastHour)
+  if (lo > hi) return empty(query)
+
+  const dims: Array<Dim> = []
+  if (query.groupByKey) dims.push("key")
+  if (query.groupByIdentity) dims.push("identity")
+  if (query.groupByTag !== undefined) dims.push("tagset")
+
+  const context: QueryContext = {
+    query,
+    partition,
+    runs: late.length > 0 ? [main, late] : [main],
+    late,
+    plan: bucketsOf(query, lo, hi),
+    lo,
+    hi,
+    keyMask,
+    keyCodes,
+    tagsetMask,
+    identityMask,
+    dims
+  }
+  if (dims.length === 0 && !keyMask && !tagsetMask && !identityMask) return totalsSeries(context)
+  if (dims.length === 0 && keyMask && !tagsetMask && !identityMask) return postingSeries(context)
+  const daily = fromDayIndex(context)
+  if (daily !== undefined) return daily
+  const top = topN(context)
+  if (top !== undefined) return top
+  return scan(context)
+}

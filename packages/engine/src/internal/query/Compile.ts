@@ -1,0 +1,130 @@
+/**
+ * Scan loops generated per query shape (filters × grouping × row source) with `new Function`, so
+ * the hot loop does not branch on the shape; shapes are cached. Also the scratch state the loops
+ * share with the paths that harvest it, and the counters' helpers.
+ */
+import { OUTCOMES } from "@keymeter/core/Aggregation"
+import type { Chunk } from "../Run.js"
+import { CHUNK_BITS, CHUNK_MASK } from "../Run.js"
+
+/** Group tables larger than this many groups use a hash map instead of a dense array. */
+export const DENSE_GROUPS_MAX = 1 << 20
+
+/** Top-N pushdown applies up to this `limit`. */
+export const TOP_N_MAX = 1000
+
+export type Dim = "key" | "identity" | "tagset"
+
+/** State shared between the generated loops and the harvest. */
+export interface Scratch {
+  /** Counters of the dense group table; a bucket holds fewer than 2^32 rows (row ids are u32). */
+  acc: Uint32Array
+  seen: Uint32Array
+  touched: Uint32Array
+  nt: number
+  epoch: number
+  keyMask: Uint8Array | null
+  tagsetMask: Uint8Array | null
+  identityMask: Uint8Array | null
+  add: ((key: number, identity: number, tagset: number, outcome: number) => void) | null
+}
+
+export type RangeScan = (chunks: Array<Chunk>, from: number, to: number, rows: null, s: Scratch) => void
+export type PostingScan = (chunks: Array<Chunk>, from: number, to: number, rows: Uint32Array, s: Scratch) => void
+
+export interface Shape {
+  readonly keyFilter: boolean
+  readonly tagFilter: boolean
+  readonly identityFilter: boolean
+  readonly requireIdentity: boolean
+  /** `none`: one group; a dim: dense by that code; `map`: composite groups via `s.add`. */
+  readonly group: "none" | Dim | "map"
+  readonly track: boolean
+  /** `totals`: count rows per group (in `acc[g]`), not per outcome. */
+  readonly counting: "outcomes" | "totals"
+  readonly source: "range" | "postings"
+}
+
+const cache = new Map<string, RangeScan | PostingScan>()
+
+export const compile = (shape: Shape): RangeScan | PostingScan => {
+  const id = JSON.stringify(shape)
+  const cached = cache.get(id)
+  if (cached !== undefined) return cached
+  const body: Array<string> = []
+  if (shape.keyFilter && shape.source === "range") body.push("if (keyMask[K[i]] === 0) continue;")
+  if (shape.tagFilter) body.push("if (tagsetMask[T[i]] === 0) continue;")
+  if (shape.identityFilter) body.push("if (identityMask[I[i]] === 0) continue;")
+  if (shape.requireIdentity) body.push("if (I[i] === 0) continue;")
+  if (shape.group === "map") {
+    body.push("add(K[i], I[i], T[i], O[i]);")
+  } else {
+    const column = { none: "0", key: "K[i]", identity: "I[i]", tagset: "T[i]" }[shape.group]
+    body.push(`const g = ${column};`)
+    if (shape.track) body.push("if (seen[g] !== epoch) { seen[g] = epoch; touched[nt++] = g; }")
+    body.push(shape.counting === "totals" ? "acc[g]++;" : `acc[g * ${OUTCOMES} + O[i]]++;`)
+  }
+  const code = body.join(" ")
+  const columns = [
+    code.includes("K[i]") ? "const K = ch.key;" : "",
+    code.includes("I[i]") ? "const I = ch.identity;" : "",
+    code.includes("T[i]") ? "const T = ch.tagset;" : "",
+    code.includes("O[i]") ? "const O = ch.outcome;" : ""
+  ].join(" ")
+  const loop = shape.source === "range"
+    ? `if (a >= b) return;
+       const c0 = a >>> ${CHUNK_BITS}, c1 = (b - 1) >>> ${CHUNK_BITS};
+       for (let c = c0; c <= c1; c++) {
+         const ch = chunks[c]; ${columns}
+         const from = c === c0 ? (a & ${CHUNK_MASK}) : 0;
+         const to = c === c1 ? ((b - 1) & ${CHUNK_MASK}) + 1 : ${CHUNK_MASK + 1};
+         for (let i = from; i < to; i++) { ${code} }
+       }`
+    : `for (let p = a; p < b; p++) {
+         const r = P[p] >>> 4; const ch = chunks[r >>> ${CHUNK_BITS}]; const i = r & ${CHUNK_MASK}; ${columns}
+         ${code}
+       }`
+  const source = `"use strict";
+    const acc = s.acc, seen = s.seen, touched = s.touched, epoch = s.epoch, add = s.add;
+    const keyMask = s.keyMask, tagsetMask = s.tagsetMask, identityMask = s.identityMask;
+    let nt = s.nt;
+    ${loop}
+    s.nt = nt;`
+  const fn = new Function("chunks", "a", "b", "P", "s", source) as RangeScan | PostingScan
+  cache.set(id, fn)
+  return fn
+}
+
+/** Scratch over the counters `acc`, filtered by the masks given. */
+export const makeScratch = (
+  acc: Uint32Array,
+  masks: {
+    readonly keyMask?: Uint8Array | null
+    readonly tagsetMask?: Uint8Array | null
+    readonly identityMask?: Uint8Array | null
+  } = {},
+  track = 0
+): Scratch => ({
+  acc,
+  seen: new Uint32Array(track),
+  touched: new Uint32Array(track),
+  nt: 0,
+  epoch: 1,
+  keyMask: masks.keyMask ?? null,
+  tagsetMask: masks.tagsetMask ?? null,
+  identityMask: masks.identityMask ?? null,
+  add: null
+})
+
+/** The sum of the nine counters at `counts[at ..]`. */
+export const total = (counts: ArrayLike<number>, at: number): number => {
+  let sum = 0
+  for (let o = 0; o < OUTCOMES; o++) sum += counts[at + o]!
+  return sum
+}
+
+/** True when any of the nine counters at `counts[at ..]` is not zero. */
+export const any = (counts: ArrayLike<number>, at: number): boolean => {
+  for (let o = 0; o < OUTCOMES; o++) if (counts[at + o] !== 0) return true
+  return false
+}

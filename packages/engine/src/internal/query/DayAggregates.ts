@@ -1,0 +1,153 @@
+/**
+ * Whole days from the day aggregates (`DayIndex`), partial days at the window's edges from rows.
+ */
+import type { AggregationResult } from "@keymeter/core/Aggregation"
+import { OUTCOMES } from "@keymeter/core/Aggregation"
+import * as Time from "@keymeter/core/Time"
+import { LIMITS } from "../DayIndex.js"
+import type { RangeScan, Scratch, Shape } from "./Compile.js"
+import { any, compile, makeScratch, TOP_N_MAX } from "./Compile.js"
+import { countKey } from "./KeyRows.js"
+import type { QueryContext } from "./QueryContext.js"
+import { Rows } from "./Rows.js"
+import { contenders, valueOf } from "./TopN.js"
+
+/** The whole days of hours [from, to] and the hour ranges around them. */
+const edgesAndDays = (from: number, to: number) => {
+  const { after, before, days } = Time.splitDays(from, to)
+  return { days, edges: [before, after].filter((span): span is Time.Span => span !== undefined) }
+}
+
+/**
+ * Whole days from the day index, partial days at the edges from rows: top keys by total, top
+ * identities by any counter, counts per tag (no time unit, or day/month buckets). Undefined when
+ * the query is not one of these or the index does not keep the dimension.
+ */
+export const fromDayIndex = (context: QueryContext): AggregationResult | undefined => {
+  const { dims, identityMask, keyMask, lo, hi, partition, plan, query, runs, tagsetMask } = context
+  const days = partition.days
+  if (tagsetMask || identityMask || dims.length !== 1) return undefined
+  const compute = (day: number) => partition.computeDay(day)
+  const rows = new Rows(query.maxRows, dims[0] === "tagset")
+  const limit = query.limit
+  const orderBy = query.orderBy
+  const topShape = query.timeUnit === undefined && limit !== undefined && limit <= TOP_N_MAX && orderBy !== undefined &&
+    orderBy !== "time"
+  const { days: whole, edges } = edgesAndDays(lo, hi)
+  const edgeScan = (shape: Omit<Shape, "source" | "track">, scratch: Scratch) => {
+    const scan = compile({ ...shape, track: false, source: "range" }) as RangeScan
+    for (const { from, to } of edges) {
+      for (const run of runs) {
+        const [a, b] = run.rows(from, to)
+        scan(run.chunks, a, b, null, scratch)
+      }
+    }
+  }
+  const scratchOf = (acc: Uint32Array, keyMask: Uint8Array | null = null) => makeScratch(acc, { keyMask })
+  const noFilter = { keyFilter: false, tagFilter: false, identityFilter: false, requireIdentity: false } as const
+
+  if (dims[0] === "key" && topShape && orderBy === "total" && partition.keyIds.length <= LIMITS.key) {
+    const n = partition.keyIds.length
+    const totals = new Uint32Array(n)
+    for (const day of whole ? days.between(whole.from, whole.to, compute) : []) {
+      const data = day.keyTotals!
+      for (let k = Math.min(n, data.length) - 1; k >= 0; k--) totals[k]! += data[k]!
+    }
+    edgeScan({ ...noFilter, keyFilter: keyMask !== null, group: "key", counting: "totals" }, scratchOf(totals, keyMask))
+    const candidates: Array<number> = []
+    for (let k = 0; k < n; k++) if (totals[k] !== 0 && (keyMask === null || keyMask[k] === 1)) candidates.push(k)
+    rows.groups = candidates.length
+    const counts = new Float64Array(OUTCOMES)
+    const [a, b] = partition.main.rows(lo, hi)
+    const lateMask = new Uint8Array(n)
+    const lateScratch = scratchOf(new Uint32Array(OUTCOMES), lateMask)
+    const lateScan = compile({
+      ...noFilter,
+      keyFilter: true,
+      group: "none",
+      track: false,
+      counting: "outcomes",
+      source: "range"
+    }) as RangeScan
+    for (const key of contenders(candidates, (k) => totals[k]!, limit!, query.order)) {
+      counts.fill(0)
+      countKey(partition.main, key, a, b, counts)
+      if (context.late.length > 0) {
+        lateMask[key] = 1
+        lateScratch.acc.fill(0)
+        const [la, lb] = context.late.rows(lo, hi)
+        lateScan(context.late.chunks, la, lb, null, lateScratch)
+        lateMask[key] = 0
+        for (let o = 0; o < OUTCOMES; o++) counts[o]! += lateScratch.acc[o]!
+      }
+      rows.push(undefined, key, 0, 0, counts, 0)
+    }
+    return rows.build(query, partition)
+  }
+
+  if (dims[0] === "identity" && topShape && keyMask === null && partition.identities.length <= LIMITS.identity) {
+    const n = partition.identities.length
+    const counts = new Uint32Array(n * OUTCOMES)
+    for (const day of whole ? days.between(whole.from, whole.to, compute) : []) {
+      const data = day.identityCounts!
+      for (let i = Math.min(n * OUTCOMES, data.length) - 1; i >= 0; i--) counts[i]! += data[i]!
+    }
+    edgeScan({ ...noFilter, requireIdentity: true, group: "identity", counting: "outcomes" }, scratchOf(counts))
+    const candidates: Array<number> = []
+    for (let g = 1; g < n; g++) {
+      const at = g * OUTCOMES
+      if (any(counts, at)) candidates.push(g)
+    }
+    rows.groups = candidates.length
+    for (const g of contenders(candidates, (g) => valueOf(orderBy!, counts, g * OUTCOMES), limit!, query.order)) {
+      rows.push(undefined, 0, g, 0, counts, g * OUTCOMES)
+    }
+    return rows.build(query, partition)
+  }
+
+  if (
+    dims[0] === "tagset" && query.groupByTag === "tag" && keyMask === null && partition.tagNames.length <= LIMITS.tag &&
+    query.timeUnit !== "hour"
+  ) {
+    const nTags = partition.tagNames.length
+    const tagAcc = new Float64Array(nTags * OUTCOMES)
+    const setAcc = new Uint32Array(partition.tagsets.length * OUTCOMES)
+    const scanSets = compile({
+      ...noFilter,
+      group: "tagset",
+      track: false,
+      counting: "outcomes",
+      source: "range"
+    }) as RangeScan
+    const setScratch = scratchOf(setAcc)
+    for (const bucket of plan) {
+      tagAcc.fill(0)
+      const split = edgesAndDays(bucket.fromHour, bucket.toHour)
+      for (const day of split.days ? days.between(split.days.from, split.days.to, compute) : []) {
+        const data = day.tagCounts!
+        for (let i = Math.min(nTags * OUTCOMES, data.length) - 1; i >= 0; i--) tagAcc[i]! += data[i]!
+      }
+      for (const { from, to } of split.edges) {
+        for (const run of runs) {
+          const [a, b] = run.rows(from, to)
+          scanSets(run.chunks, a, b, null, setScratch)
+        }
+      }
+      for (let g = 1; g < partition.tagsets.length; g++) {
+        const at = g * OUTCOMES
+        if (!any(setAcc, at)) continue
+        const tags = partition.tagsetTags[g]!
+        for (let t = 0; t < tags.length; t++) {
+          for (let o = 0; o < OUTCOMES; o++) tagAcc[tags[t]! * OUTCOMES + o]! += setAcc[at + o]!
+        }
+        setAcc.fill(0, at, at + OUTCOMES)
+      }
+      for (let tag = 0; tag < nTags; tag++) {
+        const at = tag * OUTCOMES
+        if (any(tagAcc, at)) rows.push(bucket.time, 0, 0, tag, tagAcc, at)
+      }
+    }
+    return rows.build(query, partition)
+  }
+  return undefined
+}

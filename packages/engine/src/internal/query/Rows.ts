@@ -1,0 +1,62 @@
+/**
+ * The answer's rows as dictionary codes, turned into strings once at the end.
+ */
+import type { AggregationQuery, AggregationResult } from "@keymeter/core/Aggregation"
+import { OUTCOMES } from "@keymeter/core/Aggregation"
+import type { Partition } from "../Partition.js"
+import { U32List } from "../Run.js"
+
+/** Thrown inside a scan when the answer outgrows `maxRows`; caught by the engine. */
+export class TooManyRows {}
+
+/**
+ * The rows of an answer. Tag grouping is
+ * answered per tag (`tag`) when the engine expanded the tag sets, else per tag set (`tags`), which
+ * core splits into single tags.
+ */
+export class Rows {
+  size = 0
+  groups: number | undefined
+  private readonly time: Array<number> = []
+  private readonly key = new U32List(64)
+  private readonly identity = new U32List(64)
+  /** Tag set codes, or tag codes when `perTag`. */
+  private readonly tag = new U32List(64)
+  private counts = new Float64Array(64 * OUTCOMES)
+
+  constructor(private readonly maxRows: number, readonly perTag = false) {}
+
+  push(time: number | undefined, key: number, identity: number, tag: number, source: ArrayLike<number>, at: number) {
+    const row = this.size
+    if (row >= this.maxRows) throw new TooManyRows()
+    this.size++
+    if (time !== undefined) this.time.push(time)
+    this.key.push(key)
+    this.identity.push(identity)
+    this.tag.push(tag)
+    if ((row + 1) * OUTCOMES > this.counts.length) {
+      const grown = new Float64Array(this.counts.length * 2)
+      grown.set(this.counts)
+      this.counts = grown
+    }
+    for (let o = 0; o < OUTCOMES; o++) this.counts[row * OUTCOMES + o] = source[at + o]!
+  }
+
+  build(query: AggregationQuery, partition: Partition | undefined): AggregationResult {
+    const n = this.size
+    const codes = (list: U32List) => list.data.subarray(0, n)
+    const tagged = query.groupByTag !== undefined
+    return {
+      size: n,
+      ...(this.groups !== undefined ? { groups: this.groups } : {}),
+      counts: this.counts.subarray(0, n * OUTCOMES),
+      time: query.timeUnit !== undefined ? Float64Array.from(this.time) : undefined,
+      keyId: query.groupByKey ? Array.from(codes(this.key), (c) => partition!.keyIds[c]!) : undefined,
+      identity: query.groupByIdentity ? Array.from(codes(this.identity), (c) => partition!.identities[c]!) : undefined,
+      tag: tagged && this.perTag ? Array.from(codes(this.tag), (c) => partition!.tagNames[c]!) : undefined,
+      tags: tagged && !this.perTag ? Array.from(codes(this.tag), (c) => partition!.tagsets[c]!) : undefined
+    }
+  }
+}
+
+export const empty = (query: AggregationQuery): AggregationResult => new Rows(0).build(query, undefined)

@@ -1,0 +1,151 @@
+/**
+ * Top N: one dimension, no time unit, ordered by a counter, with a small limit. Only the rows that
+ * can make the first `limit` are built.
+ */
+import type { AggregationResult } from "@keymeter/core/Aggregation"
+import { OUTCOMES } from "@keymeter/core/Aggregation"
+import { OutcomeIndex } from "@keymeter/core/Verification"
+import type { RangeScan } from "./Compile.js"
+import { any, compile, DENSE_GROUPS_MAX, makeScratch, TOP_N_MAX, total } from "./Compile.js"
+import { countKey } from "./KeyRows.js"
+import type { QueryContext } from "./QueryContext.js"
+import { Rows } from "./Rows.js"
+
+/** The order value of a group (total, or one outcome's count) from its nine counters. */
+export const valueOf = (orderBy: string, counts: ArrayLike<number>, at: number) =>
+  orderBy === "total" ? total(counts, at) : counts[at + OutcomeIndex.get(orderBy)!]!
+
+/**
+ * Of `candidates` (groups with data) by `value`, those that can make the first `limit` in
+ * `order`: the `limit` best and every one tied with the last of them.
+ */
+export const contenders = (
+  candidates: ReadonlyArray<number>,
+  value: (g: number) => number,
+  limit: number,
+  order: "asc" | "desc"
+) => {
+  if (candidates.length <= limit) return candidates
+  // The limit-th best value, with a bounded heap whose root is the worst of the best so far.
+  const sign = order === "desc" ? 1 : -1
+  const heap = new Float64Array(limit)
+  let size = 0
+  for (const g of candidates) {
+    const v = sign * value(g)
+    if (size < limit) {
+      let i = size++
+      heap[i] = v
+      while (i > 0 && heap[(i - 1) >> 1]! > heap[i]!) {
+        const parent = (i - 1) >> 1
+        ;[heap[i], heap[parent]] = [heap[parent]!, heap[i]!]
+        i = parent
+      }
+    } else if (v > heap[0]!) {
+      heap[0] = v
+      for (let i = 0;;) {
+        const l = 2 * i + 1
+        const r = l + 1
+        let least = i
+        if (l < size && heap[l]! < heap[least]!) least = l
+        if (r < size && heap[r]! < heap[least]!) least = r
+        if (least === i) break
+        ;[heap[i], heap[least]] = [heap[least]!, heap[i]!]
+        i = least
+      }
+    }
+  }
+  const threshold = heap[0]!
+  return candidates.filter((g) => sign * value(g) >= threshold)
+}
+
+/**
+ * Top N: one dimension, no time unit, ordered by a counter, with a small limit. Only the rows that
+ * can make the first `limit` are built; `groups` says how many the full answer holds.
+ */
+export const topN = (context: QueryContext): AggregationResult | undefined => {
+  const { dims, keyMask, identityMask, tagsetMask, partition, query, runs } = context
+  const orderBy = query.orderBy
+  if (
+    query.timeUnit !== undefined || dims.length !== 1 || query.limit === undefined || query.limit > TOP_N_MAX ||
+    orderBy === undefined || orderBy === "time" || query.groupByTag === "tag"
+  ) return undefined
+  const dim = dims[0]!
+  const groups = dim === "key"
+    ? partition.keyIds.length
+    : dim === "identity"
+    ? partition.identities.length
+    : partition.tagsets.length
+  if (groups > DENSE_GROUPS_MAX) return undefined
+  const base = {
+    keyFilter: keyMask !== null,
+    tagFilter: tagsetMask !== null,
+    identityFilter: identityMask !== null,
+    requireIdentity: dim === "identity",
+    group: dim,
+    track: false,
+    source: "range"
+  } as const
+  const [lo, hi] = [context.lo, context.hi]
+  const rows = new Rows(query.maxRows)
+
+  if (dim === "key" && orderBy === "total" && !tagsetMask && !identityMask) {
+    // Keys: totals alone pick the contenders (a small, cache-resident table), then their counters
+    // come from their posting lists.
+    const scratch = makeScratch(new Uint32Array(groups), { keyMask })
+    const count = compile({ ...base, counting: "totals" }) as RangeScan
+    for (const run of runs) {
+      const [a, b] = run.rows(lo, hi)
+      count(run.chunks, a, b, null, scratch)
+    }
+    const totals = scratch.acc
+    const candidates: Array<number> = []
+    for (let g = 0; g < groups; g++) if (totals[g] !== 0) candidates.push(g)
+    rows.groups = candidates.length
+    const chosen = contenders(candidates, (g) => totals[g]!, query.limit, query.order)
+    const counts = new Float64Array(OUTCOMES)
+    const [a, b] = partition.main.rows(lo, hi)
+    const lateScan = compile({
+      ...base,
+      keyFilter: true,
+      group: "none",
+      requireIdentity: false,
+      counting: "outcomes"
+    }) as RangeScan
+    const lateScratch = makeScratch(new Uint32Array(OUTCOMES))
+    for (const key of chosen) {
+      counts.fill(0)
+      countKey(partition.main, key, a, b, counts)
+      if (context.late.length > 0) {
+        lateScratch.keyMask = new Uint8Array(groups)
+        lateScratch.keyMask[key] = 1
+        lateScratch.acc.fill(0)
+        const [la, lb] = context.late.rows(lo, hi)
+        lateScan(context.late.chunks, la, lb, null, lateScratch)
+        for (let o = 0; o < OUTCOMES; o++) counts[o]! += lateScratch.acc[o]!
+      }
+      rows.push(undefined, key, 0, 0, counts, 0)
+    }
+    return rows.build(query, partition)
+  }
+
+  // Other dimensions (and other orders): every group's counters, rows only for the contenders.
+  const scratch = makeScratch(new Uint32Array(groups * OUTCOMES), { keyMask, tagsetMask, identityMask })
+  const count = compile({ ...base, counting: "outcomes" }) as RangeScan
+  for (const run of runs) {
+    const [a, b] = run.rows(lo, hi)
+    count(run.chunks, a, b, null, scratch)
+  }
+  const acc = scratch.acc
+  const candidates: Array<number> = []
+  for (let g = 0; g < groups; g++) {
+    const at = g * OUTCOMES
+    if (any(acc, at)) {
+      candidates.push(g)
+    }
+  }
+  rows.groups = candidates.length
+  for (const g of contenders(candidates, (g) => valueOf(orderBy, acc, g * OUTCOMES), query.limit, query.order)) {
+    rows.push(undefined, dim === "key" ? g : 0, dim === "identity" ? g : 0, dim === "tagset" ? g : 0, acc, g * OUTCOMES)
+  }
+  return rows.build(query, partition)
+}

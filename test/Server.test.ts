@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from "@effect/vitest"
-import { ClickhouseTestServer } from "@keymeter/storage-clickhouse"
+import { ClickhouseTestServer } from "@keymeter/testing"
 import * as Effect from "effect/Effect"
 import { spawnSync } from "node:child_process"
 import { existsSync, mkdtempSync, writeFileSync } from "node:fs"

@@ -3,7 +3,7 @@
  */
 import * as Schema from "effect/Schema"
 import { MAX_NAME_LENGTH } from "./Namespace.js"
-import { expected, wellFormed } from "./Validation.js"
+import { boundedString, expected } from "./Validation.js"
 
 /** Shortest and longest identifier. */
 export const MIN_IDENTIFIER_LENGTH = 3
@@ -21,21 +21,16 @@ export class Override extends Schema.Class<Override>("Override")({
   updatedAt: Schema.Number
 }) {}
 
-const NamespaceId = wellFormed(expected(
-  Schema.String.pipe(Schema.minLength(1), Schema.maxLength(MAX_NAME_LENGTH)),
-  `must be a namespace id of 1 to ${MAX_NAME_LENGTH} characters`
-)).annotations({ description: "Id of the namespace; or give namespaceName." })
+const NamespaceId = boundedString("a namespace id", 1, MAX_NAME_LENGTH).annotations({
+  description: "Id of the namespace; or give namespaceName."
+})
 
-const NamespaceName = wellFormed(expected(
-  Schema.String.pipe(Schema.minLength(1), Schema.maxLength(MAX_NAME_LENGTH)),
-  `must be a namespace name of 1 to ${MAX_NAME_LENGTH} characters`
-)).annotations({ description: "Name of the namespace; or give namespaceId." })
+const NamespaceName = boundedString("a namespace name", 1, MAX_NAME_LENGTH).annotations({
+  description: "Name of the namespace; or give namespaceId."
+})
 
 /** An identifier, or a wildcard pattern over identifiers. */
-export const Identifier = wellFormed(expected(
-  Schema.String.pipe(Schema.minLength(MIN_IDENTIFIER_LENGTH), Schema.maxLength(MAX_IDENTIFIER_LENGTH)),
-  `must be a string of ${MIN_IDENTIFIER_LENGTH} to ${MAX_IDENTIFIER_LENGTH} characters`
-))
+export const Identifier = boundedString("a string", MIN_IDENTIFIER_LENGTH, MAX_IDENTIFIER_LENGTH)
 
 /** Body of `ratelimits.setOverride`. */
 export const SetOverrideInput = Schema.Struct({
@@ -79,10 +74,7 @@ export const toView = (override: Override): Schema.Schema.Type<typeof OverrideVi
 })
 
 /** An identifier as a lookup key: any string of 1 to 512 characters. */
-const LookupIdentifier = wellFormed(expected(
-  Schema.String.pipe(Schema.minLength(1), Schema.maxLength(MAX_IDENTIFIER_LENGTH)),
-  `must be a string of 1 to ${MAX_IDENTIFIER_LENGTH} characters`
-))
+const LookupIdentifier = boundedString("a string", 1, MAX_IDENTIFIER_LENGTH)
 
 /** Input of `ratelimits.getOverride`. */
 export const GetOverrideInput = Schema.Struct({

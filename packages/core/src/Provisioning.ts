@@ -7,7 +7,6 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import { Api } from "./Api.js"
-import * as Ids from "./Ids.js"
 import { Namespace } from "./Namespace.js"
 import * as RootKey from "./RootKey.js"
 import { Catalog } from "./Storage.js"
@@ -76,16 +75,15 @@ export const apply = (document: ProvisioningDocument) =>
       yield* catalog.putWorkspace(new Workspace({ id: ws.id, name: ws.name }))
       for (const [index, key] of (ws.rootKeys ?? []).entries()) {
         const result = yield* catalog.putRootKey(
-          new RootKey.RootKey({
-            id: Ids.make(Ids.Prefix.rootKey, now),
+          RootKey.mint({
             workspaceId: ws.id,
             name: key.name ?? `provisioned ${index + 1}`,
-            hash: RootKey.hash(key.key),
             permissions: key.permissions,
-            createdAt: now,
-            ...(key.expiresAt !== undefined ? { expiresAt: key.expiresAt } : {}),
-            disabled: key.disabled ?? false
-          })
+            now,
+            expiresAt: key.expiresAt,
+            disabled: key.disabled,
+            secret: key.key
+          }).rootKey
         )
         if (result === "conflict") {
           yield* conflict(`workspace ${ws.id}: root key ${index + 1} is already a root key of another workspace`)
@@ -122,18 +120,13 @@ export const bootstrap = Effect.gen(function*() {
   const catalog = yield* Catalog
   if (!(yield* catalog.isEmpty)) return Option.none<string>()
   const now = yield* Clock.currentTimeMillis
-  const secret = RootKey.generateSecret()
+  const { rootKey, secret } = RootKey.mint({
+    workspaceId: DEFAULT_WORKSPACE_ID,
+    name: "bootstrap",
+    permissions: ["*"],
+    now
+  })
   yield* catalog.putWorkspace(new Workspace({ id: DEFAULT_WORKSPACE_ID, name: "Default" }))
-  yield* catalog.putRootKey(
-    new RootKey.RootKey({
-      id: Ids.make(Ids.Prefix.rootKey, now),
-      workspaceId: DEFAULT_WORKSPACE_ID,
-      name: "bootstrap",
-      hash: RootKey.hash(secret),
-      permissions: ["*"],
-      createdAt: now,
-      disabled: false
-    })
-  )
+  yield* catalog.putRootKey(rootKey)
   return Option.some(secret)
 })

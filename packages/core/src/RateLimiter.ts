@@ -22,15 +22,9 @@ const Integer = (min: number, expectation: string) =>
 
 /** Body of `ratelimits.limit`. */
 export const LimitInput = Schema.Struct({
-  namespace: Validation.wellFormed(Validation.expected(
-    Schema.String.pipe(Schema.minLength(1), Schema.maxLength(MAX_NAME_LENGTH)),
-    `must be a namespace name of 1 to ${MAX_NAME_LENGTH} characters`
-  )),
+  namespace: Validation.boundedString("a namespace name", 1, MAX_NAME_LENGTH),
 
-  identifier: Validation.wellFormed(Validation.expected(
-    Schema.String.pipe(Schema.minLength(1), Schema.maxLength(MAX_IDENTIFIER_LENGTH)),
-    `must be a string of 1 to ${MAX_IDENTIFIER_LENGTH} characters`
-  )),
+  identifier: Validation.boundedString("a string", 1, MAX_IDENTIFIER_LENGTH),
 
   limit: Integer(1, "must be an integer >= 1"),
   duration: Integer(1000, "must be an integer of milliseconds >= 1000"),

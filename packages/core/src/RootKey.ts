@@ -4,6 +4,7 @@
  */
 import * as Schema from "effect/Schema"
 import { createHash, randomBytes } from "node:crypto"
+import * as Ids from "./Ids.js"
 
 /** A stored root key (no secret). */
 export class RootKey extends Schema.Class<RootKey>("RootKey")({
@@ -25,3 +26,32 @@ export const generateSecret = (): string => SECRET_PREFIX + randomBytes(32).toSt
 
 /** SHA-256 of the secret, hex. */
 export const hash = (secret: string): string => createHash("sha256").update(secret, "utf8").digest("hex")
+
+/** What a new root key is made of. */
+export interface MintOptions {
+  readonly workspaceId: string
+  readonly name: string
+  readonly permissions: ReadonlyArray<string>
+  /** Creation time, unix ms. */
+  readonly now: number
+  readonly expiresAt?: number | undefined
+  readonly disabled?: boolean | undefined
+  /** The secret, when the caller brings its own (a provisioning document); otherwise a new random one. */
+  readonly secret?: string | undefined
+}
+
+/** A new root key: the record to store (only its secret's hash) and the secret, to show once. */
+export const mint = (options: MintOptions): { readonly rootKey: RootKey; readonly secret: string } => {
+  const secret = options.secret ?? generateSecret()
+  const rootKey = new RootKey({
+    id: Ids.make(Ids.Prefix.rootKey, options.now),
+    workspaceId: options.workspaceId,
+    name: options.name,
+    hash: hash(secret),
+    permissions: options.permissions,
+    createdAt: options.now,
+    ...(options.expiresAt !== undefined ? { expiresAt: options.expiresAt } : {}),
+    disabled: options.disabled ?? false
+  })
+  return { rootKey, secret }
+}

@@ -32,6 +32,16 @@ export const NOT_WELL_FORMED = "must be well-formed Unicode, got a string with a
 export const wellFormed = <S extends Schema.Schema<string, string, never>>(schema: S) =>
   schema.pipe(Schema.filter(isWellFormed, { message: () => NOT_WELL_FORMED }))
 
+/**
+ * A well-formed string of `min` to `max` characters; any failure reads
+ * `must be <what> of <min> to <max> characters, got <value>`.
+ */
+export const boundedString = (what: string, min: number, max: number) =>
+  wellFormed(expected(
+    Schema.String.pipe(Schema.minLength(min), Schema.maxLength(max)),
+    `must be ${what} of ${min} to ${max} characters`
+  ))
+
 /** Annotates `schema` so that any failure inside it reads `<expected>, got <value>`. */
 export const expected = <S extends Schema.Schema.Any>(schema: S, expectation: string): S =>
   schema.annotations({

@@ -4,7 +4,7 @@
 import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
 import { ValidationError } from "./Errors.js"
-import { describeValue as describe, isWellFormed, NOT_WELL_FORMED, wellFormed } from "./Validation.js"
+import { boundedString, describeValue as describe, isWellFormed, NOT_WELL_FORMED } from "./Validation.js"
 
 /** The nine outcomes of a verification, in the order the datapoint counters use. */
 export const Outcomes = [
@@ -47,10 +47,10 @@ export const MAX_BATCH = 10_000
 export const MAX_CLOCK_SKEW = 60_000
 
 /** Schema of a key, identity, external or api id. */
-export const Id = wellFormed(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(MAX_ID_LENGTH)))
+export const Id = boundedString("an id", 1, MAX_ID_LENGTH)
 
 /** Schema of one tag. */
-export const Tag = wellFormed(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(MAX_TAG_LENGTH)))
+export const Tag = boundedString("a tag", 1, MAX_TAG_LENGTH)
 
 /** The identity a key belongs to. */
 export const Identity = Schema.Struct({

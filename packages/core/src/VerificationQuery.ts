@@ -6,7 +6,7 @@ import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
 import { ValidationError } from "./Errors.js"
 import * as Time from "./Time.js"
-import { expected, wellFormed } from "./Validation.js"
+import { boundedString, expected } from "./Validation.js"
 import { MAX_ID_LENGTH, MAX_TAG_LENGTH, MAX_TAGS, Outcomes } from "./Verification.js"
 
 /** Dimensions and time units a query may group by. */
@@ -35,11 +35,7 @@ export const OrderBySchema = expected(Schema.Literal(...OrderByValues), `must be
 /** Schema of the order value. */
 export const OrderSchema = expected(Schema.Literal("asc", "desc"), "must be asc or desc")
 
-const IdField = (what: string) =>
-  wellFormed(expected(
-    Schema.String.pipe(Schema.minLength(1), Schema.maxLength(MAX_ID_LENGTH)),
-    `must be ${what} of 1 to ${MAX_ID_LENGTH} characters`
-  ))
+const IdField = (what: string) => boundedString(what, 1, MAX_ID_LENGTH)
 
 const TimeBound = expected(
   Schema.NullOr(Schema.Number.pipe(Schema.int(), Schema.between(0, Time.MAX_TIME))),
@@ -61,10 +57,7 @@ export const VerificationQueryInput = Schema.Struct({
   ),
   tag: Schema.optional(
     Schema.Array(
-      wellFormed(expected(
-        Schema.String.pipe(Schema.minLength(1), Schema.maxLength(MAX_TAG_LENGTH)),
-        `must be a tag of 1 to ${MAX_TAG_LENGTH} characters`
-      ))
+      boundedString("a tag", 1, MAX_TAG_LENGTH)
     ).pipe(Schema.maxItems(MAX_TAGS, { message: () => `must hold at most ${MAX_TAGS} tags` })).annotations({
       description: `Only events carrying all these tags (AND), at most ${MAX_TAGS}.`
     })

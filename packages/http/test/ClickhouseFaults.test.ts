@@ -1,6 +1,8 @@
 import { afterAll, describe, expect, layer } from "@effect/vitest"
-import { ClickhouseTestServer } from "@keymeter/storage-clickhouse"
+import { VerificationStore } from "@keymeter/core/Storage"
+import { ClickhouseVerificationStore } from "@keymeter/storage-clickhouse"
 import { MemoryCatalog } from "@keymeter/storage-memory"
+import { ClickhouseTestServer } from "@keymeter/testing"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
@@ -57,7 +59,18 @@ describe.skipIf(skip !== undefined)("ClickHouse faults", () => {
   layer(
     // Built only when the suite runs: without a server there is no proxy.
     TestServer.layer(
-      Layer.suspend(() => Layer.merge(MemoryCatalog.layer, ClickhouseTestServer.layerFresh({ through: proxy!.url })))
+      Layer.suspend(() =>
+        Layer.merge(
+          MemoryCatalog.layer,
+          Layer.scoped(
+            VerificationStore,
+            Effect.flatMap(
+              ClickhouseTestServer.freshDatabase({ through: proxy!.url }),
+              (url) => ClickhouseVerificationStore.make({ url })
+            )
+          )
+        )
+      )
     ).pipe(
       Layer.provide(Logger.minimumLogLevel(LogLevel.None))
     ),

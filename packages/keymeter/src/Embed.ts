@@ -16,7 +16,6 @@ import type { CreateApiInput } from "@keymeter/core/Api"
 import { Apis } from "@keymeter/core/Apis"
 import * as Auth from "@keymeter/core/Auth"
 import type { Datapoint } from "@keymeter/core/Datapoint"
-import * as Ids from "@keymeter/core/Ids"
 import type { Override, OverridePage, OverrideView } from "@keymeter/core/Override"
 import type {
   DeleteOverrideInput,
@@ -238,20 +237,14 @@ export const createKeymeter = async (options: KeymeterOptions = {}): Promise<Key
       run(Effect.gen(function*() {
         const catalog = yield* Catalog
         const now = yield* Clock.currentTimeMillis
-        const key = RootKey.generateSecret()
-        const id = Ids.make(Ids.Prefix.rootKey, now)
-        yield* catalog.putRootKey(
-          new RootKey.RootKey({
-            id,
-            workspaceId,
-            name: input.name ?? "embedded",
-            hash: RootKey.hash(key),
-            permissions: input.permissions,
-            createdAt: now,
-            disabled: false
-          })
-        )
-        return { id, key }
+        const { rootKey, secret } = RootKey.mint({
+          workspaceId,
+          name: input.name ?? "embedded",
+          permissions: input.permissions,
+          now
+        })
+        yield* catalog.putRootKey(rootKey)
+        return { id: rootKey.id, key: secret }
       })),
     provision: (document) => run(Effect.flatMap(Provisioning.decode(document), Provisioning.apply)),
     handler: (handlerOptions) => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { ClickhouseTestServer } from "@keymeter/storage-clickhouse"
+import { ClickhouseTestServer } from "@keymeter/testing"
 import * as Effect from "effect/Effect"
 import { createKeymeter, KeymeterError } from "keymeter"
 import { createServer } from "node:http"

@@ -1,6 +1,5 @@
 /**
  * keymeter's ClickHouse storage adapter: the verification half of the Storage port.
  */
-export * as ClickhouseTestServer from "./ClickhouseTestServer.js"
 export * as ClickhouseVerificationStore from "./ClickhouseVerificationStore.js"
 export * as Migrations from "./Migrations.js"

@@ -1,6 +1,6 @@
 import { ClickHouseLogLevel, createClient } from "@clickhouse/client"
 import { describe, expect, it } from "@effect/vitest"
-import { ClickhouseTestServer } from "@keymeter/storage-clickhouse"
+import { ClickhouseTestServer } from "@keymeter/testing"
 import * as Effect from "effect/Effect"
 import * as FastCheck from "effect/FastCheck"
 import { encode, integer, LiteralError, sql, string } from "../src/internal/Literal.js"

@@ -105,16 +105,12 @@ export const run = (argv: ReadonlyArray<string>) =>
           }
         }
         yield* requireWorkspace(workspaceId)
-        const key = RootKey.generateSecret()
-        const rootKey = new RootKey.RootKey({
-          id: Ids.make(Ids.Prefix.rootKey, now),
+        const { rootKey, secret: key } = RootKey.mint({
           workspaceId,
           name: values.name ?? "cli",
-          hash: RootKey.hash(key),
           permissions,
-          createdAt: now,
-          ...(expiresAt !== undefined ? { expiresAt } : {}),
-          disabled: false
+          now,
+          expiresAt
         })
         yield* catalog.putRootKey(rootKey)
         return {

@@ -3,7 +3,9 @@
  * out here (this process is the only writer) and written in the transaction that first uses them;
  * when that transaction fails, `rollback` forgets them again.
  */
+import * as SqlClient from "@effect/sql/SqlClient"
 import type { Identity } from "@keymeter/core/Verification"
+import * as Effect from "effect/Effect"
 
 /** What is known of one (workspace, api) partition. */
 export interface Partition {
@@ -188,3 +190,40 @@ export class Dictionaries {
     this.commit()
   }
 }
+
+/** The dictionaries as stored, with each partition's bounds and compaction mark. */
+export const load = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  const dictionaries = new Dictionaries()
+  const bounds = new Map<number, { min: number; max: number }>()
+  for (const [p, min, max] of yield* sql.unsafe("SELECT p, min(hour), max(hour) FROM r_hour_total GROUP BY p").values) {
+    bounds.set(p as number, { min: min as number, max: max as number })
+  }
+  for (
+    const [no, workspaceId, apiId, compacted] of yield* sql.unsafe(
+      "SELECT no, workspace_id, api_id, compacted_through FROM v_partitions"
+    ).values
+  ) {
+    const b = bounds.get(no as number)
+    dictionaries.loadPartition({
+      no: no as number,
+      workspaceId: workspaceId as string,
+      apiId: apiId as string,
+      compactedThrough: compacted as number,
+      minHour: b?.min ?? -1,
+      maxHour: b?.max ?? -1
+    })
+  }
+  for (const [no, value] of yield* sql.unsafe("SELECT no, value FROM v_keys").values) {
+    dictionaries.loadKey(no as number, value as string)
+  }
+  for (
+    const [no, id, externalId] of yield* sql.unsafe("SELECT no, identity_id, external_id FROM v_identities").values
+  ) {
+    dictionaries.loadIdentity(no as number, { id: id as string, externalId: externalId as string })
+  }
+  for (const [no, tags] of yield* sql.unsafe("SELECT no, tags FROM v_tagsets WHERE no > 0").values) {
+    dictionaries.loadTagset(no as number, tags as string)
+  }
+  return dictionaries
+})

@@ -1,3 +1,5 @@
+// Core's Provisioning over the memory catalog: core cannot depend on an adapter, so its tests that need
+// a real catalog live with one.
 import { describe, expect, it } from "@effect/vitest"
 import * as Auth from "@keymeter/core/Auth"
 import * as Provisioning from "@keymeter/core/Provisioning"

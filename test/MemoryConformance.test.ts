@@ -1,5 +1,5 @@
 import { MemoryStorage } from "@keymeter/storage-memory"
-import { conformance } from "./StorageConformance.js"
+import { conformance } from "@keymeter/testing/StorageConformance"
 
 conformance("memory", MemoryStorage.layer)
 // A tiny merge threshold exercises the late-run merge on every few events.

@@ -1,25 +1,19 @@
+/**
+ * The SQLite store's hot range: its background load after open, commits during a load, and the
+ * rebuild that drops aged days; answers checked against the reference oracle.
+ */
 import * as SqlClient from "@effect/sql/SqlClient"
 import { describe, expect, it } from "@effect/vitest"
 import * as Keymeter from "@keymeter/core/Keymeter"
 import { SqliteStorage, SqliteVerificationStore } from "@keymeter/storage-sqlite"
+import { Reference } from "@keymeter/testing"
+import { ask, eventArb, FROM, queryArb, seedCatalog, store, TO, WS } from "@keymeter/testing/StorageConformance"
 import * as Effect from "effect/Effect"
 import * as FastCheck from "effect/FastCheck"
 import * as Layer from "effect/Layer"
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import * as Reference from "./Reference.js"
-import { ask, conformance, eventArb, FROM, queryArb, seedCatalog, store, TO, WS } from "./StorageConformance.js"
-
-// The default keeps every test's data in the in-memory hot index: queries are answered from it.
-conformance("sqlite", SqliteStorage.layer({ filename: ":memory:" }))
-// Without the hot index, the rollups and their planner answer everything.
-conformance("sqlite, rollups only", SqliteStorage.layer({ filename: ":memory:", hotDays: 0 }))
-// Compacting after every write puts whole days on the day tables in nearly every query.
-conformance(
-  "sqlite, rollups only, compacting eagerly",
-  SqliteStorage.layer({ filename: ":memory:", hotDays: 0, compaction: { batchDays: 1 } })
-)
 
 const DAY = 86_400_000
 

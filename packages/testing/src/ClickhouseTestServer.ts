@@ -1,14 +1,10 @@
 /**
  * The ClickHouse server that test suites run against: `KEYMETER_TEST_CLICKHOUSE` (for example
- * `http://127.0.0.1:18123`, as `.ci/run` starts it with `scripts/server.sh`). Without it the
+ * `http://127.0.0.1:18123`, as `.ci/run` starts it with storage-clickhouse's `scripts/server.sh`). Without it the
  * ClickHouse suites are skipped with a printed reason, except in CI (`CI` set), where they must run.
  */
 import { ClickHouseLogLevel, createClient } from "@clickhouse/client"
-import type { StorageError } from "@keymeter/core/Errors"
-import { VerificationStore } from "@keymeter/core/Storage"
 import * as Effect from "effect/Effect"
-import * as Layer from "effect/Layer"
-import * as ClickhouseVerificationStore from "./ClickhouseVerificationStore.js"
 
 /** The server's URL (no database), or undefined. */
 export const url: string | undefined = process.env.KEYMETER_TEST_CLICKHOUSE?.replace(/\/+$/, "") || undefined
@@ -37,17 +33,12 @@ export const dropDatabase = (name: string, serverUrl: string = url!) =>
   })
 
 /**
- * The store on a database of its own for each build of the layer, dropped when it is released;
- * `through` replaces the server URL (a proxy in front of it, say).
+ * The URL of a database of its own on the test server, dropped when the scope closes; `through`
+ * replaces the server URL (a proxy in front of it, say).
  */
-export const layerFresh = (
-  options: Partial<ClickhouseVerificationStore.Options> & { readonly through?: string | undefined } = {}
-): Layer.Layer<VerificationStore, StorageError> =>
-  Layer.scoped(
-    VerificationStore,
-    Effect.gen(function*() {
-      const name = databaseName()
-      yield* Effect.addFinalizer(() => dropDatabase(name))
-      return yield* ClickhouseVerificationStore.make({ ...options, url: `${options.through ?? url}/${name}` })
-    })
-  )
+export const freshDatabase = (options: { readonly through?: string | undefined } = {}) =>
+  Effect.gen(function*() {
+    const name = databaseName()
+    yield* Effect.addFinalizer(() => dropDatabase(name))
+    return `${options.through ?? url}/${name}`
+  })

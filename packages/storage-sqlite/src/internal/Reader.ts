@@ -1,0 +1,66 @@
+/**
+ * Reads: a window inside the hot range is answered from memory (`HotIndex`); the rest by the
+ * statements of `Planner`, whose rows are summed per group when the window took several.
+ */
+import type * as SqlClient from "@effect/sql/SqlClient"
+import type { SqlError } from "@effect/sql/SqlError"
+import type { AggregationQuery, AggregationResult } from "@keymeter/core/Aggregation"
+import { OUTCOMES } from "@keymeter/core/Aggregation"
+import * as Effect from "effect/Effect"
+import type { Dictionaries } from "./Dictionaries.js"
+import type { HotIndex } from "./HotIndex.js"
+import * as Planner from "./Planner.js"
+
+/** The answer of `query`, or undefined when it would hold more than `query.maxRows` rows. */
+export const make =
+  (sql: SqlClient.SqlClient, dictionaries: Dictionaries, hot: HotIndex | undefined) =>
+  (query: AggregationQuery): Effect.Effect<AggregationResult | undefined, SqlError> =>
+    Effect.gen(function*() {
+      const fromMemory = hot === undefined ? null : hot.answer(query)
+      if (fromMemory !== null) return fromMemory
+      const plan = Planner.plan(query, dictionaries)
+      const width = 1 + (plan?.dimensions.length ?? 0)
+      const merged = new Map<string, number>()
+      const rows: Array<ReadonlyArray<unknown>> = []
+      for (const statement of plan?.statements ?? []) {
+        const result = yield* sql.unsafe(statement.text, statement.params).values
+        if (result.length > query.maxRows) return undefined
+        for (const row of result) {
+          if (row[width] === null) continue // an empty, ungrouped sum
+          if (plan!.statements.length === 1) {
+            rows.push(row)
+            continue
+          }
+          const id = row.slice(0, width).join(",")
+          const at = merged.get(id)
+          if (at === undefined) {
+            merged.set(id, rows.length)
+            rows.push(row.slice())
+          } else {
+            const target = rows[at]! as Array<number>
+            for (let o = 0; o < OUTCOMES; o++) target[width + o]! += row[width + o] as number
+          }
+        }
+        if (rows.length > query.maxRows) return undefined
+      }
+      const size = rows.length
+      const counts = new Float64Array(size * OUTCOMES)
+      for (let r = 0; r < size; r++) {
+        for (let o = 0; o < OUTCOMES; o++) counts[r * OUTCOMES + o] = rows[r]![width + o] as number
+      }
+      const column = (dimension: Planner.Dimension) => 1 + plan!.dimensions.indexOf(dimension)
+      return {
+        size,
+        counts,
+        time: query.timeUnit !== undefined
+          ? Float64Array.from(rows, (row) => plan!.bucketTime(row[0] as number))
+          : undefined,
+        keyId: query.groupByKey ? rows.map((row) => dictionaries.keyNames[row[column("key")] as number]!) : undefined,
+        identity: query.groupByIdentity
+          ? rows.map((row) => dictionaries.identityList[row[column("identity")] as number]!)
+          : undefined,
+        tags: query.groupByTag !== undefined
+          ? rows.map((row) => dictionaries.tagsetList[row[column("tagset")] as number]!)
+          : undefined
+      }
+    })

@@ -1,0 +1,83 @@
+/**
+ * The transaction of one batch: the dictionary entries it is the first to use, its hour rollups
+ * (`r_hour`, `r_hour_total`), and for events of days already compacted, the day tables too. The
+ * dictionaries keep the new entries when it commits and forget them when it fails.
+ */
+import type * as SqlClient from "@effect/sql/SqlClient"
+import * as Time from "@keymeter/core/Time"
+import type { Verification } from "@keymeter/core/Verification"
+import { OutcomeIndex } from "@keymeter/core/Verification"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import type { Dictionaries } from "./Dictionaries.js"
+import { RollupRows, upsert } from "./Rollup.js"
+
+/** Rows per INSERT of dictionary entries. */
+const INSERT_ROWS = 200
+
+/** Inserts `rows` into `table`, {@link INSERT_ROWS} at a time. */
+const insertAll = (sql: SqlClient.SqlClient, table: string, rows: ReadonlyArray<Record<string, string | number>>) =>
+  Effect.forEach(
+    Array.from(
+      { length: Math.ceil(rows.length / INSERT_ROWS) },
+      (_, i) => rows.slice(i * INSERT_ROWS, (i + 1) * INSERT_ROWS)
+    ),
+    (chunk) => sql`INSERT INTO ${sql(table)} ${sql.insert(chunk)}`,
+    { discard: true }
+  )
+
+/** The writes of `events`, inside the caller's transaction. */
+const write = (sql: SqlClient.SqlClient, dictionaries: Dictionaries, events: ReadonlyArray<Verification>) =>
+  Effect.gen(function*() {
+    const hour = new RollupRows("r_hour")
+    const hourTotal = new RollupRows("r_hour_total")
+    const late = {
+      day: new RollupRows("r_day"),
+      dayTotal: new RollupRows("r_day_total"),
+      dayKey: new RollupRows("r_day_key"),
+      dayIdentity: new RollupRows("r_day_identity"),
+      dayTagset: new RollupRows("r_day_tagset")
+    }
+    for (const event of events) {
+      const partition = dictionaries.partitionFor(event.workspaceId, event.apiId)
+      const h = Math.floor(event.time / Time.HOUR)
+      dictionaries.seeHour(partition, h)
+      const p = partition.no
+      const key = dictionaries.keyCode(event.keyId)
+      const identity = event.identity === undefined ? 0 : dictionaries.identityCode(event.identity)
+      const tagset = dictionaries.tagsetCode(event.tags)
+      const outcome = OutcomeIndex.get(event.outcome)!
+      hour.add([p, h, key, identity, tagset], outcome)
+      hourTotal.add([p, h], outcome)
+      const day = Math.floor(h / 24)
+      if (day <= partition.compactedThrough) {
+        late.day.add([p, day, key, identity, tagset], outcome)
+        late.dayTotal.add([p, day], outcome)
+        late.dayKey.add([p, key, day], outcome)
+        late.dayIdentity.add([p, identity, day], outcome)
+        late.dayTagset.add([p, tagset, day], outcome)
+      }
+    }
+    const pending = dictionaries.pending
+    yield* insertAll(
+      sql,
+      "v_partitions",
+      pending.partitions.map((p) => ({ no: p.no, workspace_id: p.workspaceId, api_id: p.apiId }))
+    )
+    yield* insertAll(sql, "v_keys", pending.keys.map(([no, value]) => ({ no, value })))
+    yield* insertAll(
+      sql,
+      "v_identities",
+      pending.identities.map(([no, i]) => ({ no, identity_id: i.id, external_id: i.externalId }))
+    )
+    yield* insertAll(sql, "v_tagsets", pending.tagsets.map(([no, tags]) => ({ no, tags })))
+    yield* upsert(sql, hour)
+    yield* upsert(sql, hourTotal)
+    for (const rows of Object.values(late)) if (rows.size > 0) yield* upsert(sql, rows)
+  })
+
+/** Stores `events` in one transaction; all or nothing. */
+export const commit = (sql: SqlClient.SqlClient, dictionaries: Dictionaries, events: ReadonlyArray<Verification>) =>
+  sql.withTransaction(write(sql, dictionaries, events)).pipe(
+    Effect.onExit((exit) => Effect.sync(() => (Exit.isSuccess(exit) ? dictionaries.commit() : dictionaries.rollback())))
+  )

@@ -2,6 +2,7 @@
  * Rate-limit overrides: the limit for one identifier, or a `*` wildcard pattern, in a namespace.
  */
 import * as Schema from "effect/Schema"
+import * as Struct from "effect/Struct"
 import { MAX_NAME_LENGTH } from "./Namespace.js"
 import { boundedString, expected } from "./Validation.js"
 
@@ -51,27 +52,16 @@ export const SetOverrideInput = Schema.Struct({
 /** An override as a caller sets it. */
 export type SetOverrideInput = Schema.Schema.Type<typeof SetOverrideInput>
 
-/** An override as the API answers it. */
-export const OverrideView = Schema.Struct({
-  id: Schema.String,
-  identifier: Schema.String,
-  limit: Schema.Number,
-  duration: Schema.Number,
-  async: Schema.Boolean,
-  createdAt: Schema.Number,
-  updatedAt: Schema.Number
-}).annotations({ identifier: "Override" })
+/** An override as the API answers it: the stored one but for its namespace, which the caller named. */
+export const OverrideView = Schema.Struct(Struct.omit(Override.fields, "namespaceId")).annotations({
+  identifier: "Override"
+})
 
 /** The API's view of an override. */
-export const toView = (override: Override): Schema.Schema.Type<typeof OverrideView> => ({
-  id: override.id,
-  identifier: override.identifier,
-  limit: override.limit,
-  duration: override.duration,
-  async: override.async,
-  createdAt: override.createdAt,
-  updatedAt: override.updatedAt
-})
+export const toView = (override: Override): Schema.Schema.Type<typeof OverrideView> => {
+  const { namespaceId: _, ...view } = override
+  return view
+}
 
 /** An identifier as a lookup key: any string of 1 to 512 characters. */
 const LookupIdentifier = boundedString("a string", 1, MAX_IDENTIFIER_LENGTH)

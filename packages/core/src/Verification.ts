@@ -93,6 +93,22 @@ export interface Verification {
   readonly tags: ReadonlyArray<string>
 }
 
+/** A verification in stored form: without an identity or tags unless given; tags normalized. */
+export const make = (
+  fields: Omit<Verification, "identity" | "tags"> & {
+    readonly identity?: Identity | undefined
+    readonly tags?: ReadonlyArray<string> | undefined
+  }
+): Verification => ({
+  time: fields.time,
+  workspaceId: fields.workspaceId,
+  apiId: fields.apiId,
+  keyId: fields.keyId,
+  identity: fields.identity,
+  outcome: fields.outcome,
+  tags: normalizeTags(fields.tags ?? [])
+})
+
 /**
  * De-duplicates and sorts tags (by code unit), so `[b, a, b]` and `[a, b]` are one tag set. Tags
  * already sorted and unique are returned as they are.

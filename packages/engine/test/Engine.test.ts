@@ -1,22 +1,16 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as Aggregation from "@keymeter/core/Aggregation"
 import type { AggregationQuery } from "@keymeter/core/Aggregation"
-import type { Verification } from "@keymeter/core/Verification"
+import * as Verification from "@keymeter/core/Verification"
+import type { Verification as Event } from "@keymeter/core/Verification"
 import { Engine } from "@keymeter/engine/Engine"
 import { Partition } from "../src/internal/Partition.js"
 import { Run } from "../src/internal/Run.js"
 
 const HOUR = 3_600_000
 
-const event = (hour: number, keyId: string, outcome: Verification["outcome"] = "valid"): Verification => ({
-  time: hour * HOUR + 1234,
-  workspaceId: "ws",
-  apiId: "api",
-  keyId,
-  identity: undefined,
-  outcome,
-  tags: []
-})
+const event = (hour: number, keyId: string, outcome: Event["outcome"] = "valid"): Event =>
+  Verification.make({ time: hour * HOUR + 1234, workspaceId: "ws", apiId: "api", keyId, outcome })
 
 const query = (overrides: Partial<AggregationQuery> = {}) =>
   Aggregation.makeQuery({ workspaceId: "ws", apiId: "api", end: 10_000 * HOUR, maxRows: 1000, ...overrides })
@@ -77,7 +71,7 @@ describe("Partition", () => {
 describe("Engine", () => {
   it("answers key filters from posting lists and scans alike", () => {
     const engine = new Engine()
-    const events: Array<Verification> = []
+    const events: Array<Event> = []
     for (let h = 0; h < 200; h++) {
       for (let k = 0; k < 50; k++) events.push(event(h, `k${k}`, k % 7 === 0 ? "rateLimited" : "valid"))
     }
@@ -93,7 +87,7 @@ describe("Engine", () => {
 
   it("holds an event in about 21 bytes (17 in columns, 4 in posting lists)", () => {
     const engine = new Engine()
-    const batch: Array<Verification> = []
+    const batch: Array<Event> = []
     for (let i = 0; i < 1_000_000; i++) batch.push(event(Math.floor(i / 1000), `k${i % 500}`))
     engine.append(batch)
     const stats = engine.stats()

@@ -3,7 +3,8 @@ import { describe, expect, it } from "@effect/vitest"
 import * as Aggregation from "@keymeter/core/Aggregation"
 import type { AggregationQuery } from "@keymeter/core/Aggregation"
 import { StorageError } from "@keymeter/core/Errors"
-import type { Verification } from "@keymeter/core/Verification"
+import * as Verification from "@keymeter/core/Verification"
+import type { Verification as Event } from "@keymeter/core/Verification"
 import { ClickhouseVerificationStore, Migrations } from "@keymeter/storage-clickhouse"
 import { ClickhouseTestServer } from "@keymeter/testing"
 import * as Effect from "effect/Effect"
@@ -12,15 +13,8 @@ import * as Exit from "effect/Exit"
 const HOUR = 3_600_000
 const T0 = Date.parse("2025-01-01T00:00:00Z")
 
-const event = (time: number, keyId: string): Verification => ({
-  time,
-  workspaceId: "ws",
-  apiId: "api",
-  keyId,
-  identity: undefined,
-  outcome: "valid",
-  tags: []
-})
+const event = (time: number, keyId: string): Event =>
+  Verification.make({ time, workspaceId: "ws", apiId: "api", keyId, outcome: "valid" })
 
 const query = (overrides: Partial<AggregationQuery> = {}) =>
   Aggregation.makeQuery({

@@ -1,21 +1,15 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as Aggregation from "@keymeter/core/Aggregation"
 import { VerificationStore } from "@keymeter/core/Storage"
-import type { Verification } from "@keymeter/core/Verification"
+import * as Verification from "@keymeter/core/Verification"
+import type { Verification as Event } from "@keymeter/core/Verification"
 import { MemoryStorage } from "@keymeter/storage-memory"
 import * as Effect from "effect/Effect"
 
 const HOUR = 3_600_000
 
-const event = (hour: number, keyId: string): Verification => ({
-  time: hour * HOUR,
-  workspaceId: "ws",
-  apiId: "api",
-  keyId,
-  identity: undefined,
-  outcome: "valid",
-  tags: []
-})
+const event = (hour: number, keyId: string): Event =>
+  Verification.make({ time: hour * HOUR, workspaceId: "ws", apiId: "api", keyId, outcome: "valid" })
 
 const query = (fields: Partial<Aggregation.AggregationQuery> = {}) =>
   Aggregation.makeQuery({ workspaceId: "ws", apiId: "api", end: 100 * HOUR, maxRows: 1000, ...fields })

@@ -5,7 +5,8 @@ import { describe, expect, it } from "@effect/vitest"
 import * as Aggregation from "@keymeter/core/Aggregation"
 import type { AggregationQuery } from "@keymeter/core/Aggregation"
 import { Catalog, VerificationStore } from "@keymeter/core/Storage"
-import type { Verification } from "@keymeter/core/Verification"
+import * as Verification from "@keymeter/core/Verification"
+import type { Verification as Event } from "@keymeter/core/Verification"
 import { Workspace } from "@keymeter/core/Workspace"
 import { Migrations, SqliteStorage } from "@keymeter/storage-sqlite"
 import * as Effect from "effect/Effect"
@@ -20,15 +21,8 @@ const HOUR = 3_600_000
 const T0 = Date.parse("2025-01-01T00:00:00Z")
 const tempFile = () => join(mkdtempSync(join(tmpdir(), "keymeter-sqlite-")), "k.db")
 
-const event = (time: number, keyId: string, outcome: Verification["outcome"] = "valid"): Verification => ({
-  time,
-  workspaceId: "ws",
-  apiId: "api",
-  keyId,
-  identity: undefined,
-  outcome,
-  tags: []
-})
+const event = (time: number, keyId: string, outcome: Event["outcome"] = "valid"): Event =>
+  Verification.make({ time, workspaceId: "ws", apiId: "api", keyId, outcome })
 
 const query = (overrides: Partial<AggregationQuery> = {}) =>
   Aggregation.makeQuery({ workspaceId: "ws", apiId: "api", end: T0 + 1000 * HOUR, maxRows: 1000, ...overrides })

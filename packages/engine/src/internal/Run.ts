@@ -166,3 +166,16 @@ export class Run {
     return this.chunks.length * CHUNK_SIZE * 17 + this.indexHour.data.byteLength * 2 + this.indexCounts.byteLength
   }
 }
+
+/** Calls `f` for each chunk that rows [a, b) touch: its number, its first row, and the local rows [from, to). */
+export const forEachChunk = (
+  a: number,
+  b: number,
+  f: (chunk: number, base: number, from: number, to: number) => void
+): void => {
+  if (a >= b) return
+  for (let c = a >>> CHUNK_BITS; c <= (b - 1) >>> CHUNK_BITS; c++) {
+    const base = c * CHUNK_SIZE
+    f(c, base, Math.max(a - base, 0), Math.min(b - base, CHUNK_SIZE))
+  }
+}

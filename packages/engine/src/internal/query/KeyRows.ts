@@ -4,7 +4,7 @@
  */
 import * as KeyIndex from "../KeyIndex.js"
 import type { Run, U32List } from "../Run.js"
-import { CHUNK_BITS, CHUNK_SIZE } from "../Run.js"
+import { forEachChunk } from "../Run.js"
 
 /**
  * Rows a key-index read of `keys` over main-run rows [a, b) would visit: their entries in full
@@ -12,11 +12,7 @@ import { CHUNK_BITS, CHUNK_SIZE } from "../Run.js"
  */
 export const keyRowsEstimate = (run: Run, keys: ReadonlyArray<number>, a: number, b: number): number => {
   let count = 0
-  if (a >= b) return 0
-  for (let c = a >>> CHUNK_BITS; c <= (b - 1) >>> CHUNK_BITS; c++) {
-    const base = c * CHUNK_SIZE
-    const from = Math.max(a - base, 0)
-    const to = Math.min(b - base, CHUNK_SIZE)
+  forEachChunk(a, b, (c, _, from, to) => {
     const index = run.chunks[c]!.keyIndex
     if (index === undefined) count += to - from
     else {
@@ -25,7 +21,7 @@ export const keyRowsEstimate = (run: Run, keys: ReadonlyArray<number>, a: number
         count += end - p
       }
     }
-  }
+  })
   return count
 }
 
@@ -40,34 +36,21 @@ export const gather = (
   b: number,
   into: U32List,
   unindexed: (from: number, to: number) => void
-) => {
-  if (a >= b) return
-  for (let c = a >>> CHUNK_BITS; c <= (b - 1) >>> CHUNK_BITS; c++) {
-    const chunk = run.chunks[c]!
-    const base = c * CHUNK_SIZE
-    const from = Math.max(a - base, 0)
-    const to = Math.min(b - base, CHUNK_SIZE)
-    const index = chunk.keyIndex
-    if (index === undefined) {
-      unindexed(base + from, base + to)
-      continue
-    }
+) =>
+  forEachChunk(a, b, (c, base, from, to) => {
+    const index = run.chunks[c]!.keyIndex
+    if (index === undefined) return unindexed(base + from, base + to)
+    const entries = index.entries
     for (const key of keys) {
       const [p, end] = KeyIndex.range(index, key, from, to)
-      const entries = index.entries
       for (let q = p; q < end; q++) into.push(base * 16 + entries[q]!)
     }
-  }
-}
+  })
 
 /** Adds the outcomes of `key`'s rows in main-run rows [a, b) to `counts[0 .. OUTCOMES)`. */
-export const countKey = (run: Run, key: number, a: number, b: number, counts: Float64Array) => {
-  if (a >= b) return
-  for (let c = a >>> CHUNK_BITS; c <= (b - 1) >>> CHUNK_BITS; c++) {
+export const countKey = (run: Run, key: number, a: number, b: number, counts: Float64Array) =>
+  forEachChunk(a, b, (c, _, from, to) => {
     const chunk = run.chunks[c]!
-    const base = c * CHUNK_SIZE
-    const from = Math.max(a - base, 0)
-    const to = Math.min(b - base, CHUNK_SIZE)
     const index = chunk.keyIndex
     if (index !== undefined) {
       const [p, end] = KeyIndex.range(index, key, from, to)
@@ -78,5 +61,4 @@ export const countKey = (run: Run, key: number, a: number, b: number, counts: Fl
       const outcomes = chunk.outcome
       for (let i = from; i < to; i++) if (keys[i] === key) counts[outcomes[i]!]!++
     }
-  }
-}
+  })

@@ -5,7 +5,7 @@
 import type { AggregationResult } from "@keymeter/core/Aggregation"
 import { OUTCOMES } from "@keymeter/core/Aggregation"
 import * as KeyIndex from "../KeyIndex.js"
-import { CHUNK_BITS, CHUNK_SIZE } from "../Run.js"
+import { forEachChunk } from "../Run.js"
 import type { RangeScan } from "./Compile.js"
 import { any, compile, makeScratch } from "./Compile.js"
 import type { QueryContext } from "./QueryContext.js"
@@ -42,12 +42,11 @@ export const postingSeries = ({ keyCodes, keyMask, late, partition, plan, query 
   const end = ends[ends.length - 1]!
   for (const key of keyCodes) {
     if (start >= end) break
-    let j = 0
-    for (let c = start >>> CHUNK_BITS; c <= (end - 1) >>> CHUNK_BITS; c++) {
+    let bucket = 0
+    forEachChunk(start, end, (c, base, from, to) => {
+      // A local copy: the loops below are hot, and `bucket` lives in the closure's context.
+      let j = bucket
       const chunk = main.chunks[c]!
-      const base = c * CHUNK_SIZE
-      const from = Math.max(start - base, 0)
-      const to = Math.min(end - base, CHUNK_SIZE)
       const index = chunk.keyIndex
       if (index !== undefined) {
         const [p, last] = KeyIndex.range(index, key, from, to)
@@ -67,7 +66,8 @@ export const postingSeries = ({ keyCodes, keyMask, late, partition, plan, query 
           acc[j * OUTCOMES + outcomes[i]!]!++
         }
       }
-    }
+      bucket = j
+    })
   }
   if (late.length > 0) {
     const scratch = makeScratch(new Uint32Array(OUTCOMES), { keyMask })

@@ -116,6 +116,8 @@ export const plan = (query: AggregationQuery, dictionaries: Dictionaries): Plan 
       : query.timeUnit === "day"
       ? day
       : monthCase!(day)
+    // Lists are one JSON parameter read by json_each rather than `sql.in`'s one `?` per value: the
+    // statement text then does not depend on the list's length and stays in the prepared cache.
     const where = ["p = ?"]
     const params: Array<unknown> = [partition.no]
     // In the full rollups the key follows the time column: listing every hour (day) lets SQLite

@@ -1,7 +1,7 @@
 /**
  * Embedding keymeter in an existing node:http service that does not use Effect.
  *
- *   npx tsx examples/embedded.ts
+ *   node --conditions=@keymeter/source --import tsx examples/embedded.ts
  *
  * The service verifies its own API keys on /hello and records every outcome with
  * `keymeter.record`; /usage reads the counts back per day; the keymeter HTTP API (with its /docs)

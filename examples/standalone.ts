@@ -2,7 +2,7 @@
  * Running the standalone keymeter server from an Effect program: the same server `npm start` runs,
  * composed by hand, so it can be extended (other storage, extra layers) in code.
  *
- *   npx tsx examples/standalone.ts
+ *   node --conditions=@keymeter/source --import tsx examples/standalone.ts
  *
  * It provisions examples/provision.json (workspace ws_acme, root keys sk_acme_admin and
  * sk_acme_reader, api api_main, namespace email) and listens on PORT (default 8787).

@@ -4,7 +4,7 @@ import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import type { Running } from "./Spawn.js"
-import { freePort, root, start, stop } from "./Spawn.js"
+import { freePort, nodeArgs, root, start, stop } from "./Spawn.js"
 
 const running: Array<Running> = []
 afterEach(async () => {
@@ -13,7 +13,7 @@ afterEach(async () => {
 
 const keymeter = (db: string, ...args: Array<string>) => {
   const result = spawnSync(process.execPath, [
-    join(root, "packages/storage-sqlite/bin/keymeter.js"),
+    ...nodeArgs("packages/storage-sqlite/src/bin.ts"),
     "--db",
     db,
     ...args

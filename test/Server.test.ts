@@ -132,7 +132,7 @@ describe("standalone server (npm start)", () => {
 
   it("refuses bad configuration with a clear message and exit code 1", () => {
     const run = (env: Record<string, string>) =>
-      spawnSync(process.execPath, ["--import", "tsx", MAIN], {
+      spawnSync(process.execPath, ["--conditions=@keymeter/source", "--import", "tsx", MAIN], {
         cwd: root,
         env: { ...process.env, PORT: "0", ...env },
         encoding: "utf8",

@@ -32,6 +32,17 @@ export interface Running {
 }
 
 /**
+ * Node's arguments to run the TypeScript file `entry` (relative to the repository root): tsx's
+ * loader, and workspace packages resolved to their sources (the `@keymeter/source` condition).
+ */
+export const nodeArgs = (entry: string): Array<string> => [
+  "--conditions=@keymeter/source",
+  "--import",
+  tsxLoader,
+  resolvePath(root, entry)
+]
+
+/**
  * Starts `entry` (relative to the repository root) with Node and the tsx loader, and resolves once
  * a line matches `ready`. Not through the tsx CLI: its wrapper process relays SIGTERM and then
  * kills the server before in-flight requests finish.
@@ -47,7 +58,7 @@ export const start = (
   }
 ) =>
   new Promise<Running & { readonly match: RegExpMatchArray }>((resolve, reject) => {
-    const child = spawn(process.execPath, ["--import", tsxLoader, resolvePath(root, entry)], {
+    const child = spawn(process.execPath, nodeArgs(entry), {
       cwd: options.cwd ?? root,
       env: { ...process.env, ...options.env },
       stdio: ["ignore", "pipe", "pipe"]

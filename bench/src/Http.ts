@@ -57,7 +57,12 @@ export const start = async (storage: string, env: Record<string, string> = {}): 
     })
   )
   const port = await freePort()
-  const child = spawn(process.execPath, ["--import", tsxLoader, join(root, "packages/keymeter/src/main.ts")], {
+  const child = spawn(process.execPath, [
+    "--conditions=@keymeter/source",
+    "--import",
+    tsxLoader,
+    join(root, "packages/keymeter/src/main.ts")
+  ], {
     cwd: dir,
     env: {
       ...process.env,

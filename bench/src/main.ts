@@ -43,6 +43,7 @@ const runWorker = (engine: string, size: number): Array<EngineResult> => {
   const out = here(`../data/result-${engine}-${size}.json`)
   const args = [
     "--max-old-space-size=16384",
+    "--conditions=@keymeter/source",
     "--import",
     tsxLoader,
     here("./Worker.ts"),

@@ -1,3 +1,4 @@
+#!/usr/bin/env node
 /**
  * The standalone server: `npm start`. Configured by environment (see ServerConfig); stops cleanly on
  * SIGINT/SIGTERM, letting in-flight requests finish.

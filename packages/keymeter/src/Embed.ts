@@ -163,6 +163,10 @@ const toError = (cause: Cause.Cause<unknown>): KeymeterError => {
     const wire = Errors.toWire(error as Errors.DomainError)
     return new KeymeterError(wire.code, wire.message, { cause: error })
   }
+  // A storage string naming an adapter that is not installed, or a bad URL in it, is the caller's.
+  if (error instanceof StorageSpec.InvalidStorageSpec) {
+    return new KeymeterError("BAD_REQUEST", error.message, { cause: error })
+  }
   // Failures outside the domain (a storage that cannot be opened, say) keep their own message.
   return new KeymeterError("INTERNAL_SERVER_ERROR", error?.message ?? String(error), { cause: error })
 }

@@ -2,13 +2,16 @@
  * Choosing storage from strings, as the environment gives them: `KEYMETER_STORAGE` (`memory`, or
  * `sqlite:<path>`) holds everything, unless `KEYMETER_ANALYTICS` (`clickhouse:<url>`) takes the
  * verifications, leaving the catalog where `KEYMETER_STORAGE` says.
+ *
+ * The SQLite and ClickHouse adapters are optional peer dependencies, imported only when a string
+ * names them: an embedder on memory storage installs neither native code nor a ClickHouse client.
  */
-import { StorageError } from "@keymeter/core/Errors"
+import type { StorageError } from "@keymeter/core/Errors"
 import type { Catalog, VerificationStore } from "@keymeter/core/Storage"
-import { ClickhouseVerificationStore } from "@keymeter/storage-clickhouse"
 import { MemoryCatalog, MemoryStorage } from "@keymeter/storage-memory"
-import { SqliteStorage } from "@keymeter/storage-sqlite"
+import type { SqliteStorage } from "@keymeter/storage-sqlite"
 import * as Data from "effect/Data"
+import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 
 /** The default: a SQLite file beside the working directory. */
@@ -35,21 +38,32 @@ export const parse = (spec: string): Spec | InvalidStorageSpec => {
   })
 }
 
-/** Parses `clickhouse:http://host:8123/<database>`. */
+/** Parses `clickhouse:<url>`; the URL itself is checked when the adapter loads (see {@link layer}). */
 export const parseAnalytics = (spec: string): AnalyticsSpec | InvalidStorageSpec => {
   const value = spec.trim()
-  if (value.startsWith("clickhouse:")) {
-    const url = value.slice("clickhouse:".length)
-    const target = ClickhouseVerificationStore.parseUrl(url)
-    if (target instanceof StorageError) {
-      return new InvalidStorageSpec({ message: `KEYMETER_ANALYTICS: ${target.message}` })
-    }
-    return { _tag: "clickhouse", url }
-  }
+  if (value.startsWith("clickhouse:")) return { _tag: "clickhouse", url: value.slice("clickhouse:".length) }
   return new InvalidStorageSpec({
     message: `KEYMETER_ANALYTICS must be "clickhouse:http://<host>:<port>/<database>", got ${JSON.stringify(spec)}`
   })
 }
+
+/**
+ * Imports an optional adapter; when it is not installed, the message says what to install. Other
+ * failures (a native module that does not load, say) keep their own message.
+ */
+const importAdapter = <A>(name: string, needed: string, load: () => Promise<A>) =>
+  Effect.tryPromise({
+    try: load,
+    catch: (error) => {
+      const missing = (error as { code?: string }).code === "ERR_MODULE_NOT_FOUND" &&
+        String((error as Error).message).includes(name)
+      return new InvalidStorageSpec({
+        message: missing
+          ? `${needed} needs the package ${name}, which is not installed; install it with: npm install ${name}`
+          : `${needed}: ${name} could not be loaded: ${error instanceof Error ? error.message : String(error)}`
+      })
+    }
+  })
 
 /** Tuning of the layers a spec names. */
 export interface LayerOptions {
@@ -59,21 +73,35 @@ export interface LayerOptions {
   readonly analytics?: AnalyticsSpec | undefined
 }
 
-/** The storage layer the specs name. */
+const sqlite = importAdapter(
+  "@keymeter/storage-sqlite",
+  "KEYMETER_STORAGE=sqlite:",
+  () => import("@keymeter/storage-sqlite")
+)
+
+const clickhouse = importAdapter(
+  "@keymeter/storage-clickhouse",
+  "KEYMETER_ANALYTICS=clickhouse:",
+  () => import("@keymeter/storage-clickhouse")
+)
+
+/** The storage layer the specs name, importing the adapters it needs. */
 export const layer = (
   spec: Spec,
   options: LayerOptions = {}
-): Layer.Layer<VerificationStore | Catalog, SqliteStorage.OpenError | StorageError> => {
-  if (options.analytics !== undefined) {
+): Layer.Layer<VerificationStore | Catalog, SqliteStorage.OpenError | StorageError | InvalidStorageSpec> =>
+  Layer.unwrapEffect(Effect.gen(function*() {
+    const { analytics } = options
+    if (analytics === undefined) {
+      if (spec._tag === "memory") return MemoryStorage.layer
+      const { SqliteStorage } = yield* sqlite
+      return SqliteStorage.layer({ filename: spec.filename, hotDays: options.hotDays })
+    }
     const catalog = spec._tag === "memory"
       ? MemoryCatalog.layer
-      : SqliteStorage.layerServerCatalog({ filename: spec.filename })
-    return Layer.merge(catalog, ClickhouseVerificationStore.layer({ url: options.analytics.url }))
-  }
-  switch (spec._tag) {
-    case "memory":
-      return MemoryStorage.layer
-    case "sqlite":
-      return SqliteStorage.layer({ filename: spec.filename, hotDays: options.hotDays })
-  }
-}
+      : (yield* sqlite).SqliteStorage.layerServerCatalog({ filename: spec.filename })
+    const { ClickhouseVerificationStore } = yield* clickhouse
+    const target = ClickhouseVerificationStore.parseUrl(analytics.url)
+    if ("_tag" in target) return yield* new InvalidStorageSpec({ message: `KEYMETER_ANALYTICS: ${target.message}` })
+    return Layer.merge(catalog, ClickhouseVerificationStore.layer({ url: analytics.url }))
+  }))

@@ -42,23 +42,30 @@ export const nodeArgs = (entry: string): Array<string> => [
   resolvePath(root, entry)
 ]
 
+/** How a process is started and when it is ready. */
+export interface StartOptions {
+  readonly env?: Record<string, string>
+  readonly ready: RegExp
+  readonly timeoutMs?: number
+  /** Working directory (default: the repository root). */
+  readonly cwd?: string
+}
+
 /**
  * Starts `entry` (relative to the repository root) with Node and the tsx loader, and resolves once
  * a line matches `ready`. Not through the tsx CLI: its wrapper process relays SIGTERM and then
  * kills the server before in-flight requests finish.
  */
-export const start = (
-  entry: string,
-  options: {
-    readonly env?: Record<string, string>
-    readonly ready: RegExp
-    readonly timeoutMs?: number
-    /** Working directory (default: the repository root). */
-    readonly cwd?: string
-  }
+export const start = (entry: string, options: StartOptions) => startNode(nodeArgs(entry), entry, options)
+
+/** Starts Node with `args` (a built script, say) and resolves once a line matches `ready`. */
+export const startNode = (
+  args: ReadonlyArray<string>,
+  name: string,
+  options: StartOptions
 ) =>
   new Promise<Running & { readonly match: RegExpMatchArray }>((resolve, reject) => {
-    const child = spawn(process.execPath, nodeArgs(entry), {
+    const child = spawn(process.execPath, args, {
       cwd: options.cwd ?? root,
       env: { ...process.env, ...options.env },
       stdio: ["ignore", "pipe", "pipe"]
@@ -67,7 +74,7 @@ export const start = (
     const exited = new Promise<number | null>((done) => child.once("exit", (code) => done(code)))
     const timer = setTimeout(() => {
       child.kill("SIGKILL")
-      reject(new Error(`${entry} was not ready in time; output:\n${output}`))
+      reject(new Error(`${name} was not ready in time; output:\n${output}`))
     }, options.timeoutMs ?? 20_000)
     const onData = (chunk: Buffer) => {
       output += chunk.toString()
@@ -83,7 +90,7 @@ export const start = (
     child.stderr!.on("data", (chunk: Buffer) => (output += chunk.toString()))
     child.once("exit", (code) => {
       clearTimeout(timer)
-      reject(new Error(`${entry} exited with ${code} before it was ready; output:\n${output}`))
+      reject(new Error(`${name} exited with ${code} before it was ready; output:\n${output}`))
     })
   })
 

@@ -133,6 +133,24 @@ afterAll(async () => {
 })
 
 describe("keymeter installed from tarballs", () => {
+  it("passes publint and arethetypeswrong (ESM-only profile) for every package", async () => {
+    for (const pkg of PUBLISHED) {
+      const lint = await outcome(
+        process.execPath,
+        [join(root, "node_modules/.bin/publint"), "--strict"],
+        join(root, "packages", pkg)
+      )
+      expect(lint.status, lint.output).toBe(0)
+      expect(lint.output).toContain("All good!")
+      const types = await outcome(
+        process.execPath,
+        [join(root, "node_modules/.bin/attw"), "--profile", "esm-only", "--format", "ascii", tarball(pkg)],
+        root
+      )
+      expect(types.status, types.output).toBe(0)
+    }
+  }, 120_000)
+
   it("embeds on memory storage in node:http under a prefix, without native code or a ClickHouse client", async () => {
     const installed = readdirSync(join(memory, "node_modules"))
     expect(installed).not.toContain("better-sqlite3")
@@ -177,6 +195,24 @@ console.log(JSON.stringify(answers))
 `
     )
     expectExercised(output)
+  })
+
+  it("loads from a CommonJS module with await import()", async () => {
+    const output = await node(
+      memory,
+      "service.cjs",
+      `(async () => {
+  const { createKeymeter } = await import("keymeter")
+  const keymeter = await createKeymeter()
+  const { apiId } = await keymeter.createApi({ name: "main" })
+  await keymeter.record([{ apiId, keyId: "key_1", outcome: "valid" }])
+  const [point] = await keymeter.getVerifications({ apiId })
+  await keymeter.close()
+  console.log(JSON.stringify(point))
+})()
+`
+    )
+    expect(JSON.parse(output)).toMatchObject({ total: 1, valid: 1 })
   })
 
   it("names the package to install when a storage string needs a missing adapter", async () => {

@@ -4,56 +4,20 @@
  * plain package.json: no TypeScript, no tsx, no workspace links), then used the documented ways.
  */
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
-import { execFile, spawn } from "node:child_process"
+import { Tarballs } from "@keymeter/testing"
+import { spawn } from "node:child_process"
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { promisify } from "node:util"
 import type { Running } from "./Spawn.js"
 import { freePort, root, startNode, stop } from "./Spawn.js"
 
-/** The publishable packages, by folder. */
-const PUBLISHED = ["core", "engine", "storage-memory", "storage-sqlite", "storage-clickhouse", "http", "keymeter"]
-
-/** What a memory-only embedder installs: keymeter and the packages it depends on. */
-const MEMORY = ["keymeter", "core", "engine", "storage-memory", "http"]
-
-// The npm running this suite sets npm_* variables (its prefix, its workspace) that would steer
-// the installs below into the repository.
-const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !/^npm_/i.test(name)))
-
-/**
- * Runs a command to its end and resolves with its stdout. Asynchronous: an install takes a minute,
- * and a blocked event loop would cut the test worker off from vitest.
- */
-const run = async (command: string, args: ReadonlyArray<string>, cwd: string) => {
-  try {
-    const { stdout } = await promisify(execFile)(command, args, {
-      cwd,
-      env,
-      encoding: "utf8",
-      timeout: 300_000,
-      maxBuffer: 64 * 1024 * 1024
-    })
-    return stdout
-  } catch (error) {
-    const { stderr, stdout } = error as { stdout?: string; stderr?: string }
-    throw new Error(`${command} ${args.join(" ")} failed:\n${stdout}\n${stderr}`)
-  }
-}
-
 const work = mkdtempSync(join(tmpdir(), "keymeter-install-"))
 const tarballs = join(work, "tarballs")
-const tarball = (pkg: string) => join(tarballs, `${pkg === "keymeter" ? "keymeter" : `keymeter-${pkg}`}-0.1.0.tgz`)
-
-/** A fresh project with `packages` installed from their tarballs, and `extra` from the registry. */
-const project = async (name: string, packages: ReadonlyArray<string>, extra: ReadonlyArray<string> = []) => {
-  const dir = join(work, name)
-  mkdirSync(dir)
-  writeFileSync(join(dir, "package.json"), JSON.stringify({ name, private: true, type: "module" }))
-  await run("npm", ["install", "--no-audit", "--no-fund", ...packages.map(tarball), ...extra], dir)
-  return dir
-}
+const tarball = (pkg: Tarballs.Published) => Tarballs.tarball(tarballs, pkg)
+const project = (name: string, packages: ReadonlyArray<Tarballs.Published>, extra?: ReadonlyArray<string>) =>
+  Tarballs.install(join(work, name), tarballs, packages, extra)
+const { env, MEMORY, PUBLISHED, run } = Tarballs
 
 /** Runs a command to its end and resolves with its exit code and everything it printed. */
 const outcome = (command: string, args: ReadonlyArray<string>, cwd: string) =>
@@ -117,13 +81,7 @@ const running: Array<Running> = []
 
 beforeAll(async () => {
   // The packages as published: built (tsc -b is quick when nothing changed), then packed.
-  await run(process.execPath, [
-    join(root, "node_modules/typescript/bin/tsc"),
-    "-b",
-    ...PUBLISHED.map((pkg) => `packages/${pkg}/tsconfig.src.json`)
-  ], root)
-  mkdirSync(tarballs)
-  for (const pkg of PUBLISHED) await run("npm", ["pack", "--pack-destination", tarballs], join(root, "packages", pkg))
+  await Tarballs.packAll(root, tarballs)
   memory = await project("memory", MEMORY, ["express@^5"])
 }, 300_000)
 

@@ -1,7 +1,9 @@
 /**
  * What keymeter's test suites share: the storage conformance suite every adapter runs, the
- * reference oracle it checks answers against, and the ClickHouse server the ClickHouse suites use.
+ * reference oracle it checks answers against, the ClickHouse server the ClickHouse suites use, and
+ * the packages packed and installed as a user gets them.
  */
 export * as ClickhouseTestServer from "./ClickhouseTestServer.js"
 export * as Reference from "./Reference.js"
 export * as StorageConformance from "./StorageConformance.js"
+export * as Tarballs from "./Tarballs.js"

@@ -26,6 +26,22 @@ import * as Permission from "./Permission.js"
 import { Catalog } from "./Storage.js"
 import * as Validation from "./Validation.js"
 
+/**
+ * List cursors: opaque to callers, and bound to the namespace they page (a cursor taken in one
+ * namespace is refused in another rather than paging it from an unrelated place).
+ */
+const Cursor = {
+  encode: (cursor: { readonly namespaceId: string; readonly after: string }): string =>
+    Buffer.from(`${cursor.namespaceId}\u0000${cursor.after}`, "utf8").toString("base64url"),
+  /** The cursor's namespace and last override id; null when it is not one this API returned. */
+  decode: (text: string): { readonly namespaceId: string; readonly after: string } | null => {
+    const [namespaceId, after, ...rest] = Buffer.from(text, "base64url").toString("utf8").split("\u0000")
+    return rest.length === 0 && namespaceId && after !== undefined && /^rlor_[0-9A-Z]{26}$/.test(after)
+      ? { namespaceId, after }
+      : null
+  }
+}
+
 /** Manages overrides in the caller's workspace. */
 export class Overrides extends Effect.Service<Overrides>()("@keymeter/core/Overrides", {
   effect: Effect.gen(function*() {
@@ -177,14 +193,17 @@ export class Overrides extends Effect.Service<Overrides>()("@keymeter/core/Overr
       Effect.gen(function*() {
         const decoded = yield* decodeList(input)
         yield* requireNamespace(decoded)
-        let after: string | undefined
-        if (decoded.cursor !== undefined) {
-          after = Buffer.from(decoded.cursor, "base64url").toString("utf8")
-          if (!/^rlor_[0-9A-Z]{26}$/.test(after)) {
-            return yield* new ValidationError({ message: "cursor: is not a cursor this API returned" })
-          }
+        const cursor = decoded.cursor === undefined ? undefined : Cursor.decode(decoded.cursor)
+        if (cursor === null) {
+          return yield* new ValidationError({ message: "cursor: is not a cursor this API returned" })
         }
         const namespace = yield* namespaceFor(principal, decoded, Permission.required.readOverride, false)
+        if (cursor !== undefined && cursor.namespaceId !== namespace.id) {
+          return yield* new ValidationError({
+            message: "cursor: was returned for another namespace; list this one from its first page"
+          })
+        }
+        const after = cursor?.after
         const limit = decoded.limit ?? MAX_PAGE
         const page = yield* catalog.listOverrides(namespace.id, { after, limit: limit + 1 })
         const overrides = page.overrides.slice(0, limit)
@@ -192,7 +211,7 @@ export class Overrides extends Effect.Service<Overrides>()("@keymeter/core/Overr
           overrides: overrides.map(toView),
           total: page.total,
           ...(page.overrides.length > limit
-            ? { cursor: Buffer.from(overrides[overrides.length - 1]!.id, "utf8").toString("base64url") }
+            ? { cursor: Cursor.encode({ namespaceId: namespace.id, after: overrides[overrides.length - 1]!.id }) }
             : {})
         }
       }).pipe(Effect.withSpan("Overrides.list"))

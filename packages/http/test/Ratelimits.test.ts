@@ -230,6 +230,18 @@ layer(TestServer.layer(MemoryStorage.layer), { excludeTestServices: true })("HTT
         "BAD_REQUEST",
         /^cursor:/
       )
+      // A cursor pages only the namespace it was returned for.
+      yield* post(
+        "/v1/ratelimits.setOverride",
+        { namespaceName: "paged_other", identifier: "p_one", limit: 1, duration: 1000 },
+        keys.setter
+      )
+      expectError(
+        yield* get("listOverrides", { namespaceName: "paged_other", cursor: first.body.cursor }, keys.overrideReader),
+        400,
+        "BAD_REQUEST",
+        /^cursor: was returned for another namespace/
+      )
     }))
 
   it.effect("answers clear 400s on limit", () =>

@@ -6,6 +6,16 @@ import * as Struct from "effect/Struct"
 import { MAX_NAME_LENGTH } from "./Namespace.js"
 import { boundedString, expected } from "./Validation.js"
 
+/** Shortest and longest window of a limit, in ms: 1 s to 30 days, so `reset` (now + window) is always a valid time. */
+export const MIN_DURATION = 1000
+export const MAX_DURATION = 30 * 86_400_000
+
+/** A limit's window: an integer of milliseconds from {@link MIN_DURATION} to {@link MAX_DURATION}. */
+export const Duration = expected(
+  Schema.Number.pipe(Schema.int(), Schema.between(MIN_DURATION, MAX_DURATION)),
+  `must be an integer of milliseconds from ${MIN_DURATION} to ${MAX_DURATION} (30 days)`
+)
+
 /** Shortest and longest identifier. */
 export const MIN_IDENTIFIER_LENGTH = 3
 export const MAX_IDENTIFIER_LENGTH = 512
@@ -42,10 +52,7 @@ export const SetOverrideInput = Schema.Struct({
     Schema.Number.pipe(Schema.int(), Schema.between(0, Number.MAX_SAFE_INTEGER)),
     "must be an integer >= 0"
   ),
-  duration: expected(
-    Schema.Number.pipe(Schema.int(), Schema.between(1000, Number.MAX_SAFE_INTEGER)),
-    "must be an integer of milliseconds >= 1000"
-  ),
+  duration: Duration,
   async: Schema.optional(expected(Schema.Boolean, "must be true or false"))
 }).annotations({ identifier: "SetOverrideInput" })
 

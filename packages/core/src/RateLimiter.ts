@@ -10,7 +10,7 @@ import { ValidationError } from "./Errors.js"
 import * as Ids from "./Ids.js"
 import { SlidingWindows } from "./internal/slidingWindow.js"
 import { MAX_NAME_LENGTH, Namespace } from "./Namespace.js"
-import { MAX_IDENTIFIER_LENGTH } from "./Override.js"
+import { Duration, MAX_IDENTIFIER_LENGTH } from "./Override.js"
 import { Overrides } from "./Overrides.js"
 import type { Principal } from "./Permission.js"
 import * as Permission from "./Permission.js"
@@ -27,7 +27,7 @@ export const LimitInput = Schema.Struct({
   identifier: Validation.boundedString("a string", 1, MAX_IDENTIFIER_LENGTH),
 
   limit: Integer(1, "must be an integer >= 1"),
-  duration: Integer(1000, "must be an integer of milliseconds >= 1000"),
+  duration: Duration,
   cost: Schema.optional(Integer(0, "must be an integer >= 0"))
 }).annotations({ identifier: "LimitInput" })
 

@@ -260,6 +260,44 @@ layer(TestServer.layer(MemoryStorage.layer), { excludeTestServices: true })("HTT
       expectError(yield* limit({ extra: true }), 400, "BAD_REQUEST", /^extra: is not a known field/)
     }))
 
+  it.effect("bounds durations at 30 days, so that every reset answered is a valid time", () =>
+    Effect.gen(function*() {
+      const MAX = 30 * 86_400_000
+      const set = (duration: number) =>
+        post(
+          "/v1/ratelimits.setOverride",
+          { namespaceName: "long", identifier: "u_long", limit: 1, duration },
+          keys.setter
+        )
+      for (const duration of [MAX + 1, 2 ** 53 - 1]) {
+        expectError(
+          yield* set(duration),
+          400,
+          "BAD_REQUEST",
+          /^duration: must be an integer of milliseconds from 1000 to 2592000000/
+        )
+      }
+      expect((yield* set(MAX)).status).toBe(200)
+      const limited = yield* post(
+        "/v1/ratelimits.limit",
+        { namespace: "long", identifier: "u_long", limit: 5, duration: 1000 },
+        keys.limiter
+      )
+      expect(limited.body).toMatchObject({ success: true, limit: 1 })
+      expect(limited.body.reset - Date.now()).toBeGreaterThan(MAX - 60_000)
+      expect(limited.body.reset).toBeLessThanOrEqual(8_640_000_000_000_000)
+      expectError(
+        yield* post(
+          "/v1/ratelimits.limit",
+          { namespace: "long", identifier: "u_other", limit: 5, duration: MAX + 1 },
+          keys.limiter
+        ),
+        400,
+        "BAD_REQUEST",
+        /^duration: must be an integer of milliseconds from 1000 to 2592000000/
+      )
+    }))
+
   it.effect("keeps workspaces apart: another workspace's namespace or override never shows or applies", () =>
     Effect.gen(function*() {
       yield* post("/v1/ratelimits.setOverride", {

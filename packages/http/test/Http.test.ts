@@ -517,6 +517,42 @@ layer(TestServer.layer(MemoryStorage.layer, { maxBodyBytes: 64 * 1024 }), { excl
         )
       }))
 
+    it.effect("answers 400 for bodies nested deeper than 64 levels, on every POST route", () =>
+      Effect.gen(function*() {
+        const deep = (depth: number, leaf: string) => {
+          let text = leaf
+          for (let i = 0; i < depth; i++) text = i % 2 === 0 ? `[${text}]` : `{"a":${text}}`
+          return text
+        }
+        const routes = [
+          "/v1/ratelimits.setOverride",
+          "/v1/ratelimits.deleteOverride",
+          "/v1/ratelimits.limit",
+          "/v1/apis.createApi",
+          "/v1/analytics.recordVerifications"
+        ]
+        for (const route of routes) {
+          for (const body of [deep(5000, "1"), `{"namespaceId":${deep(3000, "\"x\"")}}`]) {
+            expectError(
+              yield* post(route, body, keys.admin),
+              400,
+              "BAD_REQUEST",
+              /^body: nests arrays and objects deeper than 64 levels/
+            )
+          }
+          // A string holding brackets is not nesting.
+          const reply = yield* post(route, JSON.stringify({ name: "[".repeat(100) }), keys.admin)
+          expect(reply.status).not.toBe(500)
+        }
+        // 64 levels are accepted as JSON (and then refused by the schema, as any wrong shape).
+        expectError(
+          yield* post("/v1/apis.createApi", `{"name":${deep(63, "1")}}`, keys.admin),
+          400,
+          "BAD_REQUEST",
+          /^name: /
+        )
+      }))
+
     it.effect("answers 404 for unknown routes and 405 with Allow for a wrong method", () =>
       Effect.gen(function*() {
         expectError(

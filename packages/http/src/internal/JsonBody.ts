@@ -1,6 +1,6 @@
 /**
  * Reading a JSON request body in the order the contract fixes: media type (415), size (413),
- * syntax (400). Schema validation of the parsed value is the caller's.
+ * nesting depth and syntax (400). Schema validation of the parsed value is the caller's.
  */
 import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
 import * as HttpIncomingMessage from "@effect/platform/HttpIncomingMessage"
@@ -16,6 +16,30 @@ import { HttpError } from "../Errors.js"
 export class MaxBodyBytes extends Context.Reference<MaxBodyBytes>()("@keymeter/http/MaxBodyBytes", {
   defaultValue: () => 1024 * 1024
 }) {}
+
+/**
+ * Deepest nesting of arrays and objects a body may have. keymeter's bodies need three levels;
+ * the bound keeps every later step that walks a value (decoding, describing it in a message) far
+ * from the stack's limit.
+ */
+export const MAX_DEPTH = 64
+
+/** True when the JSON text nests arrays and objects deeper than `max` (brackets inside strings do not count). */
+const nestsDeeperThan = (text: string, max: number): boolean => {
+  let depth = 0
+  let inString = false
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i)
+    if (inString) {
+      if (c === 0x5c) i++ // a backslash escapes the next character
+      else if (c === 0x22) inString = false
+    } else if (c === 0x22) inString = true
+    else if (c === 0x5b || c === 0x7b) {
+      if (++depth > max) return true
+    } else if (c === 0x5d || c === 0x7d) depth--
+  }
+  return false
+}
 
 /** How much of an oversized body is read and discarded so the client can read the 413. */
 const DRAIN_BYTES = 16 * 1024 * 1024
@@ -117,6 +141,13 @@ export const read = (request: HttpServerRequest.HttpServerRequest) =>
     }
     if (body.text.trim() === "") {
       return yield* new HttpError({ code: "BAD_REQUEST", message: "body: must be a JSON object, got nothing" })
+    }
+    // Checked before parsing, so that nothing deeper is ever built.
+    if (nestsDeeperThan(body.text, MAX_DEPTH)) {
+      return yield* new HttpError({
+        code: "BAD_REQUEST",
+        message: `body: nests arrays and objects deeper than ${MAX_DEPTH} levels`
+      })
     }
     return yield* Effect.try({
       try: () => JSON.parse(body.text) as unknown,

@@ -1,8 +1,11 @@
+import { SqliteClient } from "@effect/sql-sqlite-node"
+import * as SqlClient from "@effect/sql/SqlClient"
 import { afterEach, describe, expect, it } from "@effect/vitest"
 import { ClickhouseTestServer } from "@keymeter/testing"
 import * as Effect from "effect/Effect"
 import { spawnSync } from "node:child_process"
-import { existsSync, mkdtempSync, writeFileSync } from "node:fs"
+import { createHash } from "node:crypto"
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs"
 import { request as httpRequest } from "node:http"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -128,6 +131,34 @@ describe("standalone server (npm start)", () => {
     expect(await Promise.all(open.map((o) => o.status))).toEqual(new Array(12).fill(200))
     expect(await exit).toBe(0)
     expect(server.output()).not.toMatch(/Error|defect/i)
+  })
+
+  it("refuses another application's SQLite file with one line, leaving it byte-identical", async () => {
+    const file = join(mkdtempSync(join(tmpdir(), "keymeter-foreign-")), "theirs.db")
+    await Effect.runPromise(
+      Effect.flatMap(
+        SqlClient.SqlClient,
+        (sql) => Effect.all([sql`CREATE TABLE apis (name TEXT)`, sql`INSERT INTO apis (name) VALUES ('theirs')`])
+      ).pipe(
+        Effect.provide(SqliteClient.layer({ filename: file, disableWAL: true }))
+      )
+    )
+    const sha256 = () => createHash("sha256").update(readFileSync(file)).digest("hex")
+    const before = sha256()
+    const result = spawnSync(process.execPath, ["--conditions=@keymeter/source", "--import", "tsx", MAIN], {
+      cwd: root,
+      env: { ...process.env, PORT: "0", KEYMETER_STORAGE: `sqlite:${file}` },
+      encoding: "utf8",
+      timeout: 20_000
+    })
+    expect(result.status).toBe(1)
+    expect(result.stderr.trim().split("\n")).toEqual([
+      expect.stringMatching(
+        /^keymeter: .*theirs\.db is not a keymeter database \(it holds tables of another application: apis\)/
+      )
+    ])
+    expect(sha256()).toBe(before)
+    expect(existsSync(`${file}-wal`)).toBe(false)
   })
 
   it("refuses bad configuration with a clear message and exit code 1", () => {

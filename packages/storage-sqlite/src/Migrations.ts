@@ -103,7 +103,50 @@ export const LATEST = Math.max(...Object.keys(migrations).map((id) => Number(id.
 
 const TABLE = "effect_sql_migrations"
 
-/** Refuses a database migrated by a newer keymeter, then runs the missing migrations. */
+/** keymeter's mark in a SQLite file's header (`PRAGMA application_id`): "KMTR". */
+export const APPLICATION_ID = 0x4b4d5452
+
+/**
+ * Makes sure `filename` is keymeter's before anything is written to it: marked with
+ * {@link APPLICATION_ID}, or a keymeter file from before the mark (its migration table holds
+ * keymeter's first migration), or new and empty; those are marked. Anything else is refused and
+ * left byte-identical: another application's database must never be migrated into.
+ */
+export const claim = (filename: string) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const [{ application_id: id }] = yield* sql.unsafe<{ application_id: number }>("PRAGMA application_id")
+    if (id === APPLICATION_ID) return
+    if (id !== 0) {
+      return yield* new SchemaError({
+        message: `${filename} belongs to another application (its SQLite application_id is ${id}); keymeter ` +
+          "left it as it was. Point keymeter at a new file."
+      })
+    }
+    const tables = (yield* sql.unsafe<{ name: string }>(
+      "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name"
+    )).map((row) => row.name)
+    if (tables.includes(TABLE)) {
+      const [first] = yield* sql.unsafe<{ name: string }>(`SELECT name FROM ${TABLE} WHERE migration_id = 1`)
+      if (first?.name === "catalog") return yield* sql.unsafe(`PRAGMA application_id = ${APPLICATION_ID}`)
+    }
+    if (tables.length > 0) {
+      const shown = tables.slice(0, 5).join(", ") + (tables.length > 5 ? ", ..." : "")
+      return yield* new SchemaError({
+        message: `${filename} is not a keymeter database (it holds tables of another application: ${shown}); ` +
+          "keymeter left it as it was. Point keymeter at a new file."
+      })
+    }
+    yield* sql.unsafe(`PRAGMA application_id = ${APPLICATION_ID}`)
+  }).pipe(
+    Effect.catchTag("SqlError", (error) =>
+      new SchemaError({ message: `Could not open the database: ${String(error.cause ?? error.message)}` }))
+  )
+
+/**
+ * Refuses a database migrated by a newer keymeter, then runs the missing migrations, all in one
+ * transaction (the Migrator's): a failed one leaves the file as it was. Run after {@link claim}.
+ */
 export const run = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   const exists = yield* sql.unsafe<{ n: number }>(

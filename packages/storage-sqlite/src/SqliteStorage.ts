@@ -90,6 +90,9 @@ export const layerClient = (options: Options) =>
       yield* sql.unsafe("PRAGMA foreign_keys = ON")
       yield* sql.unsafe(`PRAGMA synchronous = ${options.synchronous === "normal" ? "NORMAL" : "FULL"}`)
       yield* sql.unsafe(`PRAGMA cache_size = ${-Math.max(1, Math.floor(options.cacheMiB ?? 64)) * 1024}`)
+      // Nothing is written before the file is known to be keymeter's (WAL mode changes its header).
+      yield* Migrations.claim(options.filename)
+      yield* sql.unsafe("PRAGMA journal_mode = WAL")
       yield* Migrations.run
     }).pipe(Effect.catchTag("SqlError", (error) =>
       new Migrations.SchemaError({ message: `Could not open the database: ${String(error.cause ?? error.message)}` })))
@@ -100,7 +103,8 @@ const clientLayer = (filename: string) =>
   Layer.scopedContext(
     Effect.suspend(() => {
       if (filename !== ":memory:") mkdirSync(dirname(filename), { recursive: true })
-      return SqliteClient.make({ filename })
+      // WAL is switched on by layerClient, once the file is known to be keymeter's.
+      return SqliteClient.make({ filename, disableWAL: true })
     }).pipe(
       Effect.catchAllDefect((defect) =>
         new Migrations.SchemaError({

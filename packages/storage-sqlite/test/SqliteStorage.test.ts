@@ -13,7 +13,8 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs"
+import { createHash } from "node:crypto"
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 
@@ -121,6 +122,61 @@ describe("SqliteStorage", () => {
       expect(JSON.stringify(error)).toMatch(
         new RegExp(`schema version ${Migrations.LATEST + 7}, written by a newer keymeter`)
       )
+    }))
+
+  it.effect("refuses another application's database and leaves it byte-identical", () =>
+    Effect.gen(function*() {
+      const sha256 = (file: string) => createHash("sha256").update(readFileSync(file)).digest("hex")
+      const opened = (filename: string) =>
+        Effect.exit(Effect.void.pipe(Effect.provide(SqliteStorage.layer({ filename }))))
+      // Tables of another application, one of them named like one of keymeter's.
+      const foreign = tempFile()
+      yield* Effect.flatMap(SqlClient.SqlClient, (sql) =>
+        Effect.all([
+          sql`CREATE TABLE apis (name TEXT)`,
+          sql`INSERT INTO apis (name) VALUES ('theirs')`,
+          sql`CREATE TABLE orders (id INTEGER PRIMARY KEY)`
+        ])).pipe(Effect.provide(SqliteClient.layer({ filename: foreign, disableWAL: true })))
+      // An empty file marked by another application.
+      const marked = tempFile()
+      yield* Effect.flatMap(SqlClient.SqlClient, (sql) => sql.unsafe("PRAGMA application_id = 42")).pipe(
+        Effect.provide(SqliteClient.layer({ filename: marked, disableWAL: true }))
+      )
+      for (
+        const [file, message] of [
+          [foreign, /is not a keymeter database \(it holds tables of another application: apis, orders\)/],
+          [marked, /belongs to another application \(its SQLite application_id is 42\)/]
+        ] as const
+      ) {
+        const before = sha256(file)
+        const exit = yield* opened(file)
+        expect(Exit.isFailure(exit)).toBe(true)
+        expect(JSON.stringify(Exit.isFailure(exit) ? exit.cause.toJSON() : undefined)).toMatch(message)
+        expect(sha256(file)).toBe(before)
+        expect(existsSync(`${file}-wal`)).toBe(false)
+      }
+    }))
+
+  it.effect("marks its files, and takes its own from before the mark", () =>
+    Effect.gen(function*() {
+      const filename = tempFile()
+      const applicationId = Effect.flatMap(
+        SqlClient.SqlClient,
+        (sql) => sql.unsafe<{ application_id: number }>("PRAGMA application_id")
+      ).pipe(Effect.map(([row]) => row!.application_id), Effect.provide(SqliteClient.layer({ filename })))
+      yield* Effect.void.pipe(Effect.provide(SqliteStorage.layer({ filename })))
+      expect(yield* applicationId).toBe(Migrations.APPLICATION_ID)
+      // A file written before keymeter marked its files: recognised by its migrations, then marked.
+      yield* Effect.flatMap(SqlClient.SqlClient, (sql) => sql.unsafe("PRAGMA application_id = 0")).pipe(
+        Effect.provide(SqliteClient.layer({ filename }))
+      )
+      expect(yield* applicationId).toBe(0)
+      const workspace = yield* Effect.flatMap(Catalog, (catalog) =>
+        catalog.putWorkspace(new Workspace({ id: "ws_1", name: "one" }))).pipe(
+          Effect.provide(SqliteStorage.layer({ filename }))
+        )
+      expect(workspace).toBe("created")
+      expect(yield* applicationId).toBe(Migrations.APPLICATION_ID)
     }))
 
   it.effect("lets one server write a file: a second is refused, a dead one's lock is taken over", () =>

@@ -42,12 +42,21 @@ export const Codes = {
     status: 405,
     when: "The route exists but not for this method; the Allow header lists the methods."
   },
+  REQUEST_TIMEOUT: {
+    status: 408,
+    when:
+      "The client sent its headers or body too slowly (KEYMETER_HEADERS_TIMEOUT_MS, KEYMETER_REQUEST_TIMEOUT_MS); the connection is closed."
+  },
   PAYLOAD_TOO_LARGE: { status: 413, when: "The request body is over the configured limit (1 MiB by default)." },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, when: "A POST body whose Content-Type is missing or not application/json." },
   RATE_LIMITED: {
     status: 429,
     when:
       "The server's own protective limit: it is serving as many requests at once as it takes (KEYMETER_MAX_IN_FLIGHT, 256 by default). Nothing was read or changed; retry after the Retry-After header's seconds."
+  },
+  HEADERS_TOO_LARGE: {
+    status: 431,
+    when: "The request's headers are over 16 KiB; the connection is closed."
   },
   INTERNAL_SERVER_ERROR: { status: 500, when: "A bug. It is logged with the request id; nothing about it is leaked." },
   SERVICE_UNAVAILABLE: {

@@ -11,7 +11,6 @@ import { MaxDatapoints } from "@keymeter/core/Analytics"
 import * as Keymeter from "@keymeter/core/Keymeter"
 import type { Catalog, VerificationStore } from "@keymeter/core/Storage"
 import * as Layer from "effect/Layer"
-import { createServer } from "node:http"
 import { Api } from "./Api.js"
 import * as Authorization from "./Authorization.js"
 import * as Docs from "./Docs.js"
@@ -19,6 +18,7 @@ import * as Fallback from "./Fallback.js"
 import * as Handlers from "./Handlers.js"
 import * as InFlightLimit from "./InFlightLimit.js"
 import { MaxBodyBytes } from "./internal/JsonBody.js"
+import * as NodeServer from "./NodeServer.js"
 import * as RequestContext from "./RequestContext.js"
 
 /** Limits and links of the HTTP application. */
@@ -31,6 +31,10 @@ export interface Options {
   readonly maxDatapoints?: number | undefined
   /** Requests served at once; more are answered 429 (default 256). */
   readonly maxInFlight?: number | undefined
+  /** Time a client has to send its headers, in ms (default 10 s); the standalone server only. */
+  readonly headersTimeoutMs?: number | undefined
+  /** Time a client has to send its whole request, in ms (default 30 s); the standalone server only. */
+  readonly requestTimeoutMs?: number | undefined
 }
 
 /** The routes over the core services. */
@@ -73,5 +77,5 @@ export const layer = (
 ): Layer.Layer<never, ServeError, VerificationStore | Catalog> =>
   serve(options).pipe(
     HttpServer.withLogAddress,
-    Layer.provide(NodeHttpServer.layer(createServer, { port: options.port, host: options.host }))
+    Layer.provide(NodeHttpServer.layer(() => NodeServer.make(options), { port: options.port, host: options.host }))
   )

@@ -6,11 +6,11 @@ import { NodeHttpServer } from "@effect/platform-node"
 import * as HttpServer from "@effect/platform/HttpServer"
 import * as Provisioning from "@keymeter/core/Provisioning"
 import type { Catalog, VerificationStore } from "@keymeter/core/Storage"
+import * as NodeServer from "@keymeter/http/NodeServer"
 import * as Server from "@keymeter/http/Server"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import { createServer } from "node:http"
 
 /** Every root key of the test workspaces, by role. */
 export const keys = {
@@ -75,7 +75,7 @@ export class BaseUrl extends Context.Tag("test/BaseUrl")<BaseUrl, string>() {}
 /** The server over `storage`, provisioned, on a free loopback port; the storage's services stay visible to tests. */
 export const layer = <S>(
   storage: Layer.Layer<S | VerificationStore | Catalog, unknown>,
-  options: Server.Options = {}
+  options: Server.Options & NodeServer.Options = {}
 ) =>
   Layer.effect(
     BaseUrl,
@@ -86,7 +86,7 @@ export const layer = <S>(
   ).pipe(
     Layer.provideMerge(Server.serve(options)),
     Layer.provide(Layer.effectDiscard(Provisioning.apply(provisioning))),
-    Layer.provide(NodeHttpServer.layer(createServer, { port: 0, host: "127.0.0.1" })),
+    Layer.provide(NodeHttpServer.layer(() => NodeServer.make(options), { port: 0, host: "127.0.0.1" })),
     Layer.provideMerge(storage)
   )
 

@@ -2,6 +2,7 @@
  * Configuration of the standalone server, from the environment.
  */
 import * as InFlightLimit from "@keymeter/http/InFlightLimit"
+import * as NodeServer from "@keymeter/http/NodeServer"
 import * as Config from "effect/Config"
 import * as StorageSpec from "./StorageSpec.js"
 
@@ -30,6 +31,14 @@ export const config = Config.all({
   maxDatapoints: Config.integer("KEYMETER_MAX_DATAPOINTS").pipe(
     Config.validate({ message: "must be at least 1", validation: (n) => n >= 1 }),
     Config.withDefault(100_000)
+  ),
+  headersTimeoutMs: Config.integer("KEYMETER_HEADERS_TIMEOUT_MS").pipe(
+    Config.validate({ message: "must be at least 1000", validation: (n) => n >= 1000 }),
+    Config.withDefault(NodeServer.DEFAULT_HEADERS_TIMEOUT_MS)
+  ),
+  requestTimeoutMs: Config.integer("KEYMETER_REQUEST_TIMEOUT_MS").pipe(
+    Config.validate({ message: "must be at least 1000", validation: (n) => n >= 1000 }),
+    Config.withDefault(NodeServer.DEFAULT_REQUEST_TIMEOUT_MS)
   ),
   maxInFlight: Config.integer("KEYMETER_MAX_IN_FLIGHT").pipe(
     Config.validate({ message: "must be at least 1", validation: (n) => n >= 1 }),

@@ -1,0 +1,109 @@
+import { expect, layer } from "@effect/vitest"
+import { MemoryStorage } from "@keymeter/storage-memory"
+import * as Effect from "effect/Effect"
+import { connect } from "node:net"
+import * as TestServer from "./TestServer.js"
+import { BaseUrl, keys, request } from "./TestServer.js"
+
+/**
+ * Sends `raw` bytes on a fresh connection, then (after `pauseMs`, if given) `rest`; resolves with
+ * everything the server sent back before it closed the connection.
+ */
+const exchange = (raw: string, options: { readonly rest?: string; readonly pauseMs?: number } = {}) =>
+  Effect.flatMap(BaseUrl, (base) =>
+    Effect.promise(() =>
+      new Promise<string>((resolve) => {
+        let answer = ""
+        const socket = connect(Number(new URL(base).port), "127.0.0.1", () => {
+          socket.write(raw)
+          if (options.rest !== undefined) {
+            setTimeout(() => socket.writable && socket.write(options.rest!), options.pauseMs ?? 0)
+          }
+        })
+        socket.on("data", (chunk) => (answer += chunk.toString()))
+        socket.on("error", () => {})
+        socket.on("close", () => resolve(answer))
+      })
+    ))
+
+/** The status, the request id header and the envelope of a raw answer. */
+const parse = (answer: string) => {
+  const [head, body] = answer.split("\r\n\r\n")
+  const status = Number(head!.split(" ")[1])
+  const requestId = /^x-request-id: (\S+)$/im.exec(head!)?.[1]
+  return { status, requestId, closes: /^connection: close$/im.test(head!), body: JSON.parse(body!) }
+}
+
+const expectEnvelope = (answer: string, status: number, code: string) => {
+  const reply = parse(answer)
+  expect(reply.status, answer).toBe(status)
+  expect(reply.body.error.code).toBe(code)
+  expect(reply.requestId).toMatch(/^req_[0-9A-Z]{26}$/)
+  expect(reply.body.error.requestId).toBe(reply.requestId)
+  expect(reply.closes).toBe(true)
+  expect(reply.body.error.message).not.toMatch(/ at |\/node_modules\/|\.ts:/)
+}
+
+const HEAD = `Host: 127.0.0.1\r\nAuthorization: Bearer ${keys.admin}\r\n`
+
+layer(TestServer.layer(MemoryStorage.layer, { headersTimeoutMs: 1_000, requestTimeoutMs: 1_500 }))(
+  "malformed HTTP",
+  (it) => {
+    it.effect("answers what Node's parser refuses in the envelope, with a request id, and closes", () =>
+      Effect.gen(function*() {
+        expectEnvelope(yield* exchange("GARBAGE\r\n\r\n"), 400, "BAD_REQUEST")
+        expectEnvelope(
+          yield* exchange(`GET /v1/analytics.getVerifications HTTP/1.1\r\n${HEAD}X-Big: ${"a".repeat(20_000)}\r\n\r\n`),
+          431,
+          "HEADERS_TOO_LARGE"
+        )
+        expectEnvelope(
+          yield* exchange(
+            `POST /v1/apis.createApi HTTP/1.1\r\n${HEAD}Content-Type: application/json\r\n` +
+              "Content-Length: 2\r\nContent-Length: 3\r\n\r\n{}"
+          ),
+          400,
+          "BAD_REQUEST"
+        )
+        expectEnvelope(
+          yield* exchange(
+            `POST /v1/apis.createApi HTTP/1.1\r\n${HEAD}Content-Type: application/json\r\n` +
+              "Content-Length: abc\r\n\r\n{}"
+          ),
+          400,
+          "BAD_REQUEST"
+        )
+        expectEnvelope(
+          yield* exchange(
+            `POST /v1/apis.createApi HTTP/1.1\r\n${HEAD}Content-Type: application/json\r\n` +
+              "Transfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n"
+          ),
+          400,
+          "BAD_REQUEST"
+        )
+        // The server still serves.
+        expect((yield* request("/v1/analytics.getVerifications?apiId=api_a1", { key: keys.reader })).status).toBe(200)
+      }))
+
+    it.effect("answers 408 to a client whose headers or body are too slow", () =>
+      Effect.gen(function*() {
+        // Headers that never end.
+        expectEnvelope(
+          yield* exchange(`GET /v1/analytics.getVerifications HTTP/1.1\r\n${HEAD}`),
+          408,
+          "REQUEST_TIMEOUT"
+        )
+        // A body that stops halfway.
+        const body = JSON.stringify({ name: "slow" })
+        expectEnvelope(
+          yield* exchange(
+            `POST /v1/apis.createApi HTTP/1.1\r\n${HEAD}Content-Type: application/json\r\n` +
+              `Content-Length: ${body.length}\r\n\r\n${body.slice(0, 5)}`
+          ),
+          408,
+          "REQUEST_TIMEOUT"
+        )
+        expect((yield* request("/v1/analytics.getVerifications?apiId=api_a1", { key: keys.reader })).status).toBe(200)
+      }))
+  }
+)

@@ -57,7 +57,8 @@ layer(TestServer.layer(MemoryStorage.layer, { maxInFlight: 2 }), { excludeTestSe
         expect(shed.body.error.message).toMatch(/limit of 2 requests in flight/)
         expect(shed.body.error.requestId).toBe(shed.headers.get("x-request-id"))
         expect(shed.headers.get("retry-after")).toBe("1")
-        expect((yield* request("/v1/analytics.getVerifications?apiId=api_a1", { key: keys.reader })).status).toBe(429)
+        // Slow uploads fill their own budget only: a read is served.
+        expect((yield* request("/v1/analytics.getVerifications?apiId=api_a1", { key: keys.reader })).status).toBe(200)
 
         expect(yield* first.finish).toBe(200)
         expect(yield* second.finish).toBe(200)
@@ -73,6 +74,19 @@ layer(TestServer.layer(MemoryStorage.layer, { maxInFlight: 2 }), { excludeTestSe
           expect((yield* post("/v1/analytics.recordVerifications", body, keys.recorder)).status).toBe(200)
         }
         expect(yield* total).toBe(7 * EVENTS)
+      }))
+
+    it.scoped("leaves readers served while many slow uploads with a valid key fill the upload budget", () =>
+      Effect.gen(function*() {
+        const uploads = yield* Effect.all(Array.from({ length: 12 }, () => slowUpload))
+        yield* Effect.sleep("200 millis")
+        for (let i = 0; i < 20; i++) {
+          expect((yield* request("/v1/analytics.getVerifications?apiId=api_a1", { key: keys.reader })).status).toBe(200)
+        }
+        // Two of the twelve got slots; the other ten were answered 429 at once.
+        const statuses = yield* Effect.all(uploads.map((upload) => upload.finish))
+        expect(statuses.filter((status) => status === 200).length).toBe(2)
+        expect(statuses.filter((status) => status === 429).length).toBe(10)
       }))
   }
 )

@@ -10,7 +10,7 @@ import { request as httpRequest } from "node:http"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import type { Running } from "./Spawn.js"
-import { freePort, root, start, stop } from "./Spawn.js"
+import { freePort, nodeArgs, root, start, stop } from "./Spawn.js"
 
 const MAIN = "packages/keymeter/src/main.ts"
 const LISTENING = /Listening on (http:\/\/127\.0\.0\.1:\d+)/
@@ -145,7 +145,7 @@ describe("standalone server (npm start)", () => {
     )
     const sha256 = () => createHash("sha256").update(readFileSync(file)).digest("hex")
     const before = sha256()
-    const result = spawnSync(process.execPath, ["--conditions=@keymeter/source", "--import", "tsx", MAIN], {
+    const result = spawnSync(process.execPath, nodeArgs(MAIN), {
       cwd: root,
       env: { ...process.env, PORT: "0", KEYMETER_STORAGE: `sqlite:${file}` },
       encoding: "utf8",
@@ -163,7 +163,7 @@ describe("standalone server (npm start)", () => {
 
   it("refuses bad configuration with a clear message and exit code 1", () => {
     const run = (env: Record<string, string>) =>
-      spawnSync(process.execPath, ["--conditions=@keymeter/source", "--import", "tsx", MAIN], {
+      spawnSync(process.execPath, nodeArgs(MAIN), {
         cwd: root,
         env: { ...process.env, PORT: "0", ...env },
         encoding: "utf8",

@@ -46,6 +46,9 @@ const expectEnvelope = (answer: string, status: number, code: string) => {
 
 const HEAD = `Host: 127.0.0.1\r\nAuthorization: Bearer ${keys.admin}\r\n`
 
+/** The start of a JSON POST to createApi, up to the headers given. */
+const CREATE_API = `POST /v1/apis.createApi HTTP/1.1\r\n${HEAD}Content-Type: application/json\r\n`
+
 layer(TestServer.layer(MemoryStorage.layer, { headersTimeoutMs: 1_000, requestTimeoutMs: 1_500 }))(
   "malformed HTTP",
   (it) => {
@@ -59,7 +62,7 @@ layer(TestServer.layer(MemoryStorage.layer, { headersTimeoutMs: 1_000, requestTi
         )
         expectEnvelope(
           yield* exchange(
-            `POST /v1/apis.createApi HTTP/1.1\r\n${HEAD}Content-Type: application/json\r\n` +
+            CREATE_API +
               "Content-Length: 2\r\nContent-Length: 3\r\n\r\n{}"
           ),
           400,
@@ -67,7 +70,7 @@ layer(TestServer.layer(MemoryStorage.layer, { headersTimeoutMs: 1_000, requestTi
         )
         expectEnvelope(
           yield* exchange(
-            `POST /v1/apis.createApi HTTP/1.1\r\n${HEAD}Content-Type: application/json\r\n` +
+            CREATE_API +
               "Content-Length: abc\r\n\r\n{}"
           ),
           400,
@@ -75,7 +78,7 @@ layer(TestServer.layer(MemoryStorage.layer, { headersTimeoutMs: 1_000, requestTi
         )
         expectEnvelope(
           yield* exchange(
-            `POST /v1/apis.createApi HTTP/1.1\r\n${HEAD}Content-Type: application/json\r\n` +
+            CREATE_API +
               "Transfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n"
           ),
           400,
@@ -97,7 +100,7 @@ layer(TestServer.layer(MemoryStorage.layer, { headersTimeoutMs: 1_000, requestTi
         const body = JSON.stringify({ name: "slow" })
         expectEnvelope(
           yield* exchange(
-            `POST /v1/apis.createApi HTTP/1.1\r\n${HEAD}Content-Type: application/json\r\n` +
+            CREATE_API +
               `Content-Length: ${body.length}\r\n\r\n${body.slice(0, 5)}`
           ),
           408,

@@ -31,7 +31,9 @@ export const middleware = (maxInFlight: number) => {
         return respond(
           "RATE_LIMITED",
           `The server is at its limit of ${maxInFlight} requests in flight; retry in a second`,
-          { "retry-after": "1" }
+          // An unread body would otherwise keep the connection busy (Node drains it) until the
+          // request deadline: a slow client would hold a socket without holding a slot.
+          budget === "uploads" ? { "retry-after": "1", connection: "close" } : { "retry-after": "1" }
         )
       }
       inFlight[budget]++

@@ -1,6 +1,6 @@
 /**
  * Hostile input on every route, against the real server on memory and on SQLite: valid requests
- * built from each route's fields, then mutated (wrong types, missing and unknown fields, huge and
+ * generated from the contract's schemas (every endpoint of `Api`), then mutated (wrong types, missing and unknown fields, huge and
  * tiny numbers, `__proto__`, lone surrogates, NUL, deep nesting, long strings, repeated
  * parameters). Every answer must be a success or an error in the envelope with a known code and
  * the response's request id, never a 5xx, never a stack frame or a path; data stored before the

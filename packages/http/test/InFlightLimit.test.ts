@@ -17,31 +17,41 @@ const total = Effect.map(
   (reply) => reply.body[0].total as number
 )
 
-/** A recordVerifications request whose body stops after a few bytes: in flight until `finish`. */
-const slowUpload = Effect.gen(function*() {
-  const { port } = new URL(yield* BaseUrl)
-  const socket = yield* Effect.acquireRelease(
-    Effect.async<Socket>((resume) => {
-      const socket: Socket = connect(Number(port), "127.0.0.1", () => resume(Effect.succeed(socket)))
-    }),
-    (socket) => Effect.sync(() => socket.destroy())
-  )
-  socket.write(
-    "POST /v1/analytics.recordVerifications HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n" +
-      `Authorization: Bearer ${keys.recorder}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n` +
-      body.slice(0, 10)
-  )
-  let answer = ""
-  socket.on("data", (chunk) => (answer += chunk.toString()))
-  const ended = new Promise<void>((resolve) => socket.on("close", () => resolve()))
-  /** Sends the rest of the body; resolves with the status of the answer. */
-  const finish = Effect.promise(async () => {
-    socket.write(body.slice(10))
-    await ended
-    return Number(answer.slice("HTTP/1.1 ".length, "HTTP/1.1 ".length + 3))
+/**
+ * A recordVerifications request whose body stops after a few bytes: in flight until `finish`.
+ * It asks to close the connection after the answer, unless `keepAlive`.
+ */
+const upload = (keepAlive: boolean) =>
+  Effect.gen(function*() {
+    const { port } = new URL(yield* BaseUrl)
+    const socket = yield* Effect.acquireRelease(
+      Effect.async<Socket>((resume) => {
+        const socket: Socket = connect(Number(port), "127.0.0.1", () => resume(Effect.succeed(socket)))
+      }),
+      (socket) => Effect.sync(() => socket.destroy())
+    )
+    socket.write(
+      `POST /v1/analytics.recordVerifications HTTP/1.1\r\nHost: 127.0.0.1\r\n${
+        keepAlive ? "" : "Connection: close\r\n"
+      }` +
+        `Authorization: Bearer ${keys.recorder}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n` +
+        body.slice(0, 10)
+    )
+    let answer = ""
+    socket.on("data", (chunk) => (answer += chunk.toString()))
+    const ended = new Promise<void>((resolve) => socket.on("close", () => resolve()))
+    /** Sends the rest of the body; resolves with the status of the answer. */
+    const finish = Effect.promise(async () => {
+      socket.write(body.slice(10))
+      await ended
+      return Number(answer.slice("HTTP/1.1 ".length, "HTTP/1.1 ".length + 3))
+    })
+    /** Resolves with the whole answer once the server closes the connection, with no more sent. */
+    const closedByServer = Effect.promise(() => ended.then(() => answer))
+    return { finish, closedByServer }
   })
-  return { finish }
-})
+
+const slowUpload = upload(false)
 
 layer(TestServer.layer(MemoryStorage.layer, { maxInFlight: 2 }), { excludeTestServices: true })(
   "in-flight limit",
@@ -87,6 +97,18 @@ layer(TestServer.layer(MemoryStorage.layer, { maxInFlight: 2 }), { excludeTestSe
         const statuses = yield* Effect.all(uploads.map((upload) => upload.finish))
         expect(statuses.filter((status) => status === 200).length).toBe(2)
         expect(statuses.filter((status) => status === 429).length).toBe(10)
+      }))
+
+    it.scoped("closes the connection of an upload it sheds, rather than draining a slow body", () =>
+      Effect.gen(function*() {
+        const held = yield* Effect.all([slowUpload, slowUpload])
+        yield* Effect.sleep("200 millis")
+        const shed = yield* upload(true)
+        // Still sending nothing more: the server answers and hangs up by itself.
+        const answer = yield* shed.closedByServer.pipe(Effect.timeout("5 seconds"))
+        expect(answer).toMatch(/^HTTP\/1\.1 429 /)
+        expect(answer.toLowerCase()).toContain("\r\nconnection: close\r\n")
+        for (const upload of held) expect(yield* upload.finish).toBe(200)
       }))
   }
 )

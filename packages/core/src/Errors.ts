@@ -47,3 +47,19 @@ export class StorageError extends Schema.TaggedError<StorageError>()("StorageErr
   message: Schema.String,
   cause: Schema.optional(Schema.Defect)
 }) {}
+
+/**
+ * An idempotency key already stands for another request (another body or another operation)
+ * within its window; nothing was done.
+ */
+export class IdempotencyKeyReused extends Schema.TaggedError<IdempotencyKeyReused>()("IdempotencyKeyReused", {
+  message: Schema.String
+}) {}
+
+/**
+ * A request with this idempotency key is still being carried out elsewhere (another server, or one
+ * that stopped mid-way and whose outcome is not settled yet); nothing was done; retry later.
+ */
+export class IdempotencyKeyInUse extends Schema.TaggedError<IdempotencyKeyInUse>()("IdempotencyKeyInUse", {
+  message: Schema.String
+}) {}

@@ -12,11 +12,15 @@ import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
 import type * as Scope from "effect/Scope"
 import { StorageError } from "./Errors.js"
+import type { Receipt } from "./Idempotency.js"
 import type { Verification } from "./Verification.js"
 
 export interface Options {
-  /** Stores one batch, all or nothing. */
-  readonly write: (events: ReadonlyArray<Verification>) => Effect.Effect<void, StorageError>
+  /** Stores one batch and the receipts of the keyed calls in it, all or nothing. */
+  readonly write: (
+    events: ReadonlyArray<Verification>,
+    receipts: ReadonlyArray<Receipt>
+  ) => Effect.Effect<void, StorageError>
   /** Events one write takes at most (calls are never split: one call may exceed it alone). */
   readonly maxEvents: number
   /**
@@ -33,13 +37,18 @@ export interface Options {
 
 interface Pending {
   readonly events: ReadonlyArray<Verification>
+  readonly receipt: Receipt | undefined
   readonly done: Deferred.Deferred<void, StorageError>
 }
 
 /** Starts the writer for the life of the scope; returns `offer`, which stores a batch through it. */
 export const make = (
   options: Options
-): Effect.Effect<(events: ReadonlyArray<Verification>) => Effect.Effect<void, StorageError>, never, Scope.Scope> =>
+): Effect.Effect<
+  (events: ReadonlyArray<Verification>, receipt?: Receipt) => Effect.Effect<void, StorageError>,
+  never,
+  Scope.Scope
+> =>
   Effect.gen(function*() {
     const queue = yield* Queue.bounded<Pending>(1024)
     let buffered = 0
@@ -59,7 +68,9 @@ export const make = (
           events += next.value.events.length
         }
         const all = batch.length === 1 ? batch[0]!.events : batch.flatMap((pending) => pending.events)
-        const exit = yield* Effect.exit(options.write(all))
+        const receipts: Array<Receipt> = []
+        for (const pending of batch) if (pending.receipt !== undefined) receipts.push(pending.receipt)
+        const exit = yield* Effect.exit(options.write(all, receipts))
         buffered -= events
         yield* Effect.forEach(batch, (pending) => Deferred.done(pending.done, exit), { discard: true })
         if (Exit.isSuccess(exit) && options.afterWrite !== undefined) yield* options.afterWrite
@@ -74,9 +85,9 @@ export const make = (
           { discard: true }
         ))
     )
-    return (events: ReadonlyArray<Verification>) =>
+    return (events: ReadonlyArray<Verification>, receipt?: Receipt) =>
       Effect.suspend(() => {
-        if (events.length === 0) return Effect.void
+        if (events.length === 0 && receipt === undefined) return Effect.void
         if (options.maxBuffered !== undefined && buffered + events.length > options.maxBuffered) {
           return Effect.fail(
             new StorageError({ message: `The store is not keeping up: ${buffered} events are waiting to be stored` })
@@ -84,7 +95,7 @@ export const make = (
         }
         buffered += events.length
         return Effect.flatMap(Deferred.make<void, StorageError>(), (done) =>
-          Queue.offer(queue, { events, done }).pipe(
+          Queue.offer(queue, { events, receipt, done }).pipe(
             // Interrupted while waiting for room: never queued, so never counted down by the writer.
             Effect.onInterrupt(() => Effect.sync(() => (buffered -= events.length))),
             Effect.zipRight(Deferred.await(done))

@@ -15,7 +15,8 @@ export const Prefix = {
   namespace: "rlns",
   override: "rlor",
   rootKey: "rk",
-  request: "req"
+  request: "req",
+  batch: "batch"
 } as const
 
 let lastTime = -1

@@ -9,9 +9,10 @@ import * as Option from "effect/Option"
 import { Auth } from "./Auth.js"
 import type { StorageError } from "./Errors.js"
 import { NotFound, ValidationError } from "./Errors.js"
+import { IdempotencyKeys, type KeyOptions } from "./IdempotencyKeys.js"
 import * as Ids from "./Ids.js"
 import { Namespace } from "./Namespace.js"
-import type { Override } from "./Override.js"
+import { Override } from "./Override.js"
 import {
   DeleteOverrideInput,
   GetOverrideInput,
@@ -46,6 +47,7 @@ const Cursor = {
 export class Overrides extends Effect.Service<Overrides>()("@keymeter/core/Overrides", {
   effect: Effect.gen(function*() {
     const catalog = yield* Catalog
+    const keys = yield* IdempotencyKeys
     const auth = yield* Auth
     const decodeSet = Validation.decode(SetOverrideInput)
     const decodeGet = Validation.decode(GetOverrideInput)
@@ -149,24 +151,46 @@ export class Overrides extends Effect.Service<Overrides>()("@keymeter/core/Overr
         ? Effect.fail(new ValidationError({ message: "namespaceId: either namespaceId or namespaceName is required" }))
         : Effect.void
 
-    /** Creates the override of (namespace, identifier), or overwrites it keeping its id. */
-    const set = (principal: Principal, input: unknown) =>
+    /**
+     * Creates the override of (namespace, identifier), or overwrites it keeping its id. A repeat converges by itself; with an idempotency key it is also answered from the
+     * receipt, and another request under the key is refused.
+     */
+    const set = (principal: Principal, input: unknown, options?: KeyOptions) =>
       Effect.gen(function*() {
         const decoded = yield* decodeSet(input)
         yield* requireNamespace(decoded)
         const namespace = yield* namespaceFor(principal, decoded, Permission.required.setOverride, true)
-        const now = yield* Clock.currentTimeMillis
-        const override = yield* catalog.upsertOverride({
-          id: Ids.make(Ids.Prefix.override, now),
-          namespaceId: namespace.id,
-          identifier: decoded.identifier,
-          limit: decoded.limit,
-          duration: decoded.duration,
-          async: decoded.async ?? false,
-          now
-        })
-        yield* written(namespace.id, (index) => index.set(override))
-        return override
+        return yield* keys.once(
+          {
+            workspaceId: principal.workspaceId,
+            key: options?.idempotencyKey,
+            name: options?.idempotencyKeyName ?? "idempotencyKey",
+            operation: "setOverride",
+            canonical: () => [
+              namespace.id,
+              decoded.identifier,
+              decoded.limit,
+              decoded.duration,
+              decoded.async ?? false
+            ]
+          },
+          () =>
+            Effect.gen(function*() {
+              const now = yield* Clock.currentTimeMillis
+              const override = yield* catalog.upsertOverride({
+                id: Ids.make(Ids.Prefix.override, now),
+                namespaceId: namespace.id,
+                identifier: decoded.identifier,
+                limit: decoded.limit,
+                duration: decoded.duration,
+                async: decoded.async ?? false,
+                now
+              })
+              yield* written(namespace.id, (index) => index.set(override))
+              return override
+            }),
+          { storeAfter: true, revive: (json) => new Override(json as Override) }
+        )
       }).pipe(Effect.withSpan("Overrides.set"))
 
     /** The override of exactly the identifier, or with `resolve`, the one that would apply to it. */

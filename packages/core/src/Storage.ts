@@ -11,7 +11,8 @@ import type * as Effect from "effect/Effect"
 import type * as Option from "effect/Option"
 import type { AggregationQuery, AggregationResult } from "./Aggregation.js"
 import type { Api } from "./Api.js"
-import type { QueryTooLarge, StorageError } from "./Errors.js"
+import type { IdempotencyKeyInUse, QueryTooLarge, StorageError } from "./Errors.js"
+import type { Receipt } from "./Idempotency.js"
 import type { Namespace } from "./Namespace.js"
 import type { Override } from "./Override.js"
 import type { RootKey } from "./RootKey.js"
@@ -26,9 +27,23 @@ export class VerificationStore extends Context.Tag("@keymeter/core/VerificationS
   {
     /**
      * Stores a batch. It completes once the batch is durable for the adapter's promise (committed
-     * for SQLite) and is all or nothing: on failure none of the batch is stored.
+     * for SQLite) and is all or nothing: on failure none of the batch is stored. With a `receipt`,
+     * the receipt is stored with the batch: both or neither (SQLite: one transaction; memory: one
+     * step; ClickHouse: claimed before the insert and settled after, see its adapter). Callers
+     * check {@link findReceipt} first, under a lock per key; should a live receipt for the key
+     * exist all the same (another process), the append fails and stores nothing.
      */
-    readonly append: (events: ReadonlyArray<Verification>) => Effect.Effect<void, StorageError>
+    readonly append: (events: ReadonlyArray<Verification>, receipt?: Receipt) => Effect.Effect<void, StorageError>
+    /**
+     * The receipt of `key` in the workspace, unless it expired by `now`. Fails with
+     * `IdempotencyKeyInUse` when a write under the key was begun and its outcome is not known
+     * (only adapters that cannot store a receipt with its batch atomically).
+     */
+    readonly findReceipt: (
+      workspaceId: string,
+      key: string,
+      now: number
+    ) => Effect.Effect<Option.Option<Receipt>, StorageError | IdempotencyKeyInUse>
     /** Counts matching events per (time bucket, group); see `Aggregation` for the contract. */
     readonly aggregate: (query: AggregationQuery) => Effect.Effect<AggregationResult, StorageError | QueryTooLarge>
   }

@@ -6,10 +6,37 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import { Auth } from "./Auth.js"
 import { NotFound } from "./Errors.js"
+import type { Receipt } from "./Idempotency.js"
+import { IdempotencyKeys, type KeyOptions } from "./IdempotencyKeys.js"
 import type { Principal } from "./Permission.js"
 import * as Permission from "./Permission.js"
 import { Catalog, VerificationStore } from "./Storage.js"
 import * as Verification from "./Verification.js"
+
+/** The answer of a record call. */
+export interface Recorded {
+  readonly recorded: number
+}
+
+/** Options of {@link Verifications} `record`. */
+export interface RecordOptions extends KeyOptions {
+  /** What the batch is called in messages (default `verifications`). */
+  readonly path?: string
+}
+
+/**
+ * A batch in a form that does not depend on the order of fields in the caller's JSON: one array
+ * per event, fields in a fixed order, absent ones null. Called once the batch is valid.
+ */
+const canonical = (items: ReadonlyArray<Record<string, any>>) =>
+  items.map((item) => [
+    item.apiId,
+    item.keyId,
+    item.outcome,
+    item.time ?? null,
+    item.identity === undefined ? null : [item.identity.id, item.identity.externalId],
+    item.tags ?? null
+  ])
 
 /** Records batches of verifications, all or nothing. */
 export class Verifications extends Effect.Service<Verifications>()("@keymeter/core/Verifications", {
@@ -18,12 +45,17 @@ export class Verifications extends Effect.Service<Verifications>()("@keymeter/co
     const catalog = yield* Catalog
     const auth = yield* Auth
 
+    const keys = yield* IdempotencyKeys
+
     /**
      * Validates every item (a bad one rejects the batch, naming its index), checks
      * `api.*.record_verifications` or `api.<apiId>.record_verifications` for every api in the batch,
      * checks those apis are in the caller's workspace, then stores the batch.
+     *
+     * With an idempotency key, a repeat of the same batch within the window answers what the first
+     * answered and stores nothing; another batch under the key fails with `IdempotencyKeyReused`.
      */
-    const record = (principal: Principal, verifications: unknown, options?: { readonly path?: string }) =>
+    const record = (principal: Principal, verifications: unknown, options?: RecordOptions) =>
       Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis
         const events = yield* Verification.decodeBatch(verifications, {
@@ -49,8 +81,19 @@ export class Verifications extends Effect.Service<Verifications>()("@keymeter/co
             })
           }
         }
-        yield* store.append(events)
-        return { recorded: events.length }
+        const answer: Recorded = { recorded: events.length }
+        return yield* keys.once(
+          {
+            workspaceId: principal.workspaceId,
+            key: options?.idempotencyKey,
+            name: options?.idempotencyKeyName ?? "idempotencyKey",
+            operation: "recordVerifications",
+            canonical: () => canonical(verifications as ReadonlyArray<Record<string, any>>)
+          },
+          (receiptOf: (answer: Recorded) => Receipt | undefined) =>
+            Effect.as(store.append(events, receiptOf(answer)), answer),
+          { storeAfter: false }
+        )
       }).pipe(Effect.withSpan("Verifications.record"))
 
     return { record } as const

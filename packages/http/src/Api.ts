@@ -51,9 +51,22 @@ export const GetOverrideParams = UrlParams.schema(GetOverrideInput)
 /** Query parameters of `GET /v1/ratelimits.listOverrides`. */
 export const ListOverridesParams = UrlParams.schema(ListOverridesInput)
 
+/** The header that makes a write safe to retry. */
+export const IdempotencyHeaders = Schema.Struct({
+  "idempotency-key": Schema.optional(Schema.String.annotations({
+    description: "Makes the request safe to retry: a repeat with the same key and body within 24 hours " +
+      "answers what the first answered and changes nothing. 1 to 255 visible ASCII characters (no space, " +
+      "\" or \\), bare or as a quoted string; scoped to the workspace."
+  }))
+})
+
 /** A POST route: its JSON body may also be too large (413) or of another media type (415). */
 const post = <const Name extends string>(name: Name, path: HttpApiEndpoint.PathSegment) =>
   HttpApiEndpoint.post(name, path).addError(Responses[413]).addError(Responses[415])
+
+/** A POST route taking `Idempotency-Key`: a key reused for another request (422), or still at work (409). */
+const keyedPost = <const Name extends string>(name: Name, path: HttpApiEndpoint.PathSegment) =>
+  post(name, path).setHeaders(IdempotencyHeaders).addError(Responses[409]).addError(Responses[422])
 
 /** Analytics routes. */
 export class AnalyticsGroup extends HttpApiGroup.make("analytics")
@@ -65,7 +78,7 @@ export class AnalyticsGroup extends HttpApiGroup.make("analytics")
       .annotate(OpenApi.Description, "Permission: api.*.read_api or api.<apiId>.read_api.")
   )
   .add(
-    post("recordVerifications", "/analytics.recordVerifications")
+    keyedPost("recordVerifications", "/analytics.recordVerifications")
       .setPayload(RecordVerificationsInput)
       .addSuccess(Schema.Struct({ recorded: Schema.Number }))
       .annotate(OpenApi.Summary, "Record 1 to 10,000 verifications, all or nothing")
@@ -79,7 +92,7 @@ export class AnalyticsGroup extends HttpApiGroup.make("analytics")
 /** Rate-limit routes. */
 export class RatelimitsGroup extends HttpApiGroup.make("ratelimits")
   .add(
-    post("setOverride", "/ratelimits.setOverride")
+    keyedPost("setOverride", "/ratelimits.setOverride")
       .setPayload(SetOverrideInput)
       .addSuccess(Schema.Struct({ overrideId: Schema.String }))
       .annotate(OpenApi.Summary, "Create or overwrite the override of an identifier (or * pattern) in a namespace")
@@ -133,7 +146,7 @@ export class RatelimitsGroup extends HttpApiGroup.make("ratelimits")
 /** Api routes. */
 export class ApisGroup extends HttpApiGroup.make("apis")
   .add(
-    post("createApi", "/apis.createApi")
+    keyedPost("createApi", "/apis.createApi")
       .setPayload(CreateApiInput)
       .addSuccess(Schema.Struct({ apiId: Schema.String }))
       .annotate(OpenApi.Summary, "Create an api")

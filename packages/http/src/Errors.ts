@@ -47,8 +47,18 @@ export const Codes = {
     when:
       "The client sent its headers or body too slowly (KEYMETER_HEADERS_TIMEOUT_MS, KEYMETER_REQUEST_TIMEOUT_MS); the connection is closed."
   },
+  IDEMPOTENCY_KEY_IN_USE: {
+    status: 409,
+    when:
+      "A request with the same Idempotency-Key is still being carried out (or, on ClickHouse, its outcome is not settled yet). Nothing was done; retry."
+  },
   PAYLOAD_TOO_LARGE: { status: 413, when: "The request body is over the configured limit (1 MiB by default)." },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, when: "A POST body whose Content-Type is missing or not application/json." },
+  IDEMPOTENCY_KEY_REUSED: {
+    status: 422,
+    when:
+      "The Idempotency-Key already stands for another request (another body or another route) within its window. Nothing was done."
+  },
   RATE_LIMITED: {
     status: 429,
     when:
@@ -93,6 +103,8 @@ export type DomainError =
   | DomainErrors.InsufficientPermissions
   | DomainErrors.QueryTooLarge
   | DomainErrors.StorageError
+  | DomainErrors.IdempotencyKeyReused
+  | DomainErrors.IdempotencyKeyInUse
   | ProvisioningError
 
 /** The wire code of each domain error. */
@@ -104,7 +116,9 @@ export const DomainCodes: { readonly [Tag in DomainError["_tag"]]: Code } = {
   KeyForbidden: "FORBIDDEN",
   InsufficientPermissions: "INSUFFICIENT_PERMISSIONS",
   NotFound: "NOT_FOUND",
-  StorageError: "SERVICE_UNAVAILABLE"
+  StorageError: "SERVICE_UNAVAILABLE",
+  IdempotencyKeyReused: "IDEMPOTENCY_KEY_REUSED",
+  IdempotencyKeyInUse: "IDEMPOTENCY_KEY_IN_USE"
 }
 
 /** What a caller is told of a storage failure; its cause is logged, never shown. */

@@ -15,6 +15,7 @@ import { Verifications } from "@keymeter/core/Verifications"
 import * as Effect from "effect/Effect"
 import { Api, CurrentPrincipal } from "./Api.js"
 import { HttpError, mapDomain } from "./Errors.js"
+import * as IdempotencyKey from "./internal/IdempotencyKey.js"
 import * as JsonBody from "./internal/JsonBody.js"
 import * as UrlParams from "./internal/UrlParams.js"
 
@@ -50,7 +51,7 @@ export const AnalyticsLive = HttpApiBuilder.group(Api, "analytics", (handlers) =
           if (!("verifications" in body)) {
             return yield* new HttpError({ code: "BAD_REQUEST", message: "verifications: is required" })
           }
-          return yield* mapDomain(verifications.record(principal, body.verifications))
+          return yield* mapDomain(verifications.record(principal, body.verifications, IdempotencyKey.read(request)))
         }))
   }))
 
@@ -64,7 +65,7 @@ export const RatelimitsLive = HttpApiBuilder.group(Api, "ratelimits", (handlers)
         Effect.gen(function*() {
           const principal = yield* CurrentPrincipal
           const body = yield* JsonBody.readObject(request)
-          const override = yield* mapDomain(overrides.set(principal, body))
+          const override = yield* mapDomain(overrides.set(principal, body, IdempotencyKey.read(request)))
           return { overrideId: override.id }
         }))
       .handle("getOverride", () =>
@@ -99,6 +100,6 @@ export const ApisLive = HttpApiBuilder.group(Api, "apis", (handlers) =>
       Effect.gen(function*() {
         const principal = yield* CurrentPrincipal
         const body = yield* JsonBody.readObject(request)
-        return yield* mapDomain(apis.create(principal, body))
+        return yield* mapDomain(apis.create(principal, body, IdempotencyKey.read(request)))
       }))
   }))

@@ -8,6 +8,7 @@ import type * as HttpApp from "@effect/platform/HttpApp"
 import * as HttpServer from "@effect/platform/HttpServer"
 import type { ServeError } from "@effect/platform/HttpServerError"
 import { MaxDatapoints } from "@keymeter/core/Analytics"
+import * as Idempotency from "@keymeter/core/Idempotency"
 import * as Keymeter from "@keymeter/core/Keymeter"
 import type { Catalog, VerificationStore } from "@keymeter/core/Storage"
 import * as Layer from "effect/Layer"
@@ -29,6 +30,8 @@ export interface Options {
   readonly maxBodyBytes?: number | undefined
   /** Largest analytics answer before `limit` (default 100,000 datapoints). */
   readonly maxDatapoints?: number | undefined
+  /** How long idempotency keys are remembered, in ms (default 24 hours, at most 30 days). */
+  readonly idempotencyWindowMs?: number | undefined
   /** Requests served at once; more are answered 429 (default 256). */
   readonly maxInFlight?: number | undefined
   /** Time a client has to send its headers, in ms (default 10 s); the standalone server only. */
@@ -45,7 +48,8 @@ export const ApiLive = (options: Options = {}) =>
     Layer.provide(Layer.succeed(MaxBodyBytes, options.maxBodyBytes ?? MaxBodyBytes.defaultValue())),
     Layer.provideMerge(
       Keymeter.layer.pipe(
-        Layer.provide(Layer.succeed(MaxDatapoints, options.maxDatapoints ?? MaxDatapoints.defaultValue()))
+        Layer.provide(Layer.succeed(MaxDatapoints, options.maxDatapoints ?? MaxDatapoints.defaultValue())),
+        Layer.provide(Layer.succeed(Idempotency.Window, options.idempotencyWindowMs ?? Idempotency.DEFAULT_WINDOW_MS))
       )
     )
   )

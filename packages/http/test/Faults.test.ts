@@ -17,10 +17,11 @@ const SECRET = "/var/lib/secret/keymeter.db"
 const FaultyVerifications = Layer.sync(VerificationStore, () => {
   const base = MemoryVerificationStore.make()
   return VerificationStore.of({
-    append: (events) =>
+    append: (events, receipt) =>
       faults.failOnWrite
         ? Effect.fail(new StorageError({ message: `SQLITE_FULL: database or disk is full (${SECRET})` }))
-        : base.append(events),
+        : base.append(events, receipt),
+    findReceipt: base.findReceipt,
     aggregate: (query) =>
       faults.dieOnRead ? Effect.die(new Error(`boom while reading ${SECRET}`)) : base.aggregate(query)
   })

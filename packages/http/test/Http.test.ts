@@ -609,12 +609,19 @@ layer(TestServer.layer(MemoryStorage.layer, { maxBodyBytes: 64 * 1024 }), { excl
           "401",
           "403",
           "404",
+          "409",
           "413",
           "415",
+          "422",
           "429",
           "500",
           "503"
         ])
+        // The writes document the Idempotency-Key header.
+        for (const path of ["/v1/analytics.recordVerifications", "/v1/ratelimits.setOverride", "/v1/apis.createApi"]) {
+          const parameters: Array<{ name: string; in: string }> = spec.body.paths[path].post.parameters ?? []
+          expect(parameters.map((p) => `${p.in}:${p.name}`), path).toContain("header:idempotency-key")
+        }
         const docs = yield* request("/docs")
         expect(docs.status).toBe(200)
         expect(docs.body).toContain("swagger-ui")

@@ -112,18 +112,38 @@ export class KeymeterError extends Error {
   }
 }
 
+/** Options of a write. */
+export interface WriteOptions {
+  /**
+   * Makes the write safe to retry: a repeat with the same key and input within the window (24
+   * hours by default) answers what the first answered and changes nothing; another input under
+   * the key fails with `IDEMPOTENCY_KEY_REUSED`. 1 to 255 visible ASCII characters (no space, `"`
+   * or `\`), scoped to the workspace.
+   */
+  readonly idempotencyKey?: string | undefined
+}
+
 /** A running keymeter. */
 export interface Keymeter {
   /** The workspace the library methods act in. */
   readonly workspaceId: string
   /** Creates an api; verifications are recorded against it. */
-  readonly createApi: (input: InputOf<typeof CreateApiInput>) => Promise<{ readonly apiId: string }>
-  /** Records 1 to 10,000 verifications, all or nothing; resolves once they are stored. */
-  readonly record: (verifications: ReadonlyArray<VerificationInput>) => Promise<{ readonly recorded: number }>
+  readonly createApi: (
+    input: InputOf<typeof CreateApiInput>,
+    options?: WriteOptions
+  ) => Promise<{ readonly apiId: string }>
+  /**
+   * Records 1 to 10,000 verifications, all or nothing; resolves once they are stored. With an
+   * `idempotencyKey`, a retry of the same batch answers the same and stores nothing again.
+   */
+  readonly record: (
+    verifications: ReadonlyArray<VerificationInput>,
+    options?: WriteOptions
+  ) => Promise<{ readonly recorded: number }>
   /** Verification counts, exactly as `GET /v1/analytics.getVerifications` answers them. */
   readonly getVerifications: (query: VerificationsQuery) => Promise<Array<Datapoint>>
   /** Creates or overwrites the override of an identifier in a namespace. */
-  readonly setOverride: (input: InputOf<typeof SetOverrideInput>) => Promise<Override>
+  readonly setOverride: (input: InputOf<typeof SetOverrideInput>, options?: WriteOptions) => Promise<Override>
   /** The override of exactly an identifier, or with `resolve: true` the one that applies to it. */
   readonly getOverride: (input: ByNamespace<typeof GetOverrideInput>) => Promise<typeof OverrideView.Type>
   /** A page of a namespace's overrides; pass the returned `cursor` for the next. */
@@ -226,12 +246,13 @@ export const createKeymeter = async (options: KeymeterOptions = {}): Promise<Key
 
   return {
     workspaceId,
-    createApi: (input) => run(Effect.flatMap(Apis, (apis) => apis.create(principal, input))),
-    record: (verifications) =>
-      run(Effect.flatMap(Verifications, (service) => service.record(principal, verifications))),
+    createApi: (input, options) => run(Effect.flatMap(Apis, (apis) => apis.create(principal, input, options))),
+    record: (verifications, options) =>
+      run(Effect.flatMap(Verifications, (service) => service.record(principal, verifications, options))),
     getVerifications: (query) =>
       run(Effect.flatMap(Analytics, (analytics) => analytics.getVerifications(principal, verificationsQuery(query)))),
-    setOverride: (input) => run(Effect.flatMap(Overrides, (overrides) => overrides.set(principal, input))),
+    setOverride: (input, options) =>
+      run(Effect.flatMap(Overrides, (overrides) => overrides.set(principal, input, options))),
     getOverride: (input) => run(Effect.flatMap(Overrides, (overrides) => overrides.get(principal, input))),
     listOverrides: (input) => run(Effect.flatMap(Overrides, (overrides) => overrides.list(principal, input))),
     deleteOverride: (input) =>

@@ -1,6 +1,7 @@
 /**
  * Configuration of the standalone server, from the environment.
  */
+import * as Idempotency from "@keymeter/core/Idempotency"
 import * as InFlightLimit from "@keymeter/http/InFlightLimit"
 import * as NodeServer from "@keymeter/http/NodeServer"
 import * as Config from "effect/Config"
@@ -39,6 +40,13 @@ export const config = Config.all({
   requestTimeoutMs: Config.integer("KEYMETER_REQUEST_TIMEOUT_MS").pipe(
     Config.validate({ message: "must be at least 1000", validation: (n) => n >= 1000 }),
     Config.withDefault(NodeServer.DEFAULT_REQUEST_TIMEOUT_MS)
+  ),
+  idempotencyWindowMs: Config.integer("KEYMETER_IDEMPOTENCY_WINDOW_MS").pipe(
+    Config.validate({
+      message: `must be from 60000 (a minute) to ${Idempotency.MAX_WINDOW_MS} (30 days)`,
+      validation: (n) => n >= 60_000 && n <= Idempotency.MAX_WINDOW_MS
+    }),
+    Config.withDefault(Idempotency.DEFAULT_WINDOW_MS)
   ),
   maxInFlight: Config.integer("KEYMETER_MAX_IN_FLIGHT").pipe(
     Config.validate({ message: "must be at least 1", validation: (n) => n >= 1 }),

@@ -12,15 +12,19 @@
  */
 import type { AggregationQuery, AggregationResult } from "@keymeter/core/Aggregation"
 import { OUTCOMES, tooLarge } from "@keymeter/core/Aggregation"
-import { StorageError } from "@keymeter/core/Errors"
+import { IdempotencyKeyInUse, StorageError } from "@keymeter/core/Errors"
 import * as GroupCommit from "@keymeter/core/GroupCommit"
+import type { Receipt } from "@keymeter/core/Idempotency"
+import * as Ids from "@keymeter/core/Ids"
 import { VerificationStore } from "@keymeter/core/Storage"
 import * as Time from "@keymeter/core/Time"
 import type { Identity, Verification } from "@keymeter/core/Verification"
 import { OutcomeIndex } from "@keymeter/core/Verification"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
 import * as Connection from "./internal/Connection.js"
+import { sql } from "./internal/Literal.js"
 import * as Planner from "./internal/Planner.js"
 import * as Migrations from "./Migrations.js"
 
@@ -35,6 +39,17 @@ export interface Options {
   /** Events waiting for ClickHouse before new calls fail with 503 (default 1,000,000). */
   readonly maxBufferedEvents?: number | undefined
 }
+
+/** Where a keyed write put its events, so that a claim left pending can be settled. */
+interface Claim {
+  readonly batch: string
+  readonly events: number
+  readonly firstHour: number
+  readonly lastHour: number
+}
+
+/** Past its writer's request deadline plus this, a claim whose batch has no rows is abandoned. */
+const CLAIM_MARGIN_MS = 5_000
 
 /** The URL is not one keymeter can use. */
 const invalid = (message: string) => new StorageError({ message })
@@ -62,9 +77,10 @@ export const parseUrl = (url: string): Connection.Target | StorageError => {
   }
 }
 
-const row = (event: Verification) => {
+const row = (event: Verification, batch = "") => {
   const hour = Math.floor(event.time / Time.HOUR)
   return {
+    batch,
     workspace_id: event.workspaceId,
     api_id: event.apiId,
     time: event.time,
@@ -91,7 +107,7 @@ export const make = (options: Options) =>
 
     // The writer: one INSERT per round of queued calls (group commit).
     const offer = yield* GroupCommit.make({
-      write: (events) => db.insert("verifications", events.map(row)),
+      write: (events) => db.insert("verifications", events.map((event) => row(event))),
       maxEvents: maxPerInsert,
       maxBuffered
     })
@@ -130,8 +146,91 @@ export const make = (options: Options) =>
         }
       })
 
+    // Keyed writes: a claim, the insert tagged with the claim's batch id, a settlement (see below).
+    const claimGraceMs = (options.requestTimeoutMs ?? 30_000) + CLAIM_MARGIN_MS
+    const receiptRow = (receipt: Receipt, claim: Claim, state: 0 | 1) => ({
+      workspace_id: receipt.workspaceId,
+      key: receipt.key,
+      operation: receipt.operation,
+      fingerprint: receipt.fingerprint,
+      response: receipt.response,
+      batch: claim.batch,
+      events: claim.events,
+      first_hour: claim.firstHour,
+      last_hour: claim.lastHour,
+      state,
+      created_at: receipt.createdAt,
+      expires_at: receipt.expiresAt
+    })
+    const appendKeyed = (events: ReadonlyArray<Verification>, receipt: Receipt) =>
+      Effect.gen(function*() {
+        const hours = events.map((e) => Math.floor(e.time / Time.HOUR))
+        const claim: Claim = {
+          batch: Ids.make(Ids.Prefix.batch),
+          events: events.length,
+          firstHour: hours.reduce((a, b) => Math.min(a, b), Infinity),
+          lastHour: hours.reduce((a, b) => Math.max(a, b), 0)
+        }
+        yield* db.insert("idempotency_receipts", [receiptRow(receipt, claim, 0)])
+        // One INSERT: ClickHouse applies it whole or not at all, unless the server itself fails
+        // between the parts of a batch spanning several 30-day partitions.
+        yield* db.insert("verifications", events.map((event) => row(event, claim.batch)))
+        yield* db.insert("idempotency_receipts", [receiptRow(receipt, claim, 1)])
+      })
+
+    /** The latest row of a key, unexpired. */
+    const latestReceipt = (workspaceId: string, key: string, now: number) =>
+      Effect.map(
+        db.query(
+          sql`SELECT operation, fingerprint, response, batch, events, first_hour, last_hour, state, created_at, expires_at
+            FROM idempotency_receipts WHERE workspace_id = ${workspaceId} AND key = ${key} AND expires_at > ${now}
+            ORDER BY created_at DESC, state DESC LIMIT 1`
+        ),
+        (rows) => rows[0]
+      )
+
+    const findReceipt = (workspaceId: string, key: string, now: number) =>
+      Effect.gen(function*() {
+        const found = yield* latestReceipt(workspaceId, key, now)
+        if (found === undefined) return Option.none()
+        const [operation, fingerprint, response, batch, events, firstHour, lastHour, state, createdAt, expiresAt] =
+          found as [string, string, string, string, number, number, number, number, number, number]
+        const receipt: Receipt = {
+          workspaceId,
+          key,
+          operation,
+          fingerprint,
+          response,
+          createdAt: Number(createdAt),
+          expiresAt: Number(expiresAt)
+        }
+        if (Number(state) === 1) return Option.some(receipt)
+        // A claim not settled: its writer is at work, or stopped between claim and settlement.
+        // The batch's rows say which: all there, it was stored (settle it now); none there after
+        // the writer's deadline, it never will be (the key is free again).
+        const [[stored]] = (yield* db.query(
+          sql`SELECT count() FROM verifications WHERE workspace_id = ${workspaceId}
+            AND hour >= ${firstHour} AND hour <= ${lastHour} AND batch = ${batch}`
+        )) as [[number]]
+        const claim: Claim = { batch, events: Number(events), firstHour: Number(firstHour), lastHour: Number(lastHour) }
+        if (Number(stored) === claim.events) {
+          yield* db.insert("idempotency_receipts", [receiptRow(receipt, claim, 1)])
+          return Option.some(receipt)
+        }
+        if (Number(stored) === 0 && now - receipt.createdAt > claimGraceMs) return Option.none()
+        return yield* new IdempotencyKeyInUse({
+          message: Number(stored) === 0
+            ? `A request with this idempotency key began at ${
+              new Date(receipt.createdAt).toISOString()
+            } and has not finished; retry in a few seconds`
+            : `A request with this idempotency key was stored in part (${stored} of ${claim.events} events, batch ` +
+              `${batch}) when ClickHouse failed; an operator must settle it (see the README, Idempotency)`
+        })
+      })
+
     return VerificationStore.of({
-      append: offer,
+      append: (events, receipt) => (receipt === undefined ? offer(events) : appendKeyed(events, receipt)),
+      findReceipt,
       aggregate: (query) =>
         Effect.flatMap(
           read(query),

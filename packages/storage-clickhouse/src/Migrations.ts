@@ -88,8 +88,36 @@ export const migrations: ReadonlyArray<
       ],
       Object.entries(ROLLUPS).map(([table, dimensions]) => rollupView(table, dimensions))
     ]
+  },
+  {
+    id: 2,
+    name: "idempotency",
+    steps: [[
+      // The batch a keyed write inserted ("" for unkeyed ones): how a claim left pending is settled.
+      // (18.16 has no ADD COLUMN IF NOT EXISTS: see `idempotent`.)
+      "ALTER TABLE verifications ADD COLUMN batch String DEFAULT ''",
+      // Claims (state 0) and settlements (state 1) of idempotency keys; the latest row of a key wins.
+      `CREATE TABLE IF NOT EXISTS idempotency_receipts (
+        workspace_id String, key String, operation String, fingerprint String, response String,
+        batch String, events UInt32, first_hour UInt32, last_hour UInt32, state UInt8,
+        created_at Int64, expires_at Int64
+      ) ENGINE = MergeTree ORDER BY (workspace_id, key)`
+    ]]
   }
 ]
+
+/**
+ * Runs a statement of a migration so that a second run succeeds too (two servers starting at once,
+ * or a run stopped between a step and its record): CREATEs say IF NOT EXISTS; an ADD COLUMN whose
+ * column exists already is done.
+ */
+const idempotent = (db: Connection, statement: string) =>
+  db.command(statement).pipe(
+    Effect.catchIf(
+      (error) => /^ALTER TABLE \w+ ADD COLUMN/.test(statement) && /already exists/.test(error.message),
+      () => Effect.void
+    )
+  )
 
 /** Number of the newest migration this version knows. */
 export const LATEST = Math.max(...migrations.map((m) => m.id))
@@ -121,7 +149,10 @@ export const run = (admin: Connection, db: Connection, database: string) =>
     for (const migration of migrations) {
       if (migration.id <= applied) continue
       for (const step of migration.steps) {
-        yield* Effect.forEach(step, (statement) => db.command(statement), { concurrency: "unbounded", discard: true })
+        yield* Effect.forEach(step, (statement) => idempotent(db, statement), {
+          concurrency: "unbounded",
+          discard: true
+        })
       }
       yield* db.command(
         sql`INSERT INTO keymeter_migrations (id, name, applied_at) VALUES (${migration.id}, ${migration.name}, ${Date.now()})`

@@ -4,21 +4,56 @@
  */
 import * as Aggregation from "@keymeter/core/Aggregation"
 import { StorageError } from "@keymeter/core/Errors"
+import type { Receipt } from "@keymeter/core/Idempotency"
 import { VerificationStore } from "@keymeter/core/Storage"
 import { Engine } from "@keymeter/engine"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
 
 /** Tuning of the engine. */
 export type Options = Engine.Options
 
-/** A {@link VerificationStore} over a new, empty {@link Engine}. */
-export const make = (engine: Engine.Engine = new Engine.Engine()) =>
-  VerificationStore.of({
-    append: (events) =>
+/**
+ * A {@link VerificationStore} over a new, empty {@link Engine}. Receipts live in a map beside it,
+ * added in the same synchronous step as their batch: for the life of the process, a batch and its
+ * receipt are stored together or not at all.
+ */
+export const make = (engine: Engine.Engine = new Engine.Engine()) => {
+  const receipts = new Map<string, Receipt>()
+  const id = (workspaceId: string, key: string) => `${workspaceId}\u0000${key}`
+  /** Drops expired receipts from the oldest on (insertion order is nearly expiry order). */
+  const sweep = (now: number) => {
+    for (const [name, receipt] of receipts) {
+      if (receipt.expiresAt > now) break
+      receipts.delete(name)
+    }
+  }
+  return VerificationStore.of({
+    append: (events, receipt) =>
       Effect.try({
-        try: () => engine.append(events),
+        try: () => {
+          if (receipt !== undefined) {
+            sweep(receipt.createdAt)
+            const held = receipts.get(id(receipt.workspaceId, receipt.key))
+            if (held !== undefined && held.expiresAt > receipt.createdAt) return false
+          }
+          engine.append(events)
+          if (receipt !== undefined) receipts.set(id(receipt.workspaceId, receipt.key), receipt)
+          return true
+        },
         catch: (cause) => new StorageError({ message: "Could not store the verifications", cause })
+      }).pipe(
+        Effect.flatMap((stored) =>
+          stored
+            ? Effect.void
+            : Effect.fail(new StorageError({ message: "The idempotency key was taken by another request meanwhile" }))
+        )
+      ),
+    findReceipt: (workspaceId, key, now) =>
+      Effect.sync(() => {
+        const receipt = receipts.get(id(workspaceId, key))
+        return receipt !== undefined && receipt.expiresAt > now ? Option.some(receipt) : Option.none()
       }),
     aggregate: (query) =>
       Effect.suspend(() => {
@@ -26,6 +61,7 @@ export const make = (engine: Engine.Engine = new Engine.Engine()) =>
         return result === undefined ? Effect.fail(Aggregation.tooLarge(query, query.maxRows)) : Effect.succeed(result)
       })
   })
+}
 
 /** A fresh in-memory verification store. */
 export const layer: Layer.Layer<VerificationStore> = Layer.sync(VerificationStore, () => make())

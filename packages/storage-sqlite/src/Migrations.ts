@@ -95,6 +95,17 @@ export const migrations = {
   "0003_overrides_by_namespace_and_id": Effect.flatMap(
     SqlClient.SqlClient,
     (sql) => statements(sql, ["CREATE INDEX overrides_namespace_id ON overrides (namespace_id, id)"])
+  ),
+  // Receipts of idempotency keys, written in the transaction of the batch they stand for.
+  "0004_idempotency_receipts": Effect.flatMap(
+    SqlClient.SqlClient,
+    (sql) =>
+      statements(sql, [
+        "CREATE TABLE idempotency_receipts (workspace_id TEXT NOT NULL, key TEXT NOT NULL, " +
+        "operation TEXT NOT NULL, fingerprint TEXT NOT NULL, response TEXT NOT NULL, " +
+        "created_at INTEGER NOT NULL, expires_at INTEGER NOT NULL, PRIMARY KEY (workspace_id, key)) WITHOUT ROWID",
+        "CREATE INDEX idempotency_receipts_expiry ON idempotency_receipts (expires_at)"
+      ])
   )
 } as const
 

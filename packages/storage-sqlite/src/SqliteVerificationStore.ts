@@ -9,16 +9,20 @@
  * - `HotRangeLoader` and `HotIndex`: the last `hotDays` days of each api in the columnar engine,
  *   loaded in the background after open and fed every committed batch.
  * - `Reader`: windows inside the hot range from memory, the rest by `Planner`'s SQL.
+ *
+ * The receipt of a keyed call (idempotency) is written in the transaction of its batch.
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import { tooLarge } from "@keymeter/core/Aggregation"
 import type { StorageError } from "@keymeter/core/Errors"
 import * as GroupCommit from "@keymeter/core/GroupCommit"
+import type { Receipt } from "@keymeter/core/Idempotency"
 import { VerificationStore } from "@keymeter/core/Storage"
 import type { Verification } from "@keymeter/core/Verification"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
 import * as Compaction from "./internal/Compaction.js"
 import * as Dictionaries from "./internal/Dictionaries.js"
 import { HotIndex } from "./internal/HotIndex.js"
@@ -26,6 +30,14 @@ import * as HotRangeLoader from "./internal/HotRangeLoader.js"
 import * as Reader from "./internal/Reader.js"
 import * as Writer from "./internal/Writer.js"
 import { storageError } from "./SqliteCatalog.js"
+
+interface ReceiptRow {
+  readonly operation: string
+  readonly fingerprint: string
+  readonly response: string
+  readonly created_at: number
+  readonly expires_at: number
+}
 
 /** Events one transaction takes at most; more wait for the next. */
 const MAX_EVENTS_PER_TRANSACTION = 100_000
@@ -73,8 +85,8 @@ export const make = (options: Options = {}) =>
     const hotRange = yield* HotRangeLoader.make({ index: hot, dictionaries, exclusive })
     const compaction = Compaction.make(sql, dictionaries, options.compaction)
 
-    const commit = (events: ReadonlyArray<Verification>) =>
-      Writer.commit(sql, dictionaries, events).pipe(
+    const commit = (events: ReadonlyArray<Verification>, receipts: ReadonlyArray<Receipt>) =>
+      Writer.commit(sql, dictionaries, events, receipts).pipe(
         Effect.catchAll(storageError),
         Effect.zipLeft(Effect.suspend(() => hotRange.committed(events))),
         exclusive
@@ -89,8 +101,34 @@ export const make = (options: Options = {}) =>
     })
     const read = Reader.make(sql, dictionaries, hot)
 
+    // Expired receipts are dropped once a minute at most, in the background of reads of receipts.
+    let purgedAt = 0
+    const purge = (now: number) =>
+      now - purgedAt < 60_000
+        ? Effect.void
+        : Effect.zipRight(
+          Effect.sync(() => (purgedAt = now)),
+          sql`DELETE FROM idempotency_receipts WHERE expires_at <= ${now}`
+        )
+
     const store = VerificationStore.of({
       append: offer,
+      findReceipt: (workspaceId, key, now) =>
+        Effect.gen(function*() {
+          yield* purge(now)
+          const rows = yield* sql<ReceiptRow>`SELECT operation, fingerprint, response, created_at, expires_at
+            FROM idempotency_receipts WHERE workspace_id = ${workspaceId} AND key = ${key} AND expires_at > ${now}`
+          const row = rows[0]
+          return row === undefined ? Option.none() : Option.some<Receipt>({
+            workspaceId,
+            key,
+            operation: row.operation,
+            fingerprint: row.fingerprint,
+            response: row.response,
+            createdAt: row.created_at,
+            expiresAt: row.expires_at
+          })
+        }).pipe(Effect.catchTag("SqlError", storageError)),
       aggregate: (query) =>
         read(query).pipe(
           Effect.catchAll(storageError),

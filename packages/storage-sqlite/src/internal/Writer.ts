@@ -4,6 +4,7 @@
  * dictionaries keep the new entries when it commits and forget them when it fails.
  */
 import type * as SqlClient from "@effect/sql/SqlClient"
+import type { Receipt } from "@keymeter/core/Idempotency"
 import * as Time from "@keymeter/core/Time"
 import type { Verification } from "@keymeter/core/Verification"
 import { OutcomeIndex } from "@keymeter/core/Verification"
@@ -76,8 +77,35 @@ const write = (sql: SqlClient.SqlClient, dictionaries: Dictionaries, events: Rea
     for (const rows of Object.values(late)) if (rows.size > 0) yield* upsert(sql, rows)
   })
 
-/** Stores `events` in one transaction; all or nothing. */
-export const commit = (sql: SqlClient.SqlClient, dictionaries: Dictionaries, events: ReadonlyArray<Verification>) =>
-  sql.withTransaction(write(sql, dictionaries, events)).pipe(
+/**
+ * The receipts of the keyed calls in a batch: an expired receipt of the same key is replaced; a
+ * live one makes the INSERT fail (primary key), and so the whole transaction.
+ */
+const writeReceipts = (sql: SqlClient.SqlClient, receipts: ReadonlyArray<Receipt>) =>
+  Effect.forEach(receipts, (r) =>
+    Effect.zipRight(
+      sql`DELETE FROM idempotency_receipts WHERE workspace_id = ${r.workspaceId} AND key = ${r.key}
+        AND expires_at <= ${r.createdAt}`,
+      sql`INSERT INTO idempotency_receipts ${
+        sql.insert({
+          workspace_id: r.workspaceId,
+          key: r.key,
+          operation: r.operation,
+          fingerprint: r.fingerprint,
+          response: r.response,
+          created_at: r.createdAt,
+          expires_at: r.expiresAt
+        })
+      }`
+    ), { discard: true })
+
+/** Stores `events` and the `receipts` of their keyed calls in one transaction; all or nothing. */
+export const commit = (
+  sql: SqlClient.SqlClient,
+  dictionaries: Dictionaries,
+  events: ReadonlyArray<Verification>,
+  receipts: ReadonlyArray<Receipt> = []
+) =>
+  sql.withTransaction(Effect.zipRight(write(sql, dictionaries, events), writeReceipts(sql, receipts))).pipe(
     Effect.onExit((exit) => Effect.sync(() => (Exit.isSuccess(exit) ? dictionaries.commit() : dictionaries.rollback())))
   )

@@ -162,8 +162,22 @@ export const make = (options: Options) =>
       created_at: receipt.createdAt,
       expires_at: receipt.expiresAt
     })
+    /** The latest row of a key, unexpired. */
+    const latestReceipt = (workspaceId: string, key: string, now: number) =>
+      Effect.map(
+        db.query(
+          sql`SELECT operation, fingerprint, response, batch, events, first_hour, last_hour, state, created_at, expires_at
+            FROM idempotency_receipts WHERE workspace_id = ${workspaceId} AND key = ${key} AND expires_at > ${now}
+            ORDER BY created_at DESC, state DESC LIMIT 1`
+        ),
+        (rows) => rows[0]
+      )
+
     const appendKeyed = (events: ReadonlyArray<Verification>, receipt: Receipt) =>
       Effect.gen(function*() {
+        if ((yield* latestReceipt(receipt.workspaceId, receipt.key, receipt.createdAt)) !== undefined) {
+          return yield* new StorageError({ message: "The idempotency key was taken by another request meanwhile" })
+        }
         const hours = events.map((e) => Math.floor(e.time / Time.HOUR))
         const claim: Claim = {
           batch: Ids.make(Ids.Prefix.batch),
@@ -177,17 +191,6 @@ export const make = (options: Options) =>
         yield* db.insert("verifications", events.map((event) => row(event, claim.batch)))
         yield* db.insert("idempotency_receipts", [receiptRow(receipt, claim, 1)])
       })
-
-    /** The latest row of a key, unexpired. */
-    const latestReceipt = (workspaceId: string, key: string, now: number) =>
-      Effect.map(
-        db.query(
-          sql`SELECT operation, fingerprint, response, batch, events, first_hour, last_hour, state, created_at, expires_at
-            FROM idempotency_receipts WHERE workspace_id = ${workspaceId} AND key = ${key} AND expires_at > ${now}
-            ORDER BY created_at DESC, state DESC LIMIT 1`
-        ),
-        (rows) => rows[0]
-      )
 
     const findReceipt = (workspaceId: string, key: string, now: number) =>
       Effect.gen(function*() {

@@ -5,7 +5,9 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as Analytics from "@keymeter/core/Analytics"
 import { Api } from "@keymeter/core/Api"
+import * as Apis from "@keymeter/core/Apis"
 import * as Auth from "@keymeter/core/Auth"
+import type * as Idempotency from "@keymeter/core/Idempotency"
 import * as Keymeter from "@keymeter/core/Keymeter"
 import { Namespace } from "@keymeter/core/Namespace"
 import * as Overrides from "@keymeter/core/Overrides"
@@ -13,6 +15,7 @@ import { RootKey } from "@keymeter/core/RootKey"
 import type { Catalog as CatalogTag } from "@keymeter/core/Storage"
 import { Catalog, VerificationStore } from "@keymeter/core/Storage"
 import * as Verification from "@keymeter/core/Verification"
+import * as Verifications from "@keymeter/core/Verifications"
 import { Workspace } from "@keymeter/core/Workspace"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
@@ -377,6 +380,129 @@ export const conformance = (
           overrides.list(principal, { namespaceName: "pages", cursor: "bm90LWEtY3Vyc29y" })
         )
         expect(Either.isLeft(bad) && bad.left.message).toMatch(/^cursor: is not a cursor this API returned/)
+      })))
+
+    it.effect("stores a receipt with its batch, finds it until it expires, and refuses a second live one", () =>
+      run(Effect.gen(function*() {
+        yield* seedCatalog
+        const verifications = yield* VerificationStore
+        const T = TO + 3_600_000
+        const events = (n: number) =>
+          Verification.decodeBatch(
+            Array.from({ length: n }, () => ({ apiId: "api_1", keyId: "k_receipt", outcome: "valid", time: FROM })),
+            { workspaceId: WS, now: T }
+          ).pipe(Either.getOrThrow)
+        const receipt = (key: string, createdAt: number, fingerprint: string): Idempotency.Receipt => ({
+          workspaceId: WS,
+          key,
+          operation: "recordVerifications",
+          fingerprint,
+          response: JSON.stringify({ recorded: 3 }),
+          createdAt,
+          expiresAt: createdAt + 60_000
+        })
+        const total = Effect.map(ask({ apiId: "api_1", keyId: ["k_receipt"], end: TO }), (rows) => rows[0]!.total)
+
+        expect(Option.isNone(yield* verifications.findReceipt(WS, "key-1", T))).toBe(true)
+        yield* verifications.append(events(3), receipt("key-1", T, "f1"))
+        expect(yield* total).toBe(3)
+        expect(yield* verifications.findReceipt(WS, "key-1", T + 1)).toEqual(Option.some(receipt("key-1", T, "f1")))
+        expect(Option.isNone(yield* verifications.findReceipt(OTHER_WS, "key-1", T + 1))).toBe(true)
+
+        // A live receipt of the key: the append fails and stores nothing.
+        const taken = yield* Effect.flip(verifications.append(events(2), receipt("key-1", T + 10, "f2")))
+        expect(taken._tag).toBe("StorageError")
+        expect(yield* total).toBe(3)
+        expect(yield* verifications.findReceipt(WS, "key-1", T + 20)).toEqual(Option.some(receipt("key-1", T, "f1")))
+        expect(Option.isNone(yield* verifications.findReceipt(WS, "key-1", T + 60_000))).toBe(true)
+
+        // Expired, the key is free again.
+        yield* verifications.append(events(2), receipt("key-1", T + 60_000, "f3"))
+        expect(yield* total).toBe(5)
+        expect(Option.map(yield* verifications.findReceipt(WS, "key-1", T + 60_001), (r) => r.fingerprint))
+          .toEqual(Option.some("f3"))
+        // A receipt alone (a write stored elsewhere, as an override is).
+        yield* verifications.append([], receipt("key-2", T, "f4"))
+        expect(Option.map(yield* verifications.findReceipt(WS, "key-2", T + 1), (r) => r.fingerprint))
+          .toEqual(Option.some("f4"))
+        expect(yield* total).toBe(5)
+      })))
+
+    it.effect("records a keyed batch once: repeats replay, another body is refused, concurrent ones run once", () =>
+      run(Effect.gen(function*() {
+        yield* seedCatalog
+        const service = yield* Verifications.Verifications
+        const principal = Auth.system(WS)
+        const batch = (keyId: string, n: number) =>
+          // The test clock reads 0: these are its first milliseconds.
+          Array.from({ length: n }, (_, i) => ({ apiId: "api_1", keyId, outcome: "valid", time: i }))
+        const total = (keyId: string) =>
+          Effect.map(ask({ apiId: "api_1", keyId: [keyId], end: TO }), (rows) => rows[0]!.total)
+        const options = { idempotencyKey: "batch-1" }
+
+        expect(yield* service.record(principal, batch("k_once", 4), options)).toEqual({ recorded: 4 })
+        expect(yield* service.record(principal, batch("k_once", 4), options)).toEqual({ recorded: 4 })
+        // The same events with their fields in another order are the same request.
+        const reordered = batch("k_once", 4).map(({ apiId, keyId, outcome, time }) => ({ time, outcome, keyId, apiId }))
+        expect(yield* service.record(principal, reordered, options)).toEqual({ recorded: 4 })
+        expect(yield* total("k_once")).toBe(4)
+
+        const reused = yield* Effect.flip(service.record(principal, batch("k_once", 5), options))
+        expect(reused._tag).toBe("IdempotencyKeyReused")
+        expect(yield* total("k_once")).toBe(4)
+        // Keys are the workspace's own: another workspace may use the same one.
+        const elsewhere = yield* service.record(
+          Auth.system(OTHER_WS),
+          [{ apiId: "api_b", keyId: "k_once", outcome: "valid" }],
+          options
+        )
+        expect(elsewhere).toEqual({ recorded: 1 })
+
+        const answers = yield* Effect.all(
+          Array.from(
+            { length: 20 },
+            () => service.record(principal, batch("k_concurrent", 3), { idempotencyKey: "c" })
+          ),
+          { concurrency: "unbounded" }
+        )
+        expect(answers).toEqual(Array.from({ length: 20 }, () => ({ recorded: 3 })))
+        expect(yield* total("k_concurrent")).toBe(3)
+
+        const bad = yield* Effect.flip(service.record(principal, batch("k_bad", 1), { idempotencyKey: "with space" }))
+        expect([bad._tag, bad.message]).toEqual([
+          "ValidationError",
+          "idempotencyKey: must be 1 to 255 visible ASCII characters (no space, \" or \\), got \"with space\""
+        ])
+        expect(yield* total("k_bad")).toBe(0)
+      })))
+
+    it.effect("sets an override and creates an api once per idempotency key", () =>
+      run(Effect.gen(function*() {
+        yield* seedCatalog
+        const overrides = yield* Overrides.Overrides
+        const apis = yield* Apis.Apis
+        const catalog = yield* Catalog
+        const principal = Auth.system(WS)
+        const input = { namespaceName: "keyed", identifier: "user_1", limit: 5, duration: 1000 }
+        const first = yield* overrides.set(principal, input, { idempotencyKey: "o" })
+        const again = yield* overrides.set(principal, input, { idempotencyKey: "o" })
+        expect(again).toEqual(first)
+        const other = yield* Effect.flip(overrides.set(principal, { ...input, limit: 6 }, { idempotencyKey: "o" }))
+        expect(other._tag).toBe("IdempotencyKeyReused")
+        expect(Option.map(yield* catalog.getOverride(first.namespaceId, "user_1"), (o) => o.limit))
+          .toEqual(Option.some(5))
+
+        const created = yield* apis.create(principal, { name: "keyed" }, { idempotencyKey: "a" })
+        expect(yield* apis.create(principal, { name: "keyed" }, { idempotencyKey: "a" })).toEqual(created)
+        const reused = yield* Effect.flip(apis.create(principal, { name: "other" }, { idempotencyKey: "a" }))
+        expect(reused._tag).toBe("IdempotencyKeyReused")
+        // The key of the api is not the key of the override: another operation is another request.
+        const crossed = yield* Effect.flip(apis.create(principal, { name: "keyed" }, { idempotencyKey: "o" }))
+        expect(crossed.message).toMatch(/^idempotencyKey: this key was used for setOverride at /)
+        // Unkeyed, each call creates.
+        const a = yield* apis.create(principal, { name: "plain" })
+        const b = yield* apis.create(principal, { name: "plain" })
+        expect(a.apiId).not.toBe(b.apiId)
       })))
 
     it.effect("keeps catalog entries apart between workspaces", () =>

@@ -1,0 +1,132 @@
+/**
+ * Exactly once across crashes: clients send keyed batches and retry each until it is answered,
+ * while the server is killed with SIGKILL at random moments and started again on the same SQLite
+ * file. Every batch must be counted exactly once: none lost (each was answered), none twice
+ * (retries of stored batches, answered or not, are replays).
+ */
+import { afterEach, describe, expect, it } from "@effect/vitest"
+import { mkdtempSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import type { Running } from "./Spawn.js"
+import { freePort, start, stop } from "./Spawn.js"
+
+const running: Array<Running> = []
+afterEach(async () => {
+  for (const process of running.splice(0)) await stop(process, "SIGKILL")
+})
+
+const BATCHES = 240
+const PER_BATCH = 50
+const KILLS = 4
+
+/** A small seeded generator (mulberry32), so that a failing run replays. */
+const random = (seed: number) => () => {
+  seed = (seed + 0x6d2b79f5) | 0
+  let t = Math.imul(seed ^ (seed >>> 15), 1 | seed)
+  t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t
+  return ((t ^ (t >>> 14)) >>> 0) / 4294967296
+}
+
+const serve = async (db: string) => {
+  const port = await freePort()
+  const server = await start("packages/keymeter/src/main.ts", {
+    env: { PORT: String(port), KEYMETER_STORAGE: `sqlite:${db}`, KEYMETER_PROVISION: "examples/provision.json" },
+    ready: /Listening on (http:\S+)/
+  })
+  running.push(server)
+  return { server, base: server.match[1]! }
+}
+
+const body = (batch: number) =>
+  JSON.stringify({
+    verifications: Array.from({ length: PER_BATCH }, (_, i) => ({
+      apiId: "api_main",
+      keyId: `batch_${batch}`,
+      outcome: i % 10 === 0 ? "rateLimited" : "valid"
+    }))
+  })
+
+/** One attempt: the status and body, or undefined when the connection failed. */
+const attempt = (base: string, batch: number) =>
+  fetch(`${base}/v1/analytics.recordVerifications`, {
+    method: "POST",
+    headers: {
+      authorization: "Bearer sk_acme_admin",
+      "content-type": "application/json",
+      "idempotency-key": `batch-${batch}`
+    },
+    body: body(batch)
+  }).then(async (r) => ({ status: r.status, body: await r.json() as unknown }), () => undefined)
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+describe("idempotency across crashes on SQLite", () => {
+  it("counts every batch exactly once when the server is killed at random moments and clients retry", async () => {
+    const seed = Number(process.env.KEYMETER_CRASH_SEED ?? 14)
+    const next = random(seed)
+    const db = join(mkdtempSync(join(tmpdir(), "keymeter-idempotent-kill-")), "keymeter.db")
+    let current = await serve(db)
+    let queued = 0
+    let answered = 0
+    let replays = 0
+    let failedAttempts = 0
+    const unexpected: Array<string> = []
+
+    /** Sends a batch until it is answered, following the server across restarts. */
+    const deliver = async (batch: number) => {
+      for (;;) {
+        const reply = await attempt(current.base, batch)
+        if (reply?.status === 200) {
+          expect(reply.body).toEqual({ recorded: PER_BATCH })
+          return
+        }
+        // Connection refused or cut, or 503 while shutting down: retry as a client library would.
+        failedAttempts++
+        if (reply !== undefined && reply.status !== 503) unexpected.push(`${batch}: ${JSON.stringify(reply)}`)
+        await sleep(20)
+      }
+    }
+    const client = async () => {
+      while (queued < BATCHES) {
+        const batch = queued++
+        await deliver(batch)
+        answered++
+        // Now and then the answer is taken as lost and the batch sent again: a replay.
+        if (next() < 0.15) {
+          await deliver(batch)
+          replays++
+        }
+      }
+    }
+    const clients = Array.from({ length: 4 }, client)
+
+    for (let kill = 0; kill < KILLS; kill++) {
+      // A random moment while batches are in flight.
+      const target = Math.floor(((kill + 1) / (KILLS + 1)) * BATCHES)
+      while (answered < target) await sleep(5)
+      await sleep(Math.floor(next() * 40))
+      current.server.child.kill("SIGKILL")
+      await current.server.exited
+      running.splice(running.indexOf(current.server), 1)
+      current = await serve(db)
+    }
+    await Promise.all(clients)
+
+    expect(unexpected).toEqual([])
+    const reply = await fetch(`${current.base}/v1/analytics.getVerifications?apiId=api_main&start=0&groupBy=key`, {
+      headers: { authorization: "Bearer sk_acme_reader" }
+    })
+    expect(reply.status).toBe(200)
+    const counted = new Map(
+      ((await reply.json()) as Array<{ keyId: string; total: number }>).map((p) => [p.keyId, p.total])
+    )
+    for (let batch = 0; batch < BATCHES; batch++) {
+      expect(counted.get(`batch_${batch}`), `batch ${batch} (seed ${seed})`).toBe(PER_BATCH)
+    }
+    expect(counted.size).toBe(BATCHES)
+    // The kills did cut requests, and some answered batches were sent again.
+    expect(failedAttempts).toBeGreaterThan(0)
+    expect(replays).toBeGreaterThan(0)
+  }, 120_000)
+})

@@ -173,25 +173,6 @@ export const make = (options: Options) =>
         (rows) => rows[0]
       )
 
-    const appendKeyed = (events: ReadonlyArray<Verification>, receipt: Receipt) =>
-      Effect.gen(function*() {
-        if ((yield* latestReceipt(receipt.workspaceId, receipt.key, receipt.createdAt)) !== undefined) {
-          return yield* new StorageError({ message: "The idempotency key was taken by another request meanwhile" })
-        }
-        const hours = events.map((e) => Math.floor(e.time / Time.HOUR))
-        const claim: Claim = {
-          batch: Ids.make(Ids.Prefix.batch),
-          events: events.length,
-          firstHour: hours.reduce((a, b) => Math.min(a, b), Infinity),
-          lastHour: hours.reduce((a, b) => Math.max(a, b), 0)
-        }
-        yield* db.insert("idempotency_receipts", [receiptRow(receipt, claim, 0)])
-        // One INSERT: ClickHouse applies it whole or not at all, unless the server itself fails
-        // between the parts of a batch spanning several 30-day partitions.
-        yield* db.insert("verifications", events.map((event) => row(event, claim.batch)))
-        yield* db.insert("idempotency_receipts", [receiptRow(receipt, claim, 1)])
-      })
-
     const findReceipt = (workspaceId: string, key: string, now: number) =>
       Effect.gen(function*() {
         const found = yield* latestReceipt(workspaceId, key, now)
@@ -229,6 +210,28 @@ export const make = (options: Options) =>
             : `A request with this idempotency key was stored in part (${stored} of ${claim.events} events, batch ` +
               `${batch}) when ClickHouse failed; an operator must settle it (see the README, Idempotency)`
         })
+      })
+
+    const appendKeyed = (events: ReadonlyArray<Verification>, receipt: Receipt) =>
+      Effect.gen(function*() {
+        const held = yield* findReceipt(receipt.workspaceId, receipt.key, receipt.createdAt).pipe(
+          Effect.catchTag("IdempotencyKeyInUse", () => Effect.succeed(Option.some(receipt)))
+        )
+        if (Option.isSome(held)) {
+          return yield* new StorageError({ message: "The idempotency key was taken by another request meanwhile" })
+        }
+        const hours = events.map((e) => Math.floor(e.time / Time.HOUR))
+        const claim: Claim = {
+          batch: Ids.make(Ids.Prefix.batch),
+          events: events.length,
+          firstHour: hours.reduce((a, b) => Math.min(a, b), Infinity),
+          lastHour: hours.reduce((a, b) => Math.max(a, b), 0)
+        }
+        yield* db.insert("idempotency_receipts", [receiptRow(receipt, claim, 0)])
+        // One INSERT: ClickHouse applies it whole or not at all, unless the server itself fails
+        // between the parts of a batch spanning several 30-day partitions.
+        yield* db.insert("verifications", events.map((event) => row(event, claim.batch)))
+        yield* db.insert("idempotency_receipts", [receiptRow(receipt, claim, 1)])
       })
 
     return VerificationStore.of({

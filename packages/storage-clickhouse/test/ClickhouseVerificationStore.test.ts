@@ -9,6 +9,7 @@ import { ClickhouseVerificationStore, Migrations } from "@keymeter/storage-click
 import { ClickhouseTestServer } from "@keymeter/testing"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
+import * as Option from "effect/Option"
 
 const HOUR = 3_600_000
 const T0 = Date.parse("2025-01-01T00:00:00Z")
@@ -92,6 +93,97 @@ describe.skipIf(ClickhouseTestServer.skip() !== undefined)("ClickhouseVerificati
           new RegExp(`schema version ${Migrations.LATEST + 3}, written by a newer keymeter`)
         )
       })
+    ))
+
+  it.effect("runs a migration again when its record was lost (a start stopped between a step and its record)", () =>
+    withDatabase((url, database) =>
+      Effect.gen(function*() {
+        yield* open(url, (store) => store.append([event(T0, "k1")]))
+        // Only migration 1 recorded: migration 2 (ADD COLUMN, CREATE TABLE) runs again over its own work.
+        yield* run(database, "DROP TABLE keymeter_migrations")
+        yield* run(
+          database,
+          "CREATE TABLE keymeter_migrations (id UInt32, name String, applied_at Int64) ENGINE = TinyLog"
+        )
+        yield* run(database, "INSERT INTO keymeter_migrations VALUES (1, 'verifications', 0)")
+        const result = yield* open(url, (store) => store.aggregate(query()))
+        expect(total(result)).toBe(1)
+      })
+    ))
+
+  it.effect("settles a claim its writer left pending from the batch's rows: stored, at work, abandoned, in part", () =>
+    withDatabase((url, database) =>
+      open(url, (store) =>
+        Effect.gen(function*() {
+          const NOW = T0 + 100 * HOUR
+          const hour = T0 / HOUR
+          // A writer that stopped after its claim (state 0), with 0..n of its batch's rows inserted.
+          const claim = (key: string, batch: string, events: number, createdAt: number) =>
+            run(
+              database,
+              `INSERT INTO idempotency_receipts VALUES ('ws', '${key}', 'recordVerifications', 'f', '{"recorded":${events}}', ` +
+                `'${batch}', ${events}, ${hour}, ${hour}, 0, ${createdAt}, ${createdAt + 24 * HOUR})`
+            )
+          const rows = (batch: string, n: number) =>
+            run(
+              database,
+              `INSERT INTO verifications (workspace_id, api_id, time, hour, key_id, identity_id, external_id, tags, ` +
+                `outcome, batch) VALUES ${
+                  Array.from({ length: n }, () => `('ws', 'api', ${T0}, ${hour}, 'k', '', '', [], 0, '${batch}')`).join(
+                    ", "
+                  )
+                }`
+            )
+          const states = (key: string) =>
+            Effect.promise(async () => {
+              const client = createClient({
+                url: ClickhouseTestServer.url!,
+                database,
+                log: { level: ClickHouseLogLevel.OFF }
+              })
+              const result = await client.query({
+                query: `SELECT state FROM idempotency_receipts WHERE key = '${key}' ORDER BY state`,
+                format: "JSONEachRow"
+              }).finally(() => client.close())
+              return ((await result.json()) as Array<{ state: number }>).map((r) => r.state)
+            })
+
+          // Every row there: it was stored; the receipt answers, and is settled for next time.
+          yield* claim("stored", "batch_s", 2, NOW - 1000)
+          yield* rows("batch_s", 2)
+          const stored = yield* store.findReceipt("ws", "stored", NOW)
+          expect(Option.map(stored, (r) => r.response)).toEqual(Option.some("{\"recorded\":2}"))
+          expect(yield* states("stored")).toEqual([0, 1])
+
+          // No row yet, within the writer's deadline: it may still be at work.
+          yield* claim("young", "batch_y", 2, NOW - 1000)
+          const young = yield* Effect.flip(store.findReceipt("ws", "young", NOW))
+          expect([young._tag, young.message]).toEqual([
+            "IdempotencyKeyInUse",
+            expect.stringMatching(/has not finished; retry in a few seconds$/)
+          ])
+
+          // No row past the deadline (30 s for its INSERT, and a margin): abandoned, the key is free.
+          yield* claim("abandoned", "batch_a", 2, NOW - 36_000)
+          expect(Option.isNone(yield* store.findReceipt("ws", "abandoned", NOW))).toBe(true)
+          yield* store.append([event(T0, "k_again"), event(T0, "k_again")], {
+            workspaceId: "ws",
+            key: "abandoned",
+            operation: "recordVerifications",
+            fingerprint: "f",
+            response: "{\"recorded\":2}",
+            createdAt: NOW,
+            expiresAt: NOW + 24 * HOUR
+          })
+          expect(Option.isSome(yield* store.findReceipt("ws", "abandoned", NOW + 1))).toBe(true)
+          expect(total(yield* store.aggregate(query({ keyIds: ["k_again"], end: NOW })))).toBe(2)
+
+          // Some rows only (ClickHouse failed between the parts of a batch): reported, never guessed.
+          yield* claim("partial", "batch_p", 3, NOW - 36_000)
+          yield* rows("batch_p", 1)
+          const partial = yield* Effect.flip(store.findReceipt("ws", "partial", NOW))
+          expect(partial.message).toMatch(/stored in part \(1 of 3 events, batch batch_p\)/)
+        }))
     ))
 
   it.effect("reads whole days from the day tables and edge hours from the hour tables", () =>

@@ -178,6 +178,11 @@ describe("standalone server (npm start)", () => {
     const inFlight = run({ KEYMETER_STORAGE: "memory", KEYMETER_MAX_IN_FLIGHT: "0" })
     expect(inFlight.status).toBe(1)
     expect(inFlight.stderr).toMatch(/^keymeter: KEYMETER_MAX_IN_FLIGHT: must be at least 1$/m)
+    const window = run({ KEYMETER_STORAGE: "memory", KEYMETER_IDEMPOTENCY_WINDOW_MS: "1000" })
+    expect(window.status).toBe(1)
+    expect(window.stderr).toMatch(
+      /^keymeter: KEYMETER_IDEMPOTENCY_WINDOW_MS: must be from 60000 \(a minute\) to 2592000000 \(30 days\)$/m
+    )
     const port = run({ KEYMETER_STORAGE: "memory", PORT: "http" })
     expect(port.status).toBe(1)
     expect(port.stderr).toMatch(/^keymeter: PORT: Expected an integer value but received "http"$/m)

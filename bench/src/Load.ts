@@ -17,7 +17,16 @@ interface Route {
   readonly method: "GET" | "POST"
   readonly path: string
   readonly body?: (n: number) => string
+  readonly headers?: (n: number) => Record<string, string>
 }
+
+const recordBody = () =>
+  JSON.stringify({
+    verifications: Array.from(
+      { length: 100 },
+      (_, i) => ({ apiId: apiId(0), keyId: `load_${i % 10}`, outcome: "valid", tags: ["load"] })
+    )
+  })
 
 const day = references[0]!.query
 const routes: ReadonlyArray<Route> = [
@@ -35,13 +44,15 @@ const routes: ReadonlyArray<Route> = [
     route: "recordVerifications (100 events)",
     method: "POST",
     path: "/v1/analytics.recordVerifications",
-    body: () =>
-      JSON.stringify({
-        verifications: Array.from(
-          { length: 100 },
-          (_, i) => ({ apiId: apiId(0), keyId: `load_${i % 10}`, outcome: "valid", tags: ["load"] })
-        )
-      })
+    body: recordBody
+  },
+  {
+    // What a receipt costs: each request a new key, so each is stored with its receipt.
+    route: "recordVerifications (100 events, Idempotency-Key)",
+    method: "POST",
+    path: "/v1/analytics.recordVerifications",
+    body: recordBody,
+    headers: (n) => ({ "idempotency-key": `load-${process.pid}-${n}` })
   },
   {
     route: "setOverride",
@@ -63,7 +74,16 @@ const fire = (server: Server, route: Route, seconds: number) =>
         headers: { authorization: `Bearer ${ROOT_KEY}`, "content-type": "application/json" },
         ...(route.body
           ? {
-            requests: [{ setupRequest: (request: Record<string, unknown>) => ({ ...request, body: route.body!(n++) }) }]
+            requests: [{
+              setupRequest: (request: Record<string, any>) => {
+                const i = n++
+                return {
+                  ...request,
+                  body: route.body!(i),
+                  ...(route.headers ? { headers: { ...request.headers, ...route.headers(i) } } : {})
+                }
+              }
+            }]
           }
           : {})
       },

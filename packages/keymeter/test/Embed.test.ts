@@ -50,6 +50,33 @@ describe("createKeymeter", () => {
     }
   })
 
+  it("takes idempotency keys on writes: a retry is answered and stored once, a reused key rejected", async () => {
+    const keymeter = await createKeymeter({ http: { idempotencyWindowMs: 60_000 } })
+    try {
+      const { apiId } = await keymeter.createApi({ name: "main" }, { idempotencyKey: "api-1" })
+      expect(await keymeter.createApi({ name: "main" }, { idempotencyKey: "api-1" })).toEqual({ apiId })
+      const batch = [{ apiId, keyId: "k1", outcome: "valid" as const, time: T0 }]
+      expect(await keymeter.record(batch, { idempotencyKey: "b-1" })).toEqual({ recorded: 1 })
+      expect(await keymeter.record(batch, { idempotencyKey: "b-1" })).toEqual({ recorded: 1 })
+      const [all] = await keymeter.getVerifications({ apiId, start: 0 })
+      expect(all!.total).toBe(1)
+      const reused = await rejection(keymeter.record([...batch, ...batch], { idempotencyKey: "b-1" }))
+      expect([reused.code, reused.status]).toEqual(["IDEMPOTENCY_KEY_REUSED", 422])
+      expect(reused.message).toMatch(/^idempotencyKey: this key was used with another request body/)
+      const override = { namespaceName: "email", identifier: "user_1", limit: 5, duration: 60_000 }
+      const set = await keymeter.setOverride(override, { idempotencyKey: "o-1" })
+      const again = await keymeter.setOverride(override, { idempotencyKey: "o-1" })
+      expect(again).toEqual(set)
+      const bad = await rejection(keymeter.record(batch, { idempotencyKey: "" }))
+      expect([bad.code, bad.message]).toEqual([
+        "BAD_REQUEST",
+        "idempotencyKey: must be 1 to 255 visible ASCII characters (no space, \" or \\), got \"\""
+      ])
+    } finally {
+      await keymeter.close()
+    }
+  })
+
   it("reads, lists, deletes overrides and limits through promises", async () => {
     const keymeter = await createKeymeter()
     try {

@@ -3,7 +3,7 @@
  * the connection was cut before the answer, the same key with another body, many requests with one
  * key at once, bad keys, and the window.
  */
-import { describe, expect, layer } from "@effect/vitest"
+import { describe, expect, layer, type Vitest } from "@effect/vitest"
 import { MemoryStorage } from "@keymeter/storage-memory"
 import { SqliteStorage } from "@keymeter/storage-sqlite"
 import * as Effect from "effect/Effect"
@@ -56,7 +56,7 @@ const sendAndHangUp = (path: string, body: unknown, key: string) =>
     })
   })
 
-const suite = (it: Parameters<Parameters<ReturnType<typeof layer>>[1]>[0]) => {
+const suite = (it: Vitest.MethodsNonLive<BaseUrl>) => {
   it.effect("answers a retry of an answered batch with the same answer, and stores it once", () =>
     Effect.gen(function*() {
       const first = yield* keyed(RECORD, batch("k_retry", 3), "retry-1")

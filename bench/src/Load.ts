@@ -1,21 +1,29 @@
 /**
- * HTTP load on the standalone server with autocannon (loopback, bounded in time): the day-bucket
- * analytics query, recordVerifications and setOverride, each alone, every request counted.
+ * HTTP load on the standalone server with autocannon (loopback, 32 connections, bounded in time),
+ * each route beside a bare `node:http` baseline that serves the same bytes (status, headers,
+ * body) from its own process: rounds alternate baseline and keymeter in the same run, so the ratio
+ * is measured on one machine state. Every request is counted; any failure or unexpected status
+ * is reported.
  */
 // autocannon ships no type declarations; the results are read defensively below.
 // @ts-expect-error no types
 import autocannon from "autocannon"
+import { spawn } from "node:child_process"
 import { apiId } from "./Dataset.js"
 import type { Server } from "./Http.js"
 import { ROOT_KEY } from "./Http.js"
 import { references } from "./Queries.js"
 
-const CONNECTIONS = 16
+const CONNECTIONS = 32
+const ROUNDS = 2
 
 interface Route {
   readonly route: string
   readonly method: "GET" | "POST"
   readonly path: string
+  /** The status every answer must have. */
+  readonly status: number
+  readonly key?: string
   readonly body?: (n: number) => string
   readonly headers?: (n: number) => Record<string, string>
 }
@@ -29,21 +37,21 @@ const recordBody = () =>
   })
 
 const day = references[0]!.query
+const dayPath = `/v1/analytics.getVerifications?${new URLSearchParams({
+  apiId: day.apiId,
+  groupBy: "day",
+  start: String(day.start),
+  end: String(day.end)
+})}`
+
 const routes: ReadonlyArray<Route> = [
-  {
-    route: "getVerifications (day buckets, 30 d)",
-    method: "GET",
-    path: `/v1/analytics.getVerifications?${new URLSearchParams({
-      apiId: day.apiId,
-      groupBy: "day",
-      start: String(day.start),
-      end: String(day.end)
-    })}`
-  },
+  { route: "getVerifications (day buckets, 30 d)", method: "GET", path: dayPath, status: 200 },
+  { route: "getVerifications, unknown root key (401)", method: "GET", path: dayPath, status: 401, key: "sk_nope" },
   {
     route: "recordVerifications (100 events)",
     method: "POST",
     path: "/v1/analytics.recordVerifications",
+    status: 200,
     body: recordBody
   },
   {
@@ -51,27 +59,65 @@ const routes: ReadonlyArray<Route> = [
     route: "recordVerifications (100 events, Idempotency-Key)",
     method: "POST",
     path: "/v1/analytics.recordVerifications",
+    status: 200,
     body: recordBody,
-    headers: (n) => ({ "idempotency-key": `load-${process.pid}-${n}` })
+    headers: (n) => ({ "idempotency-key": `load-${process.pid}-${Date.now()}-${n}` })
+  },
+  {
+    route: "ratelimits.limit",
+    method: "POST",
+    path: "/v1/ratelimits.limit",
+    status: 200,
+    body: (n) =>
+      JSON.stringify({ namespace: "load", identifier: `user_${n % 1000}`, limit: 1_000_000, duration: 60_000 })
   },
   {
     route: "setOverride",
     method: "POST",
     path: "/v1/ratelimits.setOverride",
+    status: 200,
     body: (n) => JSON.stringify({ namespaceName: "load", identifier: `user_${n % 1000}`, limit: 10, duration: 60_000 })
   }
 ]
 
-const fire = (server: Server, route: Route, seconds: number) =>
+/** The baseline: a bare node:http server in its own process, reading each body and answering `answer`. */
+const BASELINE = `
+const http = require("node:http")
+const { status, headers, body } = JSON.parse(process.env.ANSWER)
+const bytes = Buffer.from(body)
+const server = http.createServer((req, res) => {
+  req.on("data", () => {})
+  req.on("end", () => {
+    res.writeHead(status, { ...headers, "content-length": bytes.length })
+    res.end(bytes)
+  })
+})
+server.listen(0, "127.0.0.1", () => console.log("port " + server.address().port))
+`
+
+const startBaseline = (answer: { status: number; headers: Record<string, string>; body: string }) =>
+  new Promise<{ base: string; stop: () => void }>((resolve, reject) => {
+    const child = spawn(process.execPath, ["-e", BASELINE], {
+      env: { ...process.env, ANSWER: JSON.stringify(answer) },
+      stdio: ["ignore", "pipe", "inherit"]
+    })
+    child.stdout.on("data", (chunk: Buffer) => {
+      const match = /port (\d+)/.exec(chunk.toString())
+      if (match) resolve({ base: `http://127.0.0.1:${match[1]}`, stop: () => child.kill("SIGKILL") })
+    })
+    child.once("exit", (code) => reject(new Error(`the baseline exited (${code})`)))
+  })
+
+const fire = (base: string, route: Route, seconds: number) =>
   new Promise<Record<string, any>>((resolve, reject) => {
     let n = 0
     autocannon(
       {
-        url: server.base + route.path,
+        url: base + route.path,
         method: route.method,
         connections: CONNECTIONS,
         duration: seconds,
-        headers: { authorization: `Bearer ${ROOT_KEY}`, "content-type": "application/json" },
+        headers: { authorization: `Bearer ${route.key ?? ROOT_KEY}`, "content-type": "application/json" },
         ...(route.body
           ? {
             requests: [{
@@ -91,24 +137,86 @@ const fire = (server: Server, route: Route, seconds: number) =>
     )
   })
 
-/** Each route for `seconds`; requests/s (mean), latency p50/p99 in ms, failed requests. */
-export const run = async (server: Server, seconds: number) => {
-  const out = []
+/** One answer of keymeter to the route, as the baseline will serve it. */
+const capture = async (server: Server, route: Route) => {
+  const reply = await fetch(server.base + route.path, {
+    method: route.method,
+    headers: {
+      authorization: `Bearer ${route.key ?? ROOT_KEY}`,
+      "content-type": "application/json",
+      ...(route.headers ? route.headers(-1) : {})
+    },
+    ...(route.body ? { body: route.body(0) } : {})
+  })
+  const headers: Record<string, string> = {}
+  reply.headers.forEach((value, name) => {
+    if (name !== "content-length" && name !== "date" && name !== "connection" && name !== "keep-alive") {
+      headers[name] = value
+    }
+  })
+  return { status: reply.status, headers, body: await reply.text() }
+}
+
+export interface LoadResult {
+  readonly route: string
+  readonly requestsPerSecond: number
+  readonly p50: number
+  readonly p99: number
+  readonly errors: number
+  readonly requests: number
+  readonly baseline: { readonly requestsPerSecond: number; readonly p99: number }
+  /** keymeter's requests/s over the baseline's. */
+  readonly ratio: number
+}
+
+const summary = (results: ReadonlyArray<Record<string, any>>, status: number) => {
+  const total = (f: (r: Record<string, any>) => number) => results.reduce((sum, r) => sum + f(r), 0)
+  const requests = total((r) => Number(r.requests?.total ?? 0))
+  const unexpected = status === 200
+    ? total((r) => Number(r.non2xx ?? 0))
+    : requests - total((r) => Number(r.statusCodeStats?.[String(status)]?.count ?? 0))
+  return {
+    requestsPerSecond: total((r) => Number(r.requests?.average ?? 0)) / results.length,
+    p50: Math.max(...results.map((r) => Number(r.latency?.p50 ?? NaN))),
+    p99: Math.max(...results.map((r) => Number(r.latency?.p99 ?? NaN))),
+    errors: total((r) => Number(r.errors ?? 0) + Number(r.timeouts ?? 0)) + unexpected,
+    requests
+  }
+}
+
+/**
+ * Each route: baseline and keymeter alternated for {@link ROUNDS} rounds of `seconds / ROUNDS`
+ * each; requests/s (mean of rounds), latency p50/p99 in ms (worst round), failed requests.
+ */
+export const run = async (server: Server, seconds: number): Promise<Array<LoadResult>> => {
+  const out: Array<LoadResult> = []
+  const each = Math.max(1, Math.round(seconds / ROUNDS))
   for (const route of routes) {
-    const result = await fire(server, route, seconds)
-    const failed = Number(result.errors ?? 0) + Number(result.timeouts ?? 0) + Number(result.non2xx ?? 0)
-    out.push({
+    const baseline = await startBaseline(await capture(server, route))
+    const ours: Array<Record<string, any>> = []
+    const theirs: Array<Record<string, any>> = []
+    try {
+      for (let round = 0; round < ROUNDS; round++) {
+        theirs.push(await fire(baseline.base, route, each))
+        ours.push(await fire(server.base, route, each))
+      }
+    } finally {
+      baseline.stop()
+    }
+    const mine = summary(ours, route.status)
+    const base = summary(theirs, route.status)
+    const result: LoadResult = {
       route: route.route,
-      requestsPerSecond: Number(result.requests?.average ?? 0),
-      p50: Number(result.latency?.p50 ?? NaN),
-      p99: Number(result.latency?.p99 ?? NaN),
-      errors: failed,
-      requests: Number(result.requests?.total ?? 0)
-    })
+      ...mine,
+      baseline: { requestsPerSecond: base.requestsPerSecond, p99: base.p99 },
+      ratio: mine.requestsPerSecond / base.requestsPerSecond
+    }
+    out.push(result)
     process.stdout.write(
-      `  ${route.route}: ${Math.round(out.at(-1)!.requestsPerSecond)} req/s, p99 ${
-        out.at(-1)!.p99
-      } ms, ${failed} failed\n`
+      `  ${route.route}: ${
+        Math.round(result.requestsPerSecond)
+      } req/s, p99 ${result.p99} ms, ${result.errors} failed; ` +
+        `node:http ${Math.round(base.requestsPerSecond)} req/s, p99 ${base.p99} ms; ${result.ratio.toFixed(3)}×\n`
     )
   }
   return out

@@ -23,6 +23,8 @@ const { values } = parseArgs({
     adapter: { type: "string", default: "memory,sqlite" },
     runs: { type: "string" },
     "skip-http": { type: "boolean", default: false },
+    // Only the HTTP section (no query runs, no DuckDB): for iterating on the request path.
+    "http-only": { type: "boolean", default: false },
     "http-events": { type: "string", default: "1m" },
     "load-seconds": { type: "string", default: "10" }
   }
@@ -100,7 +102,7 @@ const run: {
 }
 
 let failed = false
-for (const size of sizes) {
+for (const size of values["http-only"] ? [] : sizes) {
   const t = performance.now()
   Dataset.ensure(size)
   log(`\n${Report.count(size)} events (data set ready in ${((performance.now() - t) / 1000).toFixed(1)} s)`)
@@ -116,6 +118,7 @@ for (const size of sizes) {
 }
 
 if (!values["skip-http"]) {
+  for (const size of sizes) Dataset.ensure(size)
   const data = Dataset.open(Math.max(...sizes))
   const events = Math.min(data.size, Dataset.parseSize(values["http-events"]!))
   for (const adapter of adapters) {

@@ -46,7 +46,7 @@ export class Analytics extends Effect.Service<Analytics>()("@keymeter/core/Analy
           ? Aggregation.expandTags(query, result)
           : result
         return yield* Aggregation.finalize(query, rows, cap)
-      }).pipe(Effect.withSpan("Analytics.getVerifications"))
+      })
 
     return { getVerifications } as const
   })

@@ -97,7 +97,7 @@ export class RateLimiter extends Effect.Service<RateLimiter>()("@keymeter/core/R
           reset: decision.reset,
           ...(override !== undefined ? { overrideId: override.id } : {})
         }
-      }).pipe(Effect.withSpan("RateLimiter.limit"))
+      })
 
     return { limit } as const
   })

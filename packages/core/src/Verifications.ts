@@ -94,7 +94,7 @@ export class Verifications extends Effect.Service<Verifications>()("@keymeter/co
             Effect.as(store.append(events, receiptOf(answer)), answer),
           { storeAfter: false }
         )
-      }).pipe(Effect.withSpan("Verifications.record"))
+      })
 
     return { record } as const
   })

@@ -11,6 +11,20 @@ import { HttpError, mapDomain } from "./Errors.js"
 
 const BEARER = /^Bearer[ \t]+([^\s]+)[ \t]*$/i
 
+/** The root key of an `Authorization` header, or the 401 its absence or form gets. */
+export const bearer = (header: string | undefined): string | HttpError => {
+  if (header === undefined || header.trim() === "") {
+    return new HttpError({
+      code: "UNAUTHORIZED",
+      message: "Missing root key: send the header Authorization: Bearer <root key>"
+    })
+  }
+  const match = BEARER.exec(header)
+  return match === null
+    ? new HttpError({ code: "UNAUTHORIZED", message: "The Authorization header must be: Bearer <root key>" })
+    : match[1]!
+}
+
 /** Authenticates every /v1 request before anything else is looked at. */
 export const layer: Layer.Layer<Authorization, never, Auth> = Layer.effect(
   Authorization,
@@ -20,21 +34,9 @@ export const layer: Layer.Layer<Authorization, never, Auth> = Layer.effect(
       rootKey: () =>
         Effect.gen(function*() {
           const request = yield* HttpServerRequest.HttpServerRequest
-          const header = request.headers["authorization"]
-          if (header === undefined || header.trim() === "") {
-            return yield* new HttpError({
-              code: "UNAUTHORIZED",
-              message: "Missing root key: send the header Authorization: Bearer <root key>"
-            })
-          }
-          const match = BEARER.exec(header)
-          if (match === null) {
-            return yield* new HttpError({
-              code: "UNAUTHORIZED",
-              message: "The Authorization header must be: Bearer <root key>"
-            })
-          }
-          return yield* mapDomain(auth.authenticate(Redacted.make(match[1]!)))
+          const key = bearer(request.headers["authorization"])
+          if (typeof key !== "string") return yield* key
+          return yield* mapDomain(auth.authenticate(Redacted.make(key)))
         })
     })
   })

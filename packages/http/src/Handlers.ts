@@ -14,6 +14,7 @@ import { RecordVerificationsInput } from "@keymeter/core/Verification"
 import { VerificationQueryInput } from "@keymeter/core/VerificationQuery"
 import { Verifications } from "@keymeter/core/Verifications"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import { Api, CurrentPrincipal } from "./Api.js"
 import { HttpError, mapDomain } from "./Errors.js"
 import * as IdempotencyKey from "./internal/IdempotencyKey.js"
@@ -26,11 +27,27 @@ const listOverridesQuery = UrlParams.reader(ListOverridesInput)
 const RECORD_FIELDS = Object.keys(RecordVerificationsInput.fields)
 
 /**
+ * The batch of a recordVerifications body, or the 400 its envelope gets. The batch itself is
+ * validated by core's hand-written decoder (it must run at millions of events per second).
+ */
+export const recordBatch = (body: Record<string, unknown>): Either.Either<unknown, HttpError> => {
+  const unknown = Object.keys(body).filter((key) => !RECORD_FIELDS.includes(key))
+  if (unknown.length > 0) {
+    return Either.left(
+      new HttpError({ code: "BAD_REQUEST", message: unknown.map((k) => `${k}: is not a known field`).join("; ") })
+    )
+  }
+  return "verifications" in body
+    ? Either.right(body.verifications)
+    : Either.left(new HttpError({ code: "BAD_REQUEST", message: "verifications: is required" }))
+}
+
+/**
  * An answer core built already in its wire form (plain JSON values, fields in the order of the
  * contract's schema), sent without HttpApi encoding it again through the schema: that encoding
  * was a fifth of a day-series request's time. A test holds the bytes to the contract's encoding.
  */
-const wire = (body: unknown) => HttpServerResponse.unsafeJson(body)
+export const wire = (body: unknown) => HttpServerResponse.unsafeJson(body)
 
 /** Handlers of the analytics routes. */
 export const AnalyticsLive = HttpApiBuilder.group(Api, "analytics", (handlers) =>
@@ -48,20 +65,8 @@ export const AnalyticsLive = HttpApiBuilder.group(Api, "analytics", (handlers) =
           const principal = yield* CurrentPrincipal
           // The batch is validated by core's hand-written decoder (it must run at millions of
           // events per second), so the envelope's fields are checked here.
-          const body = yield* JsonBody.readObject(request)
-          const unknown = Object.keys(body).filter((key) => !RECORD_FIELDS.includes(key))
-          if (unknown.length > 0) {
-            return yield* new HttpError({
-              code: "BAD_REQUEST",
-              message: unknown.map((k) => `${k}: is not a known field`).join("; ")
-            })
-          }
-          if (!("verifications" in body)) {
-            return yield* new HttpError({ code: "BAD_REQUEST", message: "verifications: is required" })
-          }
-          return wire(
-            yield* mapDomain(verifications.record(principal, body.verifications, IdempotencyKey.read(request)))
-          )
+          const batch = yield* recordBatch(yield* JsonBody.readObject(request))
+          return wire(yield* mapDomain(verifications.record(principal, batch, IdempotencyKey.read(request.headers))))
         }))
   }))
 
@@ -75,7 +80,7 @@ export const RatelimitsLive = HttpApiBuilder.group(Api, "ratelimits", (handlers)
         Effect.gen(function*() {
           const principal = yield* CurrentPrincipal
           const body = yield* JsonBody.readObject(request)
-          const override = yield* mapDomain(overrides.set(principal, body, IdempotencyKey.read(request)))
+          const override = yield* mapDomain(overrides.set(principal, body, IdempotencyKey.read(request.headers)))
           return { overrideId: override.id }
         }))
       .handle("getOverride", () =>
@@ -110,6 +115,6 @@ export const ApisLive = HttpApiBuilder.group(Api, "apis", (handlers) =>
       Effect.gen(function*() {
         const principal = yield* CurrentPrincipal
         const body = yield* JsonBody.readObject(request)
-        return yield* mapDomain(apis.create(principal, body, IdempotencyKey.read(request)))
+        return yield* mapDomain(apis.create(principal, body, IdempotencyKey.read(request.headers)))
       }))
   }))

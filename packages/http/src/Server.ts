@@ -11,13 +11,16 @@ import { MaxDatapoints } from "@keymeter/core/Analytics"
 import * as Idempotency from "@keymeter/core/Idempotency"
 import * as Keymeter from "@keymeter/core/Keymeter"
 import type { Catalog, VerificationStore } from "@keymeter/core/Storage"
+import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import type { IncomingMessage, Server, ServerResponse } from "node:http"
 import { Api } from "./Api.js"
 import * as Authorization from "./Authorization.js"
 import * as Docs from "./Docs.js"
 import * as Fallback from "./Fallback.js"
 import * as Handlers from "./Handlers.js"
 import * as InFlightLimit from "./InFlightLimit.js"
+import * as FastLane from "./internal/FastLane.js"
 import { MaxBodyBytes } from "./internal/JsonBody.js"
 import * as NodeServer from "./NodeServer.js"
 import * as RequestContext from "./RequestContext.js"
@@ -40,46 +43,97 @@ export interface Options {
   readonly requestTimeoutMs?: number | undefined
 }
 
-/** The routes over the core services. */
-export const ApiLive = (options: Options = {}) =>
+/** The core services over the Storage, reading the options that concern them. */
+export const DomainLive = (options: Options = {}) =>
+  Keymeter.layer.pipe(
+    Layer.provide(Layer.succeed(MaxDatapoints, options.maxDatapoints ?? MaxDatapoints.defaultValue())),
+    Layer.provide(Layer.succeed(Idempotency.Window, options.idempotencyWindowMs ?? Idempotency.DEFAULT_WINDOW_MS))
+  )
+
+/** The routes over the core services (`domain`: the same layer as a fast lane's, to share one instance). */
+export const ApiLive = (options: Options = {}, domain = DomainLive(options)) =>
   HttpApiBuilder.api(Api).pipe(
     Layer.provide([Handlers.AnalyticsLive, Handlers.RatelimitsLive, Handlers.ApisLive]),
     Layer.provide(Authorization.layer),
     Layer.provide(Layer.succeed(MaxBodyBytes, options.maxBodyBytes ?? MaxBodyBytes.defaultValue())),
-    Layer.provideMerge(
-      Keymeter.layer.pipe(
-        Layer.provide(Layer.succeed(MaxDatapoints, options.maxDatapoints ?? MaxDatapoints.defaultValue())),
-        Layer.provide(Layer.succeed(Idempotency.Window, options.idempotencyWindowMs ?? Idempotency.DEFAULT_WINDOW_MS))
-      )
-    )
+    Layer.provideMerge(domain)
   )
 
 /**
  * The outermost middleware: request ids and the docs base of error bodies, then the in-flight
- * limit. Each call makes a new count: one per server.
+ * limit. Without `budgets`, each call makes new counts: one per server.
  */
-export const middleware = (options: Options = {}) => {
-  const context = RequestContext.middleware({ docsUrl: (options.docsUrl ?? "/docs").replace(/\/+$/, "") })
-  const limit = InFlightLimit.middleware(options.maxInFlight ?? InFlightLimit.DEFAULT_MAX_IN_FLIGHT)
+export const middleware = (options: Options = {}, budgets?: InFlightLimit.Budgets) => {
+  const context = RequestContext.middleware({ docsUrl: docsUrlOf(options) })
+  const limit = InFlightLimit.middleware(budgets ?? options.maxInFlight ?? InFlightLimit.DEFAULT_MAX_IN_FLIGHT)
   return <E, R>(app: HttpApp.Default<E, R>) => context(limit(app))
+}
+
+const docsUrlOf = (options: Options) => (options.docsUrl ?? "/docs").replace(/\/+$/, "")
+
+/** What a server's pipeline and its fast lane share: one domain, one set of in-flight counts. */
+interface Shared {
+  readonly domain: ReturnType<typeof DomainLive>
+  readonly budgets: InFlightLimit.Budgets
 }
 
 /**
  * Everything an `HttpServer` needs to serve keymeter: routes, docs, fallbacks. Requires the
  * Storage and an HttpServer.
  */
-export const serve = (options: Options = {}) =>
-  HttpApiBuilder.serve(middleware(options)).pipe(
+export const serve = (options: Options = {}, shared?: Shared) =>
+  HttpApiBuilder.serve(middleware(options, shared?.budgets)).pipe(
     Layer.provide(Docs.layer),
     Layer.provide(Fallback.layer),
-    Layer.provide(ApiLive(options))
+    Layer.provide(ApiLive(options, shared?.domain))
   )
 
-/** The standalone server: {@link serve} on a Node `http.Server` bound to `host:port`. */
+/**
+ * The fast lane on `server` (see `internal/FastLane`): its requests are taken before the
+ * pipeline's listener sees them; those it does not take, or hands back, go on to it.
+ */
+const fastLane = (server: Server, options: Options, shared: Shared) =>
+  Layer.scopedDiscard(Effect.gen(function*() {
+    const runtime = yield* Effect.runtime<FastLane.Services>()
+    const take = FastLane.make({
+      runtime,
+      budgets: shared.budgets,
+      docsUrl: docsUrlOf(options),
+      maxBodyBytes: options.maxBodyBytes ?? MaxBodyBytes.defaultValue()
+    })
+    const emit = server.emit as (event: string | symbol, ...args: Array<unknown>) => boolean
+    const patched = function(this: Server, event: string | symbol, ...args: Array<unknown>): boolean {
+      if (event === "request") {
+        const [req, res] = args as [IncomingMessage, ServerResponse]
+        if (take(req, res, () => emit.call(server, "request", req, res))) return true
+      }
+      return emit.call(this, event, ...args)
+    }
+    server.emit = patched as typeof server.emit
+    yield* Effect.addFinalizer(() => Effect.sync(() => (server.emit = emit as typeof server.emit)))
+  })).pipe(Layer.provide(shared.domain))
+
+/**
+ * {@link serve} for a Node `http.Server` (made by `NodeServer.make`), with the fast lane on it:
+ * what the standalone server and the tests serve. Requires the Storage and the HttpServer over
+ * that same `server`.
+ */
+export const serveNode = (server: Server, options: Options = {}) => {
+  const shared: Shared = {
+    domain: DomainLive(options),
+    budgets: InFlightLimit.makeBudgets(options.maxInFlight ?? InFlightLimit.DEFAULT_MAX_IN_FLIGHT)
+  }
+  return Layer.merge(serve(options, shared), fastLane(server, options, shared))
+}
+
+/** The standalone server: {@link serveNode} on a Node `http.Server` bound to `host:port`. */
 export const layer = (
-  options: Options & { readonly port: number; readonly host: string }
+  options: Options & NodeServer.Options & { readonly port: number; readonly host: string }
 ): Layer.Layer<never, ServeError, VerificationStore | Catalog> =>
-  serve(options).pipe(
-    HttpServer.withLogAddress,
-    Layer.provide(NodeHttpServer.layer(() => NodeServer.make(options), { port: options.port, host: options.host }))
-  )
+  Layer.unwrapEffect(Effect.sync(() => {
+    const server = NodeServer.make(options)
+    return serveNode(server, options).pipe(
+      HttpServer.withLogAddress,
+      Layer.provide(NodeHttpServer.layer(() => server, { port: options.port, host: options.host }))
+    )
+  }))

@@ -75,20 +75,26 @@ export class BaseUrl extends Context.Tag("test/BaseUrl")<BaseUrl, string>() {}
 /** The server over `storage`, provisioned, on a free loopback port; the storage's services stay visible to tests. */
 export const layer = <S>(
   storage: Layer.Layer<S | VerificationStore | Catalog, unknown>,
-  options: Server.Options & NodeServer.Options = {}
+  options: Server.Options & NodeServer.Options & {
+    /** false: the pipeline alone, without the fast lane (to compare the two). */
+    readonly fastLane?: boolean
+  } = {}
 ) =>
-  Layer.effect(
-    BaseUrl,
-    Effect.map(HttpServer.HttpServer, (server) => {
-      const address = server.address as HttpServer.TcpAddress
-      return `http://127.0.0.1:${address.port}`
-    })
-  ).pipe(
-    Layer.provideMerge(Server.serve(options)),
-    Layer.provide(Layer.effectDiscard(Provisioning.apply(provisioning))),
-    Layer.provide(NodeHttpServer.layer(() => NodeServer.make(options), { port: 0, host: "127.0.0.1" })),
-    Layer.provideMerge(storage)
-  )
+  Layer.unwrapEffect(Effect.sync(() => {
+    const server = NodeServer.make(options)
+    return Layer.effect(
+      BaseUrl,
+      Effect.map(HttpServer.HttpServer, (server) => {
+        const address = server.address as HttpServer.TcpAddress
+        return `http://127.0.0.1:${address.port}`
+      })
+    ).pipe(
+      Layer.provideMerge(options.fastLane === false ? Server.serve(options) : Server.serveNode(server, options)),
+      Layer.provide(Layer.effectDiscard(Provisioning.apply(provisioning))),
+      Layer.provide(NodeHttpServer.layer(() => server, { port: 0, host: "127.0.0.1" })),
+      Layer.provideMerge(storage)
+    )
+  }))
 
 /** A response, its parsed JSON body (or text), and its headers. */
 export interface Reply {

@@ -8,6 +8,7 @@ import type * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import { describeValue } from "@keymeter/core/Validation"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import type { IncomingMessage } from "node:http"
 import { HttpError } from "../Errors.js"
@@ -118,8 +119,7 @@ const readText = (request: HttpServerRequest.HttpServerRequest, limit: number): 
 export const read = (request: HttpServerRequest.HttpServerRequest) =>
   Effect.gen(function*() {
     const contentType = request.headers["content-type"]
-    const mediaType = contentType?.split(";")[0]!.trim().toLowerCase()
-    if (mediaType !== "application/json") {
+    if (!isJson(contentType)) {
       return yield* new HttpError({
         code: "UNSUPPORTED_MEDIA_TYPE",
         message: contentType === undefined
@@ -139,31 +139,43 @@ export const read = (request: HttpServerRequest.HttpServerRequest) =>
     if (body._tag === "Unreadable") {
       return yield* new HttpError({ code: "BAD_REQUEST", message: "body: could not be read" })
     }
-    if (body.text.trim() === "") {
-      return yield* new HttpError({ code: "BAD_REQUEST", message: "body: must be a JSON object, got nothing" })
-    }
-    // Checked before parsing, so that nothing deeper is ever built.
-    if (nestsDeeperThan(body.text, MAX_DEPTH)) {
-      return yield* new HttpError({
-        code: "BAD_REQUEST",
-        message: `body: nests arrays and objects deeper than ${MAX_DEPTH} levels`
-      })
-    }
-    return yield* Effect.try({
-      try: () => JSON.parse(body.text) as unknown,
-      catch: (error) =>
-        new HttpError({
-          code: "BAD_REQUEST",
-          message: `body: malformed JSON (${error instanceof Error ? error.message : "unparseable"})`
-        })
-    })
+    return yield* parse(body.text)
   })
 
+/** The value of a body's text, or the 400 it gets (nothing, too deep, malformed). */
+export const parse = (text: string): Either.Either<unknown, HttpError> => {
+  if (text.trim() === "") {
+    return Either.left(new HttpError({ code: "BAD_REQUEST", message: "body: must be a JSON object, got nothing" }))
+  }
+  // Checked before parsing, so that nothing deeper is ever built.
+  if (nestsDeeperThan(text, MAX_DEPTH)) {
+    return Either.left(
+      new HttpError({ code: "BAD_REQUEST", message: `body: nests arrays and objects deeper than ${MAX_DEPTH} levels` })
+    )
+  }
+  try {
+    return Either.right(JSON.parse(text) as unknown)
+  } catch (error) {
+    return Either.left(
+      new HttpError({
+        code: "BAD_REQUEST",
+        message: `body: malformed JSON (${error instanceof Error ? error.message : "unparseable"})`
+      })
+    )
+  }
+}
+
+/** `body` if it is a JSON object, else the 400 it gets. */
+export const asObject = (body: unknown): Either.Either<Record<string, unknown>, HttpError> =>
+  typeof body === "object" && body !== null && !Array.isArray(body)
+    ? Either.right(body as Record<string, unknown>)
+    : Either.left(
+      new HttpError({ code: "BAD_REQUEST", message: `body: must be a JSON object, got ${describeValue(body)}` })
+    )
+
+/** True when `contentType` names JSON (parameters such as `charset` allowed). */
+export const isJson = (contentType: string | undefined) =>
+  contentType?.split(";")[0]!.trim().toLowerCase() === "application/json"
+
 /** The parsed JSON body of `request`, which must be an object. */
-export const readObject = (request: HttpServerRequest.HttpServerRequest) =>
-  Effect.flatMap(read(request), (body) =>
-    typeof body === "object" && body !== null && !Array.isArray(body)
-      ? Effect.succeed(body as Record<string, unknown>)
-      : Effect.fail(
-        new HttpError({ code: "BAD_REQUEST", message: `body: must be a JSON object, got ${describeValue(body)}` })
-      ))
+export const readObject = (request: HttpServerRequest.HttpServerRequest) => Effect.flatMap(read(request), asObject)

@@ -1,0 +1,254 @@
+/**
+ * The hot routes served straight from Node's request: `GET /v1/analytics.getVerifications`,
+ * `POST /v1/analytics.recordVerifications` and `POST /v1/ratelimits.limit`. The HttpApi pipeline
+ * (router, middleware, schema decoding and encoding, a fiber and spans per request) cost ten times
+ * the query itself; here a request runs one small effect on the domain services, with the same
+ * checks in the same order and the same pieces (`bearer`, `JsonBody.parse`, `recordBatch`,
+ * `IdempotencyKey.read`, `InFlightLimit`, `Errors.toWire`), so its answers are byte for byte the
+ * pipeline's. A request this lane does not take as it is (another media type, a chunked or
+ * oversized body, a query string core would not read) goes to the pipeline untouched, which then
+ * answers it, errors included.
+ */
+import { Analytics } from "@keymeter/core/Analytics"
+import { Auth } from "@keymeter/core/Auth"
+import type { Principal } from "@keymeter/core/Permission"
+import { RateLimiter } from "@keymeter/core/RateLimiter"
+import { fieldKinds } from "@keymeter/core/Validation"
+import { VerificationQueryInput } from "@keymeter/core/VerificationQuery"
+import { Verifications } from "@keymeter/core/Verifications"
+import * as Cause from "effect/Cause"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Exit from "effect/Exit"
+import * as Redacted from "effect/Redacted"
+import * as Runtime from "effect/Runtime"
+import type { IncomingMessage, ServerResponse } from "node:http"
+import { bearer } from "../Authorization.js"
+import type { DomainError } from "../Errors.js"
+import { body as envelope, Codes, fromDomain, HttpError } from "../Errors.js"
+import { recordBatch } from "../Handlers.js"
+import type { Budget, Budgets } from "../InFlightLimit.js"
+import { shed } from "../InFlightLimit.js"
+import { makeRequestId } from "../RequestContext.js"
+import * as IdempotencyKey from "./IdempotencyKey.js"
+import * as JsonBody from "./JsonBody.js"
+import * as UrlParams from "./UrlParams.js"
+
+/** The services the lane calls. */
+export type Services = Analytics | Verifications | RateLimiter | Auth
+
+/** How the lane answers. */
+export interface Options {
+  readonly runtime: Runtime.Runtime<Services>
+  readonly budgets: Budgets
+  /** Base of the `docs` links, without a trailing slash. */
+  readonly docsUrl: string
+  readonly maxBodyBytes: number
+}
+
+type Answer = { readonly status: number; readonly body: unknown; readonly headers?: Record<string, string> }
+
+const QUERY_KINDS = fieldKinds(VerificationQueryInput)
+const DIGITS = /^[0-9]+$/
+
+const INTERNAL = "Internal server error; it was logged with this request id"
+
+/** Serves a request if it is one the lane takes; false (the request untouched) otherwise. */
+export const make = (options: Options) => {
+  const runCallback = Runtime.runCallback(options.runtime)
+  const context = (requestId: string) => ({ requestId, docsUrl: options.docsUrl })
+
+  const send = (res: ServerResponse, requestId: string, answer: Answer) => {
+    const text = JSON.stringify(
+      answer.body instanceof HttpError
+        ? envelope(answer.body.code, answer.body.message, context(requestId))
+        : answer.body
+    )
+    res.writeHead(answer.status, {
+      ...answer.headers,
+      "content-type": "application/json",
+      "content-length": Buffer.byteLength(text),
+      "x-request-id": requestId
+    })
+    res.end(text)
+  }
+
+  const failure = (error: HttpError): Answer => ({ status: Codes[error.code].status, body: error })
+
+  /**
+   * Runs `program` (authentication, then the route's work) and answers with its outcome: a value
+   * is the 200 body; a domain failure its wire error (storage failures logged, as the pipeline
+   * does); `undefined` hands the request to the pipeline; a defect is a logged 500.
+   */
+  const run = (
+    req: IncomingMessage,
+    res: ServerResponse,
+    requestId: string,
+    budget: Budget,
+    program: Effect.Effect<unknown, DomainError | HttpError, Services>,
+    fallback: () => void
+  ) =>
+    runCallback(
+      program.pipe(
+        Effect.catchIf(
+          (error): error is DomainError => !(error instanceof HttpError),
+          (error) => Effect.flatMap(fromDomain(error), Effect.fail)
+        ),
+        Effect.catchAllDefect((defect) =>
+          Effect.zipRight(
+            Effect.logError("unhandled defect", Cause.die(defect)),
+            Effect.fail(new HttpError({ code: "INTERNAL_SERVER_ERROR", message: INTERNAL }))
+          )
+        )
+      ),
+      {
+        onExit: (exit) => {
+          options.budgets.leave(budget)
+          if (Exit.isSuccess(exit)) {
+            if (exit.value === HAND_OVER) return fallback()
+            return send(res, requestId, { status: 200, body: exit.value })
+          }
+          const error = Cause.failureOption(exit.cause)
+          send(
+            res,
+            requestId,
+            failure(
+              error._tag === "Some"
+                ? error.value as HttpError
+                : new HttpError({ code: "INTERNAL_SERVER_ERROR", message: INTERNAL })
+            )
+          )
+        }
+      }
+    )
+
+  /** Authenticates the request's root key (401/403 as the pipeline's middleware answers them). */
+  const authenticate = (req: IncomingMessage): Effect.Effect<Principal, DomainError | HttpError, Auth> => {
+    const key = bearer(req.headers.authorization)
+    return typeof key === "string"
+      ? Effect.flatMap(Auth, (auth) => auth.authenticate(Redacted.make(key)))
+      : Effect.fail(key)
+  }
+
+  const getVerifications = (
+    req: IncomingMessage,
+    res: ServerResponse,
+    search: string,
+    requestId: string,
+    fallback: () => void
+  ) => {
+    // The query as the pipeline would read it; anything it would refuse goes to the pipeline.
+    const raw: Record<string, string | Array<string>> = {}
+    for (const [name, value] of new URLSearchParams(search)) {
+      const seen = raw[name]
+      raw[name] = seen === undefined ? value : Array.isArray(seen) ? [...seen, value] : [seen, value]
+    }
+    const input = UrlParams.parse(raw, QUERY_KINDS)
+    run(
+      req,
+      res,
+      requestId,
+      "others",
+      Effect.flatMap(authenticate(req), (principal) =>
+        Either.isLeft(input)
+          ? Effect.succeed<unknown>(HAND_OVER)
+          : Effect.flatMap(Analytics, (analytics) => analytics.getVerifications(principal, input.right))),
+      fallback
+    )
+  }
+
+  /** Reads the body (its length was checked), authenticates, then runs `act` on the parsed object. */
+  const withBody = (
+    req: IncomingMessage,
+    res: ServerResponse,
+    requestId: string,
+    act: (
+      principal: Principal,
+      body: Record<string, unknown>
+    ) => Effect.Effect<unknown, DomainError | HttpError, Services>
+  ) => {
+    const chunks: Array<Buffer> = []
+    req.on("data", (chunk: Buffer) => chunks.push(chunk))
+    req.once("error", () => {
+      options.budgets.leave("uploads")
+      send(res, requestId, failure(new HttpError({ code: "BAD_REQUEST", message: "body: could not be read" })))
+    })
+    req.once("end", () => {
+      const parsed = Either.flatMap(JsonBody.parse(Buffer.concat(chunks).toString("utf8")), JsonBody.asObject)
+      run(
+        req,
+        res,
+        requestId,
+        "uploads",
+        // Authentication comes first, as in the pipeline: a bad key is a 401 whatever the body.
+        Effect.flatMap(
+          authenticate(req),
+          (principal) => Either.isLeft(parsed) ? Effect.fail(parsed.left) : act(principal, parsed.right)
+        ),
+        () => {}
+      )
+    })
+  }
+
+  return (req: IncomingMessage, res: ServerResponse, fallback: () => void): boolean => {
+    const url = req.url ?? ""
+    const q = url.indexOf("?")
+    const path = q < 0 ? url : url.slice(0, q)
+    const headers = req.headers
+    if (req.method === "GET") {
+      if (path !== "/v1/analytics.getVerifications") return false
+      if (headers["transfer-encoding"] !== undefined) return false
+      if (headers["content-length"] !== undefined && headers["content-length"] !== "0") return false
+      const requestId = makeRequestId()
+      if (!options.budgets.enter("others")) {
+        const { headers: more, message } = shed(options.budgets, "others")
+        send(res, requestId, { ...failure(new HttpError({ code: "RATE_LIMITED", message })), headers: more })
+        return true
+      }
+      getVerifications(req, res, q < 0 ? "" : url.slice(q + 1), requestId, fallback)
+      return true
+    }
+    if (req.method !== "POST") return false
+    const route = path === "/v1/analytics.recordVerifications"
+      ? "record"
+      : path === "/v1/ratelimits.limit"
+      ? "limit"
+      : undefined
+    if (route === undefined) return false
+    // Only plain JSON bodies of a declared length within the limit; the rest (415, 413, chunks)
+    // is the pipeline's to answer.
+    const length = headers["content-length"]
+    if (
+      headers["transfer-encoding"] !== undefined || length === undefined || !DIGITS.test(length) ||
+      Number(length) > options.maxBodyBytes || Number(length) === 0 || !JsonBody.isJson(headers["content-type"])
+    ) {
+      return false
+    }
+    const requestId = makeRequestId()
+    if (!options.budgets.enter("uploads")) {
+      const { headers: more, message } = shed(options.budgets, "uploads")
+      send(res, requestId, { ...failure(new HttpError({ code: "RATE_LIMITED", message })), headers: more })
+      return true
+    }
+    withBody(
+      req,
+      res,
+      requestId,
+      route === "record"
+        ? (principal, body) =>
+          Either.match(recordBatch(body), {
+            onLeft: Effect.fail,
+            onRight: (batch) =>
+              Effect.flatMap(
+                Verifications,
+                (verifications) => verifications.record(principal, batch, IdempotencyKey.read(headers))
+              )
+          })
+        : (principal, body) => Effect.flatMap(RateLimiter, (limiter) => limiter.limit(principal, body))
+    )
+    return true
+  }
+}
+
+/** What the lane's program answers to hand the request to the pipeline. */
+const HAND_OVER = Symbol.for("@keymeter/http/FastLane/HandOver")

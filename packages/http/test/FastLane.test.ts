@@ -1,0 +1,126 @@
+/**
+ * The fast lane answers exactly as the HttpApi pipeline does: the same requests, sent in the same
+ * order to a server with the lane and to one without it (each on its own fresh storage and test
+ * clock), get the same status, headers and body, request ids aside. Valid and invalid requests of
+ * the three routes it serves, including those it hands to the pipeline.
+ */
+import { expect, layer } from "@effect/vitest"
+import { MemoryStorage } from "@keymeter/storage-memory"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as TestServer from "./TestServer.js"
+import { BaseUrl, keys } from "./TestServer.js"
+
+interface Call {
+  readonly method?: "GET" | "POST"
+  readonly path: string
+  readonly key?: string | undefined
+  readonly headers?: Record<string, string>
+  readonly body?: string
+}
+
+const get = (query: string, key: string | undefined = keys.admin): Call => ({
+  path: `/v1/analytics.getVerifications?${query}`,
+  key
+})
+const post = (path: string, body: unknown, key: string | undefined = keys.admin, headers = {}): Call => ({
+  method: "POST",
+  path,
+  key,
+  headers: { "content-type": "application/json", ...headers },
+  body: typeof body === "string" ? body : JSON.stringify(body)
+})
+const record = (body: unknown, key?: string, headers = {}) =>
+  post("/v1/analytics.recordVerifications", body, key ?? keys.admin, headers)
+const limit = (body: unknown, key?: string) => post("/v1/ratelimits.limit", body, key ?? keys.admin)
+const event = (keyId: string, extra = {}) => ({ apiId: "api_a1", keyId, outcome: "valid", time: 0, ...extra })
+
+const calls: ReadonlyArray<Call> = [
+  record({ verifications: [event("k1"), event("k2", { tags: ["b", "a"] }), event("k1", { outcome: "expired" })] }),
+  get("apiId=api_a1&groupBy=key"),
+  get("apiId=api_a1&groupBy=hour&start=0&end=7200000"),
+  get("apiId=api_a1&groupBy=tags&orderBy=total&order=desc&limit=1"),
+  get("apiId=api_nope"),
+  get("apiId=api_a1&groupBy=week"),
+  get("apiId=api_a1&apiId=api_a2"),
+  get("apiId=api_a1&unknown=1"),
+  get("apiId=api_a1&start=abc"),
+  get("apiId=api_a1", undefined),
+  get("apiId=api_a1", "sk_unknown"),
+  get("apiId=api_a1", keys.disabled),
+  get("apiId=api_a1", keys.expired),
+  get("apiId=api_a2", keys.readerOne),
+  get("groupBy=day"),
+  { path: "/v1/analytics.getVerifications?apiId=api_a1", headers: { authorization: "Basic abc" } },
+  record({ verifications: [event("k3"), { apiId: "api_a1", keyId: "k3", outcome: "nope" }] }),
+  record({ verifications: [event("k3")], extra: 1 }),
+  record({}),
+  record([]),
+  record("{\"verifications\": [}"),
+  record("[".repeat(100) + "]".repeat(100)),
+  record(""),
+  record({ verifications: [event("k3")] }, "sk_unknown"),
+  record({ verifications: [{ ...event("k3"), apiId: "api_a2" }] }, keys.recorderOne),
+  record({ verifications: [{ ...event("k3"), apiId: "api_nope" }] }),
+  record({ verifications: [event("k4")] }, undefined, { "idempotency-key": "same" }),
+  record({ verifications: [event("k4")] }, undefined, { "idempotency-key": "same" }),
+  record({ verifications: [event("k5")] }, undefined, { "idempotency-key": "same" }),
+  record({ verifications: [event("k4")] }, undefined, { "idempotency-key": "bad key" }),
+  post("/v1/analytics.recordVerifications", { verifications: [event("k6")] }, keys.admin, {
+    "content-type": "text/plain"
+  }),
+  record({ verifications: Array.from({ length: 2000 }, () => event("k7")) }),
+  get("apiId=api_a1&groupBy=key"),
+  limit({ namespace: "email", identifier: "u1", limit: 2, duration: 60_000 }),
+  limit({ namespace: "email", identifier: "u1", limit: 2, duration: 60_000, cost: 2 }),
+  limit({ namespace: "email", identifier: "u1", limit: 2, duration: 60_000 }),
+  limit({ namespace: "email", identifier: "u1", limit: 2, duration: 999 }),
+  limit({ namespace: "email", identifier: "u1", limit: 2, duration: 60_000, other: true }),
+  limit({ namespace: "sms", identifier: "u1", limit: 2, duration: 60_000 }, keys.limiterOne),
+  limit({ namespace: "brand-new", identifier: "u1", limit: 2, duration: 60_000 }, keys.limiterOne),
+  limit({ namespace: "email", identifier: "u1", limit: 2, duration: 60_000 }, keys.reader)
+]
+
+/** A call's answer with what differs between two servers by design (request ids, dates) taken out. */
+const answer = (base: string, call: Call) =>
+  Effect.promise(async () => {
+    const headers = new Headers(call.headers)
+    if (call.key !== undefined) headers.set("authorization", `Bearer ${call.key}`)
+    const response = await fetch(base + call.path, {
+      method: call.method ?? "GET",
+      headers,
+      ...(call.body !== undefined ? { body: call.body } : {})
+    })
+    const id = response.headers.get("x-request-id") ?? ""
+    const kept: Array<[string, string]> = []
+    response.headers.forEach((value, name) => {
+      if (name !== "date" && name !== "x-request-id") kept.push([name, value])
+    })
+    return {
+      status: response.status,
+      headers: kept.sort(),
+      body: (await response.text()).replaceAll(id, "<request id>"),
+      idShape: /^req_[0-9A-Z]{26}$/.test(id)
+    }
+  })
+
+// The pipeline caps bodies at 64 KiB here, so that the oversized batch above is its 413.
+const options = { maxBodyBytes: 64 * 1024 }
+
+layer(TestServer.layer(MemoryStorage.layer, options))("the fast lane", (it) => {
+  it.scoped("answers every call exactly as the pipeline alone does", () =>
+    Effect.gen(function*() {
+      const lane = yield* BaseUrl
+      const pipeline = Context.get(
+        yield* Layer.build(TestServer.layer(MemoryStorage.layer, { ...options, fastLane: false })),
+        BaseUrl
+      )
+      for (const call of calls) {
+        const viaLane = yield* answer(lane, call)
+        const viaPipeline = yield* answer(pipeline, call)
+        expect(viaLane, `${call.method ?? "GET"} ${call.path} ${call.body?.slice(0, 80) ?? ""}`).toEqual(viaPipeline)
+        expect(viaLane.idShape).toBe(true)
+      }
+    }))
+})

@@ -16,10 +16,13 @@ import type { Receipt } from "./Idempotency.js"
 import type { Verification } from "./Verification.js"
 
 export interface Options {
-  /** Stores one batch and the receipts of the keyed calls in it, all or nothing. */
+  /**
+   * Stores one batch and the receipts of the keyed calls in it, all or nothing; each receipt
+   * comes with where its call's events are in the batch.
+   */
   readonly write: (
     events: ReadonlyArray<Verification>,
-    receipts: ReadonlyArray<Receipt>
+    keyed: ReadonlyArray<Keyed>
   ) => Effect.Effect<void, StorageError>
   /** Events one write takes at most (calls are never split: one call may exceed it alone). */
   readonly maxEvents: number
@@ -33,6 +36,13 @@ export interface Options {
   readonly afterWrite?: Effect.Effect<void> | undefined
   /** Runs whenever the writer has had nothing to do for `ms`. */
   readonly whenIdle?: { readonly ms: number; readonly run: Effect.Effect<void> } | undefined
+}
+
+/** A keyed call in a batch: its receipt, and its events as `batch.slice(from, from + count)`. */
+export interface Keyed {
+  readonly receipt: Receipt
+  readonly from: number
+  readonly count: number
 }
 
 interface Pending {
@@ -68,9 +78,15 @@ export const make = (
           events += next.value.events.length
         }
         const all = batch.length === 1 ? batch[0]!.events : batch.flatMap((pending) => pending.events)
-        const receipts: Array<Receipt> = []
-        for (const pending of batch) if (pending.receipt !== undefined) receipts.push(pending.receipt)
-        const exit = yield* Effect.exit(options.write(all, receipts))
+        const keyed: Array<Keyed> = []
+        let from = 0
+        for (const pending of batch) {
+          if (pending.receipt !== undefined) {
+            keyed.push({ receipt: pending.receipt, from, count: pending.events.length })
+          }
+          from += pending.events.length
+        }
+        const exit = yield* Effect.exit(options.write(all, keyed))
         buffered -= events
         yield* Effect.forEach(batch, (pending) => Deferred.done(pending.done, exit), { discard: true })
         if (Exit.isSuccess(exit) && options.afterWrite !== undefined) yield* options.afterWrite

@@ -107,7 +107,9 @@ export const make = (options: Options) =>
 
     // The writer: one INSERT per round of queued calls (group commit).
     const offer = yield* GroupCommit.make({
-      write: (events) => db.insert("verifications", events.map((event) => row(event))),
+      write: (events, keyed) => (keyed.length === 0
+        ? db.insert("verifications", events.map((event) => row(event)))
+        : writeKeyed(events, keyed)),
       maxEvents: maxPerInsert,
       maxBuffered
     })
@@ -212,6 +214,33 @@ export const make = (options: Options) =>
         })
       })
 
+    /**
+     * A round of the writer holding keyed calls: their claims in one INSERT, every event of the
+     * round in one INSERT (a keyed call's rows tagged with its claim's batch id), their
+     * settlements in one INSERT. ClickHouse applies the events' INSERT whole or not at all, unless
+     * the server itself fails between the parts of a round spanning several 30-day partitions.
+     */
+    const writeKeyed = (events: ReadonlyArray<Verification>, keyed: ReadonlyArray<GroupCommit.Keyed>) =>
+      Effect.gen(function*() {
+        const rows = events.map((event) => row(event))
+        const claims = keyed.map(({ count, from, receipt }) => {
+          let firstHour = count === 0 ? 0 : Infinity
+          let lastHour = 0
+          const batch = Ids.make(Ids.Prefix.batch)
+          for (let i = from; i < from + count; i++) {
+            const r = rows[i]!
+            r.batch = batch
+            firstHour = Math.min(firstHour, r.hour)
+            lastHour = Math.max(lastHour, r.hour)
+          }
+          return { receipt, claim: { batch, events: count, firstHour, lastHour } satisfies Claim }
+        })
+        yield* db.insert("idempotency_receipts", claims.map(({ claim, receipt }) => receiptRow(receipt, claim, 0)))
+        if (rows.length > 0) yield* db.insert("verifications", rows)
+        yield* db.insert("idempotency_receipts", claims.map(({ claim, receipt }) => receiptRow(receipt, claim, 1)))
+      })
+
+    /** A keyed call: refused if the key holds a receipt (another process), else through the writer. */
     const appendKeyed = (events: ReadonlyArray<Verification>, receipt: Receipt) =>
       Effect.gen(function*() {
         const held = yield* findReceipt(receipt.workspaceId, receipt.key, receipt.createdAt).pipe(
@@ -220,18 +249,7 @@ export const make = (options: Options) =>
         if (Option.isSome(held)) {
           return yield* new StorageError({ message: "The idempotency key was taken by another request meanwhile" })
         }
-        const hours = events.map((e) => Math.floor(e.time / Time.HOUR))
-        const claim: Claim = {
-          batch: Ids.make(Ids.Prefix.batch),
-          events: events.length,
-          firstHour: hours.reduce((a, b) => Math.min(a, b), Infinity),
-          lastHour: hours.reduce((a, b) => Math.max(a, b), 0)
-        }
-        yield* db.insert("idempotency_receipts", [receiptRow(receipt, claim, 0)])
-        // One INSERT: ClickHouse applies it whole or not at all, unless the server itself fails
-        // between the parts of a batch spanning several 30-day partitions.
-        yield* db.insert("verifications", events.map((event) => row(event, claim.batch)))
-        yield* db.insert("idempotency_receipts", [receiptRow(receipt, claim, 1)])
+        yield* offer(events, receipt)
       })
 
     return VerificationStore.of({

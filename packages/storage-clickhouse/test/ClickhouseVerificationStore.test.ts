@@ -141,11 +141,16 @@ describe.skipIf(ClickhouseTestServer.skip() !== undefined)("ClickhouseVerificati
                 database,
                 log: { level: ClickHouseLogLevel.OFF }
               })
-              const result = await client.query({
-                query: `SELECT state FROM idempotency_receipts WHERE key = '${key}' ORDER BY state`,
-                format: "JSONEachRow"
-              }).finally(() => client.close())
-              return ((await result.json()) as Array<{ state: number }>).map((r) => r.state)
+              try {
+                const result = await client.query({
+                  query: `SELECT state FROM idempotency_receipts WHERE key = '${key}' ORDER BY state`,
+                  format: "JSONEachRow"
+                })
+                // Read before the client closes: closing aborts a response still streaming.
+                return ((await result.json()) as Array<{ state: number }>).map((r) => r.state)
+              } finally {
+                await client.close()
+              }
             })
 
           // Every row there: it was stored; the receipt answers, and is settled for next time.

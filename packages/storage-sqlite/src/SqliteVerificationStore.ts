@@ -85,8 +85,8 @@ export const make = (options: Options = {}) =>
     const hotRange = yield* HotRangeLoader.make({ index: hot, dictionaries, exclusive })
     const compaction = Compaction.make(sql, dictionaries, options.compaction)
 
-    const commit = (events: ReadonlyArray<Verification>, receipts: ReadonlyArray<Receipt>) =>
-      Writer.commit(sql, dictionaries, events, receipts).pipe(
+    const commit = (events: ReadonlyArray<Verification>, keyed: ReadonlyArray<GroupCommit.Keyed>) =>
+      Writer.commit(sql, dictionaries, events, keyed.map((k) => k.receipt)).pipe(
         Effect.catchAll(storageError),
         Effect.zipLeft(Effect.suspend(() => hotRange.committed(events))),
         exclusive

@@ -126,6 +126,27 @@ export const serveNode = (server: Server, options: Options = {}) => {
   return Layer.merge(serve(options, shared), fastLane(server, options, shared))
 }
 
+/**
+ * A Node `(req, res)` handler serving keymeter: the fast lane, and the pipeline for everything
+ * else, sharing one set of in-flight counts. What an embedder mounts in a server of its own; needs
+ * the HttpApi application's services (see `ApiLive`) in context.
+ */
+export const makeNodeHandler = (options: Options = {}) =>
+  Effect.gen(function*() {
+    const budgets = InFlightLimit.makeBudgets(options.maxInFlight ?? InFlightLimit.DEFAULT_MAX_IN_FLIGHT)
+    const app = yield* HttpApiBuilder.httpApp
+    const pipeline = yield* NodeHttpServer.makeHandler(app, middleware(options, budgets))
+    const take = FastLane.make({
+      runtime: yield* Effect.runtime<FastLane.Services>(),
+      budgets,
+      docsUrl: docsUrlOf(options),
+      maxBodyBytes: options.maxBodyBytes ?? MaxBodyBytes.defaultValue()
+    })
+    return (req: IncomingMessage, res: ServerResponse): void => {
+      if (!take(req, res, () => pipeline(req, res))) pipeline(req, res)
+    }
+  })
+
 /** The standalone server: {@link serveNode} on a Node `http.Server` bound to `host:port`. */
 export const layer = (
   options: Options & NodeServer.Options & { readonly port: number; readonly host: string }

@@ -236,8 +236,7 @@ export const createKeymeter = async (options: KeymeterOptions = {}): Promise<Key
       if (options.provision !== undefined) {
         yield* Provisioning.apply(yield* Provisioning.decode(options.provision))
       }
-      const app = yield* HttpApiBuilder.httpApp
-      return yield* NodeHttpServer.makeHandler(app, Server.middleware(options.http))
+      return yield* Server.makeNodeHandler(options.http)
     }))
   } catch (error) {
     await runtime.dispose()

@@ -77,7 +77,15 @@ export const open = async (file: string) => {
 
 const quote = (text: string) => `'${text.replaceAll("'", "''")}'`
 
-/** The SQL of a reference query (shapes used by the benchmark: a time unit, key, identity, tag). */
+/** The time bucket of a month unit: the first millisecond of the UTC month of `hourExpr`. */
+const monthOf = (hourExpr: string) => `epoch_ms(date_trunc('month', to_timestamp((${hourExpr}) * 3600)))`
+
+/**
+ * The SQL of a query: every shape the contract allows (a time unit of hour, day or month; key,
+ * identity, tag or tag set; key, tag and external id filters; orderBy, order, limit), with
+ * keymeter's ordering rules (ties by time, key, identity id then external id, tag, tag set joined
+ * with ",").
+ */
 export const toSql = (layout: Layout, query: VerificationQueryInput): string => {
   const groupBy = query.groupBy ?? []
   const startHour = Math.floor(query.start! / HOUR)
@@ -89,30 +97,38 @@ export const toSql = (layout: Layout, query: VerificationQueryInput): string => 
       : `hour BETWEEN ${startHour} AND ${endHour}`
   )
   if (query.keyId !== undefined) where.push(`key_id IN (${query.keyId.map(quote).join(", ")})`)
+  if (query.tag !== undefined && query.tag.length > 0) {
+    where.push(`list_has_all(tags, [${query.tag.map(quote).join(", ")}])`)
+  }
+  if (query.externalId !== undefined) where.push(`external_id = ${quote(query.externalId)}`)
   const hourOf = layout === "raw" ? `time // ${HOUR}` : "hour"
-  const dims: Array<[string, string]> = []
-  if (groupBy.includes("hour")) dims.push(["time", `(${hourOf}) * ${HOUR}`])
-  if (groupBy.includes("day")) dims.push(["time", `(${hourOf}) // 24 * ${DAY}`])
-  if (groupBy.includes("key")) dims.push(["keyId", "key_id"])
+  // [output name, expression, ordering expression]
+  const dims: Array<[string, string, string]> = []
+  const time = (expr: string) => dims.push(["time", expr, `"time"`])
+  if (groupBy.includes("hour")) time(`(${hourOf}) * ${HOUR}`)
+  if (groupBy.includes("day")) time(`(${hourOf}) // 24 * ${DAY}`)
+  if (groupBy.includes("month")) time(monthOf(hourOf))
+  if (groupBy.includes("key")) dims.push(["keyId", "key_id", `"keyId"`])
   if (groupBy.includes("identity")) {
-    dims.push(["identityId", "identity_id"], ["externalId", "external_id"])
+    dims.push(["identityId", "identity_id", `"identityId"`], ["externalId", "external_id", `"externalId"`])
     where.push("identity_id IS NOT NULL")
   }
-  if (groupBy.includes("tag")) dims.push(["tag", "tag"])
+  if (groupBy.includes("tag")) dims.push(["tag", "tag", `"tag"`])
+  if (groupBy.includes("tags")) dims.push(["tags", "tags", `array_to_string("tags", ',')`])
   const counts = layout === "raw"
     ? ["count(*) AS total", ...OUTCOME_COLUMNS.map((c, k) => `count(*) FILTER (WHERE outcome = ${k}) AS ${c}`)]
     : ["sum(total) AS total", ...OUTCOME_COLUMNS.map((c) => `sum(${c}) AS ${c}`)]
   const source = groupBy.includes("tag")
     ? `(SELECT unnest(tags) AS tag, * FROM ${layout === "raw" ? "events" : "rollup_hour"} WHERE ${where.join(" AND ")})`
     : `${layout === "raw" ? "events" : "rollup_hour"} WHERE ${where.join(" AND ")}`
-  const orderBy = query.orderBy === undefined
-    ? dims.map(([name]) => `"${name}" ASC`)
+  const direction = query.order === "desc" ? "DESC" : "ASC"
+  const orderBy = query.orderBy === undefined || query.orderBy === "time"
+    ? dims.map(([, , order]) => `${order} ${query.orderBy === undefined ? direction : "ASC"}`)
     : [
-      `${query.orderBy === "total" ? "total" : OUTCOME_COLUMNS[OUTCOMES.indexOf(query.orderBy as never)]} ${
-        query.order === "desc" ? "DESC" : "ASC"
-      }`,
-      ...dims.map(([name]) => `"${name}" ASC`)
+      `${query.orderBy === "total" ? "total" : OUTCOME_COLUMNS[OUTCOMES.indexOf(query.orderBy as never)]} ${direction}`,
+      ...dims.map(([, , order]) => `${order} ASC`)
     ]
+  if (query.orderBy === "time" && dims[0]?.[0] === "time") orderBy[0] = `"time" ${direction}`
   return `SELECT ${[...dims.map(([name, expr]) => `${expr} AS "${name}"`), ...counts].join(", ")} FROM ${source}` +
     (dims.length > 0 ? ` GROUP BY ${dims.map(([, expr]) => expr).join(", ")}` : "") +
     (orderBy.length > 0 ? ` ORDER BY ${orderBy.join(", ")}` : "") +
@@ -132,20 +148,33 @@ const toDatapoints = (
     if (names.includes("keyId")) point.keyId = value("keyId")
     if (names.includes("identityId")) point.identity = { id: value("identityId"), externalId: value("externalId") }
     if (names.includes("tag")) point.tag = value("tag")
+    if (names.includes("tags")) point.tags = [...((value("tags") as { items?: Array<unknown> })?.items ?? [])]
     point.total = count("total")
     OUTCOMES.forEach((outcome, k) => (point[outcome] = count(`c${k}`)))
     return point as unknown as Datapoint
   })
   // A plain time series has every bucket from start to end, empty ones with zeros.
   const groupBy = query.groupBy ?? []
-  const unit = groupBy.includes("hour") ? HOUR : groupBy.includes("day") ? DAY : undefined
-  if (unit === undefined || groupBy.some((g) => g !== "hour" && g !== "day")) return points
+  const unit = groupBy.find((g) => g === "hour" || g === "day" || g === "month")
+  if (unit === undefined || groupBy.length > 1) return points
   const byTime = new Map(points.map((p) => [p.time, p]))
+  const bucket = (t: number) => {
+    if (unit === "hour") return Math.floor(t / HOUR) * HOUR
+    if (unit === "day") return Math.floor(t / DAY) * DAY
+    const d = new Date(t)
+    return Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1)
+  }
+  const next = (t: number) => {
+    if (unit === "hour") return t + HOUR
+    if (unit === "day") return t + DAY
+    const d = new Date(t)
+    return Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1)
+  }
   const filled: Array<Datapoint> = []
-  for (let t = Math.floor(query.start! / unit) * unit; t <= Math.floor(query.end! / unit) * unit; t += unit) {
+  for (let t = bucket(query.start!); t <= bucket(query.end!); t = next(t)) {
     filled.push(
       byTime.get(t) ?? ({ time: t, total: 0, ...Object.fromEntries(OUTCOMES.map((o) => [o, 0])) } as Datapoint)
     )
   }
-  return filled
+  return query.order === "desc" && query.orderBy === undefined ? filled.reverse() : filled
 }

@@ -25,6 +25,9 @@ const { values } = parseArgs({
     "skip-http": { type: "boolean", default: false },
     // Only the HTTP section (no query runs, no DuckDB): for iterating on the request path.
     "http-only": { type: "boolean", default: false },
+    // A seeded mix of N varied queries, each timed on first sight and on repeat, per engine.
+    mix: { type: "string" },
+    seed: { type: "string", default: "15" },
     "http-events": { type: "string", default: "1m" },
     "load-seconds": { type: "string", default: "10" }
   }
@@ -57,6 +60,7 @@ const runWorker = (engine: string, size: number): Array<EngineResult> => {
     out
   ]
   if (values.runs) args.push("--runs", values.runs)
+  if (values.mix) args.push("--mix", values.mix, "--seed", values.seed!)
   // A ClickHouse server of its own for each run: left running, it merges parts in the background
   // and takes CPU from whatever is measured next (memory's HTTP figures fell by a third beside it).
   const clickhouse = engine === "clickhouse" ? Clickhouse.start() : undefined
@@ -79,6 +83,13 @@ const compare = (engines: ReadonlyArray<EngineResult>): Array<string> => {
       const got = JSON.stringify(answer)
       if (got !== want) out.push(`${engine.engine} ${id}: got ${got.slice(0, 300)} want ${want.slice(0, 300)}`)
     }
+    // The mix: every answer keymeter gave (not refused as too large) equal to DuckDB's.
+    engine.mix?.answers.forEach((answer, i) => {
+      if (answer === null || engine.engine.startsWith("duckdb")) return
+      const want = JSON.stringify(reference.mix?.answers[i])
+      const got = JSON.stringify(answer)
+      if (got !== want) out.push(`${engine.engine} mix #${i}: got ${got.slice(0, 300)} want ${want.slice(0, 300)}`)
+    })
   }
   return out
 }
@@ -114,7 +125,15 @@ for (const size of values["http-only"] ? [] : sizes) {
   const engines = [...runWorker("duckdb", size), ...workers.flatMap((worker) => runWorker(worker, size))]
   const mismatches = compare(engines)
   if (mismatches.length > 0) failed = true
-  run.sizes.push({ size, engines: engines.map(({ answers: _, ...rest }) => ({ ...rest, answers: {} })), mismatches })
+  run.sizes.push({
+    size,
+    engines: engines.map(({ answers: _, mix, ...rest }) => ({
+      ...rest,
+      answers: {},
+      ...(mix ? { mix: { ...mix, answers: [] } } : {})
+    })),
+    mismatches
+  })
 }
 
 if (!values["skip-http"]) {

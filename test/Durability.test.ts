@@ -3,7 +3,7 @@ import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import type { Running } from "./Spawn.js"
-import { freePort, start, stop } from "./Spawn.js"
+import { serveKeymeter, stop } from "./Spawn.js"
 
 const running: Array<Running> = []
 afterEach(async () => {
@@ -13,13 +13,12 @@ afterEach(async () => {
 const PER_BATCH = 200
 
 const serve = async (db: string) => {
-  const port = await freePort()
-  const server = await start("packages/keymeter/src/main.ts", {
-    env: { PORT: String(port), KEYMETER_STORAGE: `sqlite:${db}`, KEYMETER_PROVISION: "examples/provision.json" },
-    ready: /Listening on (http:\S+)/
+  const started = await serveKeymeter({
+    KEYMETER_STORAGE: `sqlite:${db}`,
+    KEYMETER_PROVISION: "examples/provision.json"
   })
-  running.push(server)
-  return { server, base: server.match[1]! }
+  running.push(started.server)
+  return started
 }
 
 const record = (base: string, batch: number) =>

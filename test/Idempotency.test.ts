@@ -11,7 +11,7 @@ import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import type { Running } from "./Spawn.js"
-import { freePort, start, stop } from "./Spawn.js"
+import { serveKeymeter, stop } from "./Spawn.js"
 
 const running: Array<Running> = []
 afterEach(async () => {
@@ -31,18 +31,13 @@ const random = (seed: number) => () => {
 }
 
 const serve = async (db: string, analytics: string | undefined) => {
-  const port = await freePort()
-  const server = await start("packages/keymeter/src/main.ts", {
-    env: {
-      PORT: String(port),
-      KEYMETER_STORAGE: `sqlite:${db}`,
-      KEYMETER_PROVISION: "examples/provision.json",
-      ...(analytics !== undefined ? { KEYMETER_ANALYTICS: analytics } : {})
-    },
-    ready: /Listening on (http:\S+)/
+  const started = await serveKeymeter({
+    KEYMETER_STORAGE: `sqlite:${db}`,
+    KEYMETER_PROVISION: "examples/provision.json",
+    ...(analytics !== undefined ? { KEYMETER_ANALYTICS: analytics } : {})
   })
-  running.push(server)
-  return { server, base: server.match[1]! }
+  running.push(started.server)
+  return started
 }
 
 const body = (batch: number) =>

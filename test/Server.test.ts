@@ -10,7 +10,7 @@ import { request as httpRequest } from "node:http"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import type { Running } from "./Spawn.js"
-import { freePort, nodeArgs, root, start, stop } from "./Spawn.js"
+import { freePort, nodeArgs, root, serveKeymeter, start, stop } from "./Spawn.js"
 
 const MAIN = "packages/keymeter/src/main.ts"
 const LISTENING = /Listening on (http:\/\/127\.0\.0\.1:\d+)/
@@ -21,13 +21,9 @@ afterEach(async () => {
 })
 
 const serve = async (env: Record<string, string> = {}) => {
-  const port = await freePort()
-  const server = await start(MAIN, {
-    env: { PORT: String(port), KEYMETER_STORAGE: "memory", ...env },
-    ready: LISTENING
-  })
-  running.push(server)
-  return { server, base: server.match[1]! }
+  const started = await serveKeymeter(env)
+  running.push(started.server)
+  return started
 }
 
 const batch = (n: number) =>

@@ -102,3 +102,16 @@ export const stop = async (running: Running, signal: NodeJS.Signals = "SIGTERM",
   clearTimeout(timer)
   return code
 }
+
+/**
+ * The standalone server (`packages/keymeter/src/main.ts`) on a free port with `env` added (memory
+ * storage unless `env` says otherwise); resolves once it listens, with its base URL.
+ */
+export const serveKeymeter = async (env: Record<string, string> = {}) => {
+  const port = await freePort()
+  const server = await start("packages/keymeter/src/main.ts", {
+    env: { PORT: String(port), KEYMETER_STORAGE: "memory", ...env },
+    ready: /Listening on (http:\/\/127\.0\.0\.1:\d+)/
+  })
+  return { server, base: server.match[1]! }
+}

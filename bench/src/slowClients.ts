@@ -6,13 +6,14 @@
  *
  *   npm run slow-clients --workspace=@keymeter/bench [-- --slow 300 --probes 2000 --storage memory]
  */
-import { spawn } from "node:child_process"
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { mkdtempSync, rmSync } from "node:fs"
 import { connect, type Socket } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { fileURLToPath } from "node:url"
 import { parseArgs } from "node:util"
+import { apiId } from "./Dataset.js"
+import * as Http from "./Http.js"
+import { ROOT_KEY } from "./Http.js"
 
 const { values: args } = parseArgs({
   options: {
@@ -24,64 +25,26 @@ const { values: args } = parseArgs({
 const SLOW = Number(args.slow)
 const PROBES = Number(args.probes)
 
-const root = fileURLToPath(new URL("../..", import.meta.url))
 const work = mkdtempSync(join(tmpdir(), "keymeter-slow-clients-"))
-const KEY = "sk_bench_slow_clients"
-const provision = join(work, "provision.json")
-writeFileSync(
-  provision,
-  JSON.stringify({
-    workspaces: [{
-      id: "ws_bench",
-      name: "bench",
-      rootKeys: [{ key: KEY, permissions: ["*"] }],
-      apis: [{ id: "api_bench", name: "bench" }],
-      namespaces: [{ id: "rlns_bench", name: "bench" }]
-    }]
-  })
-)
-
-const server = spawn(process.execPath, [
-  "--conditions=@keymeter/source",
-  "--import",
-  "tsx",
-  join(root, "packages/keymeter/src/main.ts")
-], {
-  cwd: root,
-  env: {
-    ...process.env,
-    PORT: "0",
-    KEYMETER_PROVISION: provision,
-    KEYMETER_STORAGE: args.storage === "sqlite" ? `sqlite:${join(work, "k.db")}` : "memory",
-    // Longer than the measurement, so the slow uploads are still open while the probe runs.
-    KEYMETER_REQUEST_TIMEOUT_MS: "120000"
-  },
-  stdio: ["ignore", "pipe", "inherit"]
+const server = await Http.start(args.storage === "sqlite" ? `sqlite:${join(work, "k.db")}` : "memory", {
+  // Longer than the measurement, so the slow uploads are still open while the probe runs.
+  KEYMETER_REQUEST_TIMEOUT_MS: "120000"
 })
-
-const port = await new Promise<number>((resolve, reject) => {
-  let output = ""
-  server.stdout.on("data", (chunk: Buffer) => {
-    output += chunk.toString()
-    const match = /Listening on http:\/\/127\.0\.0\.1:(\d+)/.exec(output)
-    if (match) resolve(Number(match[1]))
-  })
-  server.once("exit", (code) => reject(new Error(`the server exited (${code}):\n${output}`)))
-})
+const { port } = new URL(server.base)
 
 /** Status lines the slow uploads got back (429 past the upload budget). */
 const answered = new Map<string, number>()
 
 /** A POST announcing a 1 MB body, then 10 bytes a second of it. */
 const slowUpload = (): Socket => {
-  const socket = connect(port, "127.0.0.1")
+  const socket = connect(Number(port), "127.0.0.1")
   socket.on("error", () => {})
   socket.once("data", (chunk: Buffer) => {
     const status = chunk.toString().split("\r\n")[0]!
     answered.set(status, (answered.get(status) ?? 0) + 1)
   })
   socket.write(
-    `POST /v1/analytics.recordVerifications HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${KEY}\r\n` +
+    `POST /v1/analytics.recordVerifications HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${ROOT_KEY}\r\n` +
       `Content-Type: application/json\r\nContent-Length: 1000000\r\n\r\n{"verifications":[`
   )
   const timer = setInterval(() => socket.write(" ".repeat(10)), 1000)
@@ -89,7 +52,7 @@ const slowUpload = (): Socket => {
   return socket
 }
 
-const URL_PROBE = `http://127.0.0.1:${port}/v1/analytics.getVerifications?apiId=api_bench`
+const URL_PROBE = `${server.base}/v1/analytics.getVerifications?apiId=${apiId(0)}`
 
 /** `PROBES` GETs one after another: their latencies in ms and how many answered 200. */
 const probe = async () => {
@@ -97,7 +60,7 @@ const probe = async () => {
   let ok = 0
   for (let i = 0; i < PROBES; i++) {
     const started = performance.now()
-    const response = await fetch(URL_PROBE, { headers: { authorization: `Bearer ${KEY}` } })
+    const response = await fetch(URL_PROBE, { headers: { authorization: `Bearer ${ROOT_KEY}` } })
     await response.arrayBuffer()
     latencies.push(performance.now() - started)
     if (response.status === 200) ok++
@@ -130,6 +93,6 @@ try {
   console.log(row("alone", alone))
   console.log(row(`beside ${SLOW} slow uploads`, withSlow))
 } finally {
-  server.kill("SIGKILL")
+  await server.stop()
   rmSync(work, { recursive: true, force: true })
 }

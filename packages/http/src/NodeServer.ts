@@ -8,7 +8,7 @@ import { createServer, type Server } from "node:http"
 import type { Duplex } from "node:stream"
 import type { Code } from "./Errors.js"
 import { body, Codes } from "./Errors.js"
-import { makeRequestId } from "./RequestContext.js"
+import { docsBase, makeRequestId } from "./RequestContext.js"
 
 /** Deadlines and links of the server. */
 export interface Options {
@@ -77,6 +77,6 @@ export const make = (options: Options = {}): Server => {
     // How often Node checks those deadlines (its default, 30 s, would let a slow client linger).
     connectionsCheckingInterval: 1_000
   })
-  server.on("clientError", onClientError((options.docsUrl ?? "/docs").replace(/\/+$/, "")))
+  server.on("clientError", onClientError(docsBase(options.docsUrl)))
   return server
 }

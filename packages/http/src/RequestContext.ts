@@ -27,6 +27,9 @@ export const CurrentRequestContext = globalValue(
 /** Reads the current request's context. */
 export const current: Effect.Effect<RequestContext> = FiberRef.get(CurrentRequestContext)
 
+/** The base of the `docs` links for a configured `docsUrl` (default `/docs`), without a trailing slash. */
+export const docsBase = (docsUrl: string | undefined): string => (docsUrl ?? "/docs").replace(/\/+$/, "")
+
 /** A new request id. */
 export const makeRequestId = (): string => Ids.make(Ids.Prefix.request)
 

@@ -64,12 +64,10 @@ export const ApiLive = (options: Options = {}, domain = DomainLive(options)) =>
  * limit. Without `budgets`, each call makes new counts: one per server.
  */
 export const middleware = (options: Options = {}, budgets?: InFlightLimit.Budgets) => {
-  const context = RequestContext.middleware({ docsUrl: docsUrlOf(options) })
+  const context = RequestContext.middleware({ docsUrl: RequestContext.docsBase(options.docsUrl) })
   const limit = InFlightLimit.middleware(budgets ?? options.maxInFlight ?? InFlightLimit.DEFAULT_MAX_IN_FLIGHT)
   return <E, R>(app: HttpApp.Default<E, R>) => context(limit(app))
 }
-
-const docsUrlOf = (options: Options) => (options.docsUrl ?? "/docs").replace(/\/+$/, "")
 
 /** What a server's pipeline and its fast lane share: one domain, one set of in-flight counts. */
 interface Shared {
@@ -98,7 +96,7 @@ const fastLane = (server: Server, options: Options, shared: Shared) =>
     const take = FastLane.make({
       runtime,
       budgets: shared.budgets,
-      docsUrl: docsUrlOf(options),
+      docsUrl: RequestContext.docsBase(options.docsUrl),
       maxBodyBytes: options.maxBodyBytes ?? MaxBodyBytes.defaultValue()
     })
     const emit = server.emit as (event: string | symbol, ...args: Array<unknown>) => boolean
@@ -139,7 +137,7 @@ export const makeNodeHandler = (options: Options = {}) =>
     const take = FastLane.make({
       runtime: yield* Effect.runtime<FastLane.Services>(),
       budgets,
-      docsUrl: docsUrlOf(options),
+      docsUrl: RequestContext.docsBase(options.docsUrl),
       maxBodyBytes: options.maxBodyBytes ?? MaxBodyBytes.defaultValue()
     })
     return (req: IncomingMessage, res: ServerResponse): void => {

@@ -273,7 +273,7 @@ export const createKeymeter = async (options: KeymeterOptions = {}): Promise<Key
     provision: (document) => run(Effect.flatMap(Provisioning.decode(document), Provisioning.apply)),
     handler: (handlerOptions) => {
       const prefix = handlerOptions?.prefix?.replace(/\/+$/, "") ?? ""
-      const docsUrl = (options.http?.docsUrl ?? "/docs").replace(/\/+$/, "")
+      const docsUrl = RequestContext.docsBase(options.http?.docsUrl)
       return (req, res, next) => {
         const url = req.url ?? "/"
         if (prefix === "") return nodeHandler(req, res)

@@ -2,7 +2,7 @@
  * Measuring keymeter through HTTP: the standalone server runs as its own process (as `npm start`
  * runs it) and concurrent clients post batches of recordVerifications over loopback.
  */
-import { type ChildProcess, spawn } from "node:child_process"
+import { type ChildProcess, spawn, spawnSync } from "node:child_process"
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { createServer } from "node:net"
 import { tmpdir } from "node:os"
@@ -13,7 +13,6 @@ import { apiId, APIS, input } from "./Dataset.js"
 
 export const ROOT_KEY = "sk_bench_root_key"
 const root = fileURLToPath(new URL("../..", import.meta.url))
-const tsxLoader = new URL("../../node_modules/tsx/dist/loader.mjs", import.meta.url).href
 
 const freePort = () =>
   new Promise<number>((resolve) => {
@@ -23,6 +22,23 @@ const freePort = () =>
       server.close(() => resolve(typeof address === "object" && address !== null ? address.port : 0))
     })
   })
+
+let built = false
+
+/**
+ * The server runs compiled, as an installed `keymeter` runs (the sources through tsx would add
+ * its helpers to every call); the build is brought up to date once per bench.
+ */
+const build = () => {
+  if (built) return
+  const tsc = spawnSync(process.execPath, [
+    join(root, "node_modules/typescript/bin/tsc"),
+    "-b",
+    join(root, "packages/keymeter/tsconfig.src.json")
+  ], { stdio: "inherit" })
+  if (tsc.status !== 0) throw new Error("could not build packages/keymeter")
+  built = true
+}
 
 /** A running standalone server with the bench workspace provisioned. */
 export interface Server {
@@ -38,6 +54,7 @@ export interface Server {
  * afresh), with `env` added (KEYMETER_ANALYTICS, say).
  */
 export const start = async (storage: string, env: Record<string, string> = {}): Promise<Server> => {
+  build()
   if (storage.startsWith("sqlite:")) {
     for (const suffix of ["", "-wal", "-shm", ".lock"]) {
       rmSync(storage.slice("sqlite:".length) + suffix, { force: true })
@@ -58,10 +75,10 @@ export const start = async (storage: string, env: Record<string, string> = {}): 
   )
   const port = await freePort()
   const child = spawn(process.execPath, [
-    "--conditions=@keymeter/source",
-    "--import",
-    tsxLoader,
-    join(root, "packages/keymeter/src/main.ts")
+    // Extra node flags for the server alone, e.g. `--cpu-prof --cpu-prof-dir=prof` to profile it
+    // under load (node refuses --cpu-prof in NODE_OPTIONS).
+    ...(process.env.KEYMETER_BENCH_SERVER_FLAGS ?? "").split(" ").filter((flag) => flag !== ""),
+    join(root, "packages/keymeter/dist/main.js")
   ], {
     cwd: dir,
     env: {

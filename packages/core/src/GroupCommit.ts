@@ -51,6 +51,12 @@ interface Pending {
   readonly done: Deferred.Deferred<void, StorageError>
 }
 
+/** Completes once the event loop has run the I/O callbacks now pending (a `setImmediate`). */
+const afterPendingIo = Effect.async<void>((resume) => {
+  const handle = setImmediate(() => resume(Effect.void))
+  return Effect.sync(() => clearImmediate(handle))
+})
+
 /** Starts the writer for the life of the scope; returns `offer`, which stores a batch through it. */
 export const make = (
   options: Options
@@ -69,6 +75,9 @@ export const make = (
       Effect.gen(function*() {
         const first = yield* restore(take)
         if (Option.isNone(first)) return yield* options.whenIdle!.run
+        // Let the event loop read what arrived meanwhile (a synchronous write, SQLite's, blocks
+        // it), so the calls it brings join this batch rather than each waiting for its own write.
+        yield* afterPendingIo
         const batch = [first.value]
         let events = first.value.events.length
         while (events < options.maxEvents) {

@@ -47,6 +47,35 @@ describe("GroupCommit", () => {
       expect(w.batches).toEqual([["a"], ["b", "c", "d"]])
     }))
 
+  it.scoped("calls arriving while a synchronous write blocks the event loop share the next write", () =>
+    Effect.gen(function*() {
+      // SQLite's writes block the loop; the calls that arrived meanwhile (here timers, in the
+      // server request bodies) must be read before the writer takes its next batch.
+      const batches: Array<number> = []
+      const offer = yield* GroupCommit.make({
+        write: (batch) =>
+          Effect.sync(() => {
+            batches.push(batch.length)
+            const until = Date.now() + 15
+            while (Date.now() < until) {
+              // blocks, as a synchronous commit does
+            }
+          }),
+        maxEvents: 1_000
+      })
+      const calls = Array.from({ length: 10 }, (_, i) =>
+        Effect.async<void, StorageError>((resume) => {
+          const timer = setTimeout(() =>
+            Effect.runFork(
+              Effect.exit(offer(events(`k${i}`))).pipe(Effect.flatMap((exit) => Effect.sync(() => resume(exit))))
+            ), 1)
+          return Effect.sync(() => clearTimeout(timer))
+        }))
+      yield* Effect.all(calls, { concurrency: "unbounded" })
+      expect(batches.reduce((a, b) => a + b, 0)).toBe(10)
+      expect(batches.length).toBeLessThanOrEqual(2)
+    }))
+
   it.scoped("fails every call of a failed write and none of the next", () =>
     Effect.gen(function*() {
       const w = yield* blockedWriter

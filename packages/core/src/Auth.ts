@@ -1,9 +1,9 @@
 /**
  * The Auth port: from a root key secret to a {@link Principal}, and the permission check.
  */
-import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
@@ -27,41 +27,101 @@ export class Auth extends Context.Tag("@keymeter/core/Auth")<
       principal: Principal,
       anyOf: ReadonlyArray<string>
     ) => Effect.Effect<void, InsufficientPermissions>
+    /**
+     * What {@link authenticate} would answer for a non-empty secret, when that is known without
+     * I/O (the key was looked up since root keys last changed); undefined otherwise. For request
+     * paths that answer without running an effect.
+     */
+    readonly peek: (secret: string) => Either.Either<Principal, Unauthenticated | KeyForbidden> | undefined
   }
 >() {}
 
 /** A principal holding every permission in `workspaceId`: what the embedded library acts as. */
 export const system = (workspaceId: string): Principal => ({ workspaceId, rootKeyId: "system", permissions: ["*"] })
 
-/** Root keys looked up by hash in the catalog. */
+// The refusals of unknown keys are built once: a bad key must be cheap to refuse, and an error
+// value costs a stack trace and a schema check each time it is made.
+const MISSING = new Unauthenticated({ message: "Missing root key: send the header Authorization: Bearer <root key>" })
+const UNKNOWN = new Unauthenticated({ message: "The root key is not valid" })
+
+const DISABLED = new KeyForbidden({ message: "The root key is disabled" })
+
+/** Lookups remembered at most; past it they are all dropped (a flood of unknown keys). */
+const REMEMBERED = 10_000
+
+/** A lookup of a root key hash: the key and its principal, or nothing found. */
+interface Lookup {
+  readonly revision: number
+  readonly key: RootKey.RootKey | undefined
+  readonly principal: Principal | undefined
+}
+
+/**
+ * Root keys looked up by hash in the catalog. Lookups are remembered while the catalog's
+ * {@link Catalog} `revision` holds, so a revoked, disabled or new key counts from the next
+ * request on; expiry is checked against the clock every time.
+ */
 export const make = Effect.gen(function*() {
   const catalog = yield* Catalog
+  const clock = yield* Effect.clock
+  const revision = catalog.revision
+  const remembered = new Map<string, Lookup>()
+
+  const judge = (lookup: Lookup): Either.Either<Principal, Unauthenticated | KeyForbidden> => {
+    const key = lookup.key
+    if (key === undefined) return Either.left(UNKNOWN)
+    if (key.disabled) return Either.left(DISABLED)
+    if (key.expiresAt !== undefined && key.expiresAt <= clock.unsafeCurrentTimeMillis()) {
+      return Either.left(
+        new KeyForbidden({ message: `The root key expired at ${new Date(key.expiresAt).toISOString()}` })
+      )
+    }
+    return Either.right(lookup.principal!)
+  }
+
+  const recall = (hash: string): Lookup | undefined => {
+    if (revision === undefined) return undefined
+    const lookup = remembered.get(hash)
+    return lookup !== undefined && lookup.revision === revision() ? lookup : undefined
+  }
+
+  const lookUp = (hash: string) =>
+    Effect.suspend(() => {
+      const before = revision?.()
+      return Effect.map(catalog.findRootKeyByHash(hash), (found): Lookup => {
+        const key = Option.getOrUndefined(found)
+        const lookup: Lookup = {
+          revision: before ?? 0,
+          key,
+          principal: key === undefined
+            ? undefined
+            : { workspaceId: key.workspaceId, rootKeyId: key.id, permissions: key.permissions }
+        }
+        if (before !== undefined) {
+          if (remembered.size >= REMEMBERED) remembered.clear()
+          remembered.set(hash, lookup)
+        }
+        return lookup
+      })
+    })
+
   return Auth.of({
     authenticate: (secret) =>
-      Effect.gen(function*() {
+      Effect.suspend(() => {
         const value = Redacted.value(secret)
-        if (value === "") {
-          return yield* new Unauthenticated({
-            message: "Missing root key: send the header Authorization: Bearer <root key>"
-          })
-        }
-        const found = yield* catalog.findRootKeyByHash(RootKey.hash(value))
-        if (Option.isNone(found)) {
-          return yield* new Unauthenticated({ message: "The root key is not valid" })
-        }
-        const key = found.value
-        if (key.disabled) return yield* new KeyForbidden({ message: "The root key is disabled" })
-        if (key.expiresAt !== undefined && key.expiresAt <= (yield* Clock.currentTimeMillis)) {
-          return yield* new KeyForbidden({
-            message: `The root key expired at ${new Date(key.expiresAt).toISOString()}`
-          })
-        }
-        return { workspaceId: key.workspaceId, rootKeyId: key.id, permissions: key.permissions }
+        if (value === "") return Effect.fail(MISSING)
+        const hash = RootKey.hash(value)
+        const lookup = recall(hash)
+        return lookup !== undefined ? judge(lookup) : Effect.flatMap(lookUp(hash), judge)
       }),
     authorize: (principal, anyOf) =>
       Permission.allows(principal.permissions, anyOf)
         ? Effect.void
-        : Effect.fail(InsufficientPermissions.anyOf(anyOf))
+        : Effect.fail(InsufficientPermissions.anyOf(anyOf)),
+    peek: (secret) => {
+      const lookup = recall(RootKey.hash(secret))
+      return lookup === undefined ? undefined : judge(lookup)
+    }
   })
 })
 

@@ -11,6 +11,7 @@ import type { StorageError } from "./Errors.js"
 import { NotFound, ValidationError } from "./Errors.js"
 import { IdempotencyKeys, type KeyOptions } from "./IdempotencyKeys.js"
 import * as Ids from "./Ids.js"
+import { CatalogCache } from "./internal/CatalogCache.js"
 import { Namespace } from "./Namespace.js"
 import { Override } from "./Override.js"
 import {
@@ -57,6 +58,7 @@ export class Overrides extends Effect.Service<Overrides>()("@keymeter/core/Overr
     // Resolution indexes per namespace id. `generation` counts writes per namespace, so a load
     // that raced with a write is thrown away rather than cached stale.
     const indexes = new Map<string, OverrideIndex>()
+    const patternsOf = new CatalogCache<ReadonlyArray<Namespace>>(catalog.revision)
     const generation = new Map<string, number>()
     const written = (namespaceId: string, apply: (index: OverrideIndex) => void) =>
       Effect.sync(() => {
@@ -86,8 +88,9 @@ export class Overrides extends Effect.Service<Overrides>()("@keymeter/core/Overr
         const own = yield* indexOf(namespace.id)
         const direct = own.resolve(identifier)
         if (direct !== undefined) return direct
-        const patterns = (yield* catalog.namespacePatterns(namespace.workspaceId))
-          .filter((pattern) => pattern.id !== namespace.id && matches(pattern.name, namespace.name))
+        const patterns =
+          (yield* patternsOf.get(namespace.workspaceId, catalog.namespacePatterns(namespace.workspaceId)))
+            .filter((pattern) => pattern.id !== namespace.id && matches(pattern.name, namespace.name))
         if (patterns.length === 0) return undefined
         return resolveAcross(undefined, yield* Effect.forEach(patterns, (p) => indexOf(p.id)), identifier)
       })

@@ -4,10 +4,12 @@
  */
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
+import type * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import { Auth } from "./Auth.js"
 import { ValidationError } from "./Errors.js"
 import * as Ids from "./Ids.js"
+import { CatalogCache } from "./internal/CatalogCache.js"
 import { SlidingWindows } from "./internal/slidingWindow.js"
 import { MAX_NAME_LENGTH, Namespace } from "./Namespace.js"
 import { Duration, MAX_IDENTIFIER_LENGTH } from "./Override.js"
@@ -51,6 +53,7 @@ export class RateLimiter extends Effect.Service<RateLimiter>()("@keymeter/core/R
     const overrides = yield* Overrides
     const windows = new SlidingWindows()
     const decode = Validation.decode(LimitInput)
+    const namespaces = new CatalogCache<Option.Option<Namespace>>(catalog.revision)
 
     /**
      * Validates, finds the namespace by name (creating it on first use, which needs
@@ -65,7 +68,10 @@ export class RateLimiter extends Effect.Service<RateLimiter>()("@keymeter/core/R
             message: "namespace: must not contain *; patterns name namespaces of overrides, not of requests"
           })
         }
-        const found = yield* catalog.findNamespaceByName(principal.workspaceId, request.namespace)
+        const found = yield* namespaces.get(
+          `${principal.workspaceId}\u0000${request.namespace}`,
+          catalog.findNamespaceByName(principal.workspaceId, request.namespace)
+        )
         let namespace: Namespace
         if (found._tag === "Some") {
           yield* auth.authorize(principal, Permission.required.limit(found.value.id))

@@ -3,7 +3,7 @@
  * hash is stored.
  */
 import * as Schema from "effect/Schema"
-import { createHash, randomBytes } from "node:crypto"
+import * as Crypto from "node:crypto"
 import * as Ids from "./Ids.js"
 
 /** A stored root key (no secret). */
@@ -22,10 +22,16 @@ export class RootKey extends Schema.Class<RootKey>("RootKey")({
 export const SECRET_PREFIX = "sk_"
 
 /** A new random secret: `sk_` and 32 random bytes in base64url. */
-export const generateSecret = (): string => SECRET_PREFIX + randomBytes(32).toString("base64url")
+export const generateSecret = (): string => SECRET_PREFIX + Crypto.randomBytes(32).toString("base64url")
 
-/** SHA-256 of the secret, hex. */
-export const hash = (secret: string): string => createHash("sha256").update(secret, "utf8").digest("hex")
+// Node's one-shot hash (20.12+) takes a third of createHash's time; every request hashes its key.
+const oneShot = (Crypto as { readonly hash?: (algorithm: string, data: string, encoding: "hex") => string }).hash
+
+/** SHA-256 of the secret (UTF-8), hex. */
+export const hash = (secret: string): string =>
+  oneShot !== undefined
+    ? oneShot("sha256", secret, "hex")
+    : Crypto.createHash("sha256").update(secret, "utf8").digest("hex")
 
 /** What a new root key is made of. */
 export interface MintOptions {

@@ -46,6 +46,12 @@ export class VerificationStore extends Context.Tag("@keymeter/core/VerificationS
     ) => Effect.Effect<Option.Option<Receipt>, StorageError | IdempotencyKeyInUse>
     /** Counts matching events per (time bucket, group); see `Aggregation` for the contract. */
     readonly aggregate: (query: AggregationQuery) => Effect.Effect<AggregationResult, StorageError | QueryTooLarge>
+    /**
+     * A number that changes whenever what `aggregate` answers may change (each stored batch), so
+     * callers can reuse an answer while it holds. Only adapters that alone write their data have
+     * it (memory, SQLite); it is absent where other processes write too (ClickHouse).
+     */
+    readonly revision?: (() => number) | undefined
   }
 >() {}
 
@@ -118,6 +124,12 @@ export class Catalog extends Context.Tag("@keymeter/core/Catalog")<
     readonly allOverrides: (namespaceId: string) => Effect.Effect<ReadonlyArray<Override>, StorageError>
     /** The namespaces of a workspace whose names hold `*`. */
     readonly namespacePatterns: (workspaceId: string) => Effect.Effect<ReadonlyArray<Namespace>, StorageError>
+    /**
+     * A number that changes whenever anything in the catalog may have changed (it may change more
+     * often), read without I/O, so what was read from the catalog (root keys, namespaces) can be
+     * reused while it holds; absent when the adapter cannot tell (every read then goes to it).
+     */
+    readonly revision?: (() => number) | undefined
   }
 >() {}
 

@@ -13,17 +13,20 @@ const BEARER = /^Bearer[ \t]+([^\s]+)[ \t]*$/i
 
 /** The root key of an `Authorization` header, or the 401 its absence or form gets. */
 export const bearer = (header: string | undefined): string | HttpError => {
-  if (header === undefined || header.trim() === "") {
-    return new HttpError({
-      code: "UNAUTHORIZED",
-      message: "Missing root key: send the header Authorization: Bearer <root key>"
-    })
-  }
+  if (header === undefined || header.trim() === "") return MISSING
   const match = BEARER.exec(header)
-  return match === null
-    ? new HttpError({ code: "UNAUTHORIZED", message: "The Authorization header must be: Bearer <root key>" })
-    : match[1]!
+  return match === null ? MALFORMED : match[1]!
 }
+
+// Built once: refusing a request must be cheap.
+const MISSING = new HttpError({
+  code: "UNAUTHORIZED",
+  message: "Missing root key: send the header Authorization: Bearer <root key>"
+})
+const MALFORMED = new HttpError({
+  code: "UNAUTHORIZED",
+  message: "The Authorization header must be: Bearer <root key>"
+})
 
 /** Authenticates every /v1 request before anything else is looked at. */
 export const layer: Layer.Layer<Authorization, never, Auth> = Layer.effect(

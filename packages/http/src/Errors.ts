@@ -124,12 +124,14 @@ export const DomainCodes: { readonly [Tag in DomainError["_tag"]]: Code } = {
 /** What a caller is told of a storage failure; its cause is logged, never shown. */
 export const STORAGE_UNAVAILABLE = "Storage is unavailable; nothing was changed. Retry later."
 
+/** The wire code and message of a domain error, as plain data (cheaper than an {@link HttpError}). */
+export const wireOf = (error: DomainError): { readonly code: Code; readonly message: string } => ({
+  code: DomainCodes[error._tag],
+  message: error._tag === "StorageError" ? STORAGE_UNAVAILABLE : error.message
+})
+
 /** The wire error of a domain error, without logging (see {@link fromDomain}). */
-export const toWire = (error: DomainError): HttpError =>
-  new HttpError({
-    code: DomainCodes[error._tag],
-    message: error._tag === "StorageError" ? STORAGE_UNAVAILABLE : error.message
-  })
+export const toWire = (error: DomainError): HttpError => new HttpError(wireOf(error))
 
 /** The wire error of a domain error. Storage failures are logged here. */
 export const fromDomain = (error: DomainError): Effect.Effect<HttpError> =>

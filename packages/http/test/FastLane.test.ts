@@ -79,7 +79,23 @@ const calls: ReadonlyArray<Call> = [
   limit({ namespace: "email", identifier: "u1", limit: 2, duration: 60_000, other: true }),
   limit({ namespace: "sms", identifier: "u1", limit: 2, duration: 60_000 }, keys.limiterOne),
   limit({ namespace: "brand-new", identifier: "u1", limit: 2, duration: 60_000 }, keys.limiterOne),
-  limit({ namespace: "email", identifier: "u1", limit: 2, duration: 60_000 }, keys.reader)
+  limit({ namespace: "email", identifier: "u1", limit: 2, duration: 60_000 }, keys.reader),
+  // Remembered answers and keys: the same query again, by principals that may not read it or
+  // belong to another workspace, by refused keys twice, and again after a write.
+  get("apiId=api_a1&groupBy=day&start=0&end=172800000"),
+  get("apiId=api_a1&groupBy=day&start=0&end=172800000"),
+  get("apiId=api_a1&groupBy=day&start=0&end=172800000", keys.nothing),
+  get("apiId=api_a1&groupBy=day&start=0&end=172800000", keys.otherAdmin),
+  get("apiId=api_a1&groupBy=day&start=0&end=172800000", keys.reader),
+  get("apiId=api_a1&groupBy=day&start=0&end=172800000", "sk_unknown"),
+  get("apiId=api_a1&groupBy=day&start=0&end=172800000", "sk_unknown"),
+  get("apiId=api_a1&groupBy=day&start=0&end=172800000", keys.disabled),
+  get("apiId=api_a1&groupBy=day&start=0&end=172800000", keys.expired),
+  record({ verifications: [event("k8"), event("k8", { time: 90_000_000 })] }),
+  get("apiId=api_a1&groupBy=day&start=0&end=172800000"),
+  get("apiId=api_a1&groupBy=hour"),
+  limit({ namespace: "email", identifier: "u2", limit: 2, duration: 60_000 }),
+  limit({ namespace: "email", identifier: "u2", limit: 2, duration: 60_000 })
 ]
 
 /** A call's answer with what differs between two servers by design (request ids, dates) taken out. */

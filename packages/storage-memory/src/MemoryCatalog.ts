@@ -21,6 +21,8 @@ export const make = () => {
   const namespaceNames = new Map<string, Map<string, string>>()
   /** namespace id → identifier → override */
   const overrides = new Map<string, Map<string, Override>>()
+  // Bumped by every write (see Catalog.revision).
+  let revision = 0
 
   const inWorkspace = <A extends { readonly workspaceId: string }>(value: A | undefined, workspaceId: string) =>
     value !== undefined && value.workspaceId === workspaceId ? Option.some(value) : Option.none()
@@ -35,6 +37,7 @@ export const make = () => {
     isEmpty: Effect.sync(() => workspaces.size === 0),
     putWorkspace: (workspace) =>
       Effect.sync(() => {
+        revision++
         const existed = workspaces.has(workspace.id)
         workspaces.set(workspace.id, workspace)
         return existed ? "updated" : "created"
@@ -42,6 +45,7 @@ export const make = () => {
     getWorkspace: (id) => Effect.sync(() => Option.fromNullable(workspaces.get(id))),
     putRootKey: (key) =>
       Effect.sync(() => {
+        revision++
         const existing = rootKeysByHash.get(key.hash)
         if (existing === undefined) {
           rootKeysByHash.set(key.hash, key)
@@ -59,6 +63,7 @@ export const make = () => {
       ),
     deleteRootKey: (workspaceId, id) =>
       Effect.sync(() => {
+        revision++
         for (const [hash, key] of rootKeysByHash) {
           if (key.id === id && key.workspaceId === workspaceId) {
             rootKeysByHash.delete(hash)
@@ -69,6 +74,7 @@ export const make = () => {
       }),
     putApi: (api) =>
       Effect.sync(() => {
+        revision++
         const existing = apis.get(api.id)
         if (existing !== undefined && existing.workspaceId !== api.workspaceId) return "conflict"
         apis.set(api.id, api)
@@ -77,6 +83,7 @@ export const make = () => {
     getApi: (workspaceId, id) => Effect.sync(() => inWorkspace(apis.get(id), workspaceId)),
     putNamespace: (namespace) =>
       Effect.sync(() => {
+        revision++
         const existing = namespaces.get(namespace.id)
         if (existing !== undefined && existing.workspaceId !== namespace.workspaceId) return "conflict"
         const names = namesOf(namespace.workspaceId)
@@ -89,6 +96,7 @@ export const make = () => {
       }),
     ensureNamespace: (namespace) =>
       Effect.sync(() => {
+        revision++
         const names = namesOf(namespace.workspaceId)
         const holder = names.get(namespace.name)
         if (holder !== undefined) return namespaces.get(holder)!
@@ -104,6 +112,7 @@ export const make = () => {
       }),
     upsertOverride: (write) =>
       Effect.sync(() => {
+        revision++
         let byIdentifier = overrides.get(write.namespaceId)
         if (byIdentifier === undefined) overrides.set(write.namespaceId, byIdentifier = new Map())
         const existing = byIdentifier.get(write.identifier)
@@ -123,7 +132,10 @@ export const make = () => {
     getOverride: (namespaceId, identifier) =>
       Effect.sync(() => Option.fromNullable(overrides.get(namespaceId)?.get(identifier))),
     deleteOverride: (namespaceId, identifier) =>
-      Effect.sync(() => overrides.get(namespaceId)?.delete(identifier) ?? false),
+      Effect.sync(() => {
+        revision++
+        return overrides.get(namespaceId)?.delete(identifier) ?? false
+      }),
     listOverrides: (namespaceId, page) =>
       Effect.sync(() => {
         const all = Array.from(overrides.get(namespaceId)?.values() ?? [])
@@ -137,7 +149,8 @@ export const make = () => {
         Array.from(namespaceNames.get(workspaceId)?.entries() ?? [])
           .filter(([name]) => name.includes("*"))
           .map(([, id]) => namespaces.get(id)!)
-      )
+      ),
+    revision: () => revision
   })
 }
 

@@ -21,6 +21,7 @@ export type Options = Engine.Options
  */
 export const make = (engine: Engine.Engine = new Engine.Engine()) => {
   const receipts = new Map<string, Receipt>()
+  let revision = 0
   const id = (workspaceId: string, key: string) => `${workspaceId}\u0000${key}`
   /** Drops expired receipts from the oldest on (insertion order is nearly expiry order). */
   const sweep = (now: number) => {
@@ -39,6 +40,7 @@ export const make = (engine: Engine.Engine = new Engine.Engine()) => {
             if (held !== undefined && held.expiresAt > receipt.createdAt) return false
           }
           engine.append(events)
+          revision++
           if (receipt !== undefined) receipts.set(id(receipt.workspaceId, receipt.key), receipt)
           return true
         },
@@ -59,7 +61,8 @@ export const make = (engine: Engine.Engine = new Engine.Engine()) => {
       Effect.suspend(() => {
         const result = engine.aggregate(query)
         return result === undefined ? Effect.fail(Aggregation.tooLarge(query, query.maxRows)) : Effect.succeed(result)
-      })
+      }),
+    revision: () => revision
   })
 }
 

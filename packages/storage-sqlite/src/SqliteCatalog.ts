@@ -15,6 +15,7 @@ import { Workspace } from "@keymeter/core/Workspace"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import * as DataVersion from "./internal/DataVersion.js"
 
 /** A SQL failure as the port's error; the SQL text and file paths stay in the log. */
 export const storageError = (error: SqlError) =>
@@ -223,3 +224,18 @@ export const make = Effect.gen(function*() {
 
 /** The catalog as a layer over the SqlClient in context. */
 export const layer: Layer.Layer<Catalog, never, SqlClient.SqlClient> = Layer.effect(Catalog, make)
+
+/**
+ * {@link layer} for a server on `filename`: with a `revision` (the file's data version),
+ * so root key lookups are remembered until anything, the admin CLI included, writes the file.
+ */
+export const layerOnFile = (filename: string): Layer.Layer<Catalog, never, SqlClient.SqlClient> =>
+  Layer.scoped(
+    Catalog,
+    Effect.gen(function*() {
+      const catalog = yield* make
+      if (filename === ":memory:") return catalog
+      const revision = yield* Effect.option(DataVersion.open(filename))
+      return Option.isSome(revision) ? Catalog.of({ ...catalog, revision: revision.value }) : catalog
+    })
+  )

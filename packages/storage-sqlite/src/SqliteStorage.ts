@@ -125,7 +125,7 @@ export const layer = (
 ): Layer.Layer<VerificationStore | SqliteVerificationStore.HotRange | Catalog | SqlClient.SqlClient, OpenError> =>
   Layer.merge(
     SqliteVerificationStore.layer({ compaction: options.compaction, hotDays: options.hotDays }),
-    SqliteCatalog.layer
+    SqliteCatalog.layerOnFile(options.filename)
   ).pipe(
     Layer.provide(Layer.scopedDiscard(writerLock(options.filename))),
     Layer.provideMerge(layerClient(options))
@@ -136,7 +136,7 @@ export const layer = (
  * takes the writer lock, since the server caches override indexes that another writer would stale.
  */
 export const layerServerCatalog = (options: Options): Layer.Layer<Catalog | SqlClient.SqlClient, OpenError> =>
-  SqliteCatalog.layer.pipe(
+  SqliteCatalog.layerOnFile(options.filename).pipe(
     Layer.provide(Layer.scopedDiscard(writerLock(options.filename))),
     Layer.provideMerge(layerClient(options))
   )

@@ -85,10 +85,14 @@ export const make = (options: Options = {}) =>
     const hotRange = yield* HotRangeLoader.make({ index: hot, dictionaries, exclusive })
     const compaction = Compaction.make(sql, dictionaries, options.compaction)
 
+    // Bumped by every commit: this process is the file's only writer (the writer lock).
+    let revision = 0
     const commit = (events: ReadonlyArray<Verification>, keyed: ReadonlyArray<GroupCommit.Keyed>) =>
       Writer.commit(sql, dictionaries, events, keyed.map((k) => k.receipt)).pipe(
         Effect.catchAll(storageError),
         Effect.zipLeft(Effect.suspend(() => hotRange.committed(events))),
+        // Once the hot index holds the batch too, so no answer without it is kept as current.
+        Effect.ensuring(Effect.sync(() => revision++)),
         exclusive
       )
     // The writer: one transaction per round of queued calls; it compacts what closed after each
@@ -135,7 +139,8 @@ export const make = (options: Options = {}) =>
           Effect.flatMap((result) =>
             result === undefined ? Effect.fail(tooLarge(query, query.maxRows)) : Effect.succeed(result)
           )
-        )
+        ),
+      revision: () => revision
     })
     return Context.make(VerificationStore, store).pipe(
       Context.add(HotRange, HotRange.of({ loaded: hotRange.loaded, events: hotRange.events }))

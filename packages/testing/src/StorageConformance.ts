@@ -11,7 +11,7 @@ import type * as Idempotency from "@keymeter/core/Idempotency"
 import * as Keymeter from "@keymeter/core/Keymeter"
 import { Namespace } from "@keymeter/core/Namespace"
 import * as Overrides from "@keymeter/core/Overrides"
-import { RootKey } from "@keymeter/core/RootKey"
+import { hash as RootKeyHash, RootKey } from "@keymeter/core/RootKey"
 import type { Catalog as CatalogTag } from "@keymeter/core/Storage"
 import { Catalog, VerificationStore } from "@keymeter/core/Storage"
 import * as Verification from "@keymeter/core/Verification"
@@ -22,6 +22,7 @@ import * as Either from "effect/Either"
 import * as FastCheck from "effect/FastCheck"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import * as Redacted from "effect/Redacted"
 import * as Reference from "./Reference.js"
 
 const at = (iso: string) => Date.parse(iso)
@@ -503,6 +504,53 @@ export const conformance = (
         const a = yield* apis.create(principal, { name: "plain" })
         const b = yield* apis.create(principal, { name: "plain" })
         expect(a.apiId).not.toBe(b.apiId)
+      })))
+
+    it.effect("moves its revisions on every write, so what was read and remembered is read again", () =>
+      run(Effect.gen(function*() {
+        const catalog = yield* Catalog
+        const verifications = yield* VerificationStore
+        const auth = yield* Auth.Auth
+        yield* seedCatalog
+        const secret = "sk_conformance_revision"
+        const key = new RootKey({
+          id: "rk_rev",
+          workspaceId: WS,
+          name: "k",
+          hash: RootKeyHash(secret),
+          permissions: ["*"],
+          createdAt: 1,
+          disabled: false
+        })
+        yield* catalog.putRootKey(key)
+        // Remembered after the first lookup; every change after it counts from the next request.
+        expect((yield* auth.authenticate(Redacted.make(secret))).rootKeyId).toBe("rk_rev")
+        yield* catalog.putRootKey(new RootKey({ ...key, disabled: true }))
+        expect((yield* Effect.flip(auth.authenticate(Redacted.make(secret))))._tag).toBe("KeyForbidden")
+        expect(Either.isLeft(auth.peek(secret) ?? Either.left(undefined))).toBe(true)
+        yield* catalog.deleteRootKey(WS, "rk_rev")
+        expect((yield* Effect.flip(auth.authenticate(Redacted.make(secret))))._tag).toBe("Unauthenticated")
+        yield* catalog.putRootKey(key)
+        expect((yield* auth.authenticate(Redacted.make(secret))).rootKeyId).toBe("rk_rev")
+        const catalogRevision = catalog.revision
+        if (catalogRevision !== undefined) {
+          const moved = <A, E>(write: Effect.Effect<A, E>) =>
+            Effect.gen(function*() {
+              const before = catalogRevision()
+              yield* write
+              return catalogRevision() !== before
+            })
+          expect(yield* moved(catalog.putNamespace(new Namespace({ id: "rlns_rev", workspaceId: WS, name: "rev" }))))
+            .toBe(true)
+          expect(yield* moved(catalog.putApi(new Api({ id: "api_rev", workspaceId: WS, name: "rev" })))).toBe(true)
+          expect(yield* moved(catalog.deleteRootKey(WS, "rk_rev"))).toBe(true)
+        }
+        const storeRevision = verifications.revision
+        if (storeRevision !== undefined) {
+          const before = storeRevision()
+          yield* store([{ time: FROM, workspaceId: WS, apiId: "api_1", keyId: "k1", outcome: "valid", tags: [] }])
+          expect(storeRevision()).not.toBe(before)
+        }
       })))
 
     it.effect("keeps catalog entries apart between workspaces", () =>

@@ -4,19 +4,28 @@
  * (router, middleware, schema decoding and encoding, a fiber and spans per request) cost ten times
  * the query itself; here a request runs one small effect on the domain services, with the same
  * checks in the same order and the same pieces (`bearer`, `JsonBody.parse`, `recordBatch`,
- * `IdempotencyKey.read`, `InFlightLimit`, `Errors.toWire`), so its answers are byte for byte the
+ * `IdempotencyKey.read`, `InFlightLimit`, `Errors.wireOf`), so its answers are byte for byte the
  * pipeline's. A request this lane does not take as it is (another media type, a chunked or
  * oversized body, a query string core would not read) goes to the pipeline untouched, which then
  * answers it, errors included.
+ *
+ * Repeats run no effect at all: a key whose lookup Auth remembers is judged at once, and a
+ * getVerifications answer is sent again for the same query string in the same workspace while the
+ * store's revision says nothing was stored since (permissions checked each time).
  */
 import { Analytics } from "@keymeter/core/Analytics"
 import { Auth } from "@keymeter/core/Auth"
 import type { Principal } from "@keymeter/core/Permission"
+import * as Permission from "@keymeter/core/Permission"
 import { RateLimiter } from "@keymeter/core/RateLimiter"
+import { VerificationStore } from "@keymeter/core/Storage"
+import * as Time from "@keymeter/core/Time"
 import { fieldKinds } from "@keymeter/core/Validation"
 import { VerificationQueryInput } from "@keymeter/core/VerificationQuery"
 import { Verifications } from "@keymeter/core/Verifications"
 import * as Cause from "effect/Cause"
+import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
 import * as DefaultServices from "effect/DefaultServices"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
@@ -28,7 +37,7 @@ import * as Runtime from "effect/Runtime"
 import type { IncomingMessage, ServerResponse } from "node:http"
 import { bearer } from "../Authorization.js"
 import type { DomainError } from "../Errors.js"
-import { body as envelope, Codes, HttpError, toWire } from "../Errors.js"
+import { body as envelope, Codes, HttpError, wireOf } from "../Errors.js"
 import { recordBatch } from "../Handlers.js"
 import type { Budget, Budgets } from "../InFlightLimit.js"
 import { shed } from "../InFlightLimit.js"
@@ -38,7 +47,7 @@ import * as JsonBody from "./JsonBody.js"
 import * as UrlParams from "./UrlParams.js"
 
 /** The services the lane calls. */
-export type Services = Analytics | Verifications | RateLimiter | Auth
+export type Services = Analytics | Verifications | RateLimiter | Auth | VerificationStore
 
 /** How the lane answers. */
 export interface Options {
@@ -50,6 +59,24 @@ export interface Options {
 }
 
 type Answer = { readonly status: number; readonly body: unknown; readonly headers?: Record<string, string> }
+
+/** A body already serialised. */
+class Json {
+  constructor(readonly text: string) {}
+}
+
+/** A getVerifications answer kept for the same request: valid while the store's revision holds. */
+interface Remembered {
+  readonly revision: number
+  /** Unix ms from which it no longer holds (the hour ends, for a query whose `end` is now). */
+  readonly until: number
+  readonly apiId: string
+  readonly json: Json
+}
+
+/** Answers remembered at most, and the largest one remembered (bytes of JSON). */
+const REMEMBERED = 1_024
+const REMEMBERED_BYTES = 64 * 1024
 
 const QUERY_KINDS = fieldKinds(VerificationQueryInput)
 const DIGITS = /^[0-9]+$/
@@ -75,11 +102,21 @@ export const make = (options: Options) => {
     )
   })
   const runCallback = Runtime.runCallback(lean)
+  const clock = Context.get(FiberRefs.getOrDefault(full.fiberRefs, DefaultServices.currentServices), Clock.Clock)
+  const revision = Context.get(full.context, VerificationStore).revision
+  // Dashboards ask the same queries again and again: the answer of the same query string in the
+  // same workspace is sent again while the store has stored nothing since (its revision), after
+  // the same authentication and permission check. Stores others write to have no revision.
+  const remembered = new Map<string, Remembered>()
+  const remember = (key: string, entry: Remembered) => {
+    if (remembered.size >= REMEMBERED) remembered.delete(remembered.keys().next().value!)
+    remembered.set(key, entry)
+  }
   const log = (effect: Effect.Effect<void>) => Runtime.runFork(full)(effect)
   const context = (requestId: string) => ({ requestId, docsUrl: options.docsUrl })
 
   const send = (res: ServerResponse, requestId: string, answer: Answer) => {
-    const text = JSON.stringify(
+    const text = answer.body instanceof Json ? answer.body.text : JSON.stringify(
       answer.body instanceof HttpError
         ? envelope(answer.body.code, answer.body.message, context(requestId))
         : answer.body
@@ -94,6 +131,13 @@ export const make = (options: Options) => {
   }
 
   const failure = (error: HttpError): Answer => ({ status: Codes[error.code].status, body: error })
+
+  /** The answer of a failure, built without an HttpError for domain errors (it costs a stack trace). */
+  const wireFailure = (error: DomainError | HttpError, requestId: string): Answer => {
+    if (error instanceof HttpError) return failure(error)
+    const { code, message } = wireOf(error)
+    return { status: Codes[code].status, body: envelope(code, message, context(requestId)) }
+  }
 
   /**
    * Runs `program` (authentication, then the route's work) and answers with its outcome: a value
@@ -118,21 +162,41 @@ export const make = (options: Options) => {
         const error = Cause.failureOption(exit.cause)
         if (error._tag === "Some") {
           const failed = error.value
-          if (failed instanceof HttpError) return send(res, requestId, failure(failed))
-          if (failed._tag === "StorageError") log(Effect.logError("storage failure", failed.message, failed.cause))
-          return send(res, requestId, failure(toWire(failed)))
+          if (!(failed instanceof HttpError) && failed._tag === "StorageError") {
+            log(Effect.logError("storage failure", failed.message, failed.cause))
+          }
+          return send(res, requestId, wireFailure(failed, requestId))
         }
         log(Effect.logError("unhandled defect", exit.cause))
         send(res, requestId, failure(new HttpError({ code: "INTERNAL_SERVER_ERROR", message: INTERNAL })))
       }
     })
 
-  /** Authenticates the request's root key (401/403 as the pipeline's middleware answers them). */
-  const authenticate = (req: IncomingMessage): Effect.Effect<Principal, DomainError | HttpError, Auth> => {
+  const auth = Context.get(full.context, Auth)
+
+  /**
+   * The request's principal, or why it has none (401/403 as the pipeline's middleware answers):
+   * at once when the key's lookup is remembered, else as an effect that looks it up.
+   */
+  const principalOf = (
+    req: IncomingMessage
+  ): Either.Either<Principal, DomainError | HttpError> | Effect.Effect<Principal, DomainError | HttpError> => {
     const key = bearer(req.headers.authorization)
-    return typeof key === "string"
-      ? Effect.flatMap(Auth, (auth) => auth.authenticate(Redacted.make(key)))
-      : Effect.fail(key)
+    if (typeof key !== "string") return Either.left(key)
+    return auth.peek(key) ?? auth.authenticate(Redacted.make(key))
+  }
+
+  /** {@link principalOf} as an effect. */
+  const authenticate = (req: IncomingMessage): Effect.Effect<Principal, DomainError | HttpError> => principalOf(req)
+
+  /** The remembered answer of the query string for this principal, if it still holds. */
+  const recall = (principal: Principal, search: string) => {
+    const current = revision?.()
+    const hit = current === undefined ? undefined : remembered.get(`${principal.workspaceId}\n${search}`)
+    return hit !== undefined && hit.revision === current && clock.unsafeCurrentTimeMillis() < hit.until &&
+        Permission.allows(principal.permissions, Permission.required.readApi(hit.apiId))
+      ? hit.json
+      : undefined
   }
 
   const getVerifications = (
@@ -142,21 +206,53 @@ export const make = (options: Options) => {
     requestId: string,
     fallback: () => void
   ) => {
-    // The query as the pipeline would read it; anything it would refuse goes to the pipeline.
-    const raw: Record<string, string | Array<string>> = {}
-    for (const [name, value] of new URLSearchParams(search)) {
-      const seen = raw[name]
-      raw[name] = seen === undefined ? value : Array.isArray(seen) ? [...seen, value] : [seen, value]
+    // Answered without an effect when the key and the answer are both remembered, or the key is
+    // refused from what is remembered: the repeated dashboard query and the bad key stay cheap.
+    const known = principalOf(req)
+    if (Either.isEither(known)) {
+      if (Either.isLeft(known)) {
+        options.budgets.leave("others")
+        return send(res, requestId, wireFailure(known.left, requestId))
+      }
+      const json = recall(known.right, search)
+      if (json !== undefined) {
+        options.budgets.leave("others")
+        return send(res, requestId, { status: 200, body: json })
+      }
     }
-    const input = UrlParams.parse(raw, QUERY_KINDS)
     run(
       res,
       requestId,
       "others",
-      Effect.flatMap(authenticate(req), (principal) =>
-        Either.isLeft(input)
-          ? Effect.succeed<unknown>(HAND_OVER)
-          : Effect.flatMap(Analytics, (analytics) => analytics.getVerifications(principal, input.right))),
+      Effect.flatMap(known, (principal) => {
+        const json = recall(principal, search)
+        if (json !== undefined) return Effect.succeed(json)
+        // The query as the pipeline would read it; anything it would refuse goes to the pipeline.
+        const raw: Record<string, string | Array<string>> = {}
+        for (const [name, value] of new URLSearchParams(search)) {
+          const seen = raw[name]
+          raw[name] = seen === undefined ? value : Array.isArray(seen) ? [...seen, value] : [seen, value]
+        }
+        const input = UrlParams.parse(raw, QUERY_KINDS)
+        if (Either.isLeft(input)) return Effect.succeed<unknown>(HAND_OVER)
+        const current = revision?.()
+        const now = clock.unsafeCurrentTimeMillis()
+        return Effect.flatMap(Analytics, (analytics) => analytics.getVerifications(principal, input.right)).pipe(
+          Effect.map((answer) => {
+            const json = new Json(JSON.stringify(answer))
+            if (current !== undefined && json.text.length <= REMEMBERED_BYTES) {
+              const end = input.right.end
+              remember(`${principal.workspaceId}\n${search}`, {
+                revision: current,
+                until: end === undefined || end === null ? Time.truncateToHour(now) + Time.HOUR : Infinity,
+                apiId: String(input.right.apiId),
+                json
+              })
+            }
+            return json
+          })
+        )
+      }),
       fallback
     )
   }

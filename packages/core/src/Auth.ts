@@ -9,6 +9,7 @@ import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import type { StorageError } from "./Errors.js"
 import { InsufficientPermissions, KeyForbidden, Unauthenticated } from "./Errors.js"
+import { CatalogCache } from "./internal/CatalogCache.js"
 import type { Principal } from "./Permission.js"
 import * as Permission from "./Permission.js"
 import * as RootKey from "./RootKey.js"
@@ -46,12 +47,8 @@ const UNKNOWN = new Unauthenticated({ message: "The root key is not valid" })
 
 const DISABLED = new KeyForbidden({ message: "The root key is disabled" })
 
-/** Lookups remembered at most; past it they are all dropped (a flood of unknown keys). */
-const REMEMBERED = 10_000
-
 /** A lookup of a root key hash: the key and its principal, or nothing found. */
 interface Lookup {
-  readonly revision: number
   readonly key: RootKey.RootKey | undefined
   readonly principal: Principal | undefined
 }
@@ -64,8 +61,7 @@ interface Lookup {
 export const make = Effect.gen(function*() {
   const catalog = yield* Catalog
   const clock = yield* Effect.clock
-  const revision = catalog.revision
-  const remembered = new Map<string, Lookup>()
+  const lookups = new CatalogCache<Lookup>(catalog.revision)
 
   const judge = (lookup: Lookup): Either.Either<Principal, Unauthenticated | KeyForbidden> => {
     const key = lookup.key
@@ -79,47 +75,31 @@ export const make = Effect.gen(function*() {
     return Either.right(lookup.principal!)
   }
 
-  const recall = (hash: string): Lookup | undefined => {
-    if (revision === undefined) return undefined
-    const lookup = remembered.get(hash)
-    return lookup !== undefined && lookup.revision === revision() ? lookup : undefined
-  }
-
   const lookUp = (hash: string) =>
-    Effect.suspend(() => {
-      const before = revision?.()
-      return Effect.map(catalog.findRootKeyByHash(hash), (found): Lookup => {
+    lookups.get(
+      hash,
+      Effect.map(catalog.findRootKeyByHash(hash), (found): Lookup => {
         const key = Option.getOrUndefined(found)
-        const lookup: Lookup = {
-          revision: before ?? 0,
+        return {
           key,
-          principal: key === undefined
-            ? undefined
-            : { workspaceId: key.workspaceId, rootKeyId: key.id, permissions: key.permissions }
+          principal: key && { workspaceId: key.workspaceId, rootKeyId: key.id, permissions: key.permissions }
         }
-        if (before !== undefined) {
-          if (remembered.size >= REMEMBERED) remembered.clear()
-          remembered.set(hash, lookup)
-        }
-        return lookup
       })
-    })
+    )
 
   return Auth.of({
     authenticate: (secret) =>
       Effect.suspend(() => {
         const value = Redacted.value(secret)
         if (value === "") return Effect.fail(MISSING)
-        const hash = RootKey.hash(value)
-        const lookup = recall(hash)
-        return lookup !== undefined ? judge(lookup) : Effect.flatMap(lookUp(hash), judge)
+        return Effect.flatMap(lookUp(RootKey.hash(value)), judge)
       }),
     authorize: (principal, anyOf) =>
       Permission.allows(principal.permissions, anyOf)
         ? Effect.void
         : Effect.fail(InsufficientPermissions.anyOf(anyOf)),
     peek: (secret) => {
-      const lookup = recall(RootKey.hash(secret))
+      const lookup = lookups.peek(RootKey.hash(secret))
       return lookup === undefined ? undefined : judge(lookup)
     }
   })

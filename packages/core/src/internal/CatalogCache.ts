@@ -12,6 +12,13 @@ export class CatalogCache<A> {
   private readonly entries = new Map<string, { readonly revision: number; readonly value: A }>()
   constructor(private readonly revision: (() => number) | undefined) {}
 
+  /** The value remembered for `key`, if it was read since the catalog last changed (no I/O). */
+  peek(key: string): A | undefined {
+    const revision = this.revision?.()
+    const hit = revision === undefined ? undefined : this.entries.get(key)
+    return hit !== undefined && hit.revision === revision ? hit.value : undefined
+  }
+
   /** The value `read` gives for `key`, from memory when it was read since the catalog last changed. */
   get<E, R>(key: string, read: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> {
     return Effect.suspend(() => {

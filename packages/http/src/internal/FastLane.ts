@@ -186,9 +186,6 @@ export const make = (options: Options) => {
     return auth.peek(key) ?? auth.authenticate(Redacted.make(key))
   }
 
-  /** {@link principalOf} as an effect. */
-  const authenticate = (req: IncomingMessage): Effect.Effect<Principal, DomainError | HttpError> => principalOf(req)
-
   /** The remembered answer of the query string for this principal, if it still holds. */
   const recall = (principal: Principal, search: string) => {
     const current = revision?.()
@@ -281,7 +278,7 @@ export const make = (options: Options) => {
         "uploads",
         // Authentication comes first, as in the pipeline: a bad key is a 401 whatever the body.
         Effect.flatMap(
-          authenticate(req),
+          principalOf(req),
           (principal) => Either.isLeft(parsed) ? Effect.fail(parsed.left) : act(principal, parsed.right)
         ),
         () => {}

@@ -44,6 +44,9 @@ const Cursor = {
   }
 }
 
+/** What {@link Overrides}' `resolveNow` answers when the answer needs a read. */
+export const Unknown: unique symbol = Symbol.for("@keymeter/core/Overrides/Unknown")
+
 /** Manages overrides in the caller's workspace. */
 export class Overrides extends Effect.Service<Overrides>()("@keymeter/core/Overrides", {
   effect: Effect.gen(function*() {
@@ -94,6 +97,28 @@ export class Overrides extends Effect.Service<Overrides>()("@keymeter/core/Overr
         if (patterns.length === 0) return undefined
         return resolveAcross(undefined, yield* Effect.forEach(patterns, (p) => indexOf(p.id)), identifier)
       })
+
+    /**
+     * What {@link resolve} would answer, when that is known without I/O (the indexes involved and
+     * the workspace's namespace patterns are in memory); `Unknown` otherwise. For request paths
+     * that answer without running an effect.
+     */
+    const resolveNow = (namespace: Namespace, identifier: string): Override | undefined | typeof Unknown => {
+      const own = indexes.get(namespace.id)
+      if (own === undefined) return Unknown
+      const direct = own.resolve(identifier)
+      if (direct !== undefined) return direct
+      const all = patternsOf.peek(namespace.workspaceId)
+      if (all === undefined) return Unknown
+      let found: Array<OverrideIndex> | undefined
+      for (const pattern of all) {
+        if (pattern.id === namespace.id || !matches(pattern.name, namespace.name)) continue
+        const index = indexes.get(pattern.id)
+        if (index === undefined) return Unknown
+        ;(found ??= []).push(index)
+      }
+      return found === undefined ? undefined : resolveAcross(undefined, found, identifier)
+    }
 
     /**
      * The namespace an override call names, with the permission check. A namespaceId must exist
@@ -258,6 +283,6 @@ export class Overrides extends Effect.Service<Overrides>()("@keymeter/core/Overr
         return {}
       }).pipe(Effect.withSpan("Overrides.delete"))
 
-    return { set, get, list, delete: remove, resolve, namespaceFor, requireNamespace } as const
+    return { set, get, list, delete: remove, resolve, resolveNow, namespaceFor, requireNamespace } as const
   })
 }) {}

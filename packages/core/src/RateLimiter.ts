@@ -12,8 +12,8 @@ import * as Ids from "./Ids.js"
 import { CatalogCache } from "./internal/CatalogCache.js"
 import { SlidingWindows } from "./internal/slidingWindow.js"
 import { MAX_NAME_LENGTH, Namespace } from "./Namespace.js"
-import { Duration, MAX_IDENTIFIER_LENGTH } from "./Override.js"
-import { Overrides } from "./Overrides.js"
+import { Duration, MAX_DURATION, MAX_IDENTIFIER_LENGTH, MIN_DURATION } from "./Override.js"
+import { Overrides, Unknown } from "./Overrides.js"
 import type { Principal } from "./Permission.js"
 import * as Permission from "./Permission.js"
 import { Catalog } from "./Storage.js"
@@ -45,6 +45,30 @@ export const LimitResponse = Schema.Struct({
 /** An answer of {@link RateLimiter}. */
 export type LimitResponse = Schema.Schema.Type<typeof LimitResponse>
 
+/**
+ * `input` as {@link LimitInput} decodes it, when it is a plain valid body (what clients send);
+ * undefined for anything else, valid or not, which the schema then judges. A hand check costs a
+ * tenth of the schema's.
+ */
+const plainLimitInput = (input: unknown): Schema.Schema.Type<typeof LimitInput> | undefined => {
+  if (typeof input !== "object" || input === null || Array.isArray(input)) return undefined
+  let fields = 0
+  for (const name in input) {
+    if (!Object.hasOwn(LIMIT_FIELDS, name)) return undefined
+    fields++
+  }
+  const { cost, duration, identifier, limit, namespace } = input as Record<string, unknown>
+  const valid = typeof namespace === "string" && namespace.length >= 1 && namespace.length <= MAX_NAME_LENGTH &&
+    !namespace.includes("*") && Validation.isWellFormed(namespace) &&
+    typeof identifier === "string" && identifier.length >= 1 && identifier.length <= MAX_IDENTIFIER_LENGTH &&
+    Validation.isWellFormed(identifier) &&
+    Number.isSafeInteger(limit) && (limit as number) >= 1 &&
+    Number.isSafeInteger(duration) && (duration as number) >= MIN_DURATION && (duration as number) <= MAX_DURATION &&
+    (cost === undefined ? fields === 4 : Number.isSafeInteger(cost) && (cost as number) >= 0 && fields === 5)
+  return valid ? input as Schema.Schema.Type<typeof LimitInput> : undefined
+}
+const LIMIT_FIELDS = { namespace: 1, identifier: 1, limit: 1, duration: 1, cost: 1 }
+
 /** Sliding-window rate limiting per (namespace, identifier), applying overrides. */
 export class RateLimiter extends Effect.Service<RateLimiter>()("@keymeter/core/RateLimiter", {
   effect: Effect.gen(function*() {
@@ -62,7 +86,7 @@ export class RateLimiter extends Effect.Service<RateLimiter>()("@keymeter/core/R
      */
     const limit = (principal: Principal, input: unknown) =>
       Effect.gen(function*() {
-        const request = yield* decode(input)
+        const request = plainLimitInput(input) ?? (yield* decode(input))
         if (request.namespace.includes("*")) {
           return yield* new ValidationError({
             message: "namespace: must not contain *; patterns name namespaces of overrides, not of requests"
@@ -105,6 +129,38 @@ export class RateLimiter extends Effect.Service<RateLimiter>()("@keymeter/core/R
         }
       })
 
-    return { limit } as const
+    /**
+     * What {@link limit} would answer at `now`, taken from the window, when it is known without
+     * I/O: the body is valid as it is, its namespace exists and was read since the catalog last
+     * changed, the principal may limit in it and the overrides involved are in memory. Undefined
+     * otherwise (nothing taken): run {@link limit}, which also words every refusal.
+     */
+    const limitNow = (principal: Principal, input: unknown, now: number): LimitResponse | undefined => {
+      const request = plainLimitInput(input)
+      if (request === undefined) return undefined
+      const found = namespaces.peek(`${principal.workspaceId}\u0000${request.namespace}`)
+      if (found === undefined || found._tag === "None") return undefined
+      const namespace = found.value
+      if (!Permission.allows(principal.permissions, Permission.required.limit(namespace.id))) return undefined
+      const override = overrides.resolveNow(namespace, request.identifier)
+      if (override === Unknown) return undefined
+      const applied = override ?? request
+      const decision = windows.take(
+        `${namespace.id}\u0000${request.identifier}`,
+        now,
+        applied.limit,
+        applied.duration,
+        request.cost ?? 1
+      )
+      return {
+        success: decision.success,
+        limit: applied.limit,
+        remaining: decision.remaining,
+        reset: decision.reset,
+        ...(override !== undefined ? { overrideId: override.id } : {})
+      }
+    }
+
+    return { limit, limitNow } as const
   })
 }) {}

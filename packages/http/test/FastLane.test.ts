@@ -34,6 +34,7 @@ const post = (path: string, body: unknown, key: string | undefined = keys.admin,
 const record = (body: unknown, key?: string, headers = {}) =>
   post("/v1/analytics.recordVerifications", body, key ?? keys.admin, headers)
 const limit = (body: unknown, key?: string) => post("/v1/ratelimits.limit", body, key ?? keys.admin)
+const setOverride = (body: unknown) => post("/v1/ratelimits.setOverride", body)
 const event = (keyId: string, extra = {}) => ({ apiId: "api_a1", keyId, outcome: "valid", time: 0, ...extra })
 
 const calls: ReadonlyArray<Call> = [
@@ -95,7 +96,32 @@ const calls: ReadonlyArray<Call> = [
   get("apiId=api_a1&groupBy=day&start=0&end=172800000"),
   get("apiId=api_a1&groupBy=hour"),
   limit({ namespace: "email", identifier: "u2", limit: 2, duration: 60_000 }),
-  limit({ namespace: "email", identifier: "u2", limit: 2, duration: 60_000 })
+  limit({ namespace: "email", identifier: "u2", limit: 2, duration: 60_000 }),
+  // Limits answered at once from what is remembered, and the bodies only the schema may judge.
+  limit({ namespace: "email", identifier: "u5", limit: 2, duration: 60_000, cost: 0 }),
+  limit({ namespace: "email", identifier: "u5", limit: 2, duration: 60_000, cost: -1 }),
+  limit({ namespace: "email", identifier: "u5", limit: 1.5, duration: 60_000 }),
+  limit({ namespace: "email", identifier: "u5", limit: "2", duration: 60_000 }),
+  limit({ namespace: "email", identifier: "", limit: 2, duration: 60_000 }),
+  limit({ namespace: "email", identifier: "\ud800", limit: 2, duration: 60_000 }),
+  limit({ namespace: "em*", identifier: "u5", limit: 2, duration: 60_000 }),
+  limit({ namespace: "email", identifier: "u5", limit: 2 }),
+  limit({ namespace: "email", identifier: "u5", limit: 2, duration: 60_000, cost: null }),
+  limit("[1]"),
+  limit({ namespace: "email", identifier: "u5", limit: 2, duration: 60_000 }, "sk_unknown"),
+  // Overrides set, matched by identifier and namespace patterns, and deleted between limits.
+  limit({ namespace: "mailbox", identifier: "m1", limit: 2, duration: 60_000 }),
+  setOverride({ namespaceName: "email", identifier: "u3", limit: 5, duration: 60_000 }),
+  setOverride({ namespaceName: "email", identifier: "vip-*", limit: 7, duration: 60_000 }),
+  setOverride({ namespaceName: "mail*", identifier: "*", limit: 9, duration: 60_000 }),
+  limit({ namespace: "email", identifier: "u3", limit: 2, duration: 60_000 }),
+  limit({ namespace: "email", identifier: "u3", limit: 2, duration: 60_000 }),
+  limit({ namespace: "email", identifier: "vip-1", limit: 2, duration: 60_000 }),
+  limit({ namespace: "mailbox", identifier: "m1", limit: 2, duration: 60_000 }),
+  limit({ namespace: "mailbox", identifier: "m1", limit: 2, duration: 60_000 }),
+  post("/v1/ratelimits.deleteOverride", { namespaceName: "email", identifier: "u3" }),
+  limit({ namespace: "email", identifier: "u3", limit: 2, duration: 60_000 }),
+  limit({ namespace: "email", identifier: "u3", limit: 1, duration: 60_000 }, keys.limiterOne)
 ]
 
 /** A call's answer with what differs between two servers by design (request ids, dates) taken out. */
@@ -116,7 +142,8 @@ const answer = (base: string, call: Call) =>
     return {
       status: response.status,
       headers: kept.sort(),
-      body: (await response.text()).replaceAll(id, "<request id>"),
+      // Ids made by the servers differ by design; the same call makes one on each.
+      body: (await response.text()).replaceAll(id, "<request id>").replace(/(rlor|rlns)_[0-9A-Z]{26}/g, "$1_<id>"),
       idShape: /^req_[0-9A-Z]{26}$/.test(id)
     }
   })

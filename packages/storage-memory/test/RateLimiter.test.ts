@@ -126,4 +126,49 @@ describe("RateLimiter", () => {
       expect(results.filter((r) => r.success)).toHaveLength(25)
       expect(Math.min(...results.map((r) => r.remaining))).toBe(0)
     }).pipe(Effect.provide(Test)))
+
+  it.effect("limitNow answers as limit does once what it needs is remembered, and takes nothing when it cannot", () =>
+    Effect.gen(function*() {
+      const { limit, overrides } = yield* setup
+      const limiter = yield* RateLimiter
+      const body = { namespace: "api", identifier: "user_1", limit: 3, duration: 10_000 }
+      // A namespace never read: it needs a read (and here its creation), so no answer at once.
+      expect(limiter.limitNow(admin, body, 1_000_000)).toBeUndefined()
+      expect(yield* limit({})).toMatchObject({ success: true, remaining: 2 })
+      // The namespace was created since the catalog was read: the next call reads it again.
+      expect(yield* limit({})).toMatchObject({ success: true, remaining: 1 })
+      expect(limiter.limitNow(admin, body, 1_000_000)).toEqual({
+        success: true,
+        limit: 3,
+        remaining: 0,
+        reset: 1_010_000
+      })
+      // Bodies the schema must judge, and a principal that may not limit here: nothing taken.
+      for (
+        const bad of [{ ...body, cost: -1 }, { ...body, extra: 1 }, { ...body, limit: 1.5 }, {
+          ...body,
+          namespace: "a*"
+        }]
+      ) {
+        expect(limiter.limitNow(admin, bad, 1_000_000)).toBeUndefined()
+      }
+      const narrow = { workspaceId: WS, rootKeyId: "rk", permissions: ["ratelimit.rlns_x.limit"] }
+      expect(limiter.limitNow(narrow, body, 1_000_000)).toBeUndefined()
+      expect(yield* limit({})).toMatchObject({ success: false, remaining: 0 })
+      // An override set since applies: the catalog changed, so once through limit, then at once.
+      const set = yield* overrides.set(admin, {
+        namespaceName: "api",
+        identifier: "user_*",
+        limit: 10,
+        duration: 10_000
+      })
+      expect(limiter.limitNow(admin, body, 1_000_000)).toBeUndefined()
+      expect(yield* limit({})).toMatchObject({ success: true, limit: 10, remaining: 6, overrideId: set.id })
+      expect(limiter.limitNow(admin, body, 1_000_000)).toMatchObject({
+        success: true,
+        limit: 10,
+        remaining: 5,
+        overrideId: set.id
+      })
+    }).pipe(Effect.provide(Test)))
 })

@@ -173,6 +173,7 @@ export const make = (options: Options) => {
     })
 
   const auth = Context.get(full.context, Auth)
+  const limiter = Context.get(full.context, RateLimiter)
 
   /**
    * The request's principal, or why it has none (401/403 as the pipeline's middleware answers):
@@ -262,7 +263,9 @@ export const make = (options: Options) => {
     act: (
       principal: Principal,
       body: Record<string, unknown>
-    ) => Effect.Effect<unknown, DomainError | HttpError, Services>
+    ) => Effect.Effect<unknown, DomainError | HttpError, Services>,
+    /** The answer when it is known at once (no effect run), else undefined. */
+    now?: (principal: Principal, body: Record<string, unknown>) => unknown
   ) => {
     const chunks: Array<Buffer> = []
     req.on("data", (chunk: Buffer) => chunks.push(chunk))
@@ -272,13 +275,25 @@ export const make = (options: Options) => {
     })
     req.once("end", () => {
       const parsed = Either.flatMap(JsonBody.parse(Buffer.concat(chunks).toString("utf8")), JsonBody.asObject)
+      const known = principalOf(req)
+      if (Either.isEither(known)) {
+        if (Either.isLeft(known)) {
+          options.budgets.leave("uploads")
+          return send(res, requestId, wireFailure(known.left, requestId))
+        }
+        const answer = now !== undefined && Either.isRight(parsed) ? now(known.right, parsed.right) : undefined
+        if (answer !== undefined) {
+          options.budgets.leave("uploads")
+          return send(res, requestId, { status: 200, body: answer })
+        }
+      }
       run(
         res,
         requestId,
         "uploads",
         // Authentication comes first, as in the pipeline: a bad key is a 401 whatever the body.
         Effect.flatMap(
-          principalOf(req),
+          known,
           (principal) => Either.isLeft(parsed) ? Effect.fail(parsed.left) : act(principal, parsed.right)
         ),
         () => {}
@@ -340,7 +355,10 @@ export const make = (options: Options) => {
                 (verifications) => verifications.record(principal, batch, IdempotencyKey.read(headers))
               )
           })
-        : (principal, body) => Effect.flatMap(RateLimiter, (limiter) => limiter.limit(principal, body))
+        : (principal, body) => Effect.flatMap(RateLimiter, (limiter) => limiter.limit(principal, body)),
+      route === "limit"
+        ? (principal, body) => limiter.limitNow(principal, body, clock.unsafeCurrentTimeMillis())
+        : undefined
     )
     return true
   }

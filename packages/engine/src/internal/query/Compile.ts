@@ -6,6 +6,7 @@
 import { OUTCOMES } from "@keymeter/core/Aggregation"
 import type { Chunk } from "../Run.js"
 import { CHUNK_BITS, CHUNK_MASK } from "../Run.js"
+import type { GroupTable } from "./GroupTable.js"
 
 /** Group tables larger than this many groups use a hash map instead of a dense array. */
 export const DENSE_GROUPS_MAX = 1 << 20
@@ -26,7 +27,14 @@ export interface Scratch {
   keyMask: Uint8Array | null
   tagsetMask: Uint8Array | null
   identityMask: Uint8Array | null
-  add: ((key: number, identity: number, tagset: number, outcome: number) => void) | null
+  /** Composite groups (`group: "map"`) when not dense: a hash table. */
+  table: GroupTable | null
+  /** Dense composite groups: `g = key * keyStride + identity * identityStride + tag or tag set`. */
+  keyStride: number
+  identityStride: number
+  /** Tags of each tag set, for composite groups by tag: `tagList[tagStart[t] .. tagStart[t + 1]]`. */
+  tagStart: Uint32Array | null
+  tagList: Uint32Array | null
 }
 
 export type RangeScan = (chunks: Array<Chunk>, from: number, to: number, rows: null, s: Scratch) => void
@@ -37,8 +45,13 @@ export interface Shape {
   readonly tagFilter: boolean
   readonly identityFilter: boolean
   readonly requireIdentity: boolean
-  /** `none`: one group; a dim: dense by that code; `map`: composite groups via `s.add`. */
+  /**
+   * `none`: one group; a dim: dense by that code; `map`: composite groups of the `mapped` dims,
+   * `dense` in `acc` (tracked) or in the hash table `s.table`, tag sets split into single tags
+   * when `perTag`.
+   */
   readonly group: "none" | Dim | "map"
+  readonly mapped?: { readonly dims: ReadonlyArray<Dim>; readonly dense: boolean; readonly perTag: boolean } | undefined
   readonly track: boolean
   /** `totals`: count rows per group (in `acc[g]`), not per outcome. */
   readonly counting: "outcomes" | "totals"
@@ -57,7 +70,25 @@ export const compile = (shape: Shape): RangeScan | PostingScan => {
   if (shape.identityFilter) body.push("if (identityMask[I[i]] === 0) continue;")
   if (shape.requireIdentity) body.push("if (I[i] === 0) continue;")
   if (shape.group === "map") {
-    body.push("add(K[i], I[i], T[i], O[i]);")
+    const { dense, dims, perTag } = shape.mapped!
+    const tag = perTag ? "TL[j]" : "T[i]"
+    if (dense) {
+      const terms = [
+        ...(dims.includes("key") ? ["K[i] * keyStride"] : []),
+        ...(dims.includes("identity") ? ["I[i] * identityStride"] : []),
+        ...(dims.includes("tagset") ? [tag] : [])
+      ]
+      body.push(`const g = ${terms.join(" + ")};`)
+      body.push("if (seen[g] !== epoch) { seen[g] = epoch; touched[nt++] = g; }")
+      body.push(`acc[g * ${OUTCOMES} + O[i]]++;`)
+    } else {
+      const code = (dim: Dim, column: string) => dims.includes(dim) ? column : "0"
+      body.push(`table.add(${code("key", "K[i]")}, ${code("identity", "I[i]")}, ${code("tagset", tag)}, O[i], 1);`)
+    }
+    if (perTag) {
+      const inner = body.splice(body.length - (dense ? 3 : 1))
+      body.push(`for (let j = tagStart[T[i]], e = tagStart[T[i] + 1]; j < e; j++) { ${inner.join(" ")} }`)
+    }
   } else {
     const column = { none: "0", key: "K[i]", identity: "I[i]", tagset: "T[i]" }[shape.group]
     body.push(`const g = ${column};`)
@@ -85,7 +116,8 @@ export const compile = (shape: Shape): RangeScan | PostingScan => {
          ${code}
        }`
   const source = `"use strict";
-    const acc = s.acc, seen = s.seen, touched = s.touched, epoch = s.epoch, add = s.add;
+    const acc = s.acc, seen = s.seen, touched = s.touched, epoch = s.epoch, table = s.table;
+    const keyStride = s.keyStride, identityStride = s.identityStride, tagStart = s.tagStart, TL = s.tagList;
     const keyMask = s.keyMask, tagsetMask = s.tagsetMask, identityMask = s.identityMask;
     let nt = s.nt;
     ${loop}
@@ -113,7 +145,11 @@ export const makeScratch = (
   keyMask: masks.keyMask ?? null,
   tagsetMask: masks.tagsetMask ?? null,
   identityMask: masks.identityMask ?? null,
-  add: null
+  table: null,
+  keyStride: 0,
+  identityStride: 0,
+  tagStart: null,
+  tagList: null
 })
 
 /** The sum of the nine counters at `counts[at ..]`. */

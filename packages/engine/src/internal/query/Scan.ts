@@ -7,9 +7,22 @@ import { OUTCOMES } from "@keymeter/core/Aggregation"
 import { U32List } from "../Run.js"
 import type { PostingScan, RangeScan, Shape } from "./Compile.js"
 import { any, compile, DENSE_GROUPS_MAX, makeScratch } from "./Compile.js"
+import { GroupTable } from "./GroupTable.js"
 import { gather, keyRowsEstimate } from "./KeyRows.js"
 import type { QueryContext } from "./QueryContext.js"
 import { Rows, TooManyRows } from "./Rows.js"
+
+/** Composite groups up to this many use dense counters (36 bytes each). */
+const DENSE_COMPOSITE_MAX = 1 << 18
+
+/** The tags of every tag set in two arrays: `tagList[tagStart[t] .. tagStart[t + 1]]`. */
+const tagsOfTagsets = (tagsetTags: ReadonlyArray<Uint32Array>) => {
+  const tagStart = new Uint32Array(tagsetTags.length + 1)
+  for (let t = 0; t < tagsetTags.length; t++) tagStart[t + 1] = tagStart[t]! + tagsetTags[t]!.length
+  const tagList = new Uint32Array(tagStart[tagsetTags.length]!)
+  for (let t = 0; t < tagsetTags.length; t++) tagList.set(tagsetTags[t]!, tagStart[t]!)
+  return { tagStart, tagList }
+}
 
 /** The general path: each bucket's row slice (or the filtered keys' postings) into a group table. */
 export const scan = (context: QueryContext): AggregationResult => {
@@ -25,50 +38,44 @@ export const scan = (context: QueryContext): AggregationResult => {
     : dims.length === 1 && cardinality[dims[0]!] <= DENSE_GROUPS_MAX
     ? dims[0]!
     : "map"
-  const groups = group === "none" ? 1 : group === "map" ? 0 : cardinality[group]
-  const track = plan.length > 1 && group !== "none" && group !== "map"
-  // Tag sets grouped alone are split into single tags here, on integer codes.
+  // Composite groups, by tag (each tag set's tags in the loop) or by tag set: dense counters
+  // when the product of the cardinalities is small enough, else a hash table.
+  const perTagMap = group === "map" && query.groupByTag === "tag"
+  const tagCount = perTagMap ? partition.tagNames.length : cardinality.tagset
+  const extent = {
+    key: query.groupByKey ? cardinality.key : 1,
+    identity: query.groupByIdentity ? cardinality.identity : 1,
+    tagset: query.groupByTag !== undefined ? tagCount : 1
+  }
+  const denseMap = group === "map" && extent.key * extent.identity * extent.tagset <= DENSE_COMPOSITE_MAX
+  const groups = group === "none"
+    ? 1
+    : group === "map"
+    ? denseMap ? extent.key * extent.identity * extent.tagset : 0
+    : cardinality[group]
+  const track = (plan.length > 1 && group !== "none" && group !== "map") || denseMap
+  // Tag sets grouped alone are split into single tags in the harvest, on integer codes.
   const perTag = group === "tagset" && query.groupByTag === "tag"
-  const rows = new Rows(query.maxRows, perTag)
+  const rows = new Rows(query.maxRows, perTag || perTagMap)
   const tagAcc = perTag ? new Float64Array(partition.tagNames.length * OUTCOMES) : undefined
   const scratch = makeScratch(
     new Uint32Array(Math.max(1, groups) * OUTCOMES),
     { keyMask, tagsetMask, identityMask },
     track ? groups : 0
   )
-
-  // Composite groups: a map from the combined codes to a slot with nine counters.
-  let slots: Map<number | string, number> | undefined
-  let slotCodes: Array<number> = []
-  let slotCounts = new Float64Array(0)
   if (group === "map") {
-    slots = new Map()
-    slotCounts = new Float64Array(64 * OUTCOMES)
-    const nI = cardinality.identity
-    const nT = cardinality.tagset
-    const numeric = cardinality.key * nI * nT < Number.MAX_SAFE_INTEGER
-    const useKey = query.groupByKey
-    const useIdentity = query.groupByIdentity
-    const useTagset = query.groupByTag !== undefined
-    const map = slots
-    scratch.add = (key, identity, tagset, outcome) => {
-      const k = useKey ? key : 0
-      const i = useIdentity ? identity : 0
-      const t = useTagset ? tagset : 0
-      const id = numeric ? (k * nI + i) * nT + t : `${k},${i},${t}`
-      let slot = map.get(id)
-      if (slot === undefined) {
-        slot = map.size
-        if (rows.size + slot >= query.maxRows) throw new TooManyRows()
-        map.set(id, slot)
-        slotCodes.push(k, i, t)
-        if ((slot + 1) * OUTCOMES > slotCounts.length) {
-          const grown = new Float64Array(slotCounts.length * 2)
-          grown.set(slotCounts)
-          slotCounts = grown
-        }
-      }
-      slotCounts[slot * OUTCOMES + outcome]!++
+    if (denseMap) {
+      scratch.identityStride = extent.tagset
+      scratch.keyStride = extent.identity * extent.tagset
+    } else {
+      scratch.table = new GroupTable({ ...cardinality, tagset: tagCount }, (size) => {
+        if (rows.size + size >= query.maxRows) throw new TooManyRows()
+      })
+    }
+    if (perTagMap) {
+      const { tagList, tagStart } = tagsOfTagsets(partition.tagsetTags)
+      scratch.tagStart = tagStart
+      scratch.tagList = tagList
     }
   }
 
@@ -78,6 +85,7 @@ export const scan = (context: QueryContext): AggregationResult => {
     identityFilter: identityMask !== null,
     requireIdentity: query.groupByIdentity,
     group,
+    ...(group === "map" ? { mapped: { dims, dense: denseMap, perTag: perTagMap } } : {}),
     track,
     counting: "outcomes"
   } as const
@@ -93,22 +101,37 @@ export const scan = (context: QueryContext): AggregationResult => {
   }
   const buffer = new U32List(1024)
 
+  const harvestTable = (table: GroupTable, time: number | undefined) => {
+    const codes = table.codes
+    for (let slot = 0; slot < table.size; slot++) {
+      rows.push(time, codes[slot * 3]!, codes[slot * 3 + 1]!, codes[slot * 3 + 2]!, table.counts, slot * OUTCOMES)
+    }
+    table.clear()
+  }
+
   const harvest = (time: number | undefined) => {
     const acc = scratch.acc
     if (group === "map") {
-      for (let slot = 0; slot < slots!.size; slot++) {
+      if (!denseMap) return harvestTable(scratch.table!, time)
+      const { identityStride, keyStride } = scratch
+      for (let n = 0; n < scratch.nt; n++) {
+        const g = scratch.touched[n]!
+        const at = g * OUTCOMES
+        const key = Math.floor(g / keyStride)
+        const rest = g - key * keyStride
+        const identity = Math.floor(rest / identityStride)
         rows.push(
           time,
-          slotCodes[slot * 3]!,
-          slotCodes[slot * 3 + 1]!,
-          slotCodes[slot * 3 + 2]!,
-          slotCounts,
-          slot * OUTCOMES
+          query.groupByKey ? key : 0,
+          query.groupByIdentity ? identity : 0,
+          rest - identity * identityStride,
+          acc,
+          at
         )
+        acc.fill(0, at, at + OUTCOMES)
       }
-      slots!.clear()
-      slotCodes = []
-      slotCounts.fill(0)
+      scratch.nt = 0
+      scratch.epoch++
       return
     }
     const emit = (g: number) => {

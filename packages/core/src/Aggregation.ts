@@ -89,47 +89,110 @@ export const tooLarge = (query: VerificationQuery, cap: number): QueryTooLarge =
 export const expandTags = (query: VerificationQuery, result: AggregationResult): AggregationResult => {
   const tags = result.tags
   if (tags === undefined) return result
-  const rows = new Map<string, number>()
-  let counts = new Float64Array(Math.max(1, result.size) * OUTCOMES)
-  const time: Array<number> = []
-  const keyId: Array<string> = []
-  const identity: Array<Identity> = []
-  const tag: Array<string> = []
-  let size = 0
-  for (let row = 0; row < result.size; row++) {
-    const prefix = (result.time ? result.time[row] + "\u0000" : "") +
-      (result.keyId ? result.keyId[row] + "\u0000" : "") +
-      (result.identity ? result.identity[row]!.id + "\u0000" + result.identity[row]!.externalId + "\u0000" : "")
-    for (const t of tags[row]!) {
-      const id = prefix + t
-      let target = rows.get(id)
-      if (target === undefined) {
-        target = size++
-        rows.set(id, target)
+  const size = result.size
+  // Rows are told apart by (time, key, identity) as one dense number per row, combined a column
+  // at a time; then each (prefix, tag) pair gets a row. No string is built per row.
+  let prefixOf = new Uint32Array(size)
+  let prefixes = 1
+  for (const column of [result.time, result.keyId, result.identity]) {
+    if (column === undefined) continue
+    const { count, ranks } = firstSeen(column, size)
+    const combined = new Map<number, number>()
+    const next = new Uint32Array(size)
+    for (let row = 0; row < size; row++) {
+      const id = prefixOf[row]! * count + ranks[row]!
+      let at = combined.get(id)
+      if (at === undefined) combined.set(id, at = combined.size)
+      next[row] = at
+    }
+    prefixOf = next
+    prefixes = combined.size
+  }
+  const tagIndex = new Map<string, number>()
+  const tagNames: Array<string> = []
+  const codesOf = new Map<ReadonlyArray<string>, Array<number>>()
+  for (let row = 0; row < size; row++) {
+    const set = tags[row]!
+    if (codesOf.has(set)) continue
+    codesOf.set(
+      set,
+      set.map((tag) => {
+        let code = tagIndex.get(tag)
+        if (code === undefined) {
+          tagIndex.set(tag, code = tagNames.length)
+          tagNames.push(tag)
+        }
+        return code
+      })
+    )
+  }
+  const nTags = tagNames.length
+  // A dense table of targets when it is small, else a map.
+  const dense = prefixes * nTags <= 1 << 22 ? new Int32Array(prefixes * nTags).fill(-1) : undefined
+  const targets = dense === undefined ? new Map<number, number>() : undefined
+  let counts = new Float64Array(Math.max(1, size) * OUTCOMES)
+  const source: Array<number> = []
+  const tagOf: Array<number> = []
+  for (let row = 0; row < size; row++) {
+    for (const code of codesOf.get(tags[row]!)!) {
+      const id = prefixOf[row]! * nTags + code
+      let target = dense !== undefined ? dense[id]! : targets!.get(id) ?? -1
+      if (target < 0) {
+        target = source.length
+        if (dense !== undefined) dense[id] = target
+        else targets!.set(id, target)
+        source.push(row)
+        tagOf.push(code)
         if ((target + 1) * OUTCOMES > counts.length) {
           const grown = new Float64Array(counts.length * 2)
           grown.set(counts)
           counts = grown
         }
-        if (result.time) time.push(result.time[row]!)
-        if (result.keyId) keyId.push(result.keyId[row]!)
-        if (result.identity) identity.push(result.identity[row]!)
-        tag.push(t)
       }
       const from = row * OUTCOMES
       const to = target * OUTCOMES
       for (let o = 0; o < OUTCOMES; o++) counts[to + o]! += result.counts[from + o]!
     }
   }
+  const n = source.length
   return {
-    size,
-    counts: counts.subarray(0, size * OUTCOMES),
-    time: query.timeUnit !== undefined ? Float64Array.from(time) : undefined,
-    keyId: result.keyId ? keyId : undefined,
-    identity: result.identity ? identity : undefined,
-    tag,
+    size: n,
+    counts: counts.subarray(0, n * OUTCOMES),
+    time: query.timeUnit !== undefined ? Float64Array.from(source, (row) => result.time![row]!) : undefined,
+    keyId: result.keyId ? source.map((row) => result.keyId![row]!) : undefined,
+    identity: result.identity ? source.map((row) => result.identity![row]!) : undefined,
+    tag: tagOf.map((code) => tagNames[code]!),
     tags: undefined
   }
+}
+
+/**
+ * Codes of a column's values in the order first met, `count` distinct. Identities are told apart
+ * by value: two objects alike share a code.
+ */
+const firstSeen = (
+  column: ArrayLike<number | string | Identity>,
+  size: number
+): { readonly ranks: Uint32Array; readonly count: number } => {
+  const byValue = new Map<number | string | Identity, number>()
+  const byIdentity = new Map<string, number>()
+  const ranks = new Uint32Array(size)
+  for (let row = 0; row < size; row++) {
+    const value = column[row]!
+    let at = byValue.get(value)
+    if (at === undefined) {
+      if (typeof value === "object") {
+        const text = `${value.id}\u0000${value.externalId}`
+        at = byIdentity.get(text)
+        if (at === undefined) byIdentity.set(text, at = byValue.size)
+      } else {
+        at = byValue.size
+      }
+      byValue.set(value, at)
+    }
+    ranks[row] = at
+  }
+  return { ranks, count: byValue.size }
 }
 
 const compareStrings = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0)

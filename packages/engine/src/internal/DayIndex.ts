@@ -1,9 +1,10 @@
 /**
- * Per-day aggregates of one partition, computed on first use and cached: a total per key, and
- * nine counters per identity and per single tag. Sums over whole days answer top-N and per-tag
- * queries without reading rows; partial days at a window's edges are scanned. Ingest only marks
- * a day stale (keeping these up to date per event cost more than the rest of ingest); a stale day
- * is recomputed, with one scan of its rows, by the next query that needs it.
+ * Per-day aggregates of one partition: a total per key, and nine counters per identity and per
+ * single tag. Sums over whole days answer top-N and per-tag queries without reading rows; partial
+ * days at a window's edges are scanned. A day's aggregates are computed once when it closes (the
+ * partition's first event of a later day); keeping them up to date per event cost more than the
+ * rest of ingest, so a write to a day only marks it stale, and the next query that needs a stale
+ * day recomputes it with one scan of its rows.
  */
 
 /** Largest dictionary a dense per-day array is kept for. */

@@ -81,6 +81,8 @@ export class Partition {
   readonly main = new Run()
   /** Per-day aggregates, computed on demand, for whole days of top-N and per-tag queries. */
   readonly days = new DayIndex()
+  /** The newest day written; -1 before the first event. */
+  private openDay = -1
 
   /** Events older than the main run's last hour, in arrival order, until they are sorted or merged. */
   private late = new LateRows()
@@ -177,7 +179,14 @@ export class Partition {
 
   /** Adds an event already in this partition's codes (see `keyCode`, `identityCode`, `tagsetCode`). */
   addCoded(hour: number, key: number, identity: number, tagset: number, outcome: number): void {
-    this.days.touch(Math.floor(hour / 24))
+    const day = Math.floor(hour / 24)
+    this.days.touch(day)
+    // A day that closes gets its aggregates now, once, rather than in the first query that needs
+    // them (a day rewritten later by late events is recomputed on demand).
+    if (day > this.openDay) {
+      if (this.openDay >= 0) this.days.between(this.openDay, this.openDay, (d) => this.computeDay(d))
+      this.openDay = day
+    }
     if (hour >= this.main.lastHour) {
       this.addMain(hour, key, identity, tagset, outcome)
     } else {

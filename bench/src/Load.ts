@@ -21,6 +21,8 @@ interface Route {
   readonly route: string
   readonly method: "GET" | "POST"
   readonly path: string
+  /** The path of request `n`, when requests differ (`path` is the first). */
+  readonly pathOf?: (n: number) => string
   /** The status every answer must have. */
   readonly status: number
   readonly key?: string
@@ -44,8 +46,27 @@ const dayPath = `/v1/analytics.getVerifications?${new URLSearchParams({
   end: String(day.end)
 })}`
 
+/**
+ * The day series over a 30-day window that starts a minute earlier on each request (50,000
+ * windows): no answer is remembered, each is computed, as for dashboards that nobody shares.
+ */
+const variedDayPath = (n: number) =>
+  `/v1/analytics.getVerifications?${new URLSearchParams({
+    apiId: day.apiId,
+    groupBy: "day",
+    start: String(day.start! - (n % 50_000) * 60_000),
+    end: String(day.end! - (n % 50_000) * 60_000)
+  })}`
+
 const routes: ReadonlyArray<Route> = [
   { route: "getVerifications (day buckets, 30 d)", method: "GET", path: dayPath, status: 200 },
+  {
+    route: "getVerifications (day buckets, 30 d, a new window each request)",
+    method: "GET",
+    path: variedDayPath(0),
+    pathOf: variedDayPath,
+    status: 200
+  },
   { route: "getVerifications, unknown root key (401)", method: "GET", path: dayPath, status: 401, key: "sk_nope" },
   {
     route: "recordVerifications (100 events)",
@@ -118,14 +139,15 @@ const fire = (base: string, route: Route, seconds: number) =>
         connections: CONNECTIONS,
         duration: seconds,
         headers: { authorization: `Bearer ${route.key ?? ROOT_KEY}`, "content-type": "application/json" },
-        ...(route.body
+        ...(route.body || route.pathOf
           ? {
             requests: [{
               setupRequest: (request: Record<string, any>) => {
                 const i = n++
                 return {
                   ...request,
-                  body: route.body!(i),
+                  ...(route.pathOf ? { path: route.pathOf(i) } : {}),
+                  ...(route.body ? { body: route.body(i) } : {}),
                   ...(route.headers ? { headers: { ...request.headers, ...route.headers(i) } } : {})
                 }
               }
@@ -188,10 +210,10 @@ const summary = (results: ReadonlyArray<Record<string, any>>, status: number) =>
  * Each route: baseline and keymeter alternated for {@link ROUNDS} rounds of `seconds / ROUNDS`
  * each; requests/s (mean of rounds), latency p50/p99 in ms (worst round), failed requests.
  */
-export const run = async (server: Server, seconds: number): Promise<Array<LoadResult>> => {
+export const run = async (server: Server, seconds: number, only?: string): Promise<Array<LoadResult>> => {
   const out: Array<LoadResult> = []
   const each = Math.max(1, Math.round(seconds / ROUNDS))
-  for (const route of routes) {
+  for (const route of routes.filter((r) => only === undefined || r.route.includes(only))) {
     const baseline = await startBaseline(await capture(server, route))
     const ours: Array<Record<string, any>> = []
     const theirs: Array<Record<string, any>> = []

@@ -67,10 +67,13 @@ const mix = values.mix ? Mix.make(Number(values.mix), Number(values.seed ?? 15))
 const runMix = async (query: (q: VerificationQueryInput) => Promise<unknown>): Promise<MixResult | undefined> => {
   if (mix.length === 0) return undefined
   const once = async (q: VerificationQueryInput) => {
+    // Answers are kept as one string each, so that 300 answers held for the comparison (some of
+    // 90,000 datapoints) do not slow every later garbage collection, and so the later queries.
     const started = performance.now()
     try {
       const answer = await query(q)
-      return { ms: performance.now() - started, answer }
+      const ms = performance.now() - started
+      return { ms, answer: JSON.stringify(answer) }
     } catch (error) {
       // Refused as too large (over the datapoint cap): left out of the comparison.
       if (/QueryTooLarge|more than \d+ datapoints/.test(String(error))) {

@@ -29,7 +29,9 @@ const { values } = parseArgs({
     mix: { type: "string" },
     seed: { type: "string", default: "15" },
     "http-events": { type: "string", default: "1m" },
-    "load-seconds": { type: "string", default: "10" }
+    "load-seconds": { type: "string", default: "10" },
+    // Only the HTTP routes whose name holds this text (e.g. "limit"), for iterating on one.
+    routes: { type: "string" }
   }
 })
 const sizes = values.size!.split(",").map(Dataset.parseSize)
@@ -149,7 +151,7 @@ if (!values["skip-http"]) {
       ? await Http.start("memory", { KEYMETER_ANALYTICS: `clickhouse:${clickhouse.url}/keymeter_bench_http` })
       : await Http.start("memory")
     const rate = await Http.ingest(server, data, events)
-    const load = await Load.run(server, Number(values["load-seconds"]))
+    const load = await Load.run(server, Number(values["load-seconds"]), values.routes)
     run.http.push({ adapter, ingest: { eventsPerSecond: rate, events }, load })
     await server.stop()
     clickhouse?.stop()

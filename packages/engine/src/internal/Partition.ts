@@ -182,9 +182,12 @@ export class Partition {
     const day = Math.floor(hour / 24)
     this.days.touch(day)
     // A day that closes gets its aggregates now, once, rather than in the first query that needs
-    // them (a day rewritten later by late events is recomputed on demand).
+    // them; not while late rows wait unsorted (sorting them at each close would cost more), and a
+    // day rewritten later by late events is recomputed on demand.
     if (day > this.openDay) {
-      if (this.openDay >= 0) this.days.between(this.openDay, this.openDay, (d) => this.computeDay(d))
+      if (this.openDay >= 0 && this.late.length === 0) {
+        this.days.between(this.openDay, this.openDay, (d) => this.computeDay(d))
+      }
       this.openDay = day
     }
     if (hour >= this.main.lastHour) {

@@ -32,8 +32,12 @@ export class Dictionaries {
   private readonly keyCodes = new Map<string, number>()
   readonly keyNames: Array<string> = []
   private readonly identityCodes = new Map<string, number>()
+  /** The first identity code of each identity id. */
+  private readonly identityById = new Map<string, number>()
   readonly identityList: Array<Identity | undefined> = [undefined]
   private readonly tagsetCodes = new Map<string, number>([["[]", 0]])
+  /** Tag sets of one tag by that tag: most events carry one, and no JSON is built for them. */
+  private readonly singleTagsets = new Map<string, number>()
   readonly tagsetList: Array<ReadonlyArray<string>> = [[]]
   /** Tag sets holding each tag, for AND filters. */
   private readonly tagsetsOfTag = new Map<string, Array<number>>()
@@ -59,10 +63,12 @@ export class Dictionaries {
   loadIdentity(no: number, identity: Identity) {
     this.identityCodes.set(joinKey([identity.id, identity.externalId]), no)
     this.identityList[no] = identity
+    if (!this.identityById.has(identity.id)) this.identityById.set(identity.id, no)
   }
   loadTagset(no: number, json: string) {
     const tags = JSON.parse(json) as Array<string>
     this.tagsetCodes.set(json, no)
+    if (tags.length === 1) this.singleTagsets.set(tags[0]!, no)
     this.tagsetList[no] = tags
     for (const tag of tags) {
       let list = this.tagsetsOfTag.get(tag)
@@ -72,8 +78,14 @@ export class Dictionaries {
   }
 
   partition(workspaceId: string, apiId: string): Partition | undefined {
-    return this.partitions.get(joinKey([workspaceId, apiId]))
+    // Batches come from one workspace and mostly one api: the last answer usually holds.
+    const last = this.lastPartition
+    if (last !== undefined && last.apiId === apiId && last.workspaceId === workspaceId) return last
+    const found = this.partitions.get(joinKey([workspaceId, apiId]))
+    if (found !== undefined) this.lastPartition = found
+    return found
   }
+  private lastPartition: Partition | undefined
 
   /** The partition of (workspace, api), created when new. */
   partitionFor(workspaceId: string, apiId: string): Partition {
@@ -112,6 +124,9 @@ export class Dictionaries {
   }
 
   identityCode(identity: Identity): number {
+    // An identity id almost always comes with one external id: check that pair before joining.
+    const usual = this.identityById.get(identity.id)
+    if (usual !== undefined && this.identityList[usual]!.externalId === identity.externalId) return usual
     const id = joinKey([identity.id, identity.externalId])
     let code = this.identityCodes.get(id)
     if (code === undefined) {
@@ -125,6 +140,10 @@ export class Dictionaries {
 
   tagsetCode(tags: ReadonlyArray<string>): number {
     if (tags.length === 0) return 0
+    if (tags.length === 1) {
+      const single = this.singleTagsets.get(tags[0]!)
+      if (single !== undefined) return single
+    }
     const json = JSON.stringify(tags)
     let code = this.tagsetCodes.get(json)
     if (code === undefined) {
@@ -163,6 +182,7 @@ export class Dictionaries {
 
   /** The open transaction failed: forget what it added and restore what it moved. */
   rollback() {
+    this.lastPartition = undefined
     for (const partition of this.pending.partitions) {
       this.partitions.delete(joinKey([partition.workspaceId, partition.apiId]))
       this.partitionsByNo.length = Math.min(this.partitionsByNo.length, partition.no)
@@ -173,12 +193,15 @@ export class Dictionaries {
     }
     for (const [no, identity] of this.pending.identities) {
       this.identityCodes.delete(joinKey([identity.id, identity.externalId]))
+      if (this.identityById.get(identity.id) === no) this.identityById.delete(identity.id)
       this.identityList.length = Math.min(this.identityList.length, no)
     }
     for (const [no, json] of this.pending.tagsets) {
       this.tagsetCodes.delete(json)
+      const tags = JSON.parse(json) as Array<string>
+      if (tags.length === 1 && this.singleTagsets.get(tags[0]!) === no) this.singleTagsets.delete(tags[0]!)
       this.tagsetList.length = Math.min(this.tagsetList.length, no)
-      for (const tag of JSON.parse(json) as Array<string>) {
+      for (const tag of tags) {
         const list = this.tagsetsOfTag.get(tag)!
         list.splice(list.indexOf(no), 1)
       }

@@ -23,28 +23,56 @@ export type Table = keyof typeof TABLES
 
 /** Rows of one table, keyed by their dimension values. */
 export class RollupRows {
-  private readonly index = new Map<string, number>()
+  private readonly index = new Map<number | string, number>()
+  /** Rows of 5 dimensions: by the first two, then by the other three. */
+  private readonly nested = new Map<number | string, Map<number | string, number>>()
+  private rows = 0
   /** Per row: the dimension values, then nine counters. */
   readonly values: Array<number> = []
   constructor(readonly table: Table) {}
 
   get size(): number {
-    return this.index.size
+    return this.rows
   }
 
   /** Counts one event of `outcome` into the row of `dims` (in the table's column order). */
   add(dims: ReadonlyArray<number>, outcome: number): void {
     const id = dims.join(",")
     let at = this.index.get(id)
-    if (at === undefined) {
-      at = this.values.length
-      this.index.set(id, at)
-      for (const value of dims) this.values.push(value)
-      for (let o = 0; o < OUTCOMES; o++) this.values.push(0)
-    }
+    if (at === undefined) this.index.set(id, at = this.newRow(dims))
     this.values[at + dims.length + outcome]!++
   }
+
+  /** {@link add} for a row of two dimensions, without building a key string. */
+  add2(a: number, b: number, outcome: number): void {
+    const id = pair(a, b)
+    let at = this.index.get(id)
+    if (at === undefined) this.index.set(id, at = this.newRow([a, b]))
+    this.values[at + 2 + outcome]!++
+  }
+
+  /** {@link add} for a row of five dimensions, without building a key string in the usual case. */
+  add5(a: number, b: number, c: number, d: number, e: number, outcome: number): void {
+    const outer = pair(a, b)
+    let rows = this.nested.get(outer)
+    if (rows === undefined) this.nested.set(outer, rows = new Map())
+    const inner = c < 2 ** 21 && d < 2 ** 21 && e < 2 ** 11 ? (c * 2 ** 21 + d) * 2 ** 11 + e : `${c},${d},${e}`
+    let at = rows.get(inner)
+    if (at === undefined) rows.set(inner, at = this.newRow([a, b, c, d, e]))
+    this.values[at + 5 + outcome]!++
+  }
+
+  private newRow(dims: ReadonlyArray<number>): number {
+    const at = this.values.length
+    for (const value of dims) this.values.push(value)
+    for (let o = 0; o < OUTCOMES; o++) this.values.push(0)
+    this.rows++
+    return at
+  }
 }
+
+/** Two non-negative integers as one map key: a number when they fit in 53 bits. */
+const pair = (a: number, b: number): number | string => a < 2 ** 31 && b < 2 ** 22 ? a * 2 ** 22 + b : `${a},${b}`
 
 const MAX_ROWS_PER_STATEMENT = 256
 

@@ -47,9 +47,9 @@ const write = (sql: SqlClient.SqlClient, dictionaries: Dictionaries, events: Rea
       const key = dictionaries.keyCode(event.keyId)
       const identity = event.identity === undefined ? 0 : dictionaries.identityCode(event.identity)
       const tagset = dictionaries.tagsetCode(event.tags)
-      const outcome = OutcomeIndex.get(event.outcome)!
-      hour.add([p, h, key, identity, tagset], outcome)
-      hourTotal.add([p, h], outcome)
+      const outcome = event.outcome === "valid" ? 0 : OutcomeIndex.get(event.outcome)!
+      hour.add5(p, h, key, identity, tagset, outcome)
+      hourTotal.add2(p, h, outcome)
       const day = Math.floor(h / 24)
       if (day <= partition.compactedThrough) {
         late.day.add([p, day, key, identity, tagset], outcome)

@@ -21,6 +21,9 @@ const rollup = (table: string, dimensions: ReadonlyArray<string>) =>
 const statements = (sql: SqlClient.SqlClient, list: ReadonlyArray<string>) =>
   Effect.forEach(list, (statement) => sql.unsafe(statement), { discard: true })
 
+/** The tables of the catalog (the rest holds verifications). */
+const CATALOG_TABLES = ["workspaces", "root_keys", "apis", "namespaces", "overrides"] as const
+
 /** Every migration, by id. Ids only grow; a released migration never changes. */
 export const migrations = {
   "0001_catalog": Effect.flatMap(SqlClient.SqlClient, (sql) =>
@@ -105,6 +108,22 @@ export const migrations = {
         "operation TEXT NOT NULL, fingerprint TEXT NOT NULL, response TEXT NOT NULL, " +
         "created_at INTEGER NOT NULL, expires_at INTEGER NOT NULL, PRIMARY KEY (workspace_id, key)) WITHOUT ROWID",
         "CREATE INDEX idempotency_receipts_expiry ON idempotency_receipts (expires_at)"
+      ])
+  ),
+  // A counter that every write to the catalog moves, whichever process makes it (triggers): servers
+  // remember catalog reads until it moves, and commits of verifications leave it alone.
+  "0005_catalog_version": Effect.flatMap(
+    SqlClient.SqlClient,
+    (sql) =>
+      statements(sql, [
+        "CREATE TABLE catalog_version (id INTEGER PRIMARY KEY CHECK (id = 0), n INTEGER NOT NULL)",
+        "INSERT INTO catalog_version (id, n) VALUES (0, 0)",
+        ...CATALOG_TABLES.flatMap((table) =>
+          ["INSERT", "UPDATE", "DELETE"].map((event) =>
+            `CREATE TRIGGER ${table}_${event.toLowerCase()}_version AFTER ${event} ON ${table} ` +
+            "BEGIN UPDATE catalog_version SET n = n + 1; END"
+          )
+        )
       ])
   )
 } as const

@@ -15,7 +15,7 @@ import { Workspace } from "@keymeter/core/Workspace"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import * as DataVersion from "./internal/DataVersion.js"
+import * as CatalogVersion from "./internal/CatalogVersion.js"
 
 /** A SQL failure as the port's error; the SQL text and file paths stay in the log. */
 export const storageError = (error: SqlError) =>
@@ -226,8 +226,9 @@ export const make = Effect.gen(function*() {
 export const layer: Layer.Layer<Catalog, never, SqlClient.SqlClient> = Layer.effect(Catalog, make)
 
 /**
- * {@link layer} for a server on `filename`: with a `revision` (the file's data version),
- * so root key lookups are remembered until anything, the admin CLI included, writes the file.
+ * {@link layer} for a server on `filename`: with a `revision` (the version that every catalog
+ * write moves), so catalog reads are remembered until anything, the admin CLI included, writes the
+ * catalog.
  */
 export const layerOnFile = (filename: string): Layer.Layer<Catalog, never, SqlClient.SqlClient> =>
   Layer.scoped(
@@ -235,7 +236,7 @@ export const layerOnFile = (filename: string): Layer.Layer<Catalog, never, SqlCl
     Effect.gen(function*() {
       const catalog = yield* make
       if (filename === ":memory:") return catalog
-      const revision = yield* Effect.option(DataVersion.open(filename))
+      const revision = yield* Effect.option(CatalogVersion.open(filename))
       return Option.isSome(revision) ? Catalog.of({ ...catalog, revision: revision.value }) : catalog
     })
   )

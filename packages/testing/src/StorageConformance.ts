@@ -544,13 +544,28 @@ export const conformance = (
             .toBe(true)
           expect(yield* moved(catalog.putApi(new Api({ id: "api_rev", workspaceId: WS, name: "rev" })))).toBe(true)
           expect(yield* moved(catalog.deleteRootKey(WS, "rk_rev"))).toBe(true)
+          const override = {
+            id: "rlor_rev",
+            namespaceId: "rlns_rev",
+            identifier: "u",
+            limit: 1,
+            duration: 1000,
+            async: false,
+            now: 1
+          }
+          expect(yield* moved(catalog.upsertOverride(override))).toBe(true)
+          expect(yield* moved(catalog.deleteOverride("rlns_rev", "u"))).toBe(true)
         }
         const storeRevision = verifications.revision
+        const catalogBefore = catalogRevision?.()
         if (storeRevision !== undefined) {
           const before = storeRevision()
           yield* store([{ time: FROM, workspaceId: WS, apiId: "api_1", keyId: "k1", outcome: "valid", tags: [] }])
           expect(storeRevision()).not.toBe(before)
         }
+        // Storing verifications is not a catalog change: what was remembered from it stays valid.
+        yield* store([{ time: FROM, workspaceId: WS, apiId: "api_1", keyId: "k2", outcome: "valid", tags: ["t"] }])
+        expect(catalogRevision?.()).toBe(catalogBefore)
       })))
 
     it.effect("keeps catalog entries apart between workspaces", () =>

@@ -2,7 +2,8 @@
  * The Storage port, in two halves that adapters provide together or apart:
  * - {@link VerificationStore}: verification events and their aggregation, pushed down to the
  *   adapter (a columnar scan, a SQL `GROUP BY`), never handed to core as raw events;
- * - {@link Catalog}: workspaces, root keys, apis, namespaces and overrides.
+ * - {@link Catalog}: workspaces, root keys, apis, namespaces, overrides, keys, identities and
+ *   credits.
  * A SQLite file can hold both; a ClickHouse server can hold the events while the catalog stays in
  * SQLite.
  */
@@ -13,6 +14,7 @@ import type { AggregationQuery, AggregationResult } from "./Aggregation.js"
 import type { Api } from "./Api.js"
 import type { IdempotencyKeyInUse, QueryTooLarge, StorageError } from "./Errors.js"
 import type { Receipt } from "./Idempotency.js"
+import type { Credits, Identity, Key } from "./Key.js"
 import type { Namespace } from "./Namespace.js"
 import type { Override } from "./Override.js"
 import type { RootKey } from "./RootKey.js"
@@ -70,7 +72,10 @@ export interface OverrideWrite {
   readonly now: number
 }
 
-/** Workspaces, root keys, apis, namespaces and overrides. Reads are scoped to a workspace. */
+/**
+ * Workspaces, root keys, apis, namespaces, overrides, keys, identities and credits. Reads are
+ * scoped to a workspace (but a key's lookup by hash, which finds its workspace).
+ */
 export class Catalog extends Context.Tag("@keymeter/core/Catalog")<
   Catalog,
   {
@@ -124,6 +129,66 @@ export class Catalog extends Context.Tag("@keymeter/core/Catalog")<
     readonly allOverrides: (namespaceId: string) => Effect.Effect<ReadonlyArray<Override>, StorageError>
     /** The namespaces of a workspace whose names hold `*`. */
     readonly namespacePatterns: (workspaceId: string) => Effect.Effect<ReadonlyArray<Namespace>, StorageError>
+    /** Returns the identity of (workspace, externalId), creating `identity` if there is none. */
+    readonly ensureIdentity: (identity: Identity) => Effect.Effect<Identity, StorageError>
+    readonly getIdentity: (workspaceId: string, id: string) => Effect.Effect<Option.Option<Identity>, StorageError>
+    readonly findIdentityByExternalId: (
+      workspaceId: string,
+      externalId: string
+    ) => Effect.Effect<Option.Option<Identity>, StorageError>
+    /** Enables or disables an identity; false when the workspace has no such identity. */
+    readonly setIdentityEnabled: (
+      workspaceId: string,
+      id: string,
+      enabled: boolean
+    ) => Effect.Effect<boolean, StorageError>
+    /** Stores a new key, with its first balance when it has credits; conflict when its id or hash exists. */
+    readonly insertKey: (key: Key, credits: Credits | undefined) => Effect.Effect<"created" | "conflict", StorageError>
+    /**
+     * Replaces a key's configuration (same id, workspace and hash), and its balance: `keep` it, set
+     * it, or `clear` it (a key without credits). False when the key no longer exists.
+     */
+    readonly replaceKey: (
+      key: Key,
+      credits: "keep" | "clear" | Credits
+    ) => Effect.Effect<boolean, StorageError>
+    /** The key whose secret hashes to `hash`, in any workspace. */
+    readonly findKeyByHash: (hash: string) => Effect.Effect<Option.Option<Key>, StorageError>
+    readonly getKey: (workspaceId: string, id: string) => Effect.Effect<Option.Option<Key>, StorageError>
+    /**
+     * A page of an api's keys in id order (ids sort by creation), after `after`, of one identity
+     * when `identityId` is given; and how many match.
+     */
+    readonly listKeys: (
+      workspaceId: string,
+      apiId: string,
+      page: { readonly after: string | undefined; readonly limit: number; readonly identityId?: string | undefined }
+    ) => Effect.Effect<{ readonly keys: ReadonlyArray<Key>; readonly total: number }, StorageError>
+    /** Deletes a key and its credits; false when the workspace has no such key. */
+    readonly deleteKey: (workspaceId: string, id: string) => Effect.Effect<boolean, StorageError>
+    /** A key's balance; none when it has no credits (or no longer exists). */
+    readonly getCredits: (keyId: string) => Effect.Effect<Option.Option<Credits>, StorageError>
+    /**
+     * Takes `cost` from a key's balance if it holds that much, in one atomic step, after refilling
+     * it when `refill` says a refill is due (a balance last refilled before `refill.since` is set
+     * to `refill.amount`, refilled at `now`). The balance afterwards, and whether `cost` was taken;
+     * none when the key has no credits. Not a catalog change: `revision` stays.
+     */
+    readonly spendCredits: (
+      keyId: string,
+      cost: number,
+      refill: { readonly since: number; readonly amount: number } | undefined,
+      now: number
+    ) => Effect.Effect<Option.Option<{ readonly spent: boolean; readonly remaining: number }>, StorageError>
+    /**
+     * Sets, increments or decrements (not below 0) a key's balance in one atomic step; none when
+     * the key has no credits.
+     */
+    readonly changeCredits: (
+      keyId: string,
+      op: "set" | "increment" | "decrement",
+      value: number
+    ) => Effect.Effect<Option.Option<Credits>, StorageError>
     /**
      * A number that changes whenever anything in the catalog may have changed (it may change more
      * often), read without I/O, so what was read from the catalog (root keys, namespaces) can be

@@ -2,6 +2,8 @@
  * The catalog half of the Storage port, in memory.
  */
 import type { Api } from "@keymeter/core/Api"
+import type { Credits, Key } from "@keymeter/core/Key"
+import { Identity } from "@keymeter/core/Key"
 import type { Namespace } from "@keymeter/core/Namespace"
 import { Override } from "@keymeter/core/Override"
 import { RootKey } from "@keymeter/core/RootKey"
@@ -21,7 +23,15 @@ export const make = () => {
   const namespaceNames = new Map<string, Map<string, string>>()
   /** namespace id → identifier → override */
   const overrides = new Map<string, Map<string, Override>>()
-  // Bumped by every write (see Catalog.revision).
+  const identities = new Map<string, Identity>()
+  /** workspace → external id → identity id */
+  const identityByExternal = new Map<string, Map<string, string>>()
+  const keys = new Map<string, Key>()
+  /** hash → key id */
+  const keysByHash = new Map<string, string>()
+  /** Balances, apart from the keys: spending credits is not a catalog change. */
+  const credits = new Map<string, Credits>()
+  // Bumped by every write but credits' (see Catalog.revision).
   let revision = 0
 
   const inWorkspace = <A extends { readonly workspaceId: string }>(value: A | undefined, workspaceId: string) =>
@@ -150,6 +160,106 @@ export const make = () => {
           .filter(([name]) => name.includes("*"))
           .map(([, id]) => namespaces.get(id)!)
       ),
+    ensureIdentity: (identity) =>
+      Effect.sync(() => {
+        const id = identityByExternal.get(identity.workspaceId)?.get(identity.externalId)
+        if (id !== undefined) return identities.get(id)!
+        revision++
+        let byExternal = identityByExternal.get(identity.workspaceId)
+        if (byExternal === undefined) identityByExternal.set(identity.workspaceId, byExternal = new Map())
+        byExternal.set(identity.externalId, identity.id)
+        identities.set(identity.id, identity)
+        return identity
+      }),
+    getIdentity: (workspaceId, id) => Effect.sync(() => inWorkspace(identities.get(id), workspaceId)),
+    findIdentityByExternalId: (workspaceId, externalId) =>
+      Effect.sync(() => {
+        const id = identityByExternal.get(workspaceId)?.get(externalId)
+        return id === undefined ? Option.none() : Option.some(identities.get(id)!)
+      }),
+    setIdentityEnabled: (workspaceId, id, enabled) =>
+      Effect.sync(() => {
+        const identity = identities.get(id)
+        if (identity === undefined || identity.workspaceId !== workspaceId) return false
+        revision++
+        identities.set(id, new Identity({ ...identity, enabled }))
+        return true
+      }),
+    insertKey: (key, balance) =>
+      Effect.sync(() => {
+        if (keys.has(key.id) || keysByHash.has(key.hash)) return "conflict" as const
+        revision++
+        keys.set(key.id, key)
+        keysByHash.set(key.hash, key.id)
+        if (balance !== undefined) credits.set(key.id, balance)
+        return "created" as const
+      }),
+    replaceKey: (key, balance) =>
+      Effect.sync(() => {
+        const existing = keys.get(key.id)
+        if (existing === undefined || existing.workspaceId !== key.workspaceId) return false
+        revision++
+        keys.set(key.id, key)
+        if (balance === "clear") credits.delete(key.id)
+        else if (balance !== "keep") credits.set(key.id, balance)
+        return true
+      }),
+    findKeyByHash: (hash) =>
+      Effect.sync(() => {
+        const id = keysByHash.get(hash)
+        return id === undefined ? Option.none() : Option.some(keys.get(id)!)
+      }),
+    getKey: (workspaceId, id) => Effect.sync(() => inWorkspace(keys.get(id), workspaceId)),
+    listKeys: (workspaceId, apiId, page) =>
+      Effect.sync(() => {
+        const matching = Array.from(keys.values())
+          .filter((key) =>
+            key.workspaceId === workspaceId && key.apiId === apiId &&
+            (page.identityId === undefined || key.identityId === page.identityId)
+          )
+          .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+        const after = page.after
+        return {
+          keys: matching.filter((key) => after === undefined || key.id > after).slice(0, page.limit),
+          total: matching.length
+        }
+      }),
+    deleteKey: (workspaceId, id) =>
+      Effect.sync(() => {
+        const key = keys.get(id)
+        if (key === undefined || key.workspaceId !== workspaceId) return false
+        revision++
+        keys.delete(id)
+        keysByHash.delete(key.hash)
+        credits.delete(id)
+        return true
+      }),
+    getCredits: (keyId) => Effect.sync(() => Option.fromNullable(credits.get(keyId))),
+    spendCredits: (keyId, cost, refill, now) =>
+      Effect.sync(() => {
+        let balance = credits.get(keyId)
+        if (balance === undefined) return Option.none()
+        if (refill !== undefined && balance.refilledAt < refill.since) {
+          balance = { remaining: refill.amount, refilledAt: now }
+        }
+        const spent = balance.remaining >= cost
+        if (spent) balance = { ...balance, remaining: balance.remaining - cost }
+        credits.set(keyId, balance)
+        return Option.some({ spent, remaining: balance.remaining })
+      }),
+    changeCredits: (keyId, op, value) =>
+      Effect.sync(() => {
+        const balance = credits.get(keyId)
+        if (balance === undefined) return Option.none()
+        const remaining = op === "set"
+          ? value
+          : op === "increment"
+          ? Math.min(Number.MAX_SAFE_INTEGER, balance.remaining + value)
+          : Math.max(0, balance.remaining - value)
+        const changed = { ...balance, remaining }
+        credits.set(keyId, changed)
+        return Option.some(changed)
+      }),
     revision: () => revision
   })
 }

@@ -21,8 +21,14 @@ const rollup = (table: string, dimensions: ReadonlyArray<string>) =>
 const statements = (sql: SqlClient.SqlClient, list: ReadonlyArray<string>) =>
   Effect.forEach(list, (statement) => sql.unsafe(statement), { discard: true })
 
-/** The tables of the catalog (the rest holds verifications). */
-const CATALOG_TABLES = ["workspaces", "root_keys", "apis", "namespaces", "overrides"] as const
+/** Triggers that move `catalog_version` on every write to `tables`. */
+const versioned = (tables: ReadonlyArray<string>) =>
+  tables.flatMap((table) =>
+    ["INSERT", "UPDATE", "DELETE"].map((event) =>
+      `CREATE TRIGGER ${table}_${event.toLowerCase()}_version AFTER ${event} ON ${table} ` +
+      "BEGIN UPDATE catalog_version SET n = n + 1; END"
+    )
+  )
 
 /** Every migration, by id. Ids only grow; a released migration never changes. */
 export const migrations = {
@@ -118,12 +124,49 @@ export const migrations = {
       statements(sql, [
         "CREATE TABLE catalog_version (id INTEGER PRIMARY KEY CHECK (id = 0), n INTEGER NOT NULL)",
         "INSERT INTO catalog_version (id, n) VALUES (0, 0)",
-        ...CATALOG_TABLES.flatMap((table) =>
-          ["INSERT", "UPDATE", "DELETE"].map((event) =>
-            `CREATE TRIGGER ${table}_${event.toLowerCase()}_version AFTER ${event} ON ${table} ` +
-            "BEGIN UPDATE catalog_version SET n = n + 1; END"
-          )
-        )
+        ...versioned(["workspaces", "root_keys", "apis", "namespaces", "overrides"])
+      ])
+  ),
+  // Keys keymeter issues, their end customers, and their credits. Balances live apart from the
+  // keys and move no catalog version: spending credits does not make servers forget keys.
+  "0006_keys": Effect.flatMap(
+    SqlClient.SqlClient,
+    (sql) =>
+      statements(sql, [
+        `CREATE TABLE identities (
+          id TEXT PRIMARY KEY,
+          workspace_id TEXT NOT NULL REFERENCES workspaces (id),
+          external_id TEXT NOT NULL,
+          enabled INTEGER NOT NULL,
+          created_at INTEGER NOT NULL,
+          UNIQUE (workspace_id, external_id)
+        ) WITHOUT ROWID`,
+        `CREATE TABLE keys (
+          id TEXT PRIMARY KEY,
+          workspace_id TEXT NOT NULL REFERENCES workspaces (id),
+          api_id TEXT NOT NULL,
+          hash TEXT NOT NULL UNIQUE,
+          start TEXT NOT NULL,
+          name TEXT,
+          meta TEXT,
+          permissions TEXT NOT NULL,
+          enabled INTEGER NOT NULL,
+          expires INTEGER,
+          credited INTEGER NOT NULL,
+          refill TEXT,
+          ratelimits TEXT NOT NULL,
+          identity_id TEXT REFERENCES identities (id),
+          created_at INTEGER NOT NULL,
+          updated_at INTEGER NOT NULL
+        ) WITHOUT ROWID`,
+        "CREATE INDEX keys_api ON keys (workspace_id, api_id, id)",
+        "CREATE INDEX keys_identity ON keys (identity_id, id)",
+        `CREATE TABLE key_credits (
+          key_id TEXT PRIMARY KEY REFERENCES keys (id) ON DELETE CASCADE,
+          remaining INTEGER NOT NULL,
+          refilled_at INTEGER NOT NULL
+        ) WITHOUT ROWID`,
+        ...versioned(["identities", "keys"])
       ])
   )
 } as const

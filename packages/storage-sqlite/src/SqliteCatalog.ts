@@ -6,6 +6,8 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import { Api } from "@keymeter/core/Api"
 import { StorageError } from "@keymeter/core/Errors"
+import type { KeyRatelimit, Refill } from "@keymeter/core/Key"
+import { Identity, Key } from "@keymeter/core/Key"
 import { Namespace } from "@keymeter/core/Namespace"
 import { Override } from "@keymeter/core/Override"
 import { RootKey } from "@keymeter/core/RootKey"
@@ -70,6 +72,82 @@ export const toOverride = (row: OverrideRow) =>
     createdAt: row.created_at,
     updatedAt: row.updated_at
   })
+
+interface IdentityRow {
+  readonly id: string
+  readonly workspace_id: string
+  readonly external_id: string
+  readonly enabled: number
+  readonly created_at: number
+}
+
+const toIdentity = (row: IdentityRow) =>
+  new Identity({
+    id: row.id,
+    workspaceId: row.workspace_id,
+    externalId: row.external_id,
+    enabled: row.enabled !== 0,
+    createdAt: row.created_at
+  })
+
+interface KeyRow {
+  readonly id: string
+  readonly workspace_id: string
+  readonly api_id: string
+  readonly hash: string
+  readonly start: string
+  readonly name: string | null
+  readonly meta: string | null
+  readonly permissions: string
+  readonly enabled: number
+  readonly expires: number | null
+  readonly credited: number
+  readonly refill: string | null
+  readonly ratelimits: string
+  readonly identity_id: string | null
+  readonly created_at: number
+  readonly updated_at: number
+}
+
+const toKey = (row: KeyRow) =>
+  new Key({
+    id: row.id,
+    workspaceId: row.workspace_id,
+    apiId: row.api_id,
+    hash: row.hash,
+    start: row.start,
+    ...(row.name !== null ? { name: row.name } : {}),
+    ...(row.meta !== null ? { meta: JSON.parse(row.meta) as Record<string, unknown> } : {}),
+    permissions: JSON.parse(row.permissions) as Array<string>,
+    enabled: row.enabled !== 0,
+    ...(row.expires !== null ? { expires: row.expires } : {}),
+    credited: row.credited !== 0,
+    ...(row.refill !== null ? { refill: JSON.parse(row.refill) as Refill } : {}),
+    ratelimits: JSON.parse(row.ratelimits) as Array<KeyRatelimit>,
+    ...(row.identity_id !== null ? { identityId: row.identity_id } : {}),
+    createdAt: row.created_at,
+    updatedAt: row.updated_at
+  }, { disableValidation: true })
+
+/** A key's columns, in the order of the `keys` table. */
+const keyValues = (key: Key) => ({
+  id: key.id,
+  workspace_id: key.workspaceId,
+  api_id: key.apiId,
+  hash: key.hash,
+  start: key.start,
+  name: key.name ?? null,
+  meta: key.meta !== undefined ? JSON.stringify(key.meta) : null,
+  permissions: JSON.stringify(key.permissions),
+  enabled: key.enabled ? 1 : 0,
+  expires: key.expires ?? null,
+  credited: key.credited ? 1 : 0,
+  refill: key.refill !== undefined ? JSON.stringify(key.refill) : null,
+  ratelimits: JSON.stringify(key.ratelimits),
+  identity_id: key.identityId ?? null,
+  created_at: key.createdAt,
+  updated_at: key.updatedAt
+})
 
 /** The catalog on the SqlClient in context (migrated). */
 export const make = Effect.gen(function*() {
@@ -212,6 +290,118 @@ export const make = Effect.gen(function*() {
         Effect.map(sql<OverrideRow>`SELECT * FROM overrides WHERE namespace_id = ${namespaceId}`, (rows) =>
           rows.map(toOverride))
       ),
+    ensureIdentity: (identity) =>
+      run(Effect.gen(function*() {
+        // One statement: concurrent creators of one external id leave exactly one identity.
+        yield* sql`INSERT INTO identities (id, workspace_id, external_id, enabled, created_at)
+          VALUES (${identity.id}, ${identity.workspaceId}, ${identity.externalId}, ${identity.enabled ? 1 : 0},
+            ${identity.createdAt})
+          ON CONFLICT (workspace_id, external_id) DO NOTHING`
+        const [row] = yield* sql<IdentityRow>`SELECT * FROM identities
+          WHERE workspace_id = ${identity.workspaceId} AND external_id = ${identity.externalId}`
+        return toIdentity(row!)
+      })),
+    getIdentity: (workspaceId, id) =>
+      run(Effect.map(
+        sql<IdentityRow>`SELECT * FROM identities WHERE id = ${id} AND workspace_id = ${workspaceId}`,
+        (rows) => Option.map(first(rows), toIdentity)
+      )),
+    findIdentityByExternalId: (workspaceId, externalId) =>
+      run(Effect.map(
+        sql<IdentityRow>`SELECT * FROM identities WHERE workspace_id = ${workspaceId} AND external_id = ${externalId}`,
+        (rows) => Option.map(first(rows), toIdentity)
+      )),
+    setIdentityEnabled: (workspaceId, id, enabled) =>
+      run(Effect.map(
+        sql<{ id: string }>`UPDATE identities SET enabled = ${enabled ? 1 : 0}
+          WHERE id = ${id} AND workspace_id = ${workspaceId} RETURNING id`,
+        (rows) => rows.length > 0
+      )),
+    insertKey: (key, credits) =>
+      run(sql.withTransaction(Effect.gen(function*() {
+        const inserted = yield* sql<{ id: string }>`INSERT INTO keys ${sql.insert(keyValues(key))}
+          ON CONFLICT DO NOTHING RETURNING id`
+        if (inserted.length === 0) return "conflict" as const
+        if (credits !== undefined) {
+          yield* sql`INSERT INTO key_credits (key_id, remaining, refilled_at)
+            VALUES (${key.id}, ${credits.remaining}, ${credits.refilledAt})`
+        }
+        return "created" as const
+      }))),
+    replaceKey: (key, credits) =>
+      run(sql.withTransaction(Effect.gen(function*() {
+        const { created_at: _, hash: __, id: ___, workspace_id: ____, ...values } = keyValues(key)
+        const updated = yield* sql<{ id: string }>`UPDATE keys SET ${sql.update(values)}
+          WHERE id = ${key.id} AND workspace_id = ${key.workspaceId} RETURNING id`
+        if (updated.length === 0) return false
+        if (credits === "clear") yield* sql`DELETE FROM key_credits WHERE key_id = ${key.id}`
+        else if (credits !== "keep") {
+          yield* sql`INSERT INTO key_credits (key_id, remaining, refilled_at)
+            VALUES (${key.id}, ${credits.remaining}, ${credits.refilledAt})
+            ON CONFLICT (key_id) DO UPDATE SET remaining = excluded.remaining, refilled_at = excluded.refilled_at`
+        }
+        return true
+      }))),
+    findKeyByHash: (hash) =>
+      run(Effect.map(sql<KeyRow>`SELECT * FROM keys WHERE hash = ${hash}`, (rows) => Option.map(first(rows), toKey))),
+    getKey: (workspaceId, id) =>
+      run(Effect.map(
+        sql<KeyRow>`SELECT * FROM keys WHERE id = ${id} AND workspace_id = ${workspaceId}`,
+        (rows) => Option.map(first(rows), toKey)
+      )),
+    listKeys: (workspaceId, apiId, page) =>
+      run(Effect.gen(function*() {
+        const identity = page.identityId === undefined ? sql`1 = 1` : sql`identity_id = ${page.identityId}`
+        const after = page.after === undefined ? sql`1 = 1` : sql`id > ${page.after}`
+        const rows = yield* sql<KeyRow>`SELECT * FROM keys
+          WHERE workspace_id = ${workspaceId} AND api_id = ${apiId} AND ${identity} AND ${after}
+          ORDER BY id LIMIT ${page.limit}`
+        const [count] = yield* sql<{ n: number }>`SELECT count(*) AS n FROM keys
+          WHERE workspace_id = ${workspaceId} AND api_id = ${apiId} AND ${identity}`
+        return { keys: rows.map(toKey), total: count!.n }
+      })),
+    deleteKey: (workspaceId, id) =>
+      run(Effect.map(
+        sql<{ id: string }>`DELETE FROM keys WHERE id = ${id} AND workspace_id = ${workspaceId} RETURNING id`,
+        (rows) => rows.length > 0
+      )),
+    getCredits: (keyId) =>
+      run(Effect.map(
+        sql<{ remaining: number; refilled_at: number }>`SELECT remaining, refilled_at FROM key_credits
+          WHERE key_id = ${keyId}`,
+        (rows) => Option.map(first(rows), (row) => ({ remaining: row.remaining, refilledAt: row.refilled_at }))
+      )),
+    spendCredits: (keyId, cost, refill, now) =>
+      // One transaction on the one connection: spends of a key never interleave.
+      run(sql.withTransaction(Effect.gen(function*() {
+        const [row] = yield* sql<{ remaining: number; refilled_at: number }>`SELECT remaining, refilled_at
+          FROM key_credits WHERE key_id = ${keyId}`
+        if (row === undefined) return Option.none()
+        const due = refill !== undefined && row.refilled_at < refill.since
+        const base = due ? refill.amount : row.remaining
+        const spent = base >= cost
+        const remaining = spent ? base - cost : base
+        if (due || (spent && cost > 0)) {
+          yield* sql`UPDATE key_credits SET remaining = ${remaining}, refilled_at = ${due ? now : row.refilled_at}
+            WHERE key_id = ${keyId}`
+        }
+        return Option.some({ spent, remaining })
+      }))),
+    changeCredits: (keyId, op, value) =>
+      run(Effect.map(
+        op === "set"
+          ? sql<{ remaining: number; refilled_at: number }>`UPDATE key_credits SET remaining = ${value}
+              WHERE key_id = ${keyId} RETURNING remaining, refilled_at`
+          : op === "increment"
+          ? sql<{ remaining: number; refilled_at: number }>`UPDATE key_credits
+              SET remaining = min(remaining + ${value}, ${Number.MAX_SAFE_INTEGER})
+              WHERE key_id = ${keyId} RETURNING remaining, refilled_at`
+          : sql<
+            { remaining: number; refilled_at: number }
+          >`UPDATE key_credits SET remaining = max(remaining - ${value}, 0)
+              WHERE key_id = ${keyId} RETURNING remaining, refilled_at`,
+        (rows) => Option.map(first(rows), (row) => ({ remaining: row.remaining, refilledAt: row.refilled_at }))
+      )),
     namespacePatterns: (workspaceId) =>
       run(Effect.map(
         sql<

@@ -8,6 +8,7 @@ import { Api } from "@keymeter/core/Api"
 import * as Apis from "@keymeter/core/Apis"
 import * as Auth from "@keymeter/core/Auth"
 import type * as Idempotency from "@keymeter/core/Idempotency"
+import { Identity, Key } from "@keymeter/core/Key"
 import * as Keymeter from "@keymeter/core/Keymeter"
 import { Namespace } from "@keymeter/core/Namespace"
 import * as Overrides from "@keymeter/core/Overrides"
@@ -566,6 +567,154 @@ export const conformance = (
         // Storing verifications is not a catalog change: what was remembered from it stays valid.
         yield* store([{ time: FROM, workspaceId: WS, apiId: "api_1", keyId: "k2", outcome: "valid", tags: ["t"] }])
         expect(catalogRevision?.()).toBe(catalogBefore)
+      })))
+
+    it.effect("keeps identities by external id per workspace, found or created once", () =>
+      run(Effect.gen(function*() {
+        const catalog = yield* Catalog
+        yield* seedCatalog
+        const identity = (id: string, workspaceId = WS, externalId = "user_42") =>
+          new Identity({ id, workspaceId, externalId, enabled: true, createdAt: 1 })
+        const first = yield* catalog.ensureIdentity(identity("id_1"))
+        expect(first.id).toBe("id_1")
+        // Concurrent creators of one external id end with one identity.
+        const all = yield* Effect.all(
+          Array.from({ length: 20 }, (_, i) => catalog.ensureIdentity(identity(`id_c${i}`, WS, "user_7"))),
+          { concurrency: "unbounded" }
+        )
+        expect(new Set(all.map((i) => i.id)).size).toBe(1)
+        expect((yield* catalog.ensureIdentity(identity("id_2"))).id).toBe("id_1")
+        expect((yield* catalog.ensureIdentity(identity("id_3", OTHER_WS))).id).toBe("id_3")
+        expect(Option.getOrThrow(yield* catalog.findIdentityByExternalId(WS, "user_42")).id).toBe("id_1")
+        expect(Option.isNone(yield* catalog.getIdentity(OTHER_WS, "id_1"))).toBe(true)
+        expect(yield* catalog.setIdentityEnabled(WS, "id_1", false)).toBe(true)
+        expect(Option.getOrThrow(yield* catalog.getIdentity(WS, "id_1")).enabled).toBe(false)
+        expect(yield* catalog.setIdentityEnabled(OTHER_WS, "id_1", true)).toBe(false)
+      })))
+
+    it.effect("stores keys by id and hash, replaces and deletes them, and pages an api's keys", () =>
+      run(Effect.gen(function*() {
+        const catalog = yield* Catalog
+        yield* seedCatalog
+        const identity = yield* catalog.ensureIdentity(
+          new Identity({ id: "id_k", workspaceId: WS, externalId: "cust", enabled: true, createdAt: 1 })
+        )
+        const key = (n: number, extra: Partial<Key> = {}) =>
+          new Key({
+            id: `key_${String(n).padStart(3, "0")}`,
+            workspaceId: WS,
+            apiId: "api_1",
+            hash: `hash_${n}`,
+            start: "sk_ab",
+            permissions: ["a"],
+            enabled: true,
+            credited: false,
+            ratelimits: [],
+            createdAt: n,
+            updatedAt: n,
+            ...extra
+          })
+        const revision = catalog.revision
+        const before = revision?.()
+        expect(yield* catalog.insertKey(key(1, { name: "one", meta: { plan: "pro", n: [1] } }), undefined))
+          .toBe("created")
+        if (revision !== undefined) expect(revision()).not.toBe(before)
+        expect(yield* catalog.insertKey(key(1, { hash: "other" }), undefined)).toBe("conflict")
+        expect(yield* catalog.insertKey(key(99, { hash: "hash_1" }), undefined)).toBe("conflict")
+        for (let n = 2; n <= 5; n++) {
+          yield* catalog.insertKey(
+            key(n, n % 2 === 0 ? { identityId: identity.id, credited: true } : {}),
+            n % 2 === 0 ? { remaining: 10 * n, refilledAt: n } : undefined
+          )
+        }
+        const found = Option.getOrThrow(yield* catalog.findKeyByHash("hash_1"))
+        expect(found).toEqual(key(1, { name: "one", meta: { plan: "pro", n: [1] } }))
+        expect(Option.isNone(yield* catalog.getKey(OTHER_WS, "key_001"))).toBe(true)
+        expect(Option.isNone(yield* catalog.findKeyByHash("hash_nope"))).toBe(true)
+        // Pages in id order, with the total; of one identity.
+        const page1 = yield* catalog.listKeys(WS, "api_1", { after: undefined, limit: 2 })
+        expect(page1.keys.map((k) => k.id)).toEqual(["key_001", "key_002"])
+        expect(page1.total).toBe(5)
+        const page2 = yield* catalog.listKeys(WS, "api_1", { after: "key_002", limit: 10 })
+        expect(page2.keys.map((k) => k.id)).toEqual(["key_003", "key_004", "key_005"])
+        const ofIdentity = yield* catalog.listKeys(WS, "api_1", { after: undefined, limit: 10, identityId: "id_k" })
+        expect(ofIdentity.keys.map((k) => k.id)).toEqual(["key_002", "key_004"])
+        expect(ofIdentity.total).toBe(2)
+        expect((yield* catalog.listKeys(WS, "api_2", { after: undefined, limit: 10 })).total).toBe(0)
+        // Replace: configuration, and the balance kept, set or cleared.
+        expect(yield* catalog.replaceKey(key(2, { identityId: "id_k", credited: true, enabled: false }), "keep"))
+          .toBe(true)
+        expect(Option.getOrThrow(yield* catalog.getKey(WS, "key_002")).enabled).toBe(false)
+        expect(Option.getOrThrow(yield* catalog.getCredits("key_002")).remaining).toBe(20)
+        yield* catalog.replaceKey(key(3, { credited: true }), { remaining: 7, refilledAt: 3 })
+        expect(Option.getOrThrow(yield* catalog.getCredits("key_003"))).toEqual({ remaining: 7, refilledAt: 3 })
+        yield* catalog.replaceKey(key(3), "clear")
+        expect(Option.isNone(yield* catalog.getCredits("key_003"))).toBe(true)
+        expect(yield* catalog.replaceKey(key(3, { workspaceId: OTHER_WS }), "keep")).toBe(false)
+        expect(yield* catalog.replaceKey(key(77), "keep")).toBe(false)
+        // Delete: the key, its hash and its credits.
+        expect(yield* catalog.deleteKey(OTHER_WS, "key_004")).toBe(false)
+        expect(yield* catalog.deleteKey(WS, "key_004")).toBe(true)
+        expect(yield* catalog.deleteKey(WS, "key_004")).toBe(false)
+        expect(Option.isNone(yield* catalog.findKeyByHash("hash_4"))).toBe(true)
+        expect(Option.isNone(yield* catalog.getCredits("key_004"))).toBe(true)
+      })))
+
+    it.effect("spends credits atomically: never below zero, refilled when due, and no catalog change", () =>
+      run(Effect.gen(function*() {
+        const catalog = yield* Catalog
+        yield* seedCatalog
+        const key = new Key({
+          id: "key_c",
+          workspaceId: WS,
+          apiId: "api_1",
+          hash: "hash_c",
+          start: "ab",
+          permissions: [],
+          enabled: true,
+          credited: true,
+          ratelimits: [],
+          createdAt: 1,
+          updatedAt: 1
+        })
+        yield* catalog.insertKey(key, { remaining: 50, refilledAt: 1 })
+        const revision = catalog.revision?.()
+        // 200 parallel spends of 1 on 50 credits: exactly 50 go through.
+        const spends = yield* Effect.all(
+          Array.from({ length: 200 }, () => catalog.spendCredits("key_c", 1, undefined, 2)),
+          { concurrency: "unbounded" }
+        )
+        expect(spends.filter((s) => Option.getOrThrow(s).spent)).toHaveLength(50)
+        expect(Option.getOrThrow(yield* catalog.getCredits("key_c")).remaining).toBe(0)
+        expect(catalog.revision?.()).toBe(revision)
+        // A cost over the balance takes nothing; cost 0 always passes.
+        yield* catalog.changeCredits("key_c", "set", 3)
+        expect(yield* catalog.spendCredits("key_c", 4, undefined, 3)).toEqual(
+          Option.some({ spent: false, remaining: 3 })
+        )
+        expect(yield* catalog.spendCredits("key_c", 0, undefined, 3)).toEqual(
+          Option.some({ spent: true, remaining: 3 })
+        )
+        expect(yield* catalog.spendCredits("key_c", 3, undefined, 3)).toEqual(
+          Option.some({ spent: true, remaining: 0 })
+        )
+        // A refill due (last refill before `since`) sets the balance first, then the cost is taken.
+        expect(yield* catalog.spendCredits("key_c", 2, { since: 1_000, amount: 10 }, 5_000))
+          .toEqual(Option.some({ spent: true, remaining: 8 }))
+        expect(Option.getOrThrow(yield* catalog.getCredits("key_c"))).toEqual({ remaining: 8, refilledAt: 5_000 })
+        // Not due again in the same period.
+        expect(yield* catalog.spendCredits("key_c", 1, { since: 1_000, amount: 10 }, 6_000))
+          .toEqual(Option.some({ spent: true, remaining: 7 }))
+        expect(yield* catalog.spendCredits("key_c", 20, { since: 9_000, amount: 10 }, 9_500))
+          .toEqual(Option.some({ spent: false, remaining: 10 }))
+        // Changes: set, increment, decrement not below 0.
+        expect(Option.getOrThrow(yield* catalog.changeCredits("key_c", "increment", 5)).remaining).toBe(15)
+        expect(Option.getOrThrow(yield* catalog.changeCredits("key_c", "decrement", 100)).remaining).toBe(0)
+        expect(Option.getOrThrow(yield* catalog.changeCredits("key_c", "set", 42)).remaining).toBe(42)
+        expect(catalog.revision?.()).toBe(revision)
+        // A key without credits has no balance to spend.
+        expect(Option.isNone(yield* catalog.spendCredits("key_none", 1, undefined, 1))).toBe(true)
+        expect(Option.isNone(yield* catalog.changeCredits("key_none", "set", 1))).toBe(true)
       })))
 
     it.effect("keeps catalog entries apart between workspaces", () =>

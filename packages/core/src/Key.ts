@@ -1,0 +1,271 @@
+/**
+ * API keys that keymeter issues and verifies: the stored key (its secret's hash, never the secret),
+ * its credits and per-key rate limits, the identity it belongs to, and the wire shapes of the
+ * `keys.*` routes.
+ */
+import * as Schema from "effect/Schema"
+import * as Crypto from "node:crypto"
+import { MAX_NAME_LENGTH } from "./Namespace.js"
+import { Duration } from "./Override.js"
+import { boundedString, expected } from "./Validation.js"
+
+/** An end customer of a workspace, shared by the keys created with its `externalId`. */
+export class Identity extends Schema.Class<Identity>("KeyIdentity")({
+  id: Schema.String,
+  workspaceId: Schema.String,
+  externalId: Schema.String,
+  /** A disabled identity's keys verify as UNAUTHORIZED. */
+  enabled: Schema.Boolean,
+  createdAt: Schema.Number
+}) {}
+
+/** How a key's credits are refilled: set back to `amount` each day, or each month on `refillDay`. */
+export const Refill = Schema.Struct({
+  interval: Schema.Literal("daily", "monthly"),
+  amount: Schema.Number,
+  refillDay: Schema.optional(Schema.Number)
+})
+export type Refill = Schema.Schema.Type<typeof Refill>
+
+/** A rate limit a key carries: `limit` requests per `duration` ms under the name `name`. */
+export const KeyRatelimit = Schema.Struct({
+  name: Schema.String,
+  limit: Schema.Number,
+  duration: Schema.Number,
+  autoApply: Schema.Boolean
+})
+export type KeyRatelimit = Schema.Schema.Type<typeof KeyRatelimit>
+
+/**
+ * A stored key. `remaining` is not here: credits change on every verification and are kept apart
+ * (see `Catalog.spendCredits`), so a key's configuration can be remembered while its balance moves.
+ */
+export class Key extends Schema.Class<Key>("Key")({
+  id: Schema.String,
+  workspaceId: Schema.String,
+  apiId: Schema.String,
+  /** SHA-256 of the secret, hex. */
+  hash: Schema.String,
+  /** The first characters of the secret, for people to recognise it. */
+  start: Schema.String,
+  name: Schema.optional(Schema.String),
+  meta: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Unknown })),
+  permissions: Schema.Array(Schema.String),
+  enabled: Schema.Boolean,
+  expires: Schema.optional(Schema.Number),
+  /** Whether the key has credits at all (its balance is read with them). */
+  credited: Schema.Boolean,
+  refill: Schema.optional(Refill),
+  ratelimits: Schema.Array(KeyRatelimit),
+  identityId: Schema.optional(Schema.String),
+  createdAt: Schema.Number,
+  updatedAt: Schema.Number
+}) {}
+
+/** A key's credits: its balance and when it was last refilled (unix ms; its creation before any). */
+export interface Credits {
+  readonly remaining: number
+  readonly refilledAt: number
+}
+
+// ---------------------------------------------------------------------------------------------
+// Secrets
+
+/** Shortest and longest random part of a secret, in bytes. */
+export const MIN_BYTE_LENGTH = 16
+export const MAX_BYTE_LENGTH = 255
+export const DEFAULT_BYTE_LENGTH = 16
+
+const BASE58 = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
+
+/** Base58 (Bitcoin's alphabet): no `0OIl`, nothing to escape in a header or a URL. */
+export const base58 = (bytes: Uint8Array): string => {
+  const digits: Array<number> = []
+  for (const byte of bytes) {
+    let carry = byte
+    for (let i = 0; i < digits.length; i++) {
+      carry += digits[i]! << 8
+      digits[i] = carry % 58
+      carry = (carry / 58) | 0
+    }
+    while (carry > 0) {
+      digits.push(carry % 58)
+      carry = (carry / 58) | 0
+    }
+  }
+  let out = ""
+  for (let i = 0; i < bytes.length && bytes[i] === 0; i++) out += "1"
+  for (let i = digits.length - 1; i >= 0; i--) out += BASE58[digits[i]!]
+  return out
+}
+
+/** A new secret: `prefix_` (when a prefix is given) and `byteLength` random bytes in base58. */
+export const generateSecret = (prefix: string | undefined, byteLength: number): string => {
+  const random = base58(Crypto.randomBytes(byteLength))
+  return prefix === undefined ? random : `${prefix}_${random}`
+}
+
+/** What a key's `start` shows of its secret: the prefix and 4 characters of the random part. */
+export const startOf = (secret: string, prefix: string | undefined): string =>
+  prefix === undefined ? secret.slice(0, 4) : secret.slice(0, prefix.length + 5)
+
+// ---------------------------------------------------------------------------------------------
+// Wire shapes
+
+/** Longest `meta`, as JSON text. */
+export const MAX_META_BYTES = 16 * 1024
+/** Most permissions and rate limits one key holds. */
+export const MAX_PERMISSIONS = 1000
+export const MAX_RATELIMITS = 50
+
+const Integer = (min: number, max: number, expectation: string) =>
+  expected(Schema.Number.pipe(Schema.int(), Schema.between(min, max)), expectation)
+
+const Meta = Schema.Record({ key: Schema.String, value: Schema.Unknown }).pipe(
+  Schema.filter((meta) =>
+    Buffer.byteLength(JSON.stringify(meta)) <= MAX_META_BYTES ||
+    `must be at most ${MAX_META_BYTES} bytes of JSON`
+  )
+)
+
+/** A limit name: a rate-limit namespace's name, so no `*` (that names patterns of overrides). */
+const RatelimitName = boundedString("a rate limit name", 1, MAX_NAME_LENGTH).pipe(
+  Schema.filter((name) => !name.includes("*") || "must not contain *")
+)
+
+const RatelimitInput = Schema.Struct({
+  name: RatelimitName,
+  limit: Integer(1, Number.MAX_SAFE_INTEGER, "must be an integer >= 1"),
+  duration: Duration,
+  autoApply: Schema.optional(expected(Schema.Boolean, "must be true or false"))
+})
+
+const RefillInput = Schema.Struct({
+  interval: expected(Schema.Literal("daily", "monthly"), "must be \"daily\" or \"monthly\""),
+  amount: Integer(1, Number.MAX_SAFE_INTEGER, "must be an integer >= 1"),
+  refillDay: Schema.optional(Integer(1, 31, "must be a day of the month from 1 to 31"))
+}).pipe(
+  Schema.filter((refill) =>
+    refill.refillDay === undefined || refill.interval === "monthly" ||
+    "refillDay: applies only to a monthly refill"
+  )
+)
+
+const CreditsInput = Schema.Struct({
+  remaining: Integer(0, Number.MAX_SAFE_INTEGER, "must be an integer >= 0"),
+  refill: Schema.optional(RefillInput)
+})
+
+const Permissions = Schema.Array(boundedString("a permission", 1, 512)).pipe(
+  Schema.maxItems(MAX_PERMISSIONS, { message: () => `must hold at most ${MAX_PERMISSIONS} permissions` })
+)
+
+const Ratelimits = Schema.Array(RatelimitInput).pipe(
+  Schema.maxItems(MAX_RATELIMITS, { message: () => `must hold at most ${MAX_RATELIMITS} rate limits` }),
+  Schema.filter((limits) =>
+    new Set(limits.map((l) => l.name)).size === limits.length || "must not name one rate limit twice"
+  )
+)
+
+const ApiId = boundedString("an api id", 1, 255)
+const KeyId = boundedString("a key id", 1, 255)
+const ExternalId = boundedString("an external id", 1, 255)
+/** Latest `expires`: the year 2100, so any time it is compared with stays exact. */
+const Expires = Integer(0, 4_102_444_800_000, "must be a time in unix milliseconds up to the year 2100")
+
+/** Body of `keys.createKey`. */
+export const CreateKeyInput = Schema.Struct({
+  apiId: ApiId,
+  name: Schema.optional(boundedString("a name", 1, 255)),
+  prefix: Schema.optional(
+    expected(
+      Schema.String.pipe(Schema.pattern(/^[a-zA-Z0-9]{1,16}$/)),
+      "must be 1 to 16 letters or digits"
+    )
+  ),
+  byteLength: Schema.optional(
+    Integer(MIN_BYTE_LENGTH, MAX_BYTE_LENGTH, `must be an integer from ${MIN_BYTE_LENGTH} to ${MAX_BYTE_LENGTH}`)
+  ),
+  externalId: Schema.optional(ExternalId),
+  meta: Schema.optional(Meta),
+  permissions: Schema.optional(Permissions),
+  enabled: Schema.optional(expected(Schema.Boolean, "must be true or false")),
+  expires: Schema.optional(Expires),
+  credits: Schema.optional(CreditsInput),
+  ratelimits: Schema.optional(Ratelimits)
+}).annotations({ identifier: "CreateKeyInput" })
+export type CreateKeyInput = Schema.Schema.Type<typeof CreateKeyInput>
+
+/** Body of `keys.updateKey`: the fields given change; `null` clears an optional one. */
+export const UpdateKeyInput = Schema.Struct({
+  keyId: KeyId,
+  name: Schema.optional(Schema.NullOr(boundedString("a name", 1, 255))),
+  externalId: Schema.optional(Schema.NullOr(ExternalId)),
+  meta: Schema.optional(Schema.NullOr(Meta)),
+  permissions: Schema.optional(Permissions),
+  enabled: Schema.optional(expected(Schema.Boolean, "must be true or false")),
+  expires: Schema.optional(Schema.NullOr(Expires)),
+  credits: Schema.optional(Schema.NullOr(CreditsInput)),
+  ratelimits: Schema.optional(Ratelimits)
+}).annotations({ identifier: "UpdateKeyInput" })
+export type UpdateKeyInput = Schema.Schema.Type<typeof UpdateKeyInput>
+
+/** Query of `keys.getKey`, body of `keys.deleteKey`. */
+export const KeyIdInput = Schema.Struct({ keyId: KeyId }).annotations({ identifier: "KeyIdInput" })
+
+/** Body of `keys.updateCredits`. */
+export const UpdateCreditsInput = Schema.Struct({
+  keyId: KeyId,
+  op: expected(Schema.Literal("set", "increment", "decrement"), "must be \"set\", \"increment\" or \"decrement\""),
+  value: Integer(0, Number.MAX_SAFE_INTEGER, "must be an integer >= 0")
+}).annotations({ identifier: "UpdateCreditsInput" })
+export type UpdateCreditsInput = Schema.Schema.Type<typeof UpdateCreditsInput>
+
+/** Largest page of `keys.listKeys`. */
+export const MAX_KEY_PAGE = 100
+
+/** Query of `keys.listKeys`. */
+export const ListKeysInput = Schema.Struct({
+  apiId: ApiId,
+  externalId: Schema.optional(ExternalId),
+  limit: Schema.optional(Integer(1, MAX_KEY_PAGE, `must be an integer from 1 to ${MAX_KEY_PAGE}`)),
+  cursor: Schema.optional(boundedString("a cursor", 1, 1024))
+}).annotations({ identifier: "ListKeysInput" })
+export type ListKeysInput = Schema.Schema.Type<typeof ListKeysInput>
+
+/** A key as the API answers it: never its secret or hash. */
+export const KeyView = Schema.Struct({
+  keyId: Schema.String,
+  apiId: Schema.String,
+  start: Schema.String,
+  name: Schema.optional(Schema.String),
+  meta: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Unknown })),
+  permissions: Schema.Array(Schema.String),
+  enabled: Schema.Boolean,
+  expires: Schema.optional(Schema.Number),
+  credits: Schema.optional(Schema.Struct({ remaining: Schema.Number, refill: Schema.optional(Refill) })),
+  ratelimits: Schema.Array(KeyRatelimit),
+  identity: Schema.optional(Schema.Struct({ id: Schema.String, externalId: Schema.String })),
+  createdAt: Schema.Number,
+  updatedAt: Schema.Number
+}).annotations({ identifier: "Key" })
+export type KeyView = Schema.Schema.Type<typeof KeyView>
+
+/** The API's view of a key, with its identity and balance. */
+export const toView = (key: Key, identity: Identity | undefined, credits: Credits | undefined): KeyView => ({
+  keyId: key.id,
+  apiId: key.apiId,
+  start: key.start,
+  ...(key.name !== undefined ? { name: key.name } : {}),
+  ...(key.meta !== undefined ? { meta: key.meta } : {}),
+  permissions: key.permissions,
+  enabled: key.enabled,
+  ...(key.expires !== undefined ? { expires: key.expires } : {}),
+  ...(key.credited
+    ? { credits: { remaining: credits?.remaining ?? 0, ...(key.refill !== undefined ? { refill: key.refill } : {}) } }
+    : {}),
+  ratelimits: key.ratelimits,
+  ...(identity !== undefined ? { identity: { id: identity.id, externalId: identity.externalId } } : {}),
+  createdAt: key.createdAt,
+  updatedAt: key.updatedAt
+})

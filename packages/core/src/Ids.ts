@@ -16,7 +16,9 @@ export const Prefix = {
   override: "rlor",
   rootKey: "rk",
   request: "req",
-  batch: "batch"
+  batch: "batch",
+  key: "key",
+  identity: "id"
 } as const
 
 let lastTime = -1

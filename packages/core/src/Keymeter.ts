@@ -6,12 +6,18 @@ import { Analytics } from "./Analytics.js"
 import { Apis } from "./Apis.js"
 import * as Auth from "./Auth.js"
 import { IdempotencyKeys } from "./IdempotencyKeys.js"
+import { Keys } from "./Keys.js"
 import { Overrides } from "./Overrides.js"
 import { RateLimiter } from "./RateLimiter.js"
+import { Recorder } from "./Recorder.js"
 import { Verifications } from "./Verifications.js"
 
-/** Analytics, Verifications, Overrides, RateLimiter, Apis, IdempotencyKeys and Auth over the Storage the caller provides. */
-export const layer = Layer.mergeAll(Analytics.Default, Verifications.Default, Apis.Default, RateLimiter.Default).pipe(
+/**
+ * Analytics, Verifications, Keys, Overrides, RateLimiter, Recorder, Apis, IdempotencyKeys and Auth
+ * over the Storage the caller provides.
+ */
+export const layer = Layer.mergeAll(Analytics.Default, Verifications.Default, Apis.Default, Keys.Default).pipe(
+  Layer.provideMerge(Layer.merge(RateLimiter.Default, Recorder.Default)),
   Layer.provideMerge(Overrides.Default),
   Layer.provideMerge(IdempotencyKeys.Default),
   Layer.provideMerge(Auth.layer)

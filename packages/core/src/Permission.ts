@@ -26,5 +26,10 @@ export const required = {
     "ratelimit.*.delete_override",
     `ratelimit.${namespaceId}.delete_override`
   ],
-  limit: (namespaceId: string) => ["ratelimit.*.limit", `ratelimit.${namespaceId}.limit`]
+  limit: (namespaceId: string) => ["ratelimit.*.limit", `ratelimit.${namespaceId}.limit`],
+  createKey: (apiId: string) => ["api.*.create_key", `api.${apiId}.create_key`],
+  verifyKey: (apiId: string) => ["api.*.verify_key", `api.${apiId}.verify_key`],
+  readKey: (apiId: string) => ["api.*.read_key", `api.${apiId}.read_key`],
+  updateKey: (apiId: string) => ["api.*.update_key", `api.${apiId}.update_key`],
+  deleteKey: (apiId: string) => ["api.*.delete_key", `api.${apiId}.delete_key`]
 } as const

@@ -12,6 +12,7 @@ import * as Ids from "./Ids.js"
 import { CatalogCache } from "./internal/CatalogCache.js"
 import { SlidingWindows } from "./internal/slidingWindow.js"
 import { MAX_NAME_LENGTH, Namespace } from "./Namespace.js"
+import type { Override } from "./Override.js"
 import { Duration, MAX_DURATION, MAX_IDENTIFIER_LENGTH, MIN_DURATION } from "./Override.js"
 import { Overrides, Unknown } from "./Overrides.js"
 import type { Principal } from "./Permission.js"
@@ -41,6 +42,16 @@ export const LimitResponse = Schema.Struct({
   reset: Schema.Number.annotations({ description: "unix ms when the oldest counted request leaves the window" }),
   overrideId: Schema.optional(Schema.String)
 }).annotations({ identifier: "LimitResponse" })
+
+/** One limit of a {@link RateLimiter} `takeAll` call, as a verification answers it. */
+export interface TakenLimit {
+  readonly name: string
+  readonly limit: number
+  readonly remaining: number
+  readonly reset: number
+  readonly exceeded: boolean
+  readonly overrideId?: string
+}
 
 /** An answer of {@link RateLimiter}. */
 export type LimitResponse = Schema.Schema.Type<typeof LimitResponse>
@@ -161,6 +172,79 @@ export class RateLimiter extends Effect.Service<RateLimiter>()("@keymeter/core/R
       }
     }
 
-    return { limit, limitNow } as const
+    /**
+     * Takes several limits of one call together, in the workspace's namespaces by name (created on
+     * first use), each under its identifier and with the override that resolves for it: all are
+     * taken, or, when any is exceeded, none (what was taken is given back). `refund` gives all back
+     * later (the call was refused for another reason). No permission is checked: the caller did.
+     */
+    const takeAll = (
+      workspaceId: string,
+      requests: ReadonlyArray<{
+        readonly name: string
+        readonly identifier: string
+        readonly limit: number
+        readonly duration: number
+        readonly cost: number
+      }>
+    ) =>
+      Effect.gen(function*() {
+        const resolved: Array<{
+          readonly request: typeof requests[number]
+          readonly key: string
+          readonly override: Override | undefined
+        }> = []
+        for (const request of requests) {
+          const namespace = yield* namespaceNamed(workspaceId, request.name)
+          const override = yield* overrides.resolve(namespace, request.identifier)
+          resolved.push({ request, key: `${namespace.id}\u0000${request.identifier}`, override })
+        }
+        const now = yield* Clock.currentTimeMillis
+        const results: Array<TakenLimit> = []
+        const taken: Array<{ readonly key: string; readonly cost: number }> = []
+        for (const { key, override, request } of resolved) {
+          const applied = override ?? request
+          const decision = windows.take(key, now, applied.limit, applied.duration, request.cost)
+          if (decision.success) taken.push({ key, cost: request.cost })
+          results.push({
+            name: request.name,
+            limit: applied.limit,
+            remaining: decision.remaining,
+            reset: decision.reset,
+            exceeded: !decision.success,
+            ...(override !== undefined ? { overrideId: override.id } : {})
+          })
+        }
+        let refunded = false
+        /** Gives back what was taken (once); the results as they then stand. */
+        const refund = (): ReadonlyArray<TakenLimit> => {
+          if (!refunded) {
+            refunded = true
+            for (const { cost, key } of taken) windows.refund(key, now, cost)
+          }
+          return results.map((result, i) =>
+            result.exceeded
+              ? result
+              : { ...result, remaining: Math.min(result.limit, result.remaining + resolved[i]!.request.cost) }
+          )
+        }
+        const allowed = results.every((result) => !result.exceeded)
+        return allowed ? { allowed, results, refund } : { allowed, results: refund(), refund: () => results }
+      })
+
+    /** The namespace of the workspace named `name`, created on first use. */
+    const namespaceNamed = (workspaceId: string, name: string) =>
+      Effect.gen(function*() {
+        const found = yield* namespaces.get(
+          `${workspaceId}\u0000${name}`,
+          catalog.findNamespaceByName(workspaceId, name)
+        )
+        if (found._tag === "Some") return found.value
+        return yield* catalog.ensureNamespace(
+          new Namespace({ id: Ids.make(Ids.Prefix.namespace, yield* Clock.currentTimeMillis), workspaceId, name })
+        )
+      })
+
+    return { limit, limitNow, takeAll } as const
   })
 }) {}

@@ -64,6 +64,20 @@ export class SlidingWindows {
     return { success, remaining: Math.max(0, limit - log.used), reset: oldest + duration }
   }
 
+  /**
+   * Gives back `cost` that {@link take} took for `key` at `now` (the same call's time): for a
+   * call that took several limits and then had to refuse all the same.
+   */
+  refund(key: string, now: number, cost: number): void {
+    const log = this.logs.get(key)
+    if (log === undefined || cost <= 0) return
+    const last = log.times.length - 1
+    if (last < log.head || log.times[last] !== now) return
+    const back = Math.min(cost, log.costs[last]!)
+    log.costs[last]! -= back
+    log.used -= back
+  }
+
   /** Drops the logs that hold nothing that can still count. */
   sweep(now: number): void {
     for (const [key, log] of this.logs) if (log.idleAfter <= now) this.logs.delete(key)

@@ -1,0 +1,441 @@
+/**
+ * Keys keymeter issues and verifies: create, read, list, update, delete, change credits, and
+ * verify — which decides one of the nine outcomes, takes the key's rate limits (which overrides
+ * govern) and credits together or not at all, and records the verification.
+ *
+ * The order of checks of `verify`, first failure wins:
+ *   1. NOT_FOUND: no key has this secret (never created, or deleted);
+ *   2. FORBIDDEN: the key is another workspace's, or another api's than the `apiId` asked;
+ *   3. UNAUTHORIZED: the key's identity is disabled;
+ *   4. DISABLED: the key is disabled;
+ *   5. EXPIRED: its `expires` is not after now;
+ *   6. INSUFFICIENT_PERMISSIONS: its permissions do not satisfy the request's query;
+ *   7. RATE_LIMITED: one of its auto-applied or requested limits is exceeded (nothing is taken);
+ *   8. USAGE_EXCEEDED: its credits are below the cost (nothing is spent, the limits are given back);
+ *   9. VALID.
+ */
+import * as Clock from "effect/Clock"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
+import * as Crypto from "node:crypto"
+import { Auth } from "./Auth.js"
+import { NotFound, ValidationError } from "./Errors.js"
+import * as Ids from "./Ids.js"
+import { CatalogCache } from "./internal/CatalogCache.js"
+import type { Credits, KeyView, Refill } from "./Key.js"
+import * as KeyModel from "./Key.js"
+import { Identity, Key } from "./Key.js"
+import type { Principal } from "./Permission.js"
+import * as Permission from "./Permission.js"
+import { PermissionQuery, satisfies } from "./PermissionQuery.js"
+import type { TakenLimit } from "./RateLimiter.js"
+import { RateLimiter } from "./RateLimiter.js"
+import { Recorder } from "./Recorder.js"
+import { Catalog } from "./Storage.js"
+import * as Time from "./Time.js"
+import * as Validation from "./Validation.js"
+import type { Outcome } from "./Verification.js"
+import * as Verification from "./Verification.js"
+
+/** The codes of a verification, in the order they are checked (VALID last). */
+export const Codes = [
+  "NOT_FOUND",
+  "FORBIDDEN",
+  "UNAUTHORIZED",
+  "DISABLED",
+  "EXPIRED",
+  "INSUFFICIENT_PERMISSIONS",
+  "RATE_LIMITED",
+  "USAGE_EXCEEDED",
+  "VALID"
+] as const
+export type Code = typeof Codes[number]
+
+/** The analytics outcome each code is recorded as. */
+export const outcomeOf: Record<Code, Outcome> = {
+  NOT_FOUND: "notFound",
+  FORBIDDEN: "forbidden",
+  UNAUTHORIZED: "unauthorized",
+  DISABLED: "disabled",
+  EXPIRED: "expired",
+  INSUFFICIENT_PERMISSIONS: "insufficientPermissions",
+  RATE_LIMITED: "rateLimited",
+  USAGE_EXCEEDED: "usageExceeded",
+  VALID: "valid"
+}
+
+/** The key id a verification of an unknown secret is recorded under (with the api it named). */
+export const UNKNOWN_KEY_ID = "unknown"
+
+/** Longest secret a verification accepts. */
+export const MAX_SECRET_LENGTH = 1024
+
+/** Body of `keys.verifyKey`. */
+export const VerifyKeyInput = Schema.Struct({
+  key: Validation.boundedString("a key", 1, MAX_SECRET_LENGTH),
+  apiId: Schema.optional(Verification.Id),
+  permissions: Schema.optional(PermissionQuery),
+  credits: Schema.optional(Schema.Struct({
+    cost: Validation.expected(
+      Schema.Number.pipe(Schema.int(), Schema.between(0, Number.MAX_SAFE_INTEGER)),
+      "must be an integer >= 0"
+    )
+  })),
+  ratelimits: Schema.optional(
+    Schema.Array(Schema.Struct({
+      name: Validation.boundedString("a rate limit name", 1, 255),
+      cost: Schema.optional(Validation.expected(
+        Schema.Number.pipe(Schema.int(), Schema.between(0, Number.MAX_SAFE_INTEGER)),
+        "must be an integer >= 0"
+      ))
+    })).pipe(Schema.maxItems(KeyModel.MAX_RATELIMITS))
+  ),
+  tags: Schema.optional(Schema.Array(Verification.Tag).pipe(Schema.maxItems(Verification.MAX_TAGS)))
+}).annotations({ identifier: "VerifyKeyInput" })
+
+/** Answer of `keys.verifyKey`. */
+export interface VerifyKeyResponse {
+  readonly valid: boolean
+  readonly code: Code
+  readonly keyId?: string
+  readonly name?: string
+  readonly meta?: Record<string, unknown>
+  readonly expires?: number
+  readonly credits?: { readonly remaining: number }
+  readonly ratelimits?: ReadonlyArray<TakenLimit>
+  readonly permissions?: ReadonlyArray<string>
+  readonly enabled?: boolean
+  readonly identity?: { readonly id: string; readonly externalId: string }
+}
+
+/** How a verification is recorded. */
+export interface VerifyOptions {
+  /** Answer only once the verification's event is stored (default: it is stored in the background). */
+  readonly durable?: boolean | undefined
+}
+
+/** The time from which a refill is due: the start of the current day, or of the month's refill day. */
+export const refillSince = (refill: Refill, now: number): number => {
+  if (refill.interval === "daily") return Time.truncateToDay(now)
+  const day = refill.refillDay ?? 1
+  const date = new Date(now)
+  const at = (year: number, month: number) => {
+    const days = new Date(Date.UTC(year, month + 1, 0)).getUTCDate()
+    return Date.UTC(year, month, Math.min(day, days))
+  }
+  const thisMonth = at(date.getUTCFullYear(), date.getUTCMonth())
+  return now >= thisMonth ? thisMonth : at(date.getUTCFullYear(), date.getUTCMonth() - 1)
+}
+
+const answer = (response: VerifyKeyResponse): VerifyKeyResponse => response
+
+const hashOf = (secret: string): string => Crypto.createHash("sha256").update(secret, "utf8").digest("hex")
+
+/** Issues, manages and verifies keys in the caller's workspace. */
+export class Keys extends Effect.Service<Keys>()("@keymeter/core/Keys", {
+  effect: Effect.gen(function*() {
+    const catalog = yield* Catalog
+    const auth = yield* Auth
+    const limiter = yield* RateLimiter
+    const recorder = yield* Recorder
+    const decodeCreate = Validation.decode(KeyModel.CreateKeyInput)
+    const decodeUpdate = Validation.decode(KeyModel.UpdateKeyInput)
+    const decodeKeyId = Validation.decode(KeyModel.KeyIdInput)
+    const decodeList = Validation.decode(KeyModel.ListKeysInput)
+    const decodeCredits = Validation.decode(KeyModel.UpdateCreditsInput)
+    const decodeVerify = Validation.decode(VerifyKeyInput)
+    // Keys by hash (unknown hashes too) and identities, remembered while the catalog holds.
+    const byHash = new CatalogCache<Option.Option<Key>>(catalog.revision)
+    const identities = new CatalogCache<Option.Option<Identity>>(catalog.revision)
+
+    const requireApi = (principal: Principal, apiId: string) =>
+      Effect.flatMap(catalog.getApi(principal.workspaceId, apiId), (api) =>
+        Option.isNone(api)
+          ? Effect.fail(new NotFound({ message: `apiId: no api ${JSON.stringify(apiId)} in this workspace` }))
+          : Effect.void)
+
+    const identityFor = (workspaceId: string, externalId: string, now: number) =>
+      catalog.ensureIdentity(
+        new Identity({ id: Ids.make(Ids.Prefix.identity, now), workspaceId, externalId, enabled: true, createdAt: now })
+      )
+
+    const identityOf = (key: Key) =>
+      key.identityId === undefined
+        ? Effect.succeed(undefined)
+        : Effect.map(
+          identities.get(key.identityId, catalog.getIdentity(key.workspaceId, key.identityId)),
+          Option.getOrUndefined
+        )
+
+    /** The key `keyId` of the caller's workspace, after checking `permission` on its api. */
+    const keyFor = (principal: Principal, keyId: string, permission: (apiId: string) => ReadonlyArray<string>) =>
+      Effect.gen(function*() {
+        const key = yield* catalog.getKey(principal.workspaceId, keyId)
+        if (Option.isNone(key)) {
+          return yield* new NotFound({ message: `keyId: no key ${JSON.stringify(keyId)} in this workspace` })
+        }
+        yield* auth.authorize(principal, permission(key.value.apiId))
+        return key.value
+      })
+
+    const view = (key: Key) =>
+      Effect.gen(function*() {
+        const identity = yield* identityOf(key)
+        const credits = key.credited ? Option.getOrUndefined(yield* catalog.getCredits(key.id)) : undefined
+        return KeyModel.toView(key, identity, credits)
+      })
+
+    /** Creates a key; its secret is in the answer and nowhere else, ever. */
+    const create = (principal: Principal, input: unknown) =>
+      Effect.gen(function*() {
+        const request = yield* decodeCreate(input)
+        yield* auth.authorize(principal, Permission.required.createKey(request.apiId))
+        yield* requireApi(principal, request.apiId)
+        const now = yield* Clock.currentTimeMillis
+        const identity = request.externalId === undefined
+          ? undefined
+          : yield* identityFor(principal.workspaceId, request.externalId, now)
+        const secret = KeyModel.generateSecret(request.prefix, request.byteLength ?? KeyModel.DEFAULT_BYTE_LENGTH)
+        const key = new Key({
+          id: Ids.make(Ids.Prefix.key, now),
+          workspaceId: principal.workspaceId,
+          apiId: request.apiId,
+          hash: hashOf(secret),
+          start: KeyModel.startOf(secret, request.prefix),
+          ...(request.name !== undefined ? { name: request.name } : {}),
+          ...(request.meta !== undefined ? { meta: request.meta } : {}),
+          permissions: request.permissions ?? [],
+          enabled: request.enabled ?? true,
+          ...(request.expires !== undefined ? { expires: request.expires } : {}),
+          credited: request.credits !== undefined,
+          ...(request.credits?.refill !== undefined ? { refill: request.credits.refill } : {}),
+          ratelimits: (request.ratelimits ?? []).map((limit) => ({ ...limit, autoApply: limit.autoApply ?? false })),
+          ...(identity !== undefined ? { identityId: identity.id } : {}),
+          createdAt: now,
+          updatedAt: now
+        })
+        const credits: Credits | undefined = request.credits === undefined
+          ? undefined
+          : { remaining: request.credits.remaining, refilledAt: now }
+        const created = yield* catalog.insertKey(key, credits)
+        // A collision of 128 random bits or more: astronomically unlikely, and refused rather than overwritten.
+        if (created === "conflict") return yield* Effect.die(new Error("a new key collided with an existing one"))
+        return { keyId: key.id, key: secret }
+      }).pipe(Effect.withSpan("Keys.create"))
+
+    const get = (principal: Principal, input: unknown) =>
+      Effect.gen(function*() {
+        const { keyId } = yield* decodeKeyId(input)
+        return yield* view(yield* keyFor(principal, keyId, Permission.required.readKey))
+      }).pipe(Effect.withSpan("Keys.get"))
+
+    const list = (principal: Principal, input: unknown) =>
+      Effect.gen(function*() {
+        const request = yield* decodeList(input)
+        yield* auth.authorize(principal, Permission.required.readKey(request.apiId))
+        yield* requireApi(principal, request.apiId)
+        const after = request.cursor === undefined ? undefined : Cursor.decode(request.cursor, request.apiId)
+        if (after === null) {
+          return yield* new ValidationError({ message: "cursor: is not a cursor this api's listKeys returned" })
+        }
+        const limit = request.limit ?? KeyModel.MAX_KEY_PAGE
+        let identityId: string | undefined
+        if (request.externalId !== undefined) {
+          const identity = yield* catalog.findIdentityByExternalId(principal.workspaceId, request.externalId)
+          if (Option.isNone(identity)) return { keys: [] as Array<KeyView>, total: 0 }
+          identityId = identity.value.id
+        }
+        const page = yield* catalog.listKeys(principal.workspaceId, request.apiId, {
+          after,
+          limit: limit + 1,
+          identityId
+        })
+        const keys = page.keys.slice(0, limit)
+        return {
+          keys: yield* Effect.forEach(keys, view),
+          total: page.total,
+          ...(page.keys.length > limit ? { cursor: Cursor.encode(request.apiId, keys[keys.length - 1]!.id) } : {})
+        }
+      }).pipe(Effect.withSpan("Keys.list"))
+
+    const update = (principal: Principal, input: unknown) =>
+      Effect.gen(function*() {
+        const request = yield* decodeUpdate(input)
+        const key = yield* keyFor(principal, request.keyId, Permission.required.updateKey)
+        const now = yield* Clock.currentTimeMillis
+        let identityId = key.identityId
+        if (request.externalId === null) identityId = undefined
+        else if (request.externalId !== undefined) {
+          identityId = (yield* identityFor(principal.workspaceId, request.externalId, now)).id
+        }
+        const fields: Record<string, unknown> = { ...key, updatedAt: now }
+        const set = (name: string, value: unknown) => {
+          if (value === null) delete fields[name]
+          else if (value !== undefined) fields[name] = value
+        }
+        set("name", request.name)
+        set("meta", request.meta)
+        set("permissions", request.permissions)
+        set("enabled", request.enabled)
+        set("expires", request.expires)
+        if (request.ratelimits !== undefined) {
+          fields.ratelimits = request.ratelimits.map((limit) => ({ ...limit, autoApply: limit.autoApply ?? false }))
+        }
+        if (identityId === undefined) delete fields.identityId
+        else fields.identityId = identityId
+        let credits: "keep" | "clear" | Credits = "keep"
+        if (request.credits === null) {
+          fields.credited = false
+          delete fields.refill
+          credits = "clear"
+        } else if (request.credits !== undefined) {
+          fields.credited = true
+          if (request.credits.refill === undefined) delete fields.refill
+          else fields.refill = request.credits.refill
+          credits = { remaining: request.credits.remaining, refilledAt: now }
+        }
+        const updated = new Key(fields as ConstructorParameters<typeof Key>[0])
+        if (!(yield* catalog.replaceKey(updated, credits))) {
+          return yield* new NotFound({ message: `keyId: no key ${JSON.stringify(request.keyId)} in this workspace` })
+        }
+        return yield* view(updated)
+      }).pipe(Effect.withSpan("Keys.update"))
+
+    const remove = (principal: Principal, input: unknown) =>
+      Effect.gen(function*() {
+        const { keyId } = yield* decodeKeyId(input)
+        yield* keyFor(principal, keyId, Permission.required.deleteKey)
+        if (!(yield* catalog.deleteKey(principal.workspaceId, keyId))) {
+          return yield* new NotFound({ message: `keyId: no key ${JSON.stringify(keyId)} in this workspace` })
+        }
+        return {}
+      }).pipe(Effect.withSpan("Keys.delete"))
+
+    const updateCredits = (principal: Principal, input: unknown) =>
+      Effect.gen(function*() {
+        const request = yield* decodeCredits(input)
+        yield* keyFor(principal, request.keyId, Permission.required.updateKey)
+        const changed = yield* catalog.changeCredits(request.keyId, request.op, request.value)
+        if (Option.isNone(changed)) {
+          return yield* new ValidationError({
+            message: `keyId: key ${JSON.stringify(request.keyId)} has no credits; give it some with updateKey`
+          })
+        }
+        return { remaining: changed.value.remaining }
+      }).pipe(Effect.withSpan("Keys.updateCredits"))
+
+    /** Verifies a key and records the verification; see the module's order of checks. */
+    const verify = (principal: Principal, input: unknown, options: VerifyOptions = {}) =>
+      Effect.gen(function*() {
+        const request = yield* decodeVerify(input)
+        if (request.apiId !== undefined) {
+          yield* auth.authorize(principal, Permission.required.verifyKey(request.apiId))
+          yield* requireApi(principal, request.apiId)
+        }
+        const now = yield* Clock.currentTimeMillis
+        const hash = hashOf(request.key)
+        const found = yield* byHash.get(hash, catalog.findKeyByHash(hash))
+        const record = (apiId: string, keyId: string, code: Code, identity?: Identity) =>
+          recorder.record(
+            Verification.make({
+              time: now,
+              workspaceId: principal.workspaceId,
+              apiId,
+              keyId,
+              outcome: outcomeOf[code],
+              identity: identity === undefined ? undefined : { id: identity.id, externalId: identity.externalId },
+              tags: request.tags
+            }),
+            options.durable ?? false
+          )
+        // Keys of nowhere the caller may see: counted under the api it named, if any.
+        if (Option.isNone(found) || found.value.workspaceId !== principal.workspaceId) {
+          const code: Code = Option.isNone(found) ? "NOT_FOUND" : "FORBIDDEN"
+          if (request.apiId !== undefined) yield* record(request.apiId, UNKNOWN_KEY_ID, code)
+          return answer({ valid: false, code })
+        }
+        const key = found.value
+        if (request.apiId === undefined) yield* auth.authorize(principal, Permission.required.verifyKey(key.apiId))
+        // Requested limits must be the key's own: an unknown name is the caller's mistake.
+        const requested = new Map<string, number>()
+        for (const [i, limit] of (request.ratelimits ?? []).entries()) {
+          if (!key.ratelimits.some((own) => own.name === limit.name)) {
+            return yield* new ValidationError({
+              message: `ratelimits[${i}].name: the key has no rate limit named ${JSON.stringify(limit.name)}`
+            })
+          }
+          requested.set(limit.name, limit.cost ?? 1)
+        }
+        const identity = yield* identityOf(key)
+        let code: Code = "VALID"
+        let limits: ReadonlyArray<TakenLimit> | undefined
+        let remaining: number | undefined
+        if (request.apiId !== undefined && request.apiId !== key.apiId) code = "FORBIDDEN"
+        else if (identity !== undefined && !identity.enabled) code = "UNAUTHORIZED"
+        else if (!key.enabled) code = "DISABLED"
+        else if (key.expires !== undefined && key.expires <= now) code = "EXPIRED"
+        else if (request.permissions !== undefined && !satisfies(key.permissions, request.permissions)) {
+          code = "INSUFFICIENT_PERMISSIONS"
+        } else {
+          const checked = key.ratelimits.filter((limit) => limit.autoApply || requested.has(limit.name))
+          const taken = yield* limiter.takeAll(
+            key.workspaceId,
+            checked.map((limit) => ({
+              name: limit.name,
+              identifier: identity?.externalId ?? key.id,
+              limit: limit.limit,
+              duration: limit.duration,
+              cost: requested.get(limit.name) ?? 1
+            }))
+          )
+          limits = taken.results
+          if (!taken.allowed) code = "RATE_LIMITED"
+          else if (key.credited) {
+            const spend = yield* catalog.spendCredits(
+              key.id,
+              request.credits?.cost ?? 1,
+              key.refill === undefined ? undefined : { since: refillSince(key.refill, now), amount: key.refill.amount },
+              now
+            ).pipe(Effect.tapError(() => Effect.sync(taken.refund)))
+            remaining = Option.getOrUndefined(spend)?.remaining
+            if (Option.isSome(spend) && !spend.value.spent) {
+              limits = taken.refund()
+              code = "USAGE_EXCEEDED"
+            }
+          }
+        }
+        if (key.credited && remaining === undefined) {
+          remaining = Option.getOrUndefined(yield* catalog.getCredits(key.id))?.remaining
+        }
+        yield* record(key.apiId, key.id, code, identity)
+        return answer({
+          valid: code === "VALID",
+          code,
+          keyId: key.id,
+          ...(key.name !== undefined ? { name: key.name } : {}),
+          ...(key.meta !== undefined ? { meta: key.meta } : {}),
+          ...(key.expires !== undefined ? { expires: key.expires } : {}),
+          ...(remaining !== undefined ? { credits: { remaining } } : {}),
+          ...(limits !== undefined && limits.length > 0 ? { ratelimits: limits } : {}),
+          permissions: key.permissions,
+          enabled: key.enabled,
+          ...(identity !== undefined ? { identity: { id: identity.id, externalId: identity.externalId } } : {})
+        })
+      }).pipe(Effect.withSpan("Keys.verify"))
+
+    return { create, get, list, update, delete: remove, updateCredits, verify } as const
+  })
+}) {}
+
+/** listKeys cursors: opaque, and bound to the api they page. */
+const Cursor = {
+  encode: (apiId: string, after: string): string => Buffer.from(`${apiId}\u0000${after}`, "utf8").toString("base64url"),
+  /** The last key id of the page before; null when the cursor is not one this api's listing gave. */
+  decode: (text: string, apiId: string): string | null => {
+    const [forApi, after, ...rest] = Buffer.from(text, "base64url").toString("utf8").split("\u0000")
+    return rest.length === 0 && forApi === apiId && after !== undefined && /^key_[0-9A-Z]{26}$/.test(after)
+      ? after
+      : null
+  }
+}

@@ -1,0 +1,58 @@
+/**
+ * What a verification asks of a key's permissions: one permission, or `{and: [...]}` / `{or: [...]}`
+ * of queries, nested. Matching is exact: a key's permission strings are its customer's own.
+ */
+import * as Schema from "effect/Schema"
+import { boundedString } from "./Validation.js"
+
+export type PermissionQuery =
+  | string
+  | { readonly and: ReadonlyArray<PermissionQuery> }
+  | { readonly or: ReadonlyArray<PermissionQuery> }
+
+/** Deepest nesting and most permissions one query may hold. */
+export const MAX_DEPTH = 8
+export const MAX_TERMS = 100
+
+const depthAndTerms = (query: PermissionQuery): { readonly depth: number; readonly terms: number } => {
+  if (typeof query === "string") return { depth: 0, terms: 1 }
+  const parts = "and" in query ? query.and : query.or
+  let depth = 0
+  let terms = 0
+  for (const part of parts) {
+    const inner = depthAndTerms(part)
+    depth = Math.max(depth, inner.depth)
+    terms += inner.terms
+  }
+  return { depth: depth + 1, terms }
+}
+
+const Permission = boundedString("a permission", 1, 512)
+
+const Node: Schema.Schema<PermissionQuery> = Schema.Union(
+  Permission,
+  Schema.Struct({ and: Schema.Array(Schema.suspend(() => Node)).pipe(Schema.minItems(1)) }),
+  Schema.Struct({ or: Schema.Array(Schema.suspend(() => Node)).pipe(Schema.minItems(1)) })
+).annotations({
+  message: () => "must be a permission, or {\"and\": [...]} or {\"or\": [...]} of them"
+})
+
+/** A permission query, bounded in depth and size. */
+export const PermissionQuery = Node.pipe(
+  Schema.filter((query) => {
+    const { depth, terms } = depthAndTerms(query)
+    return depth > MAX_DEPTH
+      ? `must nest at most ${MAX_DEPTH} levels`
+      : terms > MAX_TERMS
+      ? `must hold at most ${MAX_TERMS} permissions`
+      : true
+  })
+)
+
+/** True when `permissions` satisfy `query`. */
+export const satisfies = (permissions: ReadonlyArray<string>, query: PermissionQuery): boolean =>
+  typeof query === "string"
+    ? permissions.includes(query)
+    : "and" in query
+    ? query.and.every((part) => satisfies(permissions, part))
+    : query.or.some((part) => satisfies(permissions, part))

@@ -1,0 +1,261 @@
+// Core's Keys over the memory storage: issuing, managing and verifying keys, each outcome and the
+// order of checks, credits and limits taken together, overrides governing key limits, and every
+// verification counted by analytics.
+import { describe, expect, it } from "@effect/vitest"
+import { Analytics } from "@keymeter/core/Analytics"
+import { Api } from "@keymeter/core/Api"
+import * as Auth from "@keymeter/core/Auth"
+import * as Keymeter from "@keymeter/core/Keymeter"
+import { Keys, refillSince } from "@keymeter/core/Keys"
+import { Overrides } from "@keymeter/core/Overrides"
+import { Catalog } from "@keymeter/core/Storage"
+import { Workspace } from "@keymeter/core/Workspace"
+import { MemoryStorage } from "@keymeter/storage-memory"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as TestClock from "effect/TestClock"
+
+const WS = "ws_keys"
+const admin = Auth.system(WS)
+const NOW = Date.UTC(2026, 0, 15, 12)
+const Test = Keymeter.layer.pipe(Layer.provideMerge(MemoryStorage.layer))
+
+const setup = Effect.gen(function*() {
+  const catalog = yield* Catalog
+  yield* catalog.putWorkspace(new Workspace({ id: WS, name: "keys" }))
+  yield* catalog.putWorkspace(new Workspace({ id: "ws_other", name: "other" }))
+  yield* catalog.putApi(new Api({ id: "api_a", workspaceId: WS, name: "a" }))
+  yield* catalog.putApi(new Api({ id: "api_b", workspaceId: WS, name: "b" }))
+  yield* catalog.putApi(new Api({ id: "api_o", workspaceId: "ws_other", name: "o" }))
+  yield* TestClock.setTime(NOW)
+  const keys = yield* Keys
+  return {
+    keys,
+    create: (fields: object = {}, principal = admin) => keys.create(principal, { apiId: "api_a", ...fields }),
+    verify: (key: string, fields: object = {}, principal = admin) =>
+      keys.verify(principal, { key, ...fields }, { durable: true })
+  }
+})
+
+describe("Keys", () => {
+  it.effect("creates a key whose secret is shown once and never again", () =>
+    Effect.gen(function*() {
+      const { create, keys } = yield* setup
+      const created = yield* create({ prefix: "acme", name: "first", meta: { plan: "pro" }, externalId: "user_42" })
+      expect(created.keyId).toMatch(/^key_[0-9A-Z]{26}$/)
+      expect(created.key).toMatch(/^acme_[1-9A-HJ-NP-Za-km-z]{20,}$/)
+      const view = yield* keys.get(admin, { keyId: created.keyId })
+      expect(view).toMatchObject({
+        keyId: created.keyId,
+        apiId: "api_a",
+        start: created.key.slice(0, 9),
+        name: "first",
+        meta: { plan: "pro" },
+        enabled: true,
+        identity: { externalId: "user_42" }
+      })
+      expect(JSON.stringify(view)).not.toContain(created.key.slice(5))
+      const other = yield* create({ externalId: "user_42" })
+      expect((yield* keys.get(admin, { keyId: other.keyId })).identity).toEqual(view.identity)
+      expect((yield* keys.create(admin, { apiId: "api_a", byteLength: 64 })).key.length).toBeGreaterThan(80)
+    }).pipe(Effect.provide(Test)))
+
+  it.effect("answers each outcome by its condition, first failure wins", () =>
+    Effect.gen(function*() {
+      const { create, keys, verify } = yield* setup
+      const catalog = yield* Catalog
+      const valid = yield* create({ permissions: ["read", "write"] })
+      expect(yield* verify(valid.key)).toMatchObject({ valid: true, code: "VALID", keyId: valid.keyId })
+      expect(yield* verify("sk_nothing", { apiId: "api_a" })).toEqual({ valid: false, code: "NOT_FOUND" })
+      expect((yield* verify(valid.key, { apiId: "api_b" })).code).toBe("FORBIDDEN")
+      const foreign = yield* keys.create(Auth.system("ws_other"), { apiId: "api_o" })
+      expect(yield* verify(foreign.key)).toEqual({ valid: false, code: "FORBIDDEN" })
+      expect((yield* verify(valid.key, { permissions: { and: ["read", "write"] } })).code).toBe("VALID")
+      expect((yield* verify(valid.key, { permissions: { and: ["read", "admin"] } })).code).toBe(
+        "INSUFFICIENT_PERMISSIONS"
+      )
+      expect((yield* verify(valid.key, { permissions: { or: ["admin", { and: ["read"] }] } })).code).toBe("VALID")
+      // Disabled and expired: disabled is checked first.
+      const both = yield* create({ enabled: false, expires: NOW - 1 })
+      expect((yield* verify(both.key)).code).toBe("DISABLED")
+      yield* keys.update(admin, { keyId: both.keyId, enabled: true })
+      expect((yield* verify(both.key)).code).toBe("EXPIRED")
+      yield* keys.update(admin, { keyId: both.keyId, expires: null })
+      expect((yield* verify(both.key)).code).toBe("VALID")
+      // A disabled identity: UNAUTHORIZED, before DISABLED.
+      const customer = yield* create({ externalId: "cust", enabled: false })
+      const identity = (yield* keys.get(admin, { keyId: customer.keyId })).identity!
+      yield* catalog.setIdentityEnabled(WS, identity.id, false)
+      expect((yield* verify(customer.key)).code).toBe("UNAUTHORIZED")
+      // Deleted: NOT_FOUND at once.
+      yield* keys.delete(admin, { keyId: valid.keyId })
+      expect((yield* verify(valid.key)).code).toBe("NOT_FOUND")
+    }).pipe(Effect.provide(Test)))
+
+  it.effect("spends credits exactly: 200 parallel verifications of 50 credits give 50 VALID", () =>
+    Effect.gen(function*() {
+      const { create, verify } = yield* setup
+      const { key } = yield* create({ credits: { remaining: 50 } })
+      const answers = yield* Effect.all(Array.from({ length: 200 }, () => verify(key)), { concurrency: "unbounded" })
+      expect(answers.filter((a) => a.code === "VALID")).toHaveLength(50)
+      expect(answers.filter((a) => a.code === "USAGE_EXCEEDED")).toHaveLength(150)
+      expect(Math.min(...answers.map((a) => a.credits!.remaining))).toBe(0)
+      // A cost over the balance takes nothing; cost 0 passes.
+      const { key: five } = yield* create({ credits: { remaining: 5 } })
+      expect(yield* verify(five, { credits: { cost: 6 } })).toMatchObject({
+        code: "USAGE_EXCEEDED",
+        credits: { remaining: 5 }
+      })
+      expect(yield* verify(five, { credits: { cost: 0 } })).toMatchObject({ code: "VALID", credits: { remaining: 5 } })
+      expect(yield* verify(five, { credits: { cost: 5 } })).toMatchObject({ code: "VALID", credits: { remaining: 0 } })
+    }).pipe(Effect.provide(Test)))
+
+  it.effect("takes limits and credits together: a refused call spends neither", () =>
+    Effect.gen(function*() {
+      const { create, verify } = yield* setup
+      const { key } = yield* create({
+        credits: { remaining: 1 },
+        ratelimits: [{ name: "per-minute", limit: 3, duration: 60_000, autoApply: true }]
+      })
+      expect(yield* verify(key)).toMatchObject({
+        code: "VALID",
+        credits: { remaining: 0 },
+        ratelimits: [{ name: "per-minute", limit: 3, remaining: 2, exceeded: false }]
+      })
+      // No credits left: USAGE_EXCEEDED, and the limit's token is given back each time.
+      for (let i = 0; i < 5; i++) {
+        expect(yield* verify(key)).toMatchObject({
+          code: "USAGE_EXCEEDED",
+          ratelimits: [{ remaining: 2, exceeded: false }]
+        })
+      }
+      // Rate limited: no credit is spent.
+      const { key: limited } = yield* create({
+        credits: { remaining: 10 },
+        ratelimits: [{ name: "tight", limit: 1, duration: 60_000, autoApply: true }]
+      })
+      expect((yield* verify(limited)).code).toBe("VALID")
+      expect(yield* verify(limited)).toMatchObject({ code: "RATE_LIMITED", credits: { remaining: 9 } })
+      // A limit applied only when asked for, with its cost; an unknown name is the caller's error.
+      const { key: asked } = yield* create({ ratelimits: [{ name: "expensive", limit: 10, duration: 60_000 }] })
+      expect((yield* verify(asked)).ratelimits).toBeUndefined()
+      expect((yield* verify(asked, { ratelimits: [{ name: "expensive", cost: 4 }] })).ratelimits).toMatchObject([
+        { name: "expensive", remaining: 6 }
+      ])
+      const unknown = yield* Effect.flip(verify(asked, { ratelimits: [{ name: "nope" }] }))
+      expect(unknown._tag).toBe("ValidationError")
+    }).pipe(Effect.provide(Test)))
+
+  it.effect("lets overrides govern key limits, shared by an identity's keys", () =>
+    Effect.gen(function*() {
+      const { create, verify } = yield* setup
+      const overrides = yield* Overrides
+      const limits = [{ name: "api-calls", limit: 2, duration: 60_000, autoApply: true }]
+      const one = yield* create({ externalId: "user_42", ratelimits: limits })
+      const two = yield* create({ externalId: "user_42", ratelimits: limits })
+      expect((yield* verify(one.key)).code).toBe("VALID")
+      expect((yield* verify(two.key)).code).toBe("VALID")
+      // The identity's budget is shared: the third call of either key is refused.
+      expect((yield* verify(one.key)).code).toBe("RATE_LIMITED")
+      const raised = yield* overrides.set(admin, {
+        namespaceName: "api-calls",
+        identifier: "user_42",
+        limit: 5,
+        duration: 60_000
+      })
+      expect(yield* verify(two.key)).toMatchObject({
+        code: "VALID",
+        ratelimits: [{ name: "api-calls", limit: 5, remaining: 2, overrideId: raised.id }]
+      })
+      yield* overrides.set(admin, { namespaceName: "api-calls", identifier: "user_*", limit: 0, duration: 60_000 })
+      expect((yield* verify(one.key)).code).toBe("VALID") // the exact override still wins
+      yield* overrides.delete(admin, { namespaceName: "api-calls", identifier: "user_42" })
+      expect(yield* verify(one.key)).toMatchObject({ code: "RATE_LIMITED", ratelimits: [{ limit: 0 }] })
+    }).pipe(Effect.provide(Test)))
+
+  it.effect("refills credits at the day's or the month's refill time (UTC)", () =>
+    Effect.gen(function*() {
+      const { create, verify } = yield* setup
+      expect(refillSince({ interval: "daily", amount: 1 }, NOW)).toBe(Date.UTC(2026, 0, 15))
+      expect(refillSince({ interval: "monthly", amount: 1, refillDay: 20 }, NOW)).toBe(Date.UTC(2025, 11, 20))
+      expect(refillSince({ interval: "monthly", amount: 1, refillDay: 31 }, Date.UTC(2026, 1, 28, 1)))
+        .toBe(Date.UTC(2026, 1, 28))
+      const { key } = yield* create({ credits: { remaining: 1, refill: { interval: "daily", amount: 3 } } })
+      expect((yield* verify(key)).code).toBe("VALID")
+      expect((yield* verify(key)).code).toBe("USAGE_EXCEEDED")
+      yield* TestClock.setTime(Date.UTC(2026, 0, 16, 0, 0, 1))
+      expect(yield* verify(key)).toMatchObject({ code: "VALID", credits: { remaining: 2 } })
+      const monthly = yield* create({
+        credits: { remaining: 0, refill: { interval: "monthly", amount: 10, refillDay: 31 } }
+      })
+      expect((yield* verify(monthly.key)).code).toBe("USAGE_EXCEEDED")
+      yield* TestClock.setTime(Date.UTC(2026, 0, 31))
+      expect(yield* verify(monthly.key)).toMatchObject({ code: "VALID", credits: { remaining: 9 } })
+      yield* TestClock.setTime(Date.UTC(2026, 1, 28))
+      expect(yield* verify(monthly.key)).toMatchObject({ code: "VALID", credits: { remaining: 9 } })
+    }).pipe(Effect.provide(Test)))
+
+  it.effect("counts every verification in analytics, per outcome, key and identity", () =>
+    Effect.gen(function*() {
+      const { create, verify } = yield* setup
+      const analytics = yield* Analytics
+      const a = yield* create({ externalId: "user_1", credits: { remaining: 2 } })
+      const b = yield* create({ enabled: false })
+      for (let i = 0; i < 3; i++) yield* verify(a.key, { tags: ["path:/x"] })
+      yield* verify(b.key)
+      yield* verify("sk_unknown", { apiId: "api_a" })
+      yield* verify("sk_unknown")
+      const byKey = yield* analytics.getVerifications(admin, { apiId: "api_a", groupBy: ["key"] })
+      expect(byKey.map((p) => [p.keyId, p.valid, p.usageExceeded, p.disabled, p.notFound])).toEqual(
+        [[a.keyId, 2, 1, 0, 0], [b.keyId, 0, 0, 1, 0], ["unknown", 0, 0, 0, 1]].sort((x, y) =>
+          String(x[0]) < String(y[0]) ? -1 : 1
+        )
+      )
+      const byIdentity = yield* analytics.getVerifications(admin, { apiId: "api_a", externalId: "user_1" })
+      expect(byIdentity[0]!.total).toBe(3)
+      const tagged = yield* analytics.getVerifications(admin, { apiId: "api_a", tag: ["path:/x"] })
+      expect(tagged[0]!.total).toBe(3)
+    }).pipe(Effect.provide(Test)))
+
+  it.effect("updates, lists, changes credits, and checks permissions per api", () =>
+    Effect.gen(function*() {
+      const { create, keys } = yield* setup
+      const first = yield* create({ name: "n", meta: { a: 1 }, credits: { remaining: 5 } })
+      const updated = yield* keys.update(admin, { keyId: first.keyId, name: null, meta: null, externalId: "cust_9" })
+      expect(updated.name).toBeUndefined()
+      expect(updated.meta).toBeUndefined()
+      expect(updated.identity?.externalId).toBe("cust_9")
+      expect(updated.credits).toEqual({ remaining: 5 })
+      expect(yield* keys.updateCredits(admin, { keyId: first.keyId, op: "increment", value: 3 })).toEqual({
+        remaining: 8
+      })
+      expect(yield* keys.updateCredits(admin, { keyId: first.keyId, op: "decrement", value: 100 })).toEqual({
+        remaining: 0
+      })
+      const cleared = yield* keys.update(admin, { keyId: first.keyId, credits: null })
+      expect(cleared.credits).toBeUndefined()
+      for (let i = 0; i < 4; i++) yield* create()
+      const page = yield* keys.list(admin, { apiId: "api_a", limit: 3 })
+      expect(page.keys).toHaveLength(3)
+      expect(page.total).toBe(5)
+      const rest = yield* keys.list(admin, { apiId: "api_a", limit: 3, cursor: page.cursor })
+      expect(rest.keys).toHaveLength(2)
+      expect(rest.cursor).toBeUndefined()
+      expect((yield* keys.list(admin, { apiId: "api_a", externalId: "cust_9" })).keys.map((k) => k.keyId)).toEqual([
+        first.keyId
+      ])
+      const bad = yield* Effect.flip(keys.list(admin, { apiId: "api_b", cursor: page.cursor }))
+      expect(bad._tag).toBe("ValidationError")
+      // Permissions per api: verify_key on api_b does not verify api_a's keys.
+      const verifier = { workspaceId: WS, rootKeyId: "rk", permissions: ["api.api_b.verify_key"] }
+      const refused = yield* Effect.flip(keys.verify(verifier, { key: (yield* create()).key }))
+      expect(refused._tag).toBe("InsufficientPermissions")
+      const reader = { workspaceId: WS, rootKeyId: "rk", permissions: ["api.api_a.read_key"] }
+      expect((yield* keys.get(reader, { keyId: first.keyId })).keyId).toBe(first.keyId)
+      expect((yield* Effect.flip(keys.delete(reader, { keyId: first.keyId })))._tag).toBe("InsufficientPermissions")
+      expect((yield* Effect.flip(keys.get(admin, { keyId: "key_nope" })))._tag).toBe("NotFound")
+      const catalog = yield* Catalog
+      expect(Option.isSome(yield* catalog.getKey(WS, first.keyId))).toBe(true)
+    }).pipe(Effect.provide(Test)))
+})

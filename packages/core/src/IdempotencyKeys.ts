@@ -48,6 +48,8 @@ export class IdempotencyKeys extends Effect.Service<IdempotencyKeys>()("@keymete
         readonly storeAfter: boolean
         /** Rebuilds a replayed answer from its JSON (default: the JSON value itself). */
         readonly revive?: (json: unknown) => A
+        /** What the receipt keeps of the answer (default: all of it); a secret must not be kept. */
+        readonly kept?: (answer: A) => unknown
       }
     ): Effect.Effect<
       A,
@@ -76,7 +78,7 @@ export class IdempotencyKeys extends Effect.Service<IdempotencyKeys>()("@keymete
               key,
               operation: request.operation,
               fingerprint: request.fingerprint,
-              response: JSON.stringify(answer),
+              response: JSON.stringify(options.kept === undefined ? answer : options.kept(answer)),
               createdAt: now,
               expiresAt: now + window
             })

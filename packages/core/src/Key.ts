@@ -251,6 +251,19 @@ export const KeyView = Schema.Struct({
 }).annotations({ identifier: "Key" })
 export type KeyView = Schema.Schema.Type<typeof KeyView>
 
+/** Answer of `keys.createKey`: the secret, shown this once (absent on a repeat of an idempotency key). */
+export const CreatedKey = Schema.Struct({
+  keyId: Schema.String,
+  key: Schema.optional(Schema.String)
+}).annotations({ identifier: "CreatedKey" })
+
+/** Answer of `keys.listKeys`. */
+export const KeyPage = Schema.Struct({
+  keys: Schema.Array(KeyView),
+  total: Schema.Number,
+  cursor: Schema.optional(Schema.String)
+}).annotations({ identifier: "KeyPage" })
+
 /** The API's view of a key, with its identity and balance. */
 export const toView = (key: Key, identity: Identity | undefined, credits: Credits | undefined): KeyView => ({
   keyId: key.id,

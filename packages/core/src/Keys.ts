@@ -20,7 +20,9 @@ import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import * as Crypto from "node:crypto"
 import { Auth } from "./Auth.js"
+import type { StorageError } from "./Errors.js"
 import { NotFound, ValidationError } from "./Errors.js"
+import { IdempotencyKeys, type KeyOptions } from "./IdempotencyKeys.js"
 import * as Ids from "./Ids.js"
 import { CatalogCache } from "./internal/CatalogCache.js"
 import type { Credits, KeyView, Refill } from "./Key.js"
@@ -94,20 +96,28 @@ export const VerifyKeyInput = Schema.Struct({
   tags: Schema.optional(Schema.Array(Verification.Tag).pipe(Schema.maxItems(Verification.MAX_TAGS)))
 }).annotations({ identifier: "VerifyKeyInput" })
 
-/** Answer of `keys.verifyKey`. */
-export interface VerifyKeyResponse {
-  readonly valid: boolean
-  readonly code: Code
-  readonly keyId?: string
-  readonly name?: string
-  readonly meta?: Record<string, unknown>
-  readonly expires?: number
-  readonly credits?: { readonly remaining: number }
-  readonly ratelimits?: ReadonlyArray<TakenLimit>
-  readonly permissions?: ReadonlyArray<string>
-  readonly enabled?: boolean
-  readonly identity?: { readonly id: string; readonly externalId: string }
-}
+/** Answer of `keys.verifyKey`: always 200, `valid` and `code` saying how it went. */
+export const VerifyKeyResponse = Schema.Struct({
+  valid: Schema.Boolean,
+  code: Schema.Literal(...Codes),
+  keyId: Schema.optional(Schema.String),
+  name: Schema.optional(Schema.String),
+  meta: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Unknown })),
+  expires: Schema.optional(Schema.Number),
+  credits: Schema.optional(Schema.Struct({ remaining: Schema.Number })),
+  ratelimits: Schema.optional(Schema.Array(Schema.Struct({
+    name: Schema.String,
+    limit: Schema.Number.annotations({ description: "the limit applied: the override's when one applies" }),
+    remaining: Schema.Number,
+    reset: Schema.Number,
+    exceeded: Schema.Boolean,
+    overrideId: Schema.optional(Schema.String)
+  }))),
+  permissions: Schema.optional(Schema.Array(Schema.String)),
+  enabled: Schema.optional(Schema.Boolean),
+  identity: Schema.optional(Schema.Struct({ id: Schema.String, externalId: Schema.String }))
+}).annotations({ identifier: "VerifyKeyResponse" })
+export type VerifyKeyResponse = Schema.Schema.Type<typeof VerifyKeyResponse>
 
 /** How a verification is recorded. */
 export interface VerifyOptions {
@@ -139,6 +149,7 @@ export class Keys extends Effect.Service<Keys>()("@keymeter/core/Keys", {
     const auth = yield* Auth
     const limiter = yield* RateLimiter
     const recorder = yield* Recorder
+    const receipts = yield* IdempotencyKeys
     const decodeCreate = Validation.decode(KeyModel.CreateKeyInput)
     const decodeUpdate = Validation.decode(KeyModel.UpdateKeyInput)
     const decodeKeyId = Validation.decode(KeyModel.KeyIdInput)
@@ -186,12 +197,30 @@ export class Keys extends Effect.Service<Keys>()("@keymeter/core/Keys", {
         return KeyModel.toView(key, identity, credits)
       })
 
-    /** Creates a key; its secret is in the answer and nowhere else, ever. */
-    const create = (principal: Principal, input: unknown) =>
+    /**
+     * Creates a key; its secret is in the answer and nowhere else, ever. A repeat under the same
+     * idempotency key answers the key's id without its secret (never kept, not even in the receipt).
+     */
+    const create = (principal: Principal, input: unknown, options?: KeyOptions) =>
       Effect.gen(function*() {
         const request = yield* decodeCreate(input)
         yield* auth.authorize(principal, Permission.required.createKey(request.apiId))
         yield* requireApi(principal, request.apiId)
+        return yield* receipts.once<{ readonly keyId: string; readonly key?: string }, StorageError, never>(
+          {
+            workspaceId: principal.workspaceId,
+            key: options?.idempotencyKey,
+            name: options?.idempotencyKeyName ?? "idempotencyKey",
+            operation: "createKey",
+            canonical: () => request
+          },
+          () => createNow(principal, request),
+          { storeAfter: true, kept: (answer) => ({ keyId: answer.keyId }) }
+        )
+      }).pipe(Effect.withSpan("Keys.create"))
+
+    const createNow = (principal: Principal, request: KeyModel.CreateKeyInput) =>
+      Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis
         const identity = request.externalId === undefined
           ? undefined
@@ -222,7 +251,7 @@ export class Keys extends Effect.Service<Keys>()("@keymeter/core/Keys", {
         // A collision of 128 random bits or more: astronomically unlikely, and refused rather than overwritten.
         if (created === "conflict") return yield* Effect.die(new Error("a new key collided with an existing one"))
         return { keyId: key.id, key: secret }
-      }).pipe(Effect.withSpan("Keys.create"))
+      })
 
     const get = (principal: Principal, input: unknown) =>
       Effect.gen(function*() {
@@ -312,17 +341,31 @@ export class Keys extends Effect.Service<Keys>()("@keymeter/core/Keys", {
         return {}
       }).pipe(Effect.withSpan("Keys.delete"))
 
-    const updateCredits = (principal: Principal, input: unknown) =>
+    /** Sets, increments or decrements a key's credits; a repeat under the same idempotency key changes nothing. */
+    const updateCredits = (principal: Principal, input: unknown, options?: KeyOptions) =>
       Effect.gen(function*() {
         const request = yield* decodeCredits(input)
         yield* keyFor(principal, request.keyId, Permission.required.updateKey)
-        const changed = yield* catalog.changeCredits(request.keyId, request.op, request.value)
-        if (Option.isNone(changed)) {
-          return yield* new ValidationError({
-            message: `keyId: key ${JSON.stringify(request.keyId)} has no credits; give it some with updateKey`
-          })
-        }
-        return { remaining: changed.value.remaining }
+        return yield* receipts.once(
+          {
+            workspaceId: principal.workspaceId,
+            key: options?.idempotencyKey,
+            name: options?.idempotencyKeyName ?? "idempotencyKey",
+            operation: "updateCredits",
+            canonical: () => [request.keyId, request.op, request.value]
+          },
+          () =>
+            Effect.gen(function*() {
+              const changed = yield* catalog.changeCredits(request.keyId, request.op, request.value)
+              if (Option.isNone(changed)) {
+                return yield* new ValidationError({
+                  message: `keyId: key ${JSON.stringify(request.keyId)} has no credits; give it some with updateKey`
+                })
+              }
+              return { remaining: changed.value.remaining }
+            }),
+          { storeAfter: true }
+        )
       }).pipe(Effect.withSpan("Keys.updateCredits"))
 
     /** Verifies a key and records the verification; see the module's order of checks. */

@@ -34,6 +34,8 @@ const Node: Schema.Schema<PermissionQuery> = Schema.Union(
   Schema.Struct({ and: Schema.Array(Schema.suspend(() => Node)).pipe(Schema.minItems(1)) }),
   Schema.Struct({ or: Schema.Array(Schema.suspend(() => Node)).pipe(Schema.minItems(1)) })
 ).annotations({
+  identifier: "PermissionQuery",
+  description: "A permission, or {\"and\": [...]} or {\"or\": [...]} of permission queries.",
   message: () => "must be a permission, or {\"and\": [...]} or {\"or\": [...]} of them"
 })
 
@@ -47,7 +49,18 @@ export const PermissionQuery = Node.pipe(
       ? `must hold at most ${MAX_TERMS} permissions`
       : true
   })
-)
+).annotations({
+  // Generated queries (property tests) stay small: the recursive schema alone grows without bound.
+  arbitrary: () => (fc) =>
+    fc.letrec<{ query: PermissionQuery }>((tie) => ({
+      query: fc.oneof(
+        { maxDepth: 3, depthIdentifier: "PermissionQuery" },
+        fc.string({ minLength: 1, maxLength: 16 }),
+        fc.record({ and: fc.array(tie("query"), { minLength: 1, maxLength: 3 }) }),
+        fc.record({ or: fc.array(tie("query"), { minLength: 1, maxLength: 3 }) })
+      )
+    })).query
+})
 
 /** True when `permissions` satisfy `query`. */
 export const satisfies = (permissions: ReadonlyArray<string>, query: PermissionQuery): boolean =>

@@ -1,6 +1,6 @@
 /**
- * keymeter core: the domain of usage analytics and rate-limit overrides for API keys, behind the
- * Storage and Auth ports.
+ * keymeter core: the domain of API keys, their usage analytics and rate-limit overrides, behind
+ * the Storage and Auth ports.
  */
 export * as Aggregation from "./Aggregation.js"
 export * as Analytics from "./Analytics.js"
@@ -11,14 +11,18 @@ export * as Datapoint from "./Datapoint.js"
 export * as Errors from "./Errors.js"
 export * as Idempotency from "./Idempotency.js"
 export * as Ids from "./Ids.js"
+export * as Key from "./Key.js"
 export * as Keymeter from "./Keymeter.js"
+export * as Keys from "./Keys.js"
 export * as Namespace from "./Namespace.js"
 export * as Override from "./Override.js"
 export * as OverrideIndex from "./OverrideIndex.js"
 export * as Overrides from "./Overrides.js"
 export * as Permission from "./Permission.js"
+export * as PermissionQuery from "./PermissionQuery.js"
 export * as Provisioning from "./Provisioning.js"
 export * as RateLimiter from "./RateLimiter.js"
+export * as Recorder from "./Recorder.js"
 export * as RootKey from "./RootKey.js"
 export * as Storage from "./Storage.js"
 export * as Time from "./Time.js"

@@ -12,6 +12,17 @@ import * as OpenApi from "@effect/platform/OpenApi"
 import { CreateApiInput } from "@keymeter/core/Api"
 import { Datapoint } from "@keymeter/core/Datapoint"
 import {
+  CreatedKey,
+  CreateKeyInput,
+  KeyIdInput,
+  KeyPage,
+  KeyView,
+  ListKeysInput,
+  UpdateCreditsInput,
+  UpdateKeyInput
+} from "@keymeter/core/Key"
+import { VerifyKeyInput, VerifyKeyResponse } from "@keymeter/core/Keys"
+import {
   DeleteOverrideInput,
   GetOverrideInput,
   ListOverridesInput,
@@ -143,6 +154,72 @@ export class RatelimitsGroup extends HttpApiGroup.make("ratelimits")
   )
 {}
 
+/** Query parameters of `GET /v1/keys.getKey` and `GET /v1/keys.listKeys`. */
+export const GetKeyParams = UrlParams.schema(KeyIdInput)
+export const ListKeysParams = UrlParams.schema(ListKeysInput)
+
+/** Key routes. */
+export class KeysGroup extends HttpApiGroup.make("keys")
+  .add(
+    keyedPost("createKey", "/keys.createKey")
+      .setPayload(CreateKeyInput)
+      .addSuccess(CreatedKey)
+      .annotate(OpenApi.Summary, "Create a key; its secret is in this answer only")
+      .annotate(
+        OpenApi.Description,
+        "Permission: api.*.create_key or api.<apiId>.create_key. A repeat with the same Idempotency-Key " +
+          "answers the keyId without the secret, which is never kept."
+      )
+  )
+  .add(
+    post("verifyKey", "/keys.verifyKey")
+      .setPayload(VerifyKeyInput)
+      .addSuccess(VerifyKeyResponse)
+      .annotate(OpenApi.Summary, "Verify a key: one of nine codes, always 200 for a well-formed request")
+      .annotate(
+        OpenApi.Description,
+        "Permission: api.*.verify_key or api.<apiId>.verify_key (the apiId asked, else the key's). Checks, first " +
+          "failure wins: NOT_FOUND, FORBIDDEN, UNAUTHORIZED, DISABLED, EXPIRED, INSUFFICIENT_PERMISSIONS, " +
+          "RATE_LIMITED, USAGE_EXCEEDED, then VALID. Every verification is recorded."
+      )
+  )
+  .add(
+    HttpApiEndpoint.get("getKey", "/keys.getKey")
+      .setUrlParams(GetKeyParams)
+      .addSuccess(KeyView)
+      .annotate(OpenApi.Summary, "Read a key (never its secret)")
+      .annotate(OpenApi.Description, "Permission: api.*.read_key or api.<apiId>.read_key.")
+  )
+  .add(
+    HttpApiEndpoint.get("listKeys", "/keys.listKeys")
+      .setUrlParams(ListKeysParams)
+      .addSuccess(KeyPage)
+      .annotate(OpenApi.Summary, "List an api's keys in creation order, a page at a time, of one externalId")
+      .annotate(OpenApi.Description, "Permission: api.*.read_key or api.<apiId>.read_key.")
+  )
+  .add(
+    post("updateKey", "/keys.updateKey")
+      .setPayload(UpdateKeyInput)
+      .addSuccess(KeyView)
+      .annotate(OpenApi.Summary, "Change a key's fields; null clears one")
+      .annotate(OpenApi.Description, "Permission: api.*.update_key or api.<apiId>.update_key.")
+  )
+  .add(
+    post("deleteKey", "/keys.deleteKey")
+      .setPayload(KeyIdInput)
+      .addSuccess(Schema.Struct({}))
+      .annotate(OpenApi.Summary, "Delete a key; it verifies as NOT_FOUND from the next call")
+      .annotate(OpenApi.Description, "Permission: api.*.delete_key or api.<apiId>.delete_key.")
+  )
+  .add(
+    keyedPost("updateCredits", "/keys.updateCredits")
+      .setPayload(UpdateCreditsInput)
+      .addSuccess(Schema.Struct({ remaining: Schema.Number }))
+      .annotate(OpenApi.Summary, "Set, increment or decrement (not below 0) a key's credits")
+      .annotate(OpenApi.Description, "Permission: api.*.update_key or api.<apiId>.update_key.")
+  )
+{}
+
 /** Api routes. */
 export class ApisGroup extends HttpApiGroup.make("apis")
   .add(
@@ -170,6 +247,7 @@ const V1 = EnvelopedApi
   .add(AnalyticsGroup)
   .add(RatelimitsGroup)
   .add(ApisGroup)
+  .add(KeysGroup)
   .addError(Responses[400])
   .addError(Responses[404])
   .addError(Responses[429])

@@ -4,11 +4,15 @@
  * wire errors. Core validates the values.
  */
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
+import type * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Analytics } from "@keymeter/core/Analytics"
 import { Apis } from "@keymeter/core/Apis"
+import { KeyIdInput, ListKeysInput } from "@keymeter/core/Key"
+import { Keys } from "@keymeter/core/Keys"
 import { GetOverrideInput, ListOverridesInput } from "@keymeter/core/Override"
 import { Overrides } from "@keymeter/core/Overrides"
+import type { Principal } from "@keymeter/core/Permission"
 import { RateLimiter } from "@keymeter/core/RateLimiter"
 import { RecordVerificationsInput } from "@keymeter/core/Verification"
 import { VerificationQueryInput } from "@keymeter/core/VerificationQuery"
@@ -16,6 +20,7 @@ import { Verifications } from "@keymeter/core/Verifications"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import { Api, CurrentPrincipal } from "./Api.js"
+import type { DomainError } from "./Errors.js"
 import { HttpError, mapDomain } from "./Errors.js"
 import * as IdempotencyKey from "./internal/IdempotencyKey.js"
 import * as JsonBody from "./internal/JsonBody.js"
@@ -117,4 +122,43 @@ export const ApisLive = HttpApiBuilder.group(Api, "apis", (handlers) =>
         const body = yield* JsonBody.readObject(request)
         return yield* mapDomain(apis.create(principal, body, IdempotencyKey.read(request.headers)))
       }))
+  }))
+
+const getKeyQuery = UrlParams.reader(KeyIdInput)
+const listKeysQuery = UrlParams.reader(ListKeysInput)
+
+/** Handlers of the key routes. */
+export const KeysLive = HttpApiBuilder.group(Api, "keys", (handlers) =>
+  Effect.gen(function*() {
+    const keys = yield* Keys
+    const withBody = <A>(
+      request: HttpServerRequest.HttpServerRequest,
+      act: (principal: Principal, body: Record<string, unknown>) => Effect.Effect<A, DomainError>
+    ) =>
+      Effect.gen(function*() {
+        const principal = yield* CurrentPrincipal
+        return yield* mapDomain(act(principal, yield* JsonBody.readObject(request)))
+      })
+    return handlers
+      .handleRaw("createKey", ({ request }) =>
+        withBody(request, (principal, body) =>
+          keys.create(principal, body, IdempotencyKey.read(request.headers))))
+      .handleRaw("verifyKey", ({ request }) =>
+        withBody(request, (principal, body) =>
+          keys.verify(principal, body)).pipe(Effect.map(wire)))
+      .handle("getKey", () =>
+        Effect.gen(function*() {
+          return yield* keys.get(yield* CurrentPrincipal, yield* getKeyQuery)
+        }).pipe(mapDomain))
+      .handle("listKeys", () =>
+        Effect.gen(function*() {
+          return yield* keys.list(yield* CurrentPrincipal, yield* listKeysQuery)
+        }).pipe(mapDomain))
+      .handleRaw("updateKey", ({ request }) =>
+        withBody(request, (principal, body) =>
+          keys.update(principal, body)))
+      .handleRaw("deleteKey", ({ request }) => withBody(request, (principal, body) => keys.delete(principal, body)))
+      .handleRaw("updateCredits", ({ request }) =>
+        withBody(request, (principal, body) =>
+          keys.updateCredits(principal, body, IdempotencyKey.read(request.headers))))
   }))

@@ -1,0 +1,112 @@
+/**
+ * The keys routes over HTTP: the walkthrough a user follows (create a key for a customer, verify
+ * it, see it counted, raise its limit with an override, delete it), idempotent creation without
+ * the secret kept, errors in the envelope, and the secret in no answer after creation.
+ */
+import { expect, layer } from "@effect/vitest"
+import { MemoryStorage } from "@keymeter/storage-memory"
+import * as Effect from "effect/Effect"
+import * as TestServer from "./TestServer.js"
+import { keys, post, request } from "./TestServer.js"
+
+const keyed = (path: string, body: unknown, idempotencyKey: string) =>
+  request(path, {
+    method: "POST",
+    key: keys.admin,
+    headers: { "content-type": "application/json", "idempotency-key": idempotencyKey },
+    body: JSON.stringify(body)
+  })
+
+layer(TestServer.layer(MemoryStorage.layer), { excludeTestServices: true })("HTTP keys routes", (it) => {
+  it.effect("creates, verifies, counts, governs by override, and deletes a customer's key", () =>
+    Effect.gen(function*() {
+      const created = yield* post("/v1/keys.createKey", {
+        apiId: "api_a1",
+        prefix: "acme",
+        externalId: "user_42",
+        ratelimits: [{ name: "requests", limit: 1, duration: 60_000, autoApply: true }]
+      }, keys.admin)
+      expect(created.status).toBe(200)
+      const { key, keyId } = created.body
+      expect(key).toMatch(/^acme_/)
+      const verify = (body: object = {}) => post("/v1/keys.verifyKey", { key, ...body }, keys.admin)
+      expect((yield* verify()).body).toMatchObject({
+        valid: true,
+        code: "VALID",
+        keyId,
+        identity: { externalId: "user_42" },
+        ratelimits: [{ name: "requests", limit: 1, remaining: 0, exceeded: false }]
+      })
+      expect((yield* verify()).body.code).toBe("RATE_LIMITED")
+      // Support raises this customer's limit with one call; the next verification applies it.
+      const override = yield* post("/v1/ratelimits.setOverride", {
+        namespaceName: "requests",
+        identifier: "user_42",
+        limit: 100,
+        duration: 60_000
+      }, keys.admin)
+      expect((yield* verify()).body).toMatchObject({
+        code: "VALID",
+        ratelimits: [{ limit: 100, overrideId: override.body.overrideId }]
+      })
+      // Counted in analytics, by outcome and identity (events are stored in the background).
+      let counted: any
+      for (let i = 0; i < 50; i++) {
+        counted = yield* request(`/v1/analytics.getVerifications?apiId=api_a1&externalId=user_42&groupBy=key`, {
+          key: keys.admin
+        })
+        if (counted.body[0]?.total === 3) break
+        yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 20)))
+      }
+      expect(counted.body).toMatchObject([{ keyId, total: 3, valid: 2, rateLimited: 1 }])
+      // The secret is in no later answer.
+      const read = yield* request(`/v1/keys.getKey?keyId=${keyId}`, { key: keys.admin })
+      const listed = yield* request(`/v1/keys.listKeys?apiId=api_a1&externalId=user_42`, { key: keys.admin })
+      for (const reply of [read, listed]) {
+        expect(reply.status).toBe(200)
+        expect(JSON.stringify(reply.body)).not.toContain(key.slice(5))
+      }
+      expect(listed.body).toMatchObject({ keys: [{ keyId, start: key.slice(0, 9) }], total: 1 })
+      expect((yield* post("/v1/keys.deleteKey", { keyId }, keys.admin)).status).toBe(200)
+      expect((yield* verify()).body).toEqual({ valid: false, code: "NOT_FOUND" })
+    }))
+
+  it.effect("creates once per Idempotency-Key, never keeping the secret, and moves credits once", () =>
+    Effect.gen(function*() {
+      const first = yield* keyed("/v1/keys.createKey", { apiId: "api_a1", credits: { remaining: 10 } }, "create-1")
+      const again = yield* keyed("/v1/keys.createKey", { apiId: "api_a1", credits: { remaining: 10 } }, "create-1")
+      expect(first.body.key).toBeDefined()
+      expect(again.status).toBe(200)
+      expect(again.body).toEqual({ keyId: first.body.keyId })
+      const other = yield* keyed("/v1/keys.createKey", { apiId: "api_a2" }, "create-1")
+      expect(other.status).toBe(422)
+      const credit = { keyId: first.body.keyId, op: "increment", value: 5 }
+      expect((yield* keyed("/v1/keys.updateCredits", credit, "credit-1")).body).toEqual({ remaining: 15 })
+      expect((yield* keyed("/v1/keys.updateCredits", credit, "credit-1")).body).toEqual({ remaining: 15 })
+      const read = yield* request(`/v1/keys.getKey?keyId=${first.body.keyId}`, { key: keys.admin })
+      expect(read.body.credits).toEqual({ remaining: 15 })
+    }))
+
+  it.effect("answers bad input and missing permissions in the envelope", () =>
+    Effect.gen(function*() {
+      const bad = yield* post("/v1/keys.createKey", { apiId: "api_a1", byteLength: 8, prefix: "no spaces" }, keys.admin)
+      expect(bad.status).toBe(400)
+      expect(bad.body.error.code).toBe("BAD_REQUEST")
+      expect(bad.body.error.message).toMatch(/prefix: .*byteLength: must be an integer from 16 to 255/s)
+      const deep = yield* post("/v1/keys.verifyKey", {
+        key: "x",
+        permissions: {
+          and: [{ and: [{ and: [{ and: [{ and: [{ and: [{ and: [{ and: [{ and: ["p"] }] }] }] }] }] }] }] }]
+        }
+      }, keys.admin)
+      expect(deep.status).toBe(400)
+      expect(deep.body.error.message).toMatch(/permissions: must nest at most 8 levels/)
+      const refused = yield* post("/v1/keys.createKey", { apiId: "api_a1" }, keys.reader)
+      expect(refused.status).toBe(403)
+      expect(refused.body.error.code).toBe("INSUFFICIENT_PERMISSIONS")
+      const missing = yield* post("/v1/keys.verifyKey", { key: "x", apiId: "api_nope" }, keys.admin)
+      expect(missing.status).toBe(404)
+      const unknownKey = yield* request("/v1/keys.getKey?keyId=key_nope", { key: keys.admin })
+      expect(unknownKey.status).toBe(404)
+    }))
+})

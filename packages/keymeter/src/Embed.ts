@@ -16,6 +16,16 @@ import type { CreateApiInput } from "@keymeter/core/Api"
 import { Apis } from "@keymeter/core/Apis"
 import * as Auth from "@keymeter/core/Auth"
 import type { Datapoint } from "@keymeter/core/Datapoint"
+import type {
+  CreateKeyInput,
+  KeyPage,
+  KeyView,
+  ListKeysInput,
+  UpdateCreditsInput,
+  UpdateKeyInput
+} from "@keymeter/core/Key"
+import type { VerifyKeyInput, VerifyKeyResponse } from "@keymeter/core/Keys"
+import { Keys } from "@keymeter/core/Keys"
 import type { Override, OverridePage, OverrideView } from "@keymeter/core/Override"
 import type {
   DeleteOverrideInput,
@@ -140,6 +150,31 @@ export interface Keymeter {
     verifications: ReadonlyArray<VerificationInput>,
     options?: WriteOptions
   ) => Promise<{ readonly recorded: number }>
+  /** Keys this workspace issues and verifies, as the `keys.*` routes answer. */
+  readonly keys: {
+    /** A new key: its secret is in this answer only. */
+    readonly create: (
+      input: InputOf<typeof CreateKeyInput>,
+      options?: WriteOptions
+    ) => Promise<{ readonly keyId: string; readonly key?: string }>
+    /**
+     * Verifies a key and records the verification (with `durable`, once it is stored). Answers
+     * one of the nine codes; rejects only for a malformed request.
+     */
+    readonly verify: (
+      input: InputOf<typeof VerifyKeyInput>,
+      options?: { readonly durable?: boolean | undefined }
+    ) => Promise<VerifyKeyResponse>
+    readonly get: (input: { readonly keyId: string }) => Promise<KeyView>
+    readonly list: (input: InputOf<typeof ListKeysInput>) => Promise<typeof KeyPage.Type>
+    /** Changes the fields given; `null` clears one. */
+    readonly update: (input: InputOf<typeof UpdateKeyInput>) => Promise<KeyView>
+    readonly delete: (input: { readonly keyId: string }) => Promise<void>
+    readonly updateCredits: (
+      input: InputOf<typeof UpdateCreditsInput>,
+      options?: WriteOptions
+    ) => Promise<{ readonly remaining: number }>
+  }
   /** Verification counts, exactly as `GET /v1/analytics.getVerifications` answers them. */
   readonly getVerifications: (query: VerificationsQuery) => Promise<Array<Datapoint>>
   /** Creates or overwrites the override of an identifier in a namespace. */
@@ -257,6 +292,16 @@ export const createKeymeter = async (options: KeymeterOptions = {}): Promise<Key
     deleteOverride: (input) =>
       run(Effect.asVoid(Effect.flatMap(Overrides, (overrides) => overrides.delete(principal, input)))),
     limit: (input) => run(Effect.flatMap(RateLimiter, (limiter) => limiter.limit(principal, input))),
+    keys: {
+      create: (input, options) => run(Effect.flatMap(Keys, (keys) => keys.create(principal, input, options))),
+      verify: (input, options) => run(Effect.flatMap(Keys, (keys) => keys.verify(principal, input, options))),
+      get: (input) => run(Effect.flatMap(Keys, (keys) => keys.get(principal, input))),
+      list: (input) => run(Effect.flatMap(Keys, (keys) => keys.list(principal, input))),
+      update: (input) => run(Effect.flatMap(Keys, (keys) => keys.update(principal, input))),
+      delete: (input) => run(Effect.asVoid(Effect.flatMap(Keys, (keys) => keys.delete(principal, input)))),
+      updateCredits: (input, options) =>
+        run(Effect.flatMap(Keys, (keys) => keys.updateCredits(principal, input, options)))
+    },
     createRootKey: (input) =>
       run(Effect.gen(function*() {
         const catalog = yield* Catalog

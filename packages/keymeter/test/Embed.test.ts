@@ -2,8 +2,11 @@ import { describe, expect, it } from "@effect/vitest"
 import { ClickhouseTestServer } from "@keymeter/testing"
 import * as Effect from "effect/Effect"
 import { createKeymeter, KeymeterError } from "keymeter"
+import { mkdtempSync } from "node:fs"
 import { createServer } from "node:http"
 import type { AddressInfo } from "node:net"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 
 const T0 = Date.parse("2025-01-01T00:00:00Z")
 const HOUR = 3_600_000
@@ -101,6 +104,42 @@ describe("createKeymeter", () => {
       )
     } finally {
       await keymeter.close()
+    }
+  })
+
+  it("issues and verifies keys through promises; SQLite keeps keys, credits and identities across a restart", async () => {
+    const storage = `sqlite:${join(mkdtempSync(join(tmpdir(), "keymeter-keys-")), "keymeter.db")}`
+    const first = await createKeymeter({ storage, workspaceId: "ws_keys" })
+    let apiId: string
+    let secret: string
+    let keyId: string
+    try {
+      apiId = (await first.createApi({ name: "main" })).apiId
+      const created = await first.keys.create({ apiId, externalId: "user_42", credits: { remaining: 5 } })
+      keyId = created.keyId
+      secret = created.key!
+      const verified = await first.keys.verify({ key: secret, tags: ["path:/a"] }, { durable: true })
+      expect(verified).toMatchObject({ valid: true, code: "VALID", keyId, credits: { remaining: 4 } })
+    } finally {
+      await first.close()
+    }
+    const second = await createKeymeter({ storage, workspaceId: "ws_keys" })
+    try {
+      const again = await second.keys.verify({ key: secret, credits: { cost: 3 } }, { durable: true })
+      expect(again).toMatchObject({ code: "VALID", credits: { remaining: 1 }, identity: { externalId: "user_42" } })
+      expect((await second.keys.verify({ key: secret, credits: { cost: 2 } }, { durable: true })).code).toBe(
+        "USAGE_EXCEEDED"
+      )
+      const view = await second.keys.get({ keyId })
+      expect(view).toMatchObject({ keyId, apiId, credits: { remaining: 1 }, identity: { externalId: "user_42" } })
+      const [counts] = await second.getVerifications({ apiId, externalId: "user_42", start: 0 })
+      expect(counts).toMatchObject({ total: 3, valid: 2, usageExceeded: 1 })
+      await second.keys.delete({ keyId })
+      expect((await second.keys.verify({ key: secret })).code).toBe("NOT_FOUND")
+      const bad = await rejection(second.keys.create({ apiId, byteLength: 3 }))
+      expect(bad.code).toBe("BAD_REQUEST")
+    } finally {
+      await second.close()
     }
   })
 

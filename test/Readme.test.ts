@@ -31,8 +31,8 @@ const walkthrough = (): Array<Step> => {
     }))
 }
 
-/** Fields that differ on every run: ids, clock-derived times. */
-const VOLATILE = new Set(["time", "reset", "overrideId", "id", "requestId"])
+/** Fields that differ on every run: ids, secrets, clock-derived times. */
+const VOLATILE = new Set(["time", "reset", "overrideId", "id", "requestId", "keyId", "key"])
 
 /**
  * The `"field":value` pairs the README shows, in order (its `...` elides the rest). Every one

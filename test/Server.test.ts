@@ -3,7 +3,7 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import { afterEach, describe, expect, it } from "@effect/vitest"
 import { ClickhouseTestServer } from "@keymeter/testing"
 import * as Effect from "effect/Effect"
-import { spawnSync } from "node:child_process"
+import { execFile, spawnSync } from "node:child_process"
 import { createHash } from "node:crypto"
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs"
 import { request as httpRequest } from "node:http"
@@ -157,56 +157,70 @@ describe("standalone server (npm start)", () => {
     expect(existsSync(`${file}-wal`)).toBe(false)
   })
 
-  it("refuses bad configuration with a clear message and exit code 1", () => {
-    const run = (env: Record<string, string>) =>
-      spawnSync(process.execPath, nodeArgs(MAIN), {
-        cwd: root,
-        env: { ...process.env, PORT: "0", ...env },
-        encoding: "utf8",
-        timeout: 20_000
-      })
-    const storage = run({ KEYMETER_STORAGE: "postgres://x" })
-    expect(storage.status).toBe(1)
-    expect(storage.stderr).toMatch(/keymeter: KEYMETER_STORAGE must be "memory" or "sqlite:<path>"/)
-    const hotDays = run({ KEYMETER_STORAGE: "memory", KEYMETER_HOT_DAYS: "-1" })
-    expect(hotDays.status).toBe(1)
-    expect(hotDays.stderr).toMatch(/^keymeter: KEYMETER_HOT_DAYS: must be 0 or more$/m)
-    const inFlight = run({ KEYMETER_STORAGE: "memory", KEYMETER_MAX_IN_FLIGHT: "0" })
-    expect(inFlight.status).toBe(1)
-    expect(inFlight.stderr).toMatch(/^keymeter: KEYMETER_MAX_IN_FLIGHT: must be at least 1$/m)
-    const window = run({ KEYMETER_STORAGE: "memory", KEYMETER_IDEMPOTENCY_WINDOW_MS: "1000" })
-    expect(window.status).toBe(1)
-    expect(window.stderr).toMatch(
-      /^keymeter: KEYMETER_IDEMPOTENCY_WINDOW_MS: must be from 60000 \(a minute\) to 2592000000 \(30 days\)$/m
-    )
-    const port = run({ KEYMETER_STORAGE: "memory", PORT: "http" })
-    expect(port.status).toBe(1)
-    expect(port.stderr).toMatch(/^keymeter: PORT: Expected an integer value but received "http"$/m)
-    const analytics = run({ KEYMETER_STORAGE: "memory", KEYMETER_ANALYTICS: "duckdb:x" })
-    expect(analytics.status).toBe(1)
-    expect(analytics.stderr).toMatch(
-      /^keymeter: KEYMETER_ANALYTICS must be "clickhouse:http:\/\/<host>:<port>\/<database>"/m
-    )
-    const database = run({ KEYMETER_STORAGE: "memory", KEYMETER_ANALYTICS: "clickhouse:http://127.0.0.1:1/no-dashes" })
-    expect(database.status).toBe(1)
-    expect(database.stderr).toMatch(
-      /^keymeter: KEYMETER_ANALYTICS: Not a usable ClickHouse database name: "no-dashes"/m
-    )
-    const unreachable = run({
-      KEYMETER_STORAGE: "memory",
-      KEYMETER_ANALYTICS: "clickhouse:http://127.0.0.1:1/keymeter"
-    })
-    expect(unreachable.status).toBe(1)
-    expect(unreachable.stderr).toMatch(/^keymeter: ClickHouse is unreachable at http:\/\/127\.0\.0\.1:1: /m)
+  it("refuses bad configuration with a clear message and exit code 1", async () => {
     const dir = mkdtempSync(join(tmpdir(), "keymeter-"))
     writeFileSync(join(dir, "bad.json"), "{\"workspaces\": [{\"id\": \"w\"}]}")
-    const provisioning = run({ KEYMETER_STORAGE: "memory", KEYMETER_PROVISION: join(dir, "bad.json") })
-    expect(provisioning.status).toBe(1)
-    expect(provisioning.stderr).toMatch(/keymeter: Invalid provisioning document: workspaces\[0\]\.name: is required/)
-    const missing = run({ KEYMETER_STORAGE: "memory", KEYMETER_PROVISION: join(dir, "missing.json") })
-    expect(missing.status).toBe(1)
-    expect(missing.stderr).toMatch(/Cannot read the provisioning file/)
-  })
+    const cases: ReadonlyArray<readonly [Record<string, string>, RegExp]> = [
+      [{ KEYMETER_STORAGE: "postgres://x" }, /keymeter: KEYMETER_STORAGE must be "memory" or "sqlite:<path>"/],
+      [{ KEYMETER_STORAGE: "memory", KEYMETER_HOT_DAYS: "-1" }, /^keymeter: KEYMETER_HOT_DAYS: must be 0 or more$/m],
+      [
+        { KEYMETER_STORAGE: "memory", KEYMETER_MAX_IN_FLIGHT: "0" },
+        /^keymeter: KEYMETER_MAX_IN_FLIGHT: must be at least 1$/m
+      ],
+      [
+        { KEYMETER_STORAGE: "memory", KEYMETER_IDEMPOTENCY_WINDOW_MS: "1000" },
+        /^keymeter: KEYMETER_IDEMPOTENCY_WINDOW_MS: must be from 60000 \(a minute\) to 2592000000 \(30 days\)$/m
+      ],
+      [
+        { KEYMETER_STORAGE: "memory", PORT: "http" },
+        /^keymeter: PORT: Expected an integer value but received "http"$/m
+      ],
+      [
+        { KEYMETER_STORAGE: "memory", KEYMETER_ANALYTICS: "duckdb:x" },
+        /^keymeter: KEYMETER_ANALYTICS must be "clickhouse:http:\/\/<host>:<port>\/<database>"/m
+      ],
+      [
+        { KEYMETER_STORAGE: "memory", KEYMETER_ANALYTICS: "clickhouse:http://127.0.0.1:1/no-dashes" },
+        /^keymeter: KEYMETER_ANALYTICS: Not a usable ClickHouse database name: "no-dashes"/m
+      ],
+      [
+        { KEYMETER_STORAGE: "memory", KEYMETER_ANALYTICS: "clickhouse:http://127.0.0.1:1/keymeter" },
+        /^keymeter: ClickHouse is unreachable at http:\/\/127\.0\.0\.1:1: /m
+      ],
+      [
+        { KEYMETER_STORAGE: "memory", KEYMETER_PROVISION: join(dir, "bad.json") },
+        /keymeter: Invalid provisioning document: workspaces\[0\]\.name: is required/
+      ],
+      [
+        { KEYMETER_STORAGE: "memory", KEYMETER_PROVISION: join(dir, "missing.json") },
+        /Cannot read the provisioning file/
+      ]
+    ]
+    // The processes run side by side: each start loads the whole server, and one after another
+    // they took longer than the test's time on a loaded machine.
+    const results = await Promise.all(
+      cases.map(([env]) =>
+        new Promise<{ readonly status: number | null; readonly stderr: string }>((resolve) => {
+          execFile(
+            process.execPath,
+            nodeArgs(MAIN),
+            {
+              cwd: root,
+              env: { ...process.env, PORT: "0", ...env },
+              encoding: "utf8",
+              timeout: 20_000
+            },
+            (error, _stdout, stderr) => resolve({ status: error === null ? 0 : (error.code as number | null), stderr })
+          )
+        })
+      )
+    )
+    results.forEach((result, i) => {
+      const [env, message] = cases[i]!
+      expect(result.status, JSON.stringify(env)).toBe(1)
+      expect(result.stderr, JSON.stringify(env)).toMatch(message)
+    })
+  }, 60_000)
 })
 
 describe.skipIf(ClickhouseTestServer.skip() !== undefined)("standalone server on ClickHouse", () => {

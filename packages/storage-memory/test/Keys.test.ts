@@ -11,8 +11,11 @@ import { Overrides } from "@keymeter/core/Overrides"
 import { Catalog } from "@keymeter/core/Storage"
 import { Workspace } from "@keymeter/core/Workspace"
 import { MemoryStorage } from "@keymeter/storage-memory"
+import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as Logger from "effect/Logger"
+import * as LogLevel from "effect/LogLevel"
 import * as Option from "effect/Option"
 import * as TestClock from "effect/TestClock"
 
@@ -263,4 +266,33 @@ describe("Keys", () => {
       const catalog = yield* Catalog
       expect(Option.isSome(yield* catalog.getKey(WS, first.keyId))).toBe(true)
     }).pipe(Effect.provide(Test)))
+
+  it.effect("keeps a key's secret out of every log line and every later answer", () => {
+    const lines: Array<string> = []
+    const capture = Logger.make(({ cause, message }) => {
+      lines.push(`${JSON.stringify(message)} ${Cause.pretty(cause)}`)
+    })
+    return Effect.gen(function*() {
+      const { create, keys, verify } = yield* setup
+      const { key, keyId } = yield* create({ externalId: "user_log", credits: { remaining: 1 } })
+      const answers = [
+        yield* verify(key),
+        yield* verify(key),
+        yield* verify(key, { apiId: "api_b" }),
+        yield* Effect.either(verify(key, { ratelimits: [{ name: "missing" }] })),
+        yield* keys.get(admin, { keyId }),
+        yield* keys.list(admin, { apiId: "api_a" }),
+        yield* keys.update(admin, { keyId, enabled: false })
+      ]
+      yield* Effect.logDebug("a line, so that the capture is known to work")
+      const secretPart = key.slice(-16)
+      expect(lines.length).toBeGreaterThan(0)
+      for (const line of lines) expect(line).not.toContain(secretPart)
+      expect(JSON.stringify(answers)).not.toContain(secretPart)
+    }).pipe(
+      Effect.provide(Test),
+      Effect.provide(Logger.replace(Logger.defaultLogger, capture)),
+      Logger.withMinimumLogLevel(LogLevel.All)
+    )
+  })
 })

@@ -48,11 +48,10 @@ export class Recorder extends Effect.Service<Recorder>()("@keymeter/core/Recorde
         )
       )
 
-    yield* Queue.takeBetween(queue, 1, BATCH).pipe(
-      Effect.flatMap((chunk) => write(Array.from(chunk))),
-      Effect.forever,
-      Effect.forkScoped
-    )
+    // Interruptible only while waiting: a batch taken is always written, even at shutdown.
+    yield* Effect.uninterruptibleMask((restore) =>
+      Effect.flatMap(restore(Queue.takeBetween(queue, 1, BATCH)), (chunk) => write(Array.from(chunk)))
+    ).pipe(Effect.forever, Effect.forkScoped)
     // On shutdown, what is still queued is stored before the store closes.
     yield* Effect.addFinalizer(() =>
       Effect.flatMap(Queue.takeAll(queue), (rest) => rest.length === 0 ? Effect.void : write(Array.from(rest)))

@@ -94,9 +94,14 @@ export const expandTags = (query: VerificationQuery, result: AggregationResult):
   // at a time; then each (prefix, tag) pair gets a row. No string is built per row.
   let prefixOf = new Uint32Array(size)
   let prefixes = 1
-  for (const column of [result.time, result.keyId, result.identity]) {
+  const columns = [
+    result.time && rankColumn(result.time, size, compareNumbers),
+    result.keyId && rankColumn(result.keyId, size, compareStrings),
+    result.identity && rankColumn(result.identity, size, compareIdentities)
+  ]
+  for (const column of columns) {
     if (column === undefined) continue
-    const { count, ranks } = firstSeen(column, size)
+    const { count, ranks } = column
     const combined = new Map<number, number>()
     const next = new Uint32Array(size)
     for (let row = 0; row < size; row++) {
@@ -164,35 +169,6 @@ export const expandTags = (query: VerificationQuery, result: AggregationResult):
     tag: tagOf.map((code) => tagNames[code]!),
     tags: undefined
   }
-}
-
-/**
- * Codes of a column's values in the order first met, `count` distinct. Identities are told apart
- * by value: two objects alike share a code.
- */
-const firstSeen = (
-  column: ArrayLike<number | string | Identity>,
-  size: number
-): { readonly ranks: Uint32Array; readonly count: number } => {
-  const byValue = new Map<number | string | Identity, number>()
-  const byIdentity = new Map<string, number>()
-  const ranks = new Uint32Array(size)
-  for (let row = 0; row < size; row++) {
-    const value = column[row]!
-    let at = byValue.get(value)
-    if (at === undefined) {
-      if (typeof value === "object") {
-        const text = `${value.id}\u0000${value.externalId}`
-        at = byIdentity.get(text)
-        if (at === undefined) byIdentity.set(text, at = byValue.size)
-      } else {
-        at = byValue.size
-      }
-      byValue.set(value, at)
-    }
-    ranks[row] = at
-  }
-  return { ranks, count: byValue.size }
 }
 
 const compareStrings = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0)

@@ -4,12 +4,9 @@
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
-import * as Option from "effect/Option"
 import * as Aggregation from "./Aggregation.js"
-import type { Api } from "./Api.js"
 import { Auth } from "./Auth.js"
-import { NotFound } from "./Errors.js"
-import { CatalogCache } from "./internal/CatalogCache.js"
+import * as KnownApis from "./internal/KnownApis.js"
 import type { Principal } from "./Permission.js"
 import * as Permission from "./Permission.js"
 import { Catalog, VerificationStore } from "./Storage.js"
@@ -29,7 +26,7 @@ export class Analytics extends Effect.Service<Analytics>()("@keymeter/core/Analy
     const auth = yield* Auth
     const cap = yield* MaxDatapoints
     const decode = Validation.decode(VerificationQuery.VerificationQueryInput)
-    const apis = new CatalogCache<Option.Option<Api>>(catalog.revision)
+    const apis = KnownApis.make(catalog)
 
     /**
      * Validates the query, checks `api.*.read_api` or `api.<apiId>.read_api`, checks the api is in
@@ -40,13 +37,7 @@ export class Analytics extends Effect.Service<Analytics>()("@keymeter/core/Analy
         const decoded = yield* decode(input)
         const query = yield* VerificationQuery.normalize(decoded, yield* Clock.currentTimeMillis)
         yield* auth.authorize(principal, Permission.required.readApi(query.apiId))
-        const api = yield* apis.get(
-          `${principal.workspaceId}\u0000${query.apiId}`,
-          catalog.getApi(principal.workspaceId, query.apiId)
-        )
-        if (Option.isNone(api)) {
-          return yield* new NotFound({ message: `apiId: no api ${JSON.stringify(query.apiId)} in this workspace` })
-        }
+        yield* apis.require(principal.workspaceId, query.apiId)
         const result = yield* store.aggregate({ ...query, workspaceId: principal.workspaceId, maxRows: cap })
         const rows = query.groupByTag === "tag" && result.tags !== undefined
           ? Aggregation.expandTags(query, result)

@@ -19,6 +19,9 @@ export class Identity extends Schema.Class<Identity>("KeyIdentity")({
   createdAt: Schema.Number
 }) {}
 
+/** A key's `meta`: any JSON object (its size is bounded where callers give it). */
+export const MetaObject = Schema.Record({ key: Schema.String, value: Schema.Unknown })
+
 /** How a key's credits are refilled: set back to `amount` each day, or each month on `refillDay`. */
 export const Refill = Schema.Struct({
   interval: Schema.Literal("daily", "monthly"),
@@ -49,7 +52,7 @@ export class Key extends Schema.Class<Key>("Key")({
   /** The first characters of the secret, for people to recognise it. */
   start: Schema.String,
   name: Schema.optional(Schema.String),
-  meta: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Unknown })),
+  meta: Schema.optional(MetaObject),
   permissions: Schema.Array(Schema.String),
   enabled: Schema.Boolean,
   expires: Schema.optional(Schema.Number),
@@ -67,6 +70,37 @@ export interface Credits {
   readonly remaining: number
   readonly refilledAt: number
 }
+
+/**
+ * A spend of `cost` from `balance`, the rule every adapter applies in one atomic step: a refill due
+ * (last one before `refill.since`) first sets the balance to `refill.amount`, refilled at `now`;
+ * then `cost` is taken if the balance holds it. `changed`: whether anything is to be written.
+ */
+export const spend = (
+  balance: Credits,
+  cost: number,
+  refill: { readonly since: number; readonly amount: number } | undefined,
+  now: number
+): { readonly balance: Credits; readonly spent: boolean; readonly changed: boolean } => {
+  const due = refill !== undefined && balance.refilledAt < refill.since
+  const base = due ? { remaining: refill.amount, refilledAt: now } : balance
+  const spent = base.remaining >= cost
+  return {
+    balance: spent ? { ...base, remaining: base.remaining - cost } : base,
+    spent,
+    changed: due || (spent && cost > 0)
+  }
+}
+
+/** A balance set, incremented (up to 2^53 - 1) or decremented (not below 0). */
+export const changeBalance = (balance: Credits, op: "set" | "increment" | "decrement", value: number): Credits => ({
+  ...balance,
+  remaining: op === "set"
+    ? value
+    : op === "increment"
+    ? Math.min(Number.MAX_SAFE_INTEGER, balance.remaining + value)
+    : Math.max(0, balance.remaining - value)
+})
 
 // ---------------------------------------------------------------------------------------------
 // Secrets
@@ -121,7 +155,7 @@ export const MAX_RATELIMITS = 50
 const Integer = (min: number, max: number, expectation: string) =>
   expected(Schema.Number.pipe(Schema.int(), Schema.between(min, max)), expectation)
 
-const Meta = Schema.Record({ key: Schema.String, value: Schema.Unknown }).pipe(
+const Meta = MetaObject.pipe(
   Schema.filter((meta) =>
     Buffer.byteLength(JSON.stringify(meta)) <= MAX_META_BYTES ||
     `must be at most ${MAX_META_BYTES} bytes of JSON`
@@ -239,7 +273,7 @@ export const KeyView = Schema.Struct({
   apiId: Schema.String,
   start: Schema.String,
   name: Schema.optional(Schema.String),
-  meta: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Unknown })),
+  meta: Schema.optional(MetaObject),
   permissions: Schema.Array(Schema.String),
   enabled: Schema.Boolean,
   expires: Schema.optional(Schema.Number),

@@ -18,13 +18,13 @@ import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
-import * as Crypto from "node:crypto"
 import { Auth } from "./Auth.js"
 import type { StorageError } from "./Errors.js"
 import { NotFound, ValidationError } from "./Errors.js"
 import { IdempotencyKeys, type KeyOptions } from "./IdempotencyKeys.js"
 import * as Ids from "./Ids.js"
 import { CatalogCache } from "./internal/CatalogCache.js"
+import * as KnownApis from "./internal/KnownApis.js"
 import type { Credits, KeyView, Refill } from "./Key.js"
 import * as KeyModel from "./Key.js"
 import { Identity, Key } from "./Key.js"
@@ -34,6 +34,7 @@ import { PermissionQuery, satisfies } from "./PermissionQuery.js"
 import type { TakenLimit } from "./RateLimiter.js"
 import { RateLimiter } from "./RateLimiter.js"
 import { Recorder } from "./Recorder.js"
+import * as RootKey from "./RootKey.js"
 import { Catalog } from "./Storage.js"
 import * as Time from "./Time.js"
 import * as Validation from "./Validation.js"
@@ -102,7 +103,7 @@ export const VerifyKeyResponse = Schema.Struct({
   code: Schema.Literal(...Codes),
   keyId: Schema.optional(Schema.String),
   name: Schema.optional(Schema.String),
-  meta: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Unknown })),
+  meta: Schema.optional(KeyModel.MetaObject),
   expires: Schema.optional(Schema.Number),
   credits: Schema.optional(Schema.Struct({ remaining: Schema.Number })),
   ratelimits: Schema.optional(Schema.Array(Schema.Struct({
@@ -140,8 +141,6 @@ export const refillSince = (refill: Refill, now: number): number => {
 
 const answer = (response: VerifyKeyResponse): VerifyKeyResponse => response
 
-const hashOf = (secret: string): string => Crypto.createHash("sha256").update(secret, "utf8").digest("hex")
-
 /** Issues, manages and verifies keys in the caller's workspace. */
 export class Keys extends Effect.Service<Keys>()("@keymeter/core/Keys", {
   effect: Effect.gen(function*() {
@@ -160,11 +159,8 @@ export class Keys extends Effect.Service<Keys>()("@keymeter/core/Keys", {
     const byHash = new CatalogCache<Option.Option<Key>>(catalog.revision)
     const identities = new CatalogCache<Option.Option<Identity>>(catalog.revision)
 
-    const requireApi = (principal: Principal, apiId: string) =>
-      Effect.flatMap(catalog.getApi(principal.workspaceId, apiId), (api) =>
-        Option.isNone(api)
-          ? Effect.fail(new NotFound({ message: `apiId: no api ${JSON.stringify(apiId)} in this workspace` }))
-          : Effect.void)
+    const apis = KnownApis.make(catalog)
+    const requireApi = (principal: Principal, apiId: string) => apis.require(principal.workspaceId, apiId)
 
     const identityFor = (workspaceId: string, externalId: string, now: number) =>
       catalog.ensureIdentity(
@@ -230,7 +226,7 @@ export class Keys extends Effect.Service<Keys>()("@keymeter/core/Keys", {
           id: Ids.make(Ids.Prefix.key, now),
           workspaceId: principal.workspaceId,
           apiId: request.apiId,
-          hash: hashOf(secret),
+          hash: RootKey.hash(secret),
           start: KeyModel.startOf(secret, request.prefix),
           ...(request.name !== undefined ? { name: request.name } : {}),
           ...(request.meta !== undefined ? { meta: request.meta } : {}),
@@ -377,7 +373,7 @@ export class Keys extends Effect.Service<Keys>()("@keymeter/core/Keys", {
           yield* requireApi(principal, request.apiId)
         }
         const now = yield* Clock.currentTimeMillis
-        const hash = hashOf(request.key)
+        const hash = RootKey.hash(request.key)
         const found = yield* byHash.get(hash, catalog.findKeyByHash(hash))
         const record = (apiId: string, keyId: string, code: Code, identity?: Identity) =>
           recorder.record(

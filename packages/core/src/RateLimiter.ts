@@ -113,48 +113,19 @@ export class RateLimiter extends Effect.Service<RateLimiter>()("@keymeter/core/R
           namespace = found.value
         } else {
           yield* auth.authorize(principal, Permission.required.limit("*"))
-          namespace = yield* catalog.ensureNamespace(
-            new Namespace({
-              id: Ids.make(Ids.Prefix.namespace, yield* Clock.currentTimeMillis),
-              workspaceId: principal.workspaceId,
-              name: request.namespace
-            })
-          )
+          namespace = yield* createNamespace(principal.workspaceId, request.namespace)
         }
         const override = yield* overrides.resolve(namespace, request.identifier)
-        const applied = override ?? request
-        const now = yield* Clock.currentTimeMillis
-        const decision = windows.take(
-          `${namespace.id}\u0000${request.identifier}`,
-          now,
-          applied.limit,
-          applied.duration,
-          request.cost ?? 1
-        )
-        return {
-          success: decision.success,
-          limit: applied.limit,
-          remaining: decision.remaining,
-          reset: decision.reset,
-          ...(override !== undefined ? { overrideId: override.id } : {})
-        }
+        return decide(namespace, request, override, yield* Clock.currentTimeMillis)
       })
 
-    /**
-     * What {@link limit} would answer at `now`, taken from the window, when it is known without
-     * I/O: the body is valid as it is, its namespace exists and was read since the catalog last
-     * changed, the principal may limit in it and the overrides involved are in memory. Undefined
-     * otherwise (nothing taken): run {@link limit}, which also words every refusal.
-     */
-    const limitNow = (principal: Principal, input: unknown, now: number): LimitResponse | undefined => {
-      const request = plainLimitInput(input)
-      if (request === undefined) return undefined
-      const found = namespaces.peek(`${principal.workspaceId}\u0000${request.namespace}`)
-      if (found === undefined || found._tag === "None") return undefined
-      const namespace = found.value
-      if (!Permission.allows(principal.permissions, Permission.required.limit(namespace.id))) return undefined
-      const override = overrides.resolveNow(namespace, request.identifier)
-      if (override === Unknown) return undefined
+    /** Takes the request's cost from its window, under the override's limit when one applies. */
+    const decide = (
+      namespace: Namespace,
+      request: Schema.Schema.Type<typeof LimitInput>,
+      override: Override | undefined,
+      now: number
+    ): LimitResponse => {
       const applied = override ?? request
       const decision = windows.take(
         `${namespace.id}\u0000${request.identifier}`,
@@ -170,6 +141,30 @@ export class RateLimiter extends Effect.Service<RateLimiter>()("@keymeter/core/R
         reset: decision.reset,
         ...(override !== undefined ? { overrideId: override.id } : {})
       }
+    }
+
+    /** Creates the workspace's namespace `name` (or finds the one a concurrent call created). */
+    const createNamespace = (workspaceId: string, name: string) =>
+      Effect.flatMap(
+        Clock.currentTimeMillis,
+        (now) => catalog.ensureNamespace(new Namespace({ id: Ids.make(Ids.Prefix.namespace, now), workspaceId, name }))
+      )
+
+    /**
+     * What {@link limit} would answer at `now`, taken from the window, when it is known without
+     * I/O: the body is valid as it is, its namespace exists and was read since the catalog last
+     * changed, the principal may limit in it and the overrides involved are in memory. Undefined
+     * otherwise (nothing taken): run {@link limit}, which also words every refusal.
+     */
+    const limitNow = (principal: Principal, input: unknown, now: number): LimitResponse | undefined => {
+      const request = plainLimitInput(input)
+      if (request === undefined) return undefined
+      const found = namespaces.peek(`${principal.workspaceId}\u0000${request.namespace}`)
+      if (found === undefined || found._tag === "None") return undefined
+      const namespace = found.value
+      if (!Permission.allows(principal.permissions, Permission.required.limit(namespace.id))) return undefined
+      const override = overrides.resolveNow(namespace, request.identifier)
+      return override === Unknown ? undefined : decide(namespace, request, override, now)
     }
 
     /**
@@ -229,7 +224,7 @@ export class RateLimiter extends Effect.Service<RateLimiter>()("@keymeter/core/R
           )
         }
         const allowed = results.every((result) => !result.exceeded)
-        return allowed ? { allowed, results, refund } : { allowed, results: refund(), refund: () => results }
+        return { allowed, results: allowed ? results : refund(), refund }
       })
 
     /** The namespace of the workspace named `name`, created on first use. */
@@ -239,10 +234,7 @@ export class RateLimiter extends Effect.Service<RateLimiter>()("@keymeter/core/R
           `${workspaceId}\u0000${name}`,
           catalog.findNamespaceByName(workspaceId, name)
         )
-        if (found._tag === "Some") return found.value
-        return yield* catalog.ensureNamespace(
-          new Namespace({ id: Ids.make(Ids.Prefix.namespace, yield* Clock.currentTimeMillis), workspaceId, name })
-        )
+        return found._tag === "Some" ? found.value : yield* createNamespace(workspaceId, name)
       })
 
     return { limit, limitNow, takeAll } as const

@@ -4,12 +4,11 @@
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
-import type { Api } from "./Api.js"
 import { Auth } from "./Auth.js"
 import { NotFound } from "./Errors.js"
 import type { Receipt } from "./Idempotency.js"
 import { IdempotencyKeys, type KeyOptions } from "./IdempotencyKeys.js"
-import { CatalogCache } from "./internal/CatalogCache.js"
+import * as KnownApis from "./internal/KnownApis.js"
 import type { Principal } from "./Permission.js"
 import * as Permission from "./Permission.js"
 import { Catalog, VerificationStore } from "./Storage.js"
@@ -45,8 +44,7 @@ export class Verifications extends Effect.Service<Verifications>()("@keymeter/co
   effect: Effect.gen(function*() {
     const store = yield* VerificationStore
     const catalog = yield* Catalog
-    // The apis batches name, remembered while the catalog has not changed.
-    const known = new CatalogCache<Option.Option<Api>>(catalog.revision)
+    const knownApis = KnownApis.make(catalog)
     const auth = yield* Auth
 
     const keys = yield* IdempotencyKeys
@@ -77,11 +75,7 @@ export class Verifications extends Effect.Service<Verifications>()("@keymeter/co
           yield* auth.authorize(principal, Permission.required.recordVerifications(apiId))
         }
         for (const [apiId, index] of apis) {
-          const api = yield* known.get(
-            `${principal.workspaceId}\u0000${apiId}`,
-            catalog.getApi(principal.workspaceId, apiId)
-          )
-          if (Option.isNone(api)) {
+          if (Option.isNone(yield* knownApis.find(principal.workspaceId, apiId))) {
             return yield* new NotFound({
               message: `${options?.path ?? "verifications"}[${index}].apiId: no api ${
                 JSON.stringify(apiId)

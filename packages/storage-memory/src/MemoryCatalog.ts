@@ -3,7 +3,7 @@
  */
 import type { Api } from "@keymeter/core/Api"
 import type { Credits, Key } from "@keymeter/core/Key"
-import { Identity } from "@keymeter/core/Key"
+import { changeBalance, Identity, spend } from "@keymeter/core/Key"
 import type { Namespace } from "@keymeter/core/Namespace"
 import { Override } from "@keymeter/core/Override"
 import { RootKey } from "@keymeter/core/RootKey"
@@ -237,26 +237,17 @@ export const make = () => {
     getCredits: (keyId) => Effect.sync(() => Option.fromNullable(credits.get(keyId))),
     spendCredits: (keyId, cost, refill, now) =>
       Effect.sync(() => {
-        let balance = credits.get(keyId)
+        const balance = credits.get(keyId)
         if (balance === undefined) return Option.none()
-        if (refill !== undefined && balance.refilledAt < refill.since) {
-          balance = { remaining: refill.amount, refilledAt: now }
-        }
-        const spent = balance.remaining >= cost
-        if (spent) balance = { ...balance, remaining: balance.remaining - cost }
-        credits.set(keyId, balance)
-        return Option.some({ spent, remaining: balance.remaining })
+        const result = spend(balance, cost, refill, now)
+        credits.set(keyId, result.balance)
+        return Option.some({ spent: result.spent, remaining: result.balance.remaining })
       }),
     changeCredits: (keyId, op, value) =>
       Effect.sync(() => {
         const balance = credits.get(keyId)
         if (balance === undefined) return Option.none()
-        const remaining = op === "set"
-          ? value
-          : op === "increment"
-          ? Math.min(Number.MAX_SAFE_INTEGER, balance.remaining + value)
-          : Math.max(0, balance.remaining - value)
-        const changed = { ...balance, remaining }
+        const changed = changeBalance(balance, op, value)
         credits.set(keyId, changed)
         return Option.some(changed)
       }),

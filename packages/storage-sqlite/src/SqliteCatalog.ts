@@ -6,8 +6,8 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import { Api } from "@keymeter/core/Api"
 import { StorageError } from "@keymeter/core/Errors"
-import type { KeyRatelimit, Refill } from "@keymeter/core/Key"
-import { Identity, Key } from "@keymeter/core/Key"
+import type { Credits, KeyRatelimit, Refill } from "@keymeter/core/Key"
+import { changeBalance, Identity, Key, spend } from "@keymeter/core/Key"
 import { Namespace } from "@keymeter/core/Namespace"
 import { Override } from "@keymeter/core/Override"
 import { RootKey } from "@keymeter/core/RootKey"
@@ -154,6 +154,17 @@ export const make = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   const run = <A, R>(effect: Effect.Effect<A, SqlError, R>) => Effect.catchAll(effect, storageError)
   const first = <A>(rows: ReadonlyArray<A>) => Option.fromNullable(rows[0])
+
+  const readCredits = (keyId: string) =>
+    Effect.map(
+      sql<{ remaining: number; refilled_at: number }>`SELECT remaining, refilled_at FROM key_credits
+        WHERE key_id = ${keyId}`,
+      (rows) => Option.map(first(rows), (row): Credits => ({ remaining: row.remaining, refilledAt: row.refilled_at }))
+    )
+  const writeCredits = (keyId: string, credits: Credits) =>
+    sql`INSERT INTO key_credits (key_id, remaining, refilled_at)
+      VALUES (${keyId}, ${credits.remaining}, ${credits.refilledAt})
+      ON CONFLICT (key_id) DO UPDATE SET remaining = excluded.remaining, refilled_at = excluded.refilled_at`
 
   return Catalog.of({
     isEmpty: run(Effect.map(sql<{ n: number }>`SELECT count(*) AS n FROM workspaces`, (rows) => rows[0]!.n === 0)),
@@ -322,10 +333,7 @@ export const make = Effect.gen(function*() {
         const inserted = yield* sql<{ id: string }>`INSERT INTO keys ${sql.insert(keyValues(key))}
           ON CONFLICT DO NOTHING RETURNING id`
         if (inserted.length === 0) return "conflict" as const
-        if (credits !== undefined) {
-          yield* sql`INSERT INTO key_credits (key_id, remaining, refilled_at)
-            VALUES (${key.id}, ${credits.remaining}, ${credits.refilledAt})`
-        }
+        if (credits !== undefined) yield* writeCredits(key.id, credits)
         return "created" as const
       }))),
     replaceKey: (key, credits) =>
@@ -335,11 +343,7 @@ export const make = Effect.gen(function*() {
           WHERE id = ${key.id} AND workspace_id = ${key.workspaceId} RETURNING id`
         if (updated.length === 0) return false
         if (credits === "clear") yield* sql`DELETE FROM key_credits WHERE key_id = ${key.id}`
-        else if (credits !== "keep") {
-          yield* sql`INSERT INTO key_credits (key_id, remaining, refilled_at)
-            VALUES (${key.id}, ${credits.remaining}, ${credits.refilledAt})
-            ON CONFLICT (key_id) DO UPDATE SET remaining = excluded.remaining, refilled_at = excluded.refilled_at`
-        }
+        else if (credits !== "keep") yield* writeCredits(key.id, credits)
         return true
       }))),
     findKeyByHash: (hash) =>
@@ -365,43 +369,24 @@ export const make = Effect.gen(function*() {
         sql<{ id: string }>`DELETE FROM keys WHERE id = ${id} AND workspace_id = ${workspaceId} RETURNING id`,
         (rows) => rows.length > 0
       )),
-    getCredits: (keyId) =>
-      run(Effect.map(
-        sql<{ remaining: number; refilled_at: number }>`SELECT remaining, refilled_at FROM key_credits
-          WHERE key_id = ${keyId}`,
-        (rows) => Option.map(first(rows), (row) => ({ remaining: row.remaining, refilledAt: row.refilled_at }))
-      )),
+    getCredits: (keyId) => run(readCredits(keyId)),
     spendCredits: (keyId, cost, refill, now) =>
       // One transaction on the one connection: spends of a key never interleave.
       run(sql.withTransaction(Effect.gen(function*() {
-        const [row] = yield* sql<{ remaining: number; refilled_at: number }>`SELECT remaining, refilled_at
-          FROM key_credits WHERE key_id = ${keyId}`
-        if (row === undefined) return Option.none()
-        const due = refill !== undefined && row.refilled_at < refill.since
-        const base = due ? refill.amount : row.remaining
-        const spent = base >= cost
-        const remaining = spent ? base - cost : base
-        if (due || (spent && cost > 0)) {
-          yield* sql`UPDATE key_credits SET remaining = ${remaining}, refilled_at = ${due ? now : row.refilled_at}
-            WHERE key_id = ${keyId}`
-        }
-        return Option.some({ spent, remaining })
+        const balance = yield* readCredits(keyId)
+        if (Option.isNone(balance)) return Option.none()
+        const result = spend(balance.value, cost, refill, now)
+        if (result.changed) yield* writeCredits(keyId, result.balance)
+        return Option.some({ spent: result.spent, remaining: result.balance.remaining })
       }))),
     changeCredits: (keyId, op, value) =>
-      run(Effect.map(
-        op === "set"
-          ? sql<{ remaining: number; refilled_at: number }>`UPDATE key_credits SET remaining = ${value}
-              WHERE key_id = ${keyId} RETURNING remaining, refilled_at`
-          : op === "increment"
-          ? sql<{ remaining: number; refilled_at: number }>`UPDATE key_credits
-              SET remaining = min(remaining + ${value}, ${Number.MAX_SAFE_INTEGER})
-              WHERE key_id = ${keyId} RETURNING remaining, refilled_at`
-          : sql<
-            { remaining: number; refilled_at: number }
-          >`UPDATE key_credits SET remaining = max(remaining - ${value}, 0)
-              WHERE key_id = ${keyId} RETURNING remaining, refilled_at`,
-        (rows) => Option.map(first(rows), (row) => ({ remaining: row.remaining, refilledAt: row.refilled_at }))
-      )),
+      run(sql.withTransaction(Effect.gen(function*() {
+        const balance = yield* readCredits(keyId)
+        if (Option.isNone(balance)) return Option.none()
+        const changed = changeBalance(balance.value, op, value)
+        yield* writeCredits(keyId, changed)
+        return Option.some(changed)
+      }))),
     namespacePatterns: (workspaceId) =>
       run(Effect.map(
         sql<

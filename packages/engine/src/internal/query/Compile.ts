@@ -83,7 +83,7 @@ export const compile = (shape: Shape): RangeScan | PostingScan => {
       body.push(`acc[g * ${OUTCOMES} + O[i]]++;`)
     } else {
       const code = (dim: Dim, column: string) => dims.includes(dim) ? column : "0"
-      body.push(`table.add(${code("key", "K[i]")}, ${code("identity", "I[i]")}, ${code("tagset", tag)}, O[i], 1);`)
+      body.push(`table.add(${code("key", "K[i]")}, ${code("identity", "I[i]")}, ${code("tagset", tag)}, O[i]);`)
     }
     if (perTag) {
       const inner = body.splice(body.length - (dense ? 3 : 1))

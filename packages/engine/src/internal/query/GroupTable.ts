@@ -51,17 +51,9 @@ export class GroupTable {
     this.counts = new Float64Array(512 * OUTCOMES)
   }
 
-  /** Counts `n` events of `outcome` into the group (key, identity, tagset). */
-  add(key: number, identity: number, tagset: number, outcome: number, n: number): void {
-    const slot = this.slot(key, identity, tagset)
-    this.counts[slot * OUTCOMES + outcome]! += n
-  }
-
-  /** Adds nine counters at `source[at ..]` to the group (key, identity, tagset). */
-  addAll(key: number, identity: number, tagset: number, source: ArrayLike<number>, at: number): void {
-    const to = this.slot(key, identity, tagset) * OUTCOMES
-    const counts = this.counts
-    for (let o = 0; o < OUTCOMES; o++) counts[to + o]! += source[at + o]!
+  /** Counts one event of `outcome` into the group (key, identity, tagset). */
+  add(key: number, identity: number, tagset: number, outcome: number): void {
+    this.counts[this.slot(key, identity, tagset) * OUTCOMES + outcome]!++
   }
 
   /** The slot of a group, added when new. */

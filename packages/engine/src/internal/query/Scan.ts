@@ -101,18 +101,17 @@ export const scan = (context: QueryContext): AggregationResult => {
   }
   const buffer = new U32List(1024)
 
-  const harvestTable = (table: GroupTable, time: number | undefined) => {
-    const codes = table.codes
-    for (let slot = 0; slot < table.size; slot++) {
-      rows.push(time, codes[slot * 3]!, codes[slot * 3 + 1]!, codes[slot * 3 + 2]!, table.counts, slot * OUTCOMES)
-    }
-    table.clear()
-  }
-
   const harvest = (time: number | undefined) => {
     const acc = scratch.acc
     if (group === "map") {
-      if (!denseMap) return harvestTable(scratch.table!, time)
+      if (!denseMap) {
+        const table = scratch.table!
+        for (let slot = 0; slot < table.size; slot++) {
+          const at = slot * 3
+          rows.push(time, table.codes[at]!, table.codes[at + 1]!, table.codes[at + 2]!, table.counts, slot * OUTCOMES)
+        }
+        return table.clear()
+      }
       const { identityStride, keyStride } = scratch
       for (let n = 0; n < scratch.nt; n++) {
         const g = scratch.touched[n]!

@@ -7,6 +7,7 @@ import * as Schema from "effect/Schema"
 import * as Crypto from "node:crypto"
 import { MAX_NAME_LENGTH } from "./Namespace.js"
 import { Duration } from "./Override.js"
+import { MAX_PERMISSION_LENGTH } from "./PermissionQuery.js"
 import { boundedString, expected } from "./Validation.js"
 
 /** An end customer of a workspace, shared by the keys created with its `externalId`. */
@@ -190,7 +191,7 @@ const CreditsInput = Schema.Struct({
   refill: Schema.optional(RefillInput)
 })
 
-const Permissions = Schema.Array(boundedString("a permission", 1, 512)).pipe(
+const Permissions = Schema.Array(boundedString("a permission", 1, MAX_PERMISSION_LENGTH)).pipe(
   Schema.maxItems(MAX_PERMISSIONS, { message: () => `must hold at most ${MAX_PERMISSIONS} permissions` })
 )
 

@@ -23,15 +23,16 @@ import type { StorageError } from "./Errors.js"
 import { NotFound, ValidationError } from "./Errors.js"
 import { IdempotencyKeys, type KeyOptions } from "./IdempotencyKeys.js"
 import * as Ids from "./Ids.js"
-import { CatalogCache } from "./internal/CatalogCache.js"
+import { KeyCache, KeyCacheCapacity } from "./internal/KeyCache.js"
 import * as KnownApis from "./internal/KnownApis.js"
 import type { Credits, KeyView, Refill } from "./Key.js"
 import * as KeyModel from "./Key.js"
 import { Identity, Key } from "./Key.js"
+import { MAX_NAME_LENGTH } from "./Namespace.js"
 import type { Principal } from "./Permission.js"
 import * as Permission from "./Permission.js"
-import { PermissionQuery, satisfies } from "./PermissionQuery.js"
-import type { TakenLimit } from "./RateLimiter.js"
+import { MAX_PERMISSION_LENGTH, PermissionQuery, satisfies } from "./PermissionQuery.js"
+import type { TakenLimit, TakeRequest } from "./RateLimiter.js"
 import { RateLimiter } from "./RateLimiter.js"
 import { Recorder } from "./Recorder.js"
 import * as RootKey from "./RootKey.js"
@@ -87,7 +88,7 @@ export const VerifyKeyInput = Schema.Struct({
   })),
   ratelimits: Schema.optional(
     Schema.Array(Schema.Struct({
-      name: Validation.boundedString("a rate limit name", 1, 255),
+      name: Validation.boundedString("a rate limit name", 1, MAX_NAME_LENGTH),
       cost: Schema.optional(Validation.expected(
         Schema.Number.pipe(Schema.int(), Schema.between(0, Number.MAX_SAFE_INTEGER)),
         "must be an integer >= 0"
@@ -139,7 +140,51 @@ export const refillSince = (refill: Refill, now: number): number => {
   return now >= thisMonth ? thisMonth : at(date.getUTCFullYear(), date.getUTCMonth() - 1)
 }
 
-const answer = (response: VerifyKeyResponse): VerifyKeyResponse => response
+/** A body of `keys.verifyKey`, decoded. */
+export type VerifyKeyInput = Schema.Schema.Type<typeof VerifyKeyInput>
+
+const VERIFY_FIELDS = { key: 1, apiId: 1, permissions: 1, credits: 1, ratelimits: 1, tags: 1 }
+const isString = (value: unknown, max: number): value is string =>
+  typeof value === "string" && value.length >= 1 && value.length <= max && Validation.isWellFormed(value)
+const isCost = (value: unknown) => Number.isSafeInteger(value) && (value as number) >= 0
+const hasOnly = (value: object, fields: object) => {
+  for (const name in value) if (!Object.hasOwn(fields, name)) return false
+  return true
+}
+
+/**
+ * `input` as {@link VerifyKeyInput} decodes it, when it is a plain valid body (a permission query
+ * of one string, if any); undefined for anything else, valid or not, which the schema then judges.
+ * A hand check costs a tenth of the schema's, on the hottest path there is.
+ */
+const plainVerifyInput = (input: unknown): VerifyKeyInput | undefined => {
+  if (typeof input !== "object" || input === null || Array.isArray(input) || !hasOnly(input, VERIFY_FIELDS)) {
+    return undefined
+  }
+  const { apiId, credits, key, permissions, ratelimits, tags } = input as Record<string, unknown>
+  if (!isString(key, MAX_SECRET_LENGTH)) return undefined
+  if (apiId !== undefined && !isString(apiId, Verification.MAX_ID_LENGTH)) return undefined
+  if (permissions !== undefined && !isString(permissions, MAX_PERMISSION_LENGTH)) return undefined
+  if (credits !== undefined) {
+    if (typeof credits !== "object" || credits === null || !hasOnly(credits, COST)) return undefined
+    if (!isCost((credits as { cost?: unknown }).cost)) return undefined
+  }
+  if (ratelimits !== undefined) {
+    if (!Array.isArray(ratelimits) || ratelimits.length > KeyModel.MAX_RATELIMITS) return undefined
+    for (const limit of ratelimits as Array<unknown>) {
+      if (typeof limit !== "object" || limit === null || !hasOnly(limit, RATELIMIT_FIELDS)) return undefined
+      const { cost, name } = limit as Record<string, unknown>
+      if (!isString(name, MAX_NAME_LENGTH) || (cost !== undefined && !isCost(cost))) return undefined
+    }
+  }
+  if (tags !== undefined) {
+    if (!Array.isArray(tags) || tags.length > Verification.MAX_TAGS) return undefined
+    for (const tag of tags as Array<unknown>) if (!isString(tag, Verification.MAX_TAG_LENGTH)) return undefined
+  }
+  return input as VerifyKeyInput
+}
+const COST = { cost: 1 }
+const RATELIMIT_FIELDS = { name: 1, cost: 1 }
 
 /** Issues, manages and verifies keys in the caller's workspace. */
 export class Keys extends Effect.Service<Keys>()("@keymeter/core/Keys", {
@@ -156,22 +201,30 @@ export class Keys extends Effect.Service<Keys>()("@keymeter/core/Keys", {
     const decodeCredits = Validation.decode(KeyModel.UpdateCreditsInput)
     const decodeVerify = Validation.decode(VerifyKeyInput)
     // Keys by hash (unknown hashes too) and identities, remembered while the catalog holds.
-    const byHash = new CatalogCache<Option.Option<Key>>(catalog.revision)
-    const identities = new CatalogCache<Option.Option<Identity>>(catalog.revision)
+    const cache = new KeyCache(catalog.revision, yield* KeyCacheCapacity)
 
     const apis = KnownApis.make(catalog)
     const requireApi = (principal: Principal, apiId: string) => apis.require(principal.workspaceId, apiId)
 
     const identityFor = (workspaceId: string, externalId: string, now: number) =>
-      catalog.ensureIdentity(
-        new Identity({ id: Ids.make(Ids.Prefix.identity, now), workspaceId, externalId, enabled: true, createdAt: now })
+      cache.write(
+        {},
+        catalog.ensureIdentity(
+          new Identity({
+            id: Ids.make(Ids.Prefix.identity, now),
+            workspaceId,
+            externalId,
+            enabled: true,
+            createdAt: now
+          })
+        )
       )
 
     const identityOf = (key: Key) =>
       key.identityId === undefined
         ? Effect.succeed(undefined)
         : Effect.map(
-          identities.get(key.identityId, catalog.getIdentity(key.workspaceId, key.identityId)),
+          cache.identity(key.identityId, catalog.getIdentity(key.workspaceId, key.identityId)),
           Option.getOrUndefined
         )
 
@@ -243,7 +296,7 @@ export class Keys extends Effect.Service<Keys>()("@keymeter/core/Keys", {
         const credits: Credits | undefined = request.credits === undefined
           ? undefined
           : { remaining: request.credits.remaining, refilledAt: now }
-        const created = yield* catalog.insertKey(key, credits)
+        const created = yield* cache.write({ hashes: [key.hash] }, catalog.insertKey(key, credits))
         // A collision of 128 random bits or more: astronomically unlikely, and refused rather than overwritten.
         if (created === "conflict") return yield* Effect.die(new Error("a new key collided with an existing one"))
         return { keyId: key.id, key: secret }
@@ -321,7 +374,7 @@ export class Keys extends Effect.Service<Keys>()("@keymeter/core/Keys", {
           credits = { remaining: request.credits.remaining, refilledAt: now }
         }
         const updated = new Key(fields as ConstructorParameters<typeof Key>[0])
-        if (!(yield* catalog.replaceKey(updated, credits))) {
+        if (!(yield* cache.write({ hashes: [key.hash] }, catalog.replaceKey(updated, credits)))) {
           return yield* new NotFound({ message: `keyId: no key ${JSON.stringify(request.keyId)} in this workspace` })
         }
         return yield* view(updated)
@@ -330,8 +383,8 @@ export class Keys extends Effect.Service<Keys>()("@keymeter/core/Keys", {
     const remove = (principal: Principal, input: unknown) =>
       Effect.gen(function*() {
         const { keyId } = yield* decodeKeyId(input)
-        yield* keyFor(principal, keyId, Permission.required.deleteKey)
-        if (!(yield* catalog.deleteKey(principal.workspaceId, keyId))) {
+        const key = yield* keyFor(principal, keyId, Permission.required.deleteKey)
+        if (!(yield* cache.write({ hashes: [key.hash] }, catalog.deleteKey(principal.workspaceId, keyId)))) {
           return yield* new NotFound({ message: `keyId: no key ${JSON.stringify(keyId)} in this workspace` })
         }
         return {}
@@ -364,70 +417,136 @@ export class Keys extends Effect.Service<Keys>()("@keymeter/core/Keys", {
         )
       }).pipe(Effect.withSpan("Keys.updateCredits"))
 
+    /** The verification event of a call. */
+    const eventOf = (
+      principal: Principal,
+      request: VerifyKeyInput,
+      now: number,
+      apiId: string,
+      keyId: string,
+      code: Code,
+      identity: Identity | undefined
+    ) =>
+      Verification.make({
+        time: now,
+        workspaceId: principal.workspaceId,
+        apiId,
+        keyId,
+        outcome: outcomeOf[code],
+        identity: identity === undefined ? undefined : { id: identity.id, externalId: identity.externalId },
+        tags: request.tags
+      })
+
+    /** The key's limits a call takes: its auto-applied ones and those it names (at their cost). */
+    const limitsOf = (
+      key: Key,
+      identity: Identity | undefined,
+      requested: ReadonlyMap<string, number> | undefined
+    ): Array<TakeRequest> => {
+      const out: Array<TakeRequest> = []
+      for (const limit of key.ratelimits) {
+        const cost = requested?.get(limit.name)
+        if (!limit.autoApply && cost === undefined) continue
+        out.push({
+          name: limit.name,
+          identifier: identity?.externalId ?? key.id,
+          limit: limit.limit,
+          duration: limit.duration,
+          cost: cost ?? 1
+        })
+      }
+      return out
+    }
+
+    /**
+     * The costs of the limits the call names, by name; the index of the first the key does not
+     * have, when one is unknown (the caller's mistake).
+     */
+    const requestedOf = (key: Key, request: VerifyKeyInput): ReadonlyMap<string, number> | number | undefined => {
+      if (request.ratelimits === undefined || request.ratelimits.length === 0) return undefined
+      const requested = new Map<string, number>()
+      for (const [i, limit] of request.ratelimits.entries()) {
+        if (!key.ratelimits.some((own) => own.name === limit.name)) return i
+        requested.set(limit.name, limit.cost ?? 1)
+      }
+      return requested
+    }
+
+    /** The code of the checks before the limits (2–6 of the order), or undefined when they pass. */
+    const precheck = (key: Key, identity: Identity | undefined, request: VerifyKeyInput, now: number) =>
+      request.apiId !== undefined && request.apiId !== key.apiId
+        ? "FORBIDDEN" as const
+        : identity !== undefined && !identity.enabled
+        ? "UNAUTHORIZED" as const
+        : !key.enabled
+        ? "DISABLED" as const
+        : key.expires !== undefined && key.expires <= now
+        ? "EXPIRED" as const
+        : request.permissions !== undefined && !satisfies(key.permissions, request.permissions)
+        ? "INSUFFICIENT_PERMISSIONS" as const
+        : undefined
+
+    const answerOf = (
+      key: Key,
+      identity: Identity | undefined,
+      code: Code,
+      limits: ReadonlyArray<TakenLimit> | undefined,
+      remaining: number | undefined
+    ): VerifyKeyResponse => ({
+      valid: code === "VALID",
+      code,
+      keyId: key.id,
+      ...(key.name !== undefined ? { name: key.name } : {}),
+      ...(key.meta !== undefined ? { meta: key.meta } : {}),
+      ...(key.expires !== undefined ? { expires: key.expires } : {}),
+      ...(remaining !== undefined ? { credits: { remaining } } : {}),
+      ...(limits !== undefined && limits.length > 0 ? { ratelimits: limits } : {}),
+      permissions: key.permissions,
+      enabled: key.enabled,
+      ...(identity !== undefined ? { identity: { id: identity.id, externalId: identity.externalId } } : {})
+    })
+
+    const unknownRatelimit = (request: VerifyKeyInput, i: number) =>
+      new ValidationError({
+        message: `ratelimits[${i}].name: the key has no rate limit named ${
+          JSON.stringify(request.ratelimits![i]!.name)
+        }`
+      })
+
     /** Verifies a key and records the verification; see the module's order of checks. */
     const verify = (principal: Principal, input: unknown, options: VerifyOptions = {}) =>
       Effect.gen(function*() {
-        const request = yield* decodeVerify(input)
+        const request = plainVerifyInput(input) ?? (yield* decodeVerify(input))
         if (request.apiId !== undefined) {
           yield* auth.authorize(principal, Permission.required.verifyKey(request.apiId))
           yield* requireApi(principal, request.apiId)
         }
         const now = yield* Clock.currentTimeMillis
         const hash = RootKey.hash(request.key)
-        const found = yield* byHash.get(hash, catalog.findKeyByHash(hash))
+        const found = yield* cache.key(hash, catalog.findKeyByHash(hash))
         const record = (apiId: string, keyId: string, code: Code, identity?: Identity) =>
-          recorder.record(
-            Verification.make({
-              time: now,
-              workspaceId: principal.workspaceId,
-              apiId,
-              keyId,
-              outcome: outcomeOf[code],
-              identity: identity === undefined ? undefined : { id: identity.id, externalId: identity.externalId },
-              tags: request.tags
-            }),
-            options.durable ?? false
-          )
+          recorder.record(eventOf(principal, request, now, apiId, keyId, code, identity), options.durable ?? false)
         // Keys of nowhere the caller may see: counted under the api it named, if any.
         if (Option.isNone(found) || found.value.workspaceId !== principal.workspaceId) {
           const code: Code = Option.isNone(found) ? "NOT_FOUND" : "FORBIDDEN"
           if (request.apiId !== undefined) yield* record(request.apiId, UNKNOWN_KEY_ID, code)
-          return answer({ valid: false, code })
+          return { valid: false, code } satisfies VerifyKeyResponse
         }
         const key = found.value
         if (request.apiId === undefined) yield* auth.authorize(principal, Permission.required.verifyKey(key.apiId))
         // Requested limits must be the key's own: an unknown name is the caller's mistake.
-        const requested = new Map<string, number>()
-        for (const [i, limit] of (request.ratelimits ?? []).entries()) {
-          if (!key.ratelimits.some((own) => own.name === limit.name)) {
-            return yield* new ValidationError({
-              message: `ratelimits[${i}].name: the key has no rate limit named ${JSON.stringify(limit.name)}`
-            })
-          }
-          requested.set(limit.name, limit.cost ?? 1)
-        }
-        const identity = yield* identityOf(key)
-        let code: Code = "VALID"
+        const requested = requestedOf(key, request)
+        if (typeof requested === "number") return yield* unknownRatelimit(request, requested)
+        const identity = key.identityId === undefined
+          ? undefined
+          : Option.getOrUndefined(
+            yield* cache.identity(key.identityId, catalog.getIdentity(key.workspaceId, key.identityId))
+          )
+        let code: Code = precheck(key, identity, request, now) ?? "VALID"
         let limits: ReadonlyArray<TakenLimit> | undefined
         let remaining: number | undefined
-        if (request.apiId !== undefined && request.apiId !== key.apiId) code = "FORBIDDEN"
-        else if (identity !== undefined && !identity.enabled) code = "UNAUTHORIZED"
-        else if (!key.enabled) code = "DISABLED"
-        else if (key.expires !== undefined && key.expires <= now) code = "EXPIRED"
-        else if (request.permissions !== undefined && !satisfies(key.permissions, request.permissions)) {
-          code = "INSUFFICIENT_PERMISSIONS"
-        } else {
-          const checked = key.ratelimits.filter((limit) => limit.autoApply || requested.has(limit.name))
-          const taken = yield* limiter.takeAll(
-            key.workspaceId,
-            checked.map((limit) => ({
-              name: limit.name,
-              identifier: identity?.externalId ?? key.id,
-              limit: limit.limit,
-              duration: limit.duration,
-              cost: requested.get(limit.name) ?? 1
-            }))
-          )
+        if (code === "VALID") {
+          const taken = yield* limiter.takeAll(key.workspaceId, limitsOf(key, identity, requested))
           limits = taken.results
           if (!taken.allowed) code = "RATE_LIMITED"
           else if (key.credited) {
@@ -448,22 +567,71 @@ export class Keys extends Effect.Service<Keys>()("@keymeter/core/Keys", {
           remaining = Option.getOrUndefined(yield* catalog.getCredits(key.id))?.remaining
         }
         yield* record(key.apiId, key.id, code, identity)
-        return answer({
-          valid: code === "VALID",
-          code,
-          keyId: key.id,
-          ...(key.name !== undefined ? { name: key.name } : {}),
-          ...(key.meta !== undefined ? { meta: key.meta } : {}),
-          ...(key.expires !== undefined ? { expires: key.expires } : {}),
-          ...(remaining !== undefined ? { credits: { remaining } } : {}),
-          ...(limits !== undefined && limits.length > 0 ? { ratelimits: limits } : {}),
-          permissions: key.permissions,
-          enabled: key.enabled,
-          ...(identity !== undefined ? { identity: { id: identity.id, externalId: identity.externalId } } : {})
-        })
+        return answerOf(key, identity, code, limits, remaining)
       }).pipe(Effect.withSpan("Keys.verify"))
 
-    return { create, get, list, update, delete: remove, updateCredits, verify } as const
+    /**
+     * What {@link verify} answers at `now`, decided and recorded without I/O, when everything it
+     * needs is in memory: a plain valid body, the key (or its absence) and its identity remembered,
+     * the permissions and the api known, the limits' namespaces and overrides in memory, no credits
+     * (they are read and spent in storage) and room in the recorder's queue. Undefined otherwise,
+     * with nothing taken or recorded: run {@link verify}, which also words every refusal. The
+     * event is queued, never waited for (`durable` verifications go through {@link verify}).
+     */
+    const verifyNow = (principal: Principal, input: unknown, now: number): VerifyKeyResponse | undefined => {
+      const request = plainVerifyInput(input)
+      if (request === undefined) return undefined
+      const { apiId } = request
+      if (apiId !== undefined) {
+        if (!Permission.allows(principal.permissions, Permission.required.verifyKey(apiId))) return undefined
+        if (apis.peek(principal.workspaceId, apiId) !== true) return undefined
+      }
+      const found = cache.peekKey(RootKey.hash(request.key))
+      if (found === undefined) return undefined
+      if (found === null || found.workspaceId !== principal.workspaceId) {
+        const code: Code = found === null ? "NOT_FOUND" : "FORBIDDEN"
+        if (apiId !== undefined) {
+          if (!recorder.recordNow(eventOf(principal, request, now, apiId, UNKNOWN_KEY_ID, code, undefined))) {
+            return undefined
+          }
+        }
+        return { valid: false, code }
+      }
+      const key = found
+      if (key.credited) return undefined
+      if (apiId === undefined && !Permission.allows(principal.permissions, Permission.required.verifyKey(key.apiId))) {
+        return undefined
+      }
+      const requested = requestedOf(key, request)
+      if (typeof requested === "number") return undefined
+      let identity: Identity | undefined
+      if (key.identityId !== undefined) {
+        const known = cache.peekIdentity(key.identityId)
+        if (known === undefined) return undefined
+        identity = known ?? undefined
+      }
+      let code: Code = precheck(key, identity, request, now) ?? "VALID"
+      let limits: ReadonlyArray<TakenLimit> | undefined
+      if (code === "VALID") {
+        const taken = limiter.takeAllNow(key.workspaceId, limitsOf(key, identity, requested), now)
+        if (taken === undefined) return undefined
+        if (
+          !recorder.recordNow(
+            eventOf(principal, request, now, key.apiId, key.id, taken.allowed ? "VALID" : "RATE_LIMITED", identity)
+          )
+        ) {
+          taken.refund()
+          return undefined
+        }
+        limits = taken.results
+        if (!taken.allowed) code = "RATE_LIMITED"
+      } else if (!recorder.recordNow(eventOf(principal, request, now, key.apiId, key.id, code, identity))) {
+        return undefined
+      }
+      return answerOf(key, identity, code, limits, undefined)
+    }
+
+    return { create, get, list, update, delete: remove, updateCredits, verify, verifyNow } as const
   })
 }) {}
 

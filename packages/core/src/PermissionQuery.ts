@@ -27,7 +27,10 @@ const depthAndTerms = (query: PermissionQuery): { readonly depth: number; readon
   return { depth: depth + 1, terms }
 }
 
-const Permission = boundedString("a permission", 1, 512)
+/** Longest permission. */
+export const MAX_PERMISSION_LENGTH = 512
+
+const Permission = boundedString("a permission", 1, MAX_PERMISSION_LENGTH)
 
 const Node: Schema.Schema<PermissionQuery> = Schema.Union(
   Permission,

@@ -53,6 +53,30 @@ export interface TakenLimit {
   readonly overrideId?: string
 }
 
+/** One limit {@link RateLimiter} `takeAll` takes. */
+export interface TakeRequest {
+  /** The namespace's name. */
+  readonly name: string
+  readonly identifier: string
+  readonly limit: number
+  readonly duration: number
+  readonly cost: number
+}
+
+/** What `takeAll` took: all its limits (`allowed`) or none. */
+export interface Taken {
+  readonly allowed: boolean
+  readonly results: ReadonlyArray<TakenLimit>
+  /** Gives back what was taken (once); the results as they then stand. */
+  readonly refund: () => ReadonlyArray<TakenLimit>
+}
+
+interface Resolved {
+  readonly request: TakeRequest
+  readonly key: string
+  readonly override: Override | undefined
+}
+
 /** An answer of {@link RateLimiter}. */
 export type LimitResponse = Schema.Schema.Type<typeof LimitResponse>
 
@@ -173,59 +197,65 @@ export class RateLimiter extends Effect.Service<RateLimiter>()("@keymeter/core/R
      * taken, or, when any is exceeded, none (what was taken is given back). `refund` gives all back
      * later (the call was refused for another reason). No permission is checked: the caller did.
      */
-    const takeAll = (
-      workspaceId: string,
-      requests: ReadonlyArray<{
-        readonly name: string
-        readonly identifier: string
-        readonly limit: number
-        readonly duration: number
-        readonly cost: number
-      }>
-    ) =>
+    const takeAll = (workspaceId: string, requests: ReadonlyArray<TakeRequest>) =>
       Effect.gen(function*() {
-        const resolved: Array<{
-          readonly request: typeof requests[number]
-          readonly key: string
-          readonly override: Override | undefined
-        }> = []
+        const resolved: Array<Resolved> = []
         for (const request of requests) {
           const namespace = yield* namespaceNamed(workspaceId, request.name)
           const override = yield* overrides.resolve(namespace, request.identifier)
           resolved.push({ request, key: `${namespace.id}\u0000${request.identifier}`, override })
         }
-        const now = yield* Clock.currentTimeMillis
-        const results: Array<TakenLimit> = []
-        const taken: Array<{ readonly key: string; readonly cost: number }> = []
-        for (const { key, override, request } of resolved) {
-          const applied = override ?? request
-          const decision = windows.take(key, now, applied.limit, applied.duration, request.cost)
-          if (decision.success) taken.push({ key, cost: request.cost })
-          results.push({
-            name: request.name,
-            limit: applied.limit,
-            remaining: decision.remaining,
-            reset: decision.reset,
-            exceeded: !decision.success,
-            ...(override !== undefined ? { overrideId: override.id } : {})
-          })
-        }
-        let refunded = false
-        /** Gives back what was taken (once); the results as they then stand. */
-        const refund = (): ReadonlyArray<TakenLimit> => {
-          if (!refunded) {
-            refunded = true
-            for (const { cost, key } of taken) windows.refund(key, now, cost)
-          }
-          return results.map((result, i) =>
-            result.exceeded
-              ? result
-              : { ...result, remaining: Math.min(result.limit, result.remaining + resolved[i]!.request.cost) }
-          )
-        }
-        const allowed = results.every((result) => !result.exceeded)
-        return { allowed, results: allowed ? results : refund(), refund }
+        return take(resolved, yield* Clock.currentTimeMillis)
       })
+
+    /**
+     * What {@link takeAll} does, at `now`, when its namespaces and overrides are known without I/O;
+     * undefined otherwise (nothing taken).
+     */
+    const takeAllNow = (workspaceId: string, requests: ReadonlyArray<TakeRequest>, now: number) => {
+      const resolved: Array<Resolved> = []
+      for (const request of requests) {
+        const found = namespaces.peek(`${workspaceId}\u0000${request.name}`)
+        if (found === undefined || found._tag === "None") return undefined
+        const override = overrides.resolveNow(found.value, request.identifier)
+        if (override === Unknown) return undefined
+        resolved.push({ request, key: `${found.value.id}\u0000${request.identifier}`, override })
+      }
+      return take(resolved, now)
+    }
+
+    const take = (resolved: ReadonlyArray<Resolved>, now: number): Taken => {
+      const results: Array<TakenLimit> = []
+      const taken: Array<{ readonly key: string; readonly cost: number }> = []
+      for (const { key, override, request } of resolved) {
+        const applied = override ?? request
+        const decision = windows.take(key, now, applied.limit, applied.duration, request.cost)
+        if (decision.success) taken.push({ key, cost: request.cost })
+        results.push({
+          name: request.name,
+          limit: applied.limit,
+          remaining: decision.remaining,
+          reset: decision.reset,
+          exceeded: !decision.success,
+          ...(override !== undefined ? { overrideId: override.id } : {})
+        })
+      }
+      let refunded = false
+      /** Gives back what was taken (once); the results as they then stand. */
+      const refund = (): ReadonlyArray<TakenLimit> => {
+        if (!refunded) {
+          refunded = true
+          for (const { cost, key } of taken) windows.refund(key, now, cost)
+        }
+        return results.map((result, i) =>
+          result.exceeded
+            ? result
+            : { ...result, remaining: Math.min(result.limit, result.remaining + resolved[i]!.request.cost) }
+        )
+      }
+      const allowed = results.every((result) => !result.exceeded)
+      return { allowed, results: allowed ? results : refund(), refund }
+    }
 
     /** The namespace of the workspace named `name`, created on first use. */
     const namespaceNamed = (workspaceId: string, name: string) =>
@@ -237,6 +267,6 @@ export class RateLimiter extends Effect.Service<RateLimiter>()("@keymeter/core/R
         return found._tag === "Some" ? found.value : yield* createNamespace(workspaceId, name)
       })
 
-    return { limit, limitNow, takeAll } as const
+    return { limit, limitNow, takeAll, takeAllNow } as const
   })
 }) {}

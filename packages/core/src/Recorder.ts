@@ -63,7 +63,9 @@ export class Recorder extends Effect.Service<Recorder>()("@keymeter/core/Recorde
         durable
           ? Effect.flatMap(Deferred.make<void, StorageError>(), (stored) =>
             Effect.zipRight(Queue.offer(queue, { event, stored }), Deferred.await(stored)))
-          : Effect.asVoid(Queue.offer(queue, { event, stored: undefined }))
+          : Effect.asVoid(Queue.offer(queue, { event, stored: undefined })),
+      /** Queues `event` when there is room at once (true); false when `record` must wait for room. */
+      recordNow: (event: Verification): boolean => queue.unsafeOffer({ event, stored: undefined })
     } as const
   })
 }) {}

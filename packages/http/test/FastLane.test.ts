@@ -2,7 +2,7 @@
  * The fast lane answers exactly as the HttpApi pipeline does: the same requests, sent in the same
  * order to a server with the lane and to one without it (each on its own fresh storage and test
  * clock), get the same status, headers and body, request ids aside. Valid and invalid requests of
- * the three routes it serves, including those it hands to the pipeline.
+ * the four routes it serves, including those it hands to the pipeline.
  */
 import { expect, layer } from "@effect/vitest"
 import { MemoryStorage } from "@keymeter/storage-memory"
@@ -18,7 +18,12 @@ interface Call {
   readonly key?: string | undefined
   readonly headers?: Record<string, string>
   readonly body?: string
+  /** Keeps the `key` of the answer (a created key's secret) under this name, for `secret(name)`. */
+  readonly save?: string
 }
+
+/** Stands for the secret a call saved under `name`: the servers create keys of their own. */
+const secret = (name: string) => `<<secret:${name}>>`
 
 const get = (query: string, key: string | undefined = keys.admin): Call => ({
   path: `/v1/analytics.getVerifications?${query}`,
@@ -35,6 +40,8 @@ const record = (body: unknown, key?: string, headers = {}) =>
   post("/v1/analytics.recordVerifications", body, key ?? keys.admin, headers)
 const limit = (body: unknown, key?: string) => post("/v1/ratelimits.limit", body, key ?? keys.admin)
 const setOverride = (body: unknown) => post("/v1/ratelimits.setOverride", body)
+const createKey = (body: unknown, save: string) => ({ ...post("/v1/keys.createKey", body), save })
+const verifyKey = (body: unknown, key?: string) => post("/v1/keys.verifyKey", body, key ?? keys.admin)
 const event = (keyId: string, extra = {}) => ({ apiId: "api_a1", keyId, outcome: "valid", time: 0, ...extra })
 
 const calls: ReadonlyArray<Call> = [
@@ -121,29 +128,92 @@ const calls: ReadonlyArray<Call> = [
   limit({ namespace: "mailbox", identifier: "m1", limit: 2, duration: 60_000 }),
   post("/v1/ratelimits.deleteOverride", { namespaceName: "email", identifier: "u3" }),
   limit({ namespace: "email", identifier: "u3", limit: 2, duration: 60_000 }),
-  limit({ namespace: "email", identifier: "u3", limit: 1, duration: 60_000 }, keys.limiterOne)
+  limit({ namespace: "email", identifier: "u3", limit: 1, duration: 60_000 }, keys.limiterOne),
+  // Keys verified: first read (pipeline work), then from memory, through every outcome.
+  createKey({
+    apiId: "api_a1",
+    name: "alpha",
+    externalId: "user_1",
+    meta: { plan: "pro" },
+    permissions: ["read", "write"],
+    ratelimits: [{ name: "calls", limit: 3, duration: 60_000, autoApply: true }, {
+      name: "heavy",
+      limit: 10,
+      duration: 60_000
+    }]
+  }, "a"),
+  createKey({ apiId: "api_a1", prefix: "pk" }, "b"),
+  createKey({ apiId: "api_a1", credits: { remaining: 1 } }, "c"),
+  createKey({ apiId: "api_a1", enabled: false }, "d"),
+  createKey({ apiId: "api_a2" }, "e"),
+  verifyKey({ key: secret("a") }),
+  verifyKey({ key: secret("a"), apiId: "api_a1", tags: ["b", "a"] }),
+  verifyKey({ key: secret("a"), apiId: "api_a1", permissions: "read" }),
+  verifyKey({ key: secret("a"), apiId: "api_a1", permissions: "admin" }),
+  verifyKey({ key: secret("a"), permissions: { and: ["read", "write"] } }),
+  verifyKey({ key: secret("a"), ratelimits: [{ name: "heavy", cost: 4 }] }),
+  verifyKey({ key: secret("a"), ratelimits: [{ name: "nope" }] }),
+  verifyKey({ key: secret("a") }),
+  setOverride({ namespaceName: "calls", identifier: "user_1", limit: 50, duration: 60_000 }),
+  verifyKey({ key: secret("a") }),
+  verifyKey({ key: secret("a") }),
+  verifyKey({ key: secret("b"), apiId: "api_a2" }),
+  verifyKey({ key: secret("b"), apiId: "api_nope" }),
+  verifyKey({ key: secret("b"), credits: { cost: 3 } }),
+  verifyKey({ key: secret("b") }),
+  verifyKey({ key: secret("c"), credits: { cost: 1 } }),
+  verifyKey({ key: secret("c") }),
+  verifyKey({ key: secret("d") }),
+  verifyKey({ key: secret("d") }),
+  verifyKey({ key: secret("e") }, keys.readerOne),
+  verifyKey({ key: secret("e") }, keys.otherAdmin),
+  verifyKey({ key: "pk_notakey", apiId: "api_a1" }),
+  verifyKey({ key: "pk_notakey", apiId: "api_a1" }),
+  verifyKey({ key: "pk_notakey" }),
+  verifyKey({ key: "pk_notakey" }, "sk_unknown"),
+  verifyKey({ key: "" }),
+  verifyKey({ key: 5 }),
+  verifyKey({ key: "x", other: 1 }),
+  verifyKey({ key: "x", tags: ["\ud800"] }),
+  verifyKey({ key: "x", credits: { cost: -1 } }),
+  verifyKey("[1]"),
+  post("/v1/keys.updateKey", { keyId: "<<keyId:a>>", enabled: false }),
+  verifyKey({ key: secret("a") }),
+  verifyKey({ key: secret("b") }),
+  post("/v1/keys.deleteKey", { keyId: "<<keyId:b>>" }),
+  verifyKey({ key: secret("b") })
 ]
 
 /** A call's answer with what differs between two servers by design (request ids, dates) taken out. */
-const answer = (base: string, call: Call) =>
+const answer = (base: string, call: Call, saved: Map<string, { key: string; keyId: string }>) =>
   Effect.promise(async () => {
     const headers = new Headers(call.headers)
     if (call.key !== undefined) headers.set("authorization", `Bearer ${call.key}`)
+    const body = call.body?.replace(
+      /<<(secret|keyId):(\w+)>>/g,
+      (_, field: "secret" | "keyId", name: string) => saved.get(name)![field === "secret" ? "key" : "keyId"]
+    )
     const response = await fetch(base + call.path, {
       method: call.method ?? "GET",
       headers,
-      ...(call.body !== undefined ? { body: call.body } : {})
+      ...(body !== undefined ? { body } : {})
     })
     const id = response.headers.get("x-request-id") ?? ""
     const kept: Array<[string, string]> = []
     response.headers.forEach((value, name) => {
-      if (name !== "date" && name !== "x-request-id") kept.push([name, value])
+      // A secret's length varies (base58), and the answer's length with it.
+      if (name !== "date" && name !== "x-request-id" && !(name === "content-length" && call.save !== undefined)) {
+        kept.push([name, value])
+      }
     })
+    const text = await response.text()
+    if (call.save !== undefined) saved.set(call.save, JSON.parse(text))
     return {
       status: response.status,
       headers: kept.sort(),
-      // Ids made by the servers differ by design; the same call makes one on each.
-      body: (await response.text()).replaceAll(id, "<request id>").replace(/(rlor|rlns)_[0-9A-Z]{26}/g, "$1_<id>"),
+      // Ids and secrets made by the servers differ by design; the same call makes one on each.
+      body: text.replaceAll(id, "<request id>").replace(/(rlor|rlns|key|id)_[0-9A-Z]{26}/g, "$1_<id>")
+        .replace(/"(key|start)":"[^"]*"/g, "\"$1\":\"<secret>\""),
       idShape: /^req_[0-9A-Z]{26}$/.test(id)
     }
   })
@@ -159,9 +229,11 @@ layer(TestServer.layer(MemoryStorage.layer, options))("the fast lane", (it) => {
         yield* Layer.build(TestServer.layer(MemoryStorage.layer, { ...options, fastLane: false })),
         BaseUrl
       )
+      const savedLane = new Map<string, { key: string; keyId: string }>()
+      const savedPipeline = new Map<string, { key: string; keyId: string }>()
       for (const call of calls) {
-        const viaLane = yield* answer(lane, call)
-        const viaPipeline = yield* answer(pipeline, call)
+        const viaLane = yield* answer(lane, call, savedLane)
+        const viaPipeline = yield* answer(pipeline, call, savedPipeline)
         expect(viaLane, `${call.method ?? "GET"} ${call.path} ${call.body?.slice(0, 80) ?? ""}`).toEqual(viaPipeline)
         expect(viaLane.idShape).toBe(true)
       }

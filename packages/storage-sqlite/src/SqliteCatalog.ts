@@ -411,7 +411,17 @@ export const layerOnFile = (filename: string): Layer.Layer<Catalog, never, SqlCl
     Effect.gen(function*() {
       const catalog = yield* make
       if (filename === ":memory:") return catalog
-      const revision = yield* Effect.option(CatalogVersion.open(filename))
-      return Option.isSome(revision) ? Catalog.of({ ...catalog, revision: revision.value }) : catalog
+      const version = yield* Effect.option(CatalogVersion.open(filename))
+      if (Option.isNone(version)) return catalog
+      // Every call of this catalog ends by forgetting the version read in this turn (a write moves it).
+      const calls: Record<string, unknown> = {}
+      for (const [name, method] of Object.entries(catalog)) {
+        calls[name] = typeof method !== "function" ? method : (...args: Array<unknown>) =>
+          Effect.ensuring(
+            (method as (...args: Array<unknown>) => Effect.Effect<unknown, unknown>)(...args),
+            Effect.sync(version.value.forget)
+          )
+      }
+      return Catalog.of({ ...(calls as typeof catalog), revision: version.value.read })
     })
   )

@@ -21,5 +21,10 @@ export const make = (catalog: Catalog["Type"]) => {
       Option.isNone(api)
         ? Effect.fail(new NotFound({ message: `apiId: no api ${JSON.stringify(apiId)} in this workspace` }))
         : Effect.void)
-  return { find, require } as const
+  /** Whether the workspace has the api, when remembered; undefined when it must be read. */
+  const peek = (workspaceId: string, apiId: string): boolean | undefined => {
+    const api = cache.peek(`${workspaceId}\u0000${apiId}`)
+    return api === undefined ? undefined : Option.isSome(api)
+  }
+  return { find, require, peek } as const
 }

@@ -1,6 +1,7 @@
 /**
  * The hot routes served straight from Node's request: `GET /v1/analytics.getVerifications`,
- * `POST /v1/analytics.recordVerifications` and `POST /v1/ratelimits.limit`. The HttpApi pipeline
+ * `POST /v1/analytics.recordVerifications`, `POST /v1/ratelimits.limit` and
+ * `POST /v1/keys.verifyKey`. The HttpApi pipeline
  * (router, middleware, schema decoding and encoding, a fiber and spans per request) cost ten times
  * the query itself; here a request runs one small effect on the domain services, with the same
  * checks in the same order and the same pieces (`bearer`, `JsonBody.parse`, `recordBatch`,
@@ -15,6 +16,7 @@
  */
 import { Analytics } from "@keymeter/core/Analytics"
 import { Auth } from "@keymeter/core/Auth"
+import { Keys } from "@keymeter/core/Keys"
 import type { Principal } from "@keymeter/core/Permission"
 import * as Permission from "@keymeter/core/Permission"
 import { RateLimiter } from "@keymeter/core/RateLimiter"
@@ -47,7 +49,7 @@ import * as JsonBody from "./JsonBody.js"
 import * as UrlParams from "./UrlParams.js"
 
 /** The services the lane calls. */
-export type Services = Analytics | Verifications | RateLimiter | Auth | VerificationStore
+export type Services = Analytics | Verifications | RateLimiter | Keys | Auth | VerificationStore
 
 /** How the lane answers. */
 export interface Options {
@@ -174,6 +176,7 @@ export const make = (options: Options) => {
 
   const auth = Context.get(full.context, Auth)
   const limiter = Context.get(full.context, RateLimiter)
+  const keys = Context.get(full.context, Keys)
 
   /**
    * The request's principal, or why it has none (401/403 as the pipeline's middleware answers):
@@ -324,6 +327,8 @@ export const make = (options: Options) => {
       ? "record"
       : path === "/v1/ratelimits.limit"
       ? "limit"
+      : path === "/v1/keys.verifyKey"
+      ? "verify"
       : undefined
     if (route === undefined) return false
     // Only plain JSON bodies of a declared length within the limit; the rest (415, 413, chunks)
@@ -355,9 +360,13 @@ export const make = (options: Options) => {
                 (verifications) => verifications.record(principal, batch, IdempotencyKey.read(headers))
               )
           })
-        : (principal, body) => Effect.flatMap(RateLimiter, (limiter) => limiter.limit(principal, body)),
+        : route === "limit"
+        ? (principal, body) => limiter.limit(principal, body)
+        : (principal, body) => keys.verify(principal, body),
       route === "limit"
         ? (principal, body) => limiter.limitNow(principal, body, clock.unsafeCurrentTimeMillis())
+        : route === "verify"
+        ? (principal, body) => keys.verifyNow(principal, body, clock.unsafeCurrentTimeMillis())
         : undefined
     )
     return true

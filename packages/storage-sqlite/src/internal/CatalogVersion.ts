@@ -5,7 +5,8 @@
  * `PRAGMA data_version` says the file changed since the last read (a read costs no I/O).
  * Commits of verifications change the file but not the counter, so they leave what is
  * remembered valid. better-sqlite3 directly, since SqlClient runs every statement as an effect
- * and the check sits on each request's path.
+ * and the check sits on each request's path. A version read is reused for the rest of the turn
+ * (one request's checks read it several times), until `forget` (a write of this process).
  */
 import * as Effect from "effect/Effect"
 import { createRequire } from "node:module"
@@ -23,7 +24,10 @@ type DatabaseConstructor = new(
   options: { readonly readonly: boolean; readonly fileMustExist: boolean }
 ) => Database
 
-/** Reads the catalog's version; the connection closes with the scope. Fails if it cannot open. */
+/**
+ * The catalog's version (`read`) and `forget`, to call after a write of this process; the
+ * connection closes with the scope. Fails if it cannot open.
+ */
 export const open = (filename: string) =>
   Effect.acquireRelease(
     Effect.try(() => {
@@ -37,14 +41,22 @@ export const open = (filename: string) =>
       const catalogVersion = db.prepare("SELECT n FROM catalog_version").pluck()
       let seen: unknown = undefined
       let version = 0
-      return () => {
+      let fresh = false
+      const forget = () => {
+        fresh = false
+      }
+      const read = () => {
+        if (fresh) return version
         // A commit between the two reads is seen by the second; the next call reads it again.
         const now = dataVersion.get()
         if (now !== seen) {
           seen = now
           version = catalogVersion.get() as number
         }
+        fresh = true
+        queueMicrotask(forget)
         return version
       }
+      return { read, forget }
     })
   ))

@@ -28,6 +28,30 @@ interface Route {
   readonly key?: string
   readonly body?: (n: number) => string
   readonly headers?: (n: number) => Record<string, string>
+  /** Runs once on the server before the route is loaded. */
+  readonly setup?: (server: Server) => Promise<void>
+}
+
+/** Secrets of keys created on the server for keys.verifyKey. */
+const verifySecrets: Array<string> = []
+const VERIFY_KEYS = 1000
+
+/** Creates {@link VERIFY_KEYS} keys on the server, in tens sharing an identity, each with a limit. */
+const createKeys = async (server: Server) => {
+  verifySecrets.length = 0
+  for (let i = 0; i < VERIFY_KEYS; i++) {
+    const reply = await fetch(server.base + "/v1/keys.createKey", {
+      method: "POST",
+      headers: { authorization: `Bearer ${ROOT_KEY}`, "content-type": "application/json" },
+      body: JSON.stringify({
+        apiId: apiId(0),
+        externalId: `customer_${Math.floor(i / 10)}`,
+        ratelimits: [{ name: "requests", limit: 1_000_000_000, duration: 60_000, autoApply: true }]
+      })
+    })
+    if (reply.status !== 200) throw new Error(`createKey answered ${reply.status}: ${await reply.text()}`)
+    verifySecrets.push(((await reply.json()) as { key: string }).key)
+  }
 }
 
 const recordBody = () =>
@@ -91,6 +115,15 @@ const routes: ReadonlyArray<Route> = [
     status: 200,
     body: (n) =>
       JSON.stringify({ namespace: "load", identifier: `user_${n % 1000}`, limit: 1_000_000, duration: 60_000 })
+  },
+  {
+    // A thousand keys with identities and an auto-applied limit, verified in turn (recording on).
+    route: "keys.verifyKey",
+    method: "POST",
+    path: "/v1/keys.verifyKey",
+    status: 200,
+    setup: createKeys,
+    body: (n) => JSON.stringify({ key: verifySecrets[Math.max(0, n) % VERIFY_KEYS], apiId: apiId(0) })
   },
   {
     route: "setOverride",
@@ -214,6 +247,7 @@ export const run = async (server: Server, seconds: number, only?: string): Promi
   const out: Array<LoadResult> = []
   const each = Math.max(1, Math.round(seconds / ROUNDS))
   for (const route of routes.filter((r) => only === undefined || r.route.includes(only))) {
+    await route.setup?.(server)
     const baseline = await startBaseline(await capture(server, route))
     const ours: Array<Record<string, any>> = []
     const theirs: Array<Record<string, any>> = []

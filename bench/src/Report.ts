@@ -4,6 +4,7 @@
  */
 import type { LoadResult } from "./Load.js"
 import { references } from "./Queries.js"
+import type { VerifyResult } from "./Verify.js"
 import type { EngineResult } from "./Worker.js"
 
 export interface HttpResult {
@@ -18,6 +19,7 @@ export interface Run {
   readonly sizes: ReadonlyArray<
     { readonly size: number; readonly engines: ReadonlyArray<EngineResult>; readonly mismatches: ReadonlyArray<string> }
   >
+  readonly verify?: ReadonlyArray<VerifyResult> | undefined
   readonly http: ReadonlyArray<HttpResult>
 }
 
@@ -46,8 +48,40 @@ const HTTP_TARGETS: Record<
       : a === "sqlite"
       ? { ratio: 0, requestsPerSecond: 3000, text: ">= 3,000 req/s" }
       : undefined,
-  "ratelimits.limit": (a) => (a === "clickhouse" ? undefined : { ratio: 0.5, text: ">= 0.5× node:http" })
+  "ratelimits.limit": (a) => (a === "clickhouse" ? undefined : { ratio: 0.5, text: ">= 0.5× node:http" }),
+  // Issue 16's.
+  "keys.verifyKey": (a) => (a === "clickhouse" ? undefined : { ratio: 0.4, text: ">= 0.4× node:http" })
 }
+
+const us = (n: number) => `${n < 100 ? n.toFixed(1) : Math.round(n).toLocaleString("en")} µs`
+
+/** The library verification runs as a table (header first). */
+export const verifyTable = (results: ReadonlyArray<VerifyResult>): Array<Array<string>> => [
+  [
+    "storage",
+    "keys",
+    "created/s",
+    "first (from storage)",
+    "known key",
+    "unknown, repeated",
+    "unknown, fresh",
+    "credits, 32 callers",
+    "peak RSS"
+  ],
+  ...results.map((r) => [
+    r.storage,
+    count(r.keys),
+    Math.round(r.createdPerSecond).toLocaleString("en"),
+    `${us(r.first.median)}, p99 ${us(r.first.p99)}`,
+    `${us(r.known.median)}, p99 ${us(r.known.p99)}`,
+    `${us(r.unknownRepeated.median)}, p99 ${us(r.unknownRepeated.p99)}`,
+    `${us(r.unknownFresh.median)}, p99 ${us(r.unknownFresh.p99)}`,
+    `${ms(r.credits.median / 1000)} ms, p99 ${ms(r.credits.p99 / 1000)} ms, ${
+      Math.round(r.credits.perSecond).toLocaleString("en")
+    }/s`,
+    `${r.peakRssMiB} MiB`
+  ])
+]
 
 /** The rows of one size as a table (header first). */
 export const queryTable = (engines: ReadonlyArray<EngineResult>): Array<Array<string>> => {
@@ -223,6 +257,20 @@ export const targets = (run: Run): Array<string> => {
       }
     }
   }
+  for (const r of run.verify ?? []) {
+    check(
+      r.known.median <= 10 && r.known.p99 <= 50,
+      `library verifyKey on ${r.storage}, ${count(r.keys)} keys: median ${us(r.known.median)}, p99 ${
+        us(r.known.p99)
+      } (target median <= 10 µs, p99 <= 50 µs${r.keys < 1_000_000 ? ", set at 1M keys" : ""})`
+    )
+    if (r.storage === "sqlite") {
+      check(
+        r.credits.p99 <= 10_000,
+        `library verifyKey with credits on sqlite, 32 callers: p99 ${ms(r.credits.p99 / 1000)} ms (target <= 10 ms)`
+      )
+    }
+  }
   for (const http of run.http) {
     for (const load of http.load ?? []) {
       const figures = `${Math.round(load.requestsPerSecond)} req/s, p99 ${load.p99} ms, ${
@@ -291,6 +339,18 @@ export const render = (run: Run, format: "text" | "markdown"): string => {
       mismatches.length === 0
         ? "Answers: every engine's equal to DuckDB's on every query."
         : `ANSWERS DIFFER:\n${mismatches.join("\n")}`,
+      ""
+    )
+  }
+  if ((run.verify ?? []).length > 0) {
+    out.push(
+      format === "markdown" ? "## verifyKey through the library" : "\n== verifyKey through the library ==",
+      "",
+      "One call at a time (`await keymeter.keys.verify`), recording on; medians and p99 of each call. Keys " +
+        "carry an identity (ten keys each) and an auto-applied rate limit. Credits: 1,000 keys with credits, " +
+        "32 callers at once for 5 s.",
+      "",
+      table(verifyTable(run.verify!)),
       ""
     )
   }

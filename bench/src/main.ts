@@ -5,7 +5,7 @@
  * the tables and writes them to bench/results/ as JSON and markdown.
  */
 import { spawnSync } from "node:child_process"
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs"
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { cpus, release, totalmem } from "node:os"
 import { fileURLToPath } from "node:url"
 import { parseArgs } from "node:util"
@@ -15,6 +15,7 @@ import * as Http from "./Http.js"
 import * as Load from "./Load.js"
 import type { HttpResult, Run } from "./Report.js"
 import * as Report from "./Report.js"
+import type { VerifyResult } from "./Verify.js"
 import type { EngineResult } from "./Worker.js"
 
 const { values } = parseArgs({
@@ -31,7 +32,11 @@ const { values } = parseArgs({
     "http-events": { type: "string", default: "1m" },
     "load-seconds": { type: "string", default: "10" },
     // Only the HTTP routes whose name holds this text (e.g. "limit"), for iterating on one.
-    routes: { type: "string" }
+    routes: { type: "string" },
+    // Key verification through the library: keys created on memory, and on SQLite (a commit each).
+    keys: { type: "string", default: "1m" },
+    "sqlite-keys": { type: "string", default: "100k" },
+    "skip-verify": { type: "boolean", default: false }
   }
 })
 const sizes = values.size!.split(",").map(Dataset.parseSize)
@@ -75,6 +80,31 @@ const runWorker = (engine: string, size: number): Array<EngineResult> => {
   return JSON.parse(readFileSync(out, "utf8"))
 }
 
+/** Runs the library verification bench on `storage` in its own process. */
+const runVerify = (storage: string, keys: number): VerifyResult => {
+  const out = here(`../data/verify-${storage.split(":")[0]}.json`)
+  if (storage.startsWith("sqlite:")) {
+    for (const suffix of ["", "-wal", "-shm", ".lock"]) {
+      rmSync(storage.slice("sqlite:".length) + suffix, { force: true })
+    }
+  }
+  const child = spawnSync(process.execPath, [
+    "--max-old-space-size=16384",
+    "--conditions=@keymeter/source",
+    "--import",
+    tsxLoader,
+    here("./Verify.ts"),
+    "--storage",
+    storage,
+    "--keys",
+    String(keys),
+    "--out",
+    out
+  ], { stdio: ["ignore", "inherit", "inherit"] })
+  if (child.status !== 0) throw new Error(`verification on ${storage} failed (exit ${child.status})`)
+  return JSON.parse(readFileSync(out, "utf8"))
+}
+
 /** Differences between each engine's answers and DuckDB's raw-events answers. */
 const compare = (engines: ReadonlyArray<EngineResult>): Array<string> => {
   const reference = engines.find((e) => e.engine === "duckdb raw events")!
@@ -101,6 +131,7 @@ const run: {
   startedAt: string
   machine: Run["machine"]
   sizes: Array<Run["sizes"][number]>
+  verify: Array<VerifyResult>
   http: Array<HttpResult>
 } = {
   startedAt: new Date().toISOString(),
@@ -111,6 +142,7 @@ const run: {
     node: process.version
   },
   sizes: [],
+  verify: [],
   http: []
 }
 
@@ -136,6 +168,14 @@ for (const size of values["http-only"] ? [] : sizes) {
     })),
     mismatches
   })
+}
+
+if (!values["skip-verify"] && !values["http-only"]) {
+  for (const adapter of adapters.filter((a) => a === "memory" || a === "sqlite")) {
+    const keys = Dataset.parseSize(adapter === "memory" ? values.keys! : values["sqlite-keys"]!)
+    log(`\nverifyKey through the library on ${adapter}, ${Report.count(keys)} keys`)
+    run.verify.push(runVerify(adapter === "memory" ? "memory" : `sqlite:${here("../data/verify.db")}`, keys))
+  }
 }
 
 if (!values["skip-http"]) {

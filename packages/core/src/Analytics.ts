@@ -9,6 +9,7 @@ import { Auth } from "./Auth.js"
 import * as KnownApis from "./internal/KnownApis.js"
 import type { Principal } from "./Permission.js"
 import * as Permission from "./Permission.js"
+import { Recorder } from "./Recorder.js"
 import { Catalog, VerificationStore } from "./Storage.js"
 import * as Validation from "./Validation.js"
 import * as VerificationQuery from "./VerificationQuery.js"
@@ -22,6 +23,7 @@ export class MaxDatapoints extends Context.Reference<MaxDatapoints>()("@keymeter
 export class Analytics extends Effect.Service<Analytics>()("@keymeter/core/Analytics", {
   effect: Effect.gen(function*() {
     const store = yield* VerificationStore
+    const recorder = yield* Recorder
     const catalog = yield* Catalog
     const auth = yield* Auth
     const cap = yield* MaxDatapoints
@@ -38,6 +40,8 @@ export class Analytics extends Effect.Service<Analytics>()("@keymeter/core/Analy
         const query = yield* VerificationQuery.normalize(decoded, yield* Clock.currentTimeMillis)
         yield* auth.authorize(principal, Permission.required.readApi(query.apiId))
         yield* apis.require(principal.workspaceId, query.apiId)
+        // Verifications made before this read are counted by it.
+        yield* recorder.flush
         const result = yield* store.aggregate({ ...query, workspaceId: principal.workspaceId, maxRows: cap })
         const rows = query.groupByTag === "tag" && result.tags !== undefined
           ? Aggregation.expandTags(query, result)

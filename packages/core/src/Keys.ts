@@ -24,6 +24,11 @@ import { NotFound, ValidationError } from "./Errors.js"
 import { IdempotencyKeys, type KeyOptions } from "./IdempotencyKeys.js"
 import * as Ids from "./Ids.js"
 import { KeyCache, KeyCacheCapacity } from "./internal/KeyCache.js"
+
+export {
+  /** How many keys verification keeps in memory. */
+  KeyCacheCapacity
+} from "./internal/KeyCache.js"
 import * as KnownApis from "./internal/KnownApis.js"
 import type { Credits, KeyView, Refill } from "./Key.js"
 import * as KeyModel from "./Key.js"

@@ -1,12 +1,16 @@
 /**
  * Records the verifications keymeter makes itself (`keys.verifyKey`) without making them wait for
- * storage: events go to a bounded queue, and one writer stores whatever has gathered as one batch
- * (so concurrent verifications share a commit). A caller may wait for its event to be stored.
- * When the queue is full, verifications wait for room rather than lose events.
+ * storage: events go to a bounded queue, and one writer stores what has gathered within
+ * {@link RecorderDelay} as one batch (a store's append costs about the same for one event as for
+ * hundreds). A caller may wait for its event to be stored (`durable`), and analytics reads call
+ * `flush` first, so a verification is counted by any read that starts after it: both make the
+ * writer write at once. When the queue is full, verifications wait for room rather than lose events.
  */
 import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as FiberId from "effect/FiberId"
 import * as Queue from "effect/Queue"
 import type { StorageError } from "./Errors.js"
 import { VerificationStore } from "./Storage.js"
@@ -17,11 +21,20 @@ export class RecorderCapacity extends Context.Reference<RecorderCapacity>()("@ke
   defaultValue: () => 100_000
 }) {}
 
+/**
+ * Longest an event waits to be stored, in ms (unless a durable verification or an analytics read
+ * makes the writer write at once): what a crash of the process can lose.
+ */
+export class RecorderDelay extends Context.Reference<RecorderDelay>()("@keymeter/core/Recorder/Delay", {
+  defaultValue: () => 100
+}) {}
+
 /** Most events the writer stores in one batch. */
 const BATCH = 10_000
 
+/** An event (with who waits for it to be stored), or a `flush` waiting for everything before it. */
 interface Entry {
-  readonly event: Verification
+  readonly event: Verification | undefined
   readonly stored: Deferred.Deferred<void, StorageError> | undefined
 }
 
@@ -30,14 +43,19 @@ export class Recorder extends Effect.Service<Recorder>()("@keymeter/core/Recorde
   scoped: Effect.gen(function*() {
     const store = yield* VerificationStore
     const queue = yield* Queue.bounded<Entry>(yield* RecorderCapacity)
+    const delay = yield* RecorderDelay
+    // Done when someone waits for the writer; a new one for each batch.
+    let hurry = Deferred.unsafeMake<void>(FiberId.none)
+    let writing = false
 
-    const write = (entries: ReadonlyArray<Entry>) =>
-      store.append(entries.map((entry) => entry.event)).pipe(
-        Effect.exit,
+    const write = (entries: ReadonlyArray<Entry>) => {
+      const events: Array<Verification> = []
+      for (const entry of entries) if (entry.event !== undefined) events.push(entry.event)
+      return (events.length === 0 ? Effect.exit(Effect.void) : Effect.exit(store.append(events))).pipe(
         Effect.flatMap((exit) =>
           Effect.zipRight(
             exit._tag === "Failure"
-              ? Effect.logError(`${entries.length} verification events could not be stored`, exit.cause)
+              ? Effect.logError(`${events.length} verification events could not be stored`, exit.cause)
               : Effect.void,
             Effect.forEach(
               entries,
@@ -47,25 +65,59 @@ export class Recorder extends Effect.Service<Recorder>()("@keymeter/core/Recorde
           )
         )
       )
+    }
+    const urgent = (entries: ReadonlyArray<Entry>) => entries.some((entry) => entry.stored !== undefined)
 
     // Interruptible only while waiting: a batch taken is always written, even at shutdown.
     yield* Effect.uninterruptibleMask((restore) =>
-      Effect.flatMap(restore(Queue.takeBetween(queue, 1, BATCH)), (chunk) => write(Array.from(chunk)))
+      Effect.gen(function*() {
+        hurry = Deferred.unsafeMake<void>(FiberId.none)
+        const entries = Array.from(yield* restore(Queue.takeBetween(queue, 1, BATCH)))
+        writing = true
+        if (!urgent(entries) && entries.length < BATCH) {
+          yield* Effect.exit(restore(Effect.raceFirst(Effect.sleep(delay), Deferred.await(hurry))))
+          for (const entry of yield* Queue.takeUpTo(queue, BATCH - entries.length)) entries.push(entry)
+        }
+        yield* write(entries)
+        writing = false
+      })
     ).pipe(Effect.forever, Effect.forkScoped)
     // On shutdown, what is still queued is stored before the store closes.
     yield* Effect.addFinalizer(() =>
       Effect.flatMap(Queue.takeAll(queue), (rest) => rest.length === 0 ? Effect.void : write(Array.from(rest)))
     )
 
+    const waitFor = (entry: Entry & { readonly stored: Deferred.Deferred<void, StorageError> }) =>
+      Effect.zipRight(
+        Queue.offer(queue, entry),
+        Effect.zipRight(Effect.sync(() => Deferred.unsafeDone(hurry, Exit.void)), Deferred.await(entry.stored))
+      )
+
     return {
       /** Queues `event`; with `durable`, completes once it is stored (failing if it could not be). */
       record: (event: Verification, durable: boolean): Effect.Effect<void, StorageError> =>
         durable
-          ? Effect.flatMap(Deferred.make<void, StorageError>(), (stored) =>
-            Effect.zipRight(Queue.offer(queue, { event, stored }), Deferred.await(stored)))
+          ? Effect.flatMap(Deferred.make<void, StorageError>(), (stored) => waitFor({ event, stored }))
           : Effect.asVoid(Queue.offer(queue, { event, stored: undefined })),
       /** Queues `event` when there is room at once (true); false when `record` must wait for room. */
-      recordNow: (event: Verification): boolean => queue.unsafeOffer({ event, stored: undefined })
+      recordNow: (event: Verification): boolean => queue.unsafeOffer({ event, stored: undefined }),
+      /** Whether events are queued or being written: a read now would not count them all. */
+      pending: (): boolean => writing || !isEmpty(queue),
+      /** Completes once every event queued before it is stored (or failed to be). */
+      flush: Effect.suspend(() =>
+        !writing && isEmpty(queue)
+          ? Effect.void
+          : Effect.flatMap(
+            Deferred.make<void, StorageError>(),
+            (stored) => Effect.ignore(waitFor({ event: undefined, stored }))
+          )
+      )
     } as const
   })
 }) {}
+
+/** Whether nothing is queued (a waiting taker counts as a negative size). */
+const isEmpty = (queue: Queue.Queue<Entry>) => {
+  const size = queue.unsafeSize()
+  return size._tag === "Some" && size.value <= 0
+}

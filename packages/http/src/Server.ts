@@ -10,6 +10,8 @@ import type { ServeError } from "@effect/platform/HttpServerError"
 import { MaxDatapoints } from "@keymeter/core/Analytics"
 import * as Idempotency from "@keymeter/core/Idempotency"
 import * as Keymeter from "@keymeter/core/Keymeter"
+import { KeyCacheCapacity } from "@keymeter/core/Keys"
+import { RecorderDelay } from "@keymeter/core/Recorder"
 import type { Catalog, VerificationStore } from "@keymeter/core/Storage"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -35,6 +37,10 @@ export interface Options {
   readonly maxDatapoints?: number | undefined
   /** How long idempotency keys are remembered, in ms (default 24 hours, at most 30 days). */
   readonly idempotencyWindowMs?: number | undefined
+  /** Longest a verification's event waits to be stored, in ms (default 100): what a crash can lose. */
+  readonly recordDelayMs?: number | undefined
+  /** Keys verification keeps in memory (default 1,048,576). */
+  readonly keyCacheSize?: number | undefined
   /** Requests served at once; more are answered 429 (default 256). */
   readonly maxInFlight?: number | undefined
   /** Time a client has to send its headers, in ms (default 10 s); the standalone server only. */
@@ -47,7 +53,9 @@ export interface Options {
 export const DomainLive = (options: Options = {}) =>
   Keymeter.layer.pipe(
     Layer.provide(Layer.succeed(MaxDatapoints, options.maxDatapoints ?? MaxDatapoints.defaultValue())),
-    Layer.provide(Layer.succeed(Idempotency.Window, options.idempotencyWindowMs ?? Idempotency.DEFAULT_WINDOW_MS))
+    Layer.provide(Layer.succeed(Idempotency.Window, options.idempotencyWindowMs ?? Idempotency.DEFAULT_WINDOW_MS)),
+    Layer.provide(Layer.succeed(RecorderDelay, options.recordDelayMs ?? RecorderDelay.defaultValue())),
+    Layer.provide(Layer.succeed(KeyCacheCapacity, options.keyCacheSize ?? KeyCacheCapacity.defaultValue()))
   )
 
 /** The routes over the core services (`domain`: the same layer as a fast lane's, to share one instance). */

@@ -2,6 +2,8 @@
  * Configuration of the standalone server, from the environment.
  */
 import * as Idempotency from "@keymeter/core/Idempotency"
+import { KeyCacheCapacity } from "@keymeter/core/Keys"
+import { RecorderDelay } from "@keymeter/core/Recorder"
 import * as InFlightLimit from "@keymeter/http/InFlightLimit"
 import * as NodeServer from "@keymeter/http/NodeServer"
 import * as Config from "effect/Config"
@@ -47,6 +49,14 @@ export const config = Config.all({
       validation: (n) => n >= 60_000 && n <= Idempotency.MAX_WINDOW_MS
     }),
     Config.withDefault(Idempotency.DEFAULT_WINDOW_MS)
+  ),
+  recordDelayMs: Config.integer("KEYMETER_RECORD_DELAY_MS").pipe(
+    Config.validate({ message: "must be from 0 to 60000", validation: (n) => n >= 0 && n <= 60_000 }),
+    Config.withDefault(RecorderDelay.defaultValue())
+  ),
+  keyCacheSize: Config.integer("KEYMETER_KEY_CACHE_SIZE").pipe(
+    Config.validate({ message: "must be at least 1", validation: (n) => n >= 1 }),
+    Config.withDefault(KeyCacheCapacity.defaultValue())
   ),
   maxInFlight: Config.integer("KEYMETER_MAX_IN_FLIGHT").pipe(
     Config.validate({ message: "must be at least 1", validation: (n) => n >= 1 }),

@@ -17,6 +17,7 @@ import { Workspace } from "@keymeter/core/Workspace"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import * as Batched from "./internal/Batched.js"
 import * as CatalogVersion from "./internal/CatalogVersion.js"
 
 /** A SQL failure as the port's error; the SQL text and file paths stay in the log. */
@@ -165,6 +166,43 @@ export const make = Effect.gen(function*() {
     sql`INSERT INTO key_credits (key_id, remaining, refilled_at)
       VALUES (${keyId}, ${credits.remaining}, ${credits.refilledAt})
       ON CONFLICT (key_id) DO UPDATE SET remaining = excluded.remaining, refilled_at = excluded.refilled_at`
+
+  type RefillDue = Parameters<Catalog["Type"]["spendCredits"]>[2]
+  // Concurrent spends share a transaction, so a verification with credits waits for one commit
+  // (one sync to disk) with the others rather than for each of theirs in turn. The balances are
+  // read with one statement and written with one; spends of one key apply in the order they came.
+  const spendTogether = yield* Batched.make(
+    (spends: ReadonlyArray<{ keyId: string; cost: number; refill: RefillDue | undefined; now: number }>) =>
+      sql.withTransaction(Effect.gen(function*() {
+        const ids = [...new Set(spends.map((s) => s.keyId))]
+        const rows = yield* sql<{ key_id: string; remaining: number; refilled_at: number }>`SELECT key_id,
+          remaining, refilled_at FROM key_credits WHERE ${sql.in("key_id", ids)}`
+        const balances = new Map<string, Credits>()
+        for (const row of rows) balances.set(row.key_id, { remaining: row.remaining, refilledAt: row.refilled_at })
+        const changed = new Set<string>()
+        const results = spends.map(({ cost, keyId, now, refill }) => {
+          const balance = balances.get(keyId)
+          if (balance === undefined) return Option.none()
+          const result = spend(balance, cost, refill, now)
+          if (result.changed) {
+            balances.set(keyId, result.balance)
+            changed.add(keyId)
+          }
+          return Option.some({ spent: result.spent, remaining: result.balance.remaining })
+        })
+        if (changed.size > 0) {
+          yield* sql`INSERT INTO key_credits ${
+            sql.insert([...changed].map((keyId) => {
+              const balance = balances.get(keyId)!
+              return { key_id: keyId, remaining: balance.remaining, refilled_at: balance.refilledAt }
+            }))
+          } ON CONFLICT (key_id) DO UPDATE SET remaining = excluded.remaining, refilled_at = excluded.refilled_at`
+        }
+        return results
+      })),
+    // SQLite binds at most 32,766 variables; three per written balance.
+    4_096
+  )
 
   return Catalog.of({
     isEmpty: run(Effect.map(sql<{ n: number }>`SELECT count(*) AS n FROM workspaces`, (rows) => rows[0]!.n === 0)),
@@ -370,15 +408,7 @@ export const make = Effect.gen(function*() {
         (rows) => rows.length > 0
       )),
     getCredits: (keyId) => run(readCredits(keyId)),
-    spendCredits: (keyId, cost, refill, now) =>
-      // One transaction on the one connection: spends of a key never interleave.
-      run(sql.withTransaction(Effect.gen(function*() {
-        const balance = yield* readCredits(keyId)
-        if (Option.isNone(balance)) return Option.none()
-        const result = spend(balance.value, cost, refill, now)
-        if (result.changed) yield* writeCredits(keyId, result.balance)
-        return Option.some({ spent: result.spent, remaining: result.balance.remaining })
-      }))),
+    spendCredits: (keyId, cost, refill, now) => run(spendTogether({ keyId, cost, refill, now })),
     changeCredits: (keyId, op, value) =>
       run(sql.withTransaction(Effect.gen(function*() {
         const balance = yield* readCredits(keyId)
@@ -398,7 +428,7 @@ export const make = Effect.gen(function*() {
 })
 
 /** The catalog as a layer over the SqlClient in context. */
-export const layer: Layer.Layer<Catalog, never, SqlClient.SqlClient> = Layer.effect(Catalog, make)
+export const layer: Layer.Layer<Catalog, never, SqlClient.SqlClient> = Layer.scoped(Catalog, make)
 
 /**
  * {@link layer} for a server on `filename`: with a `revision` (the version that every catalog

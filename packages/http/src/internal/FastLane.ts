@@ -20,6 +20,7 @@ import { Keys } from "@keymeter/core/Keys"
 import type { Principal } from "@keymeter/core/Permission"
 import * as Permission from "@keymeter/core/Permission"
 import { RateLimiter } from "@keymeter/core/RateLimiter"
+import { Recorder } from "@keymeter/core/Recorder"
 import { VerificationStore } from "@keymeter/core/Storage"
 import * as Time from "@keymeter/core/Time"
 import { fieldKinds } from "@keymeter/core/Validation"
@@ -49,7 +50,7 @@ import * as JsonBody from "./JsonBody.js"
 import * as UrlParams from "./UrlParams.js"
 
 /** The services the lane calls. */
-export type Services = Analytics | Verifications | RateLimiter | Keys | Auth | VerificationStore
+export type Services = Analytics | Verifications | RateLimiter | Keys | Recorder | Auth | VerificationStore
 
 /** How the lane answers. */
 export interface Options {
@@ -177,6 +178,7 @@ export const make = (options: Options) => {
   const auth = Context.get(full.context, Auth)
   const limiter = Context.get(full.context, RateLimiter)
   const keys = Context.get(full.context, Keys)
+  const recorder = Context.get(full.context, Recorder)
 
   /**
    * The request's principal, or why it has none (401/403 as the pipeline's middleware answers):
@@ -190,8 +192,12 @@ export const make = (options: Options) => {
     return auth.peek(key) ?? auth.authenticate(Redacted.make(key))
   }
 
-  /** The remembered answer of the query string for this principal, if it still holds. */
+  /**
+   * The remembered answer of the query string for this principal, if it still holds: the store has
+   * stored nothing since, and no verification waits to be stored (the read would count it).
+   */
   const recall = (principal: Principal, search: string) => {
+    if (recorder.pending()) return undefined
     const current = revision?.()
     const hit = current === undefined ? undefined : remembered.get(`${principal.workspaceId}\n${search}`)
     return hit !== undefined && hit.revision === current && clock.unsafeCurrentTimeMillis() < hit.until &&

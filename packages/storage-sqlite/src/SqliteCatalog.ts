@@ -443,7 +443,7 @@ export const layerOnFile = (filename: string): Layer.Layer<Catalog, never, SqlCl
       if (filename === ":memory:") return catalog
       const version = yield* Effect.option(CatalogVersion.open(filename))
       if (Option.isNone(version)) return catalog
-      // Every call of this catalog ends by forgetting the version read in this turn (a write moves it).
+      // Every call of this catalog ends by forgetting the version last read (a write moves it).
       const calls: Record<string, unknown> = {}
       for (const [name, method] of Object.entries(catalog)) {
         calls[name] = typeof method !== "function" ? method : (...args: Array<unknown>) =>

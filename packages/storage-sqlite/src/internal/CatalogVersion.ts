@@ -5,9 +5,13 @@
  * `PRAGMA data_version` says the file changed since the last read (a read costs no I/O).
  * Commits of verifications change the file but not the counter, so they leave what is
  * remembered valid. better-sqlite3 directly, since SqlClient runs every statement as an effect
- * and the check sits on each request's path. A version read is reused for the rest of the turn
- * (one request's checks read it several times), until `forget` (a write of this process).
+ * and the check sits on each request's path. A version read is reused for a millisecond (a
+ * check costs microseconds, and a request checks several times), or until `forget` (a write of
+ * this process): another process's write is seen within a millisecond, this process's at once.
  */
+
+/** How long a version read holds, in ms. */
+const FRESH_MS = 1
 import * as Effect from "effect/Effect"
 import { createRequire } from "node:module"
 
@@ -41,20 +45,20 @@ export const open = (filename: string) =>
       const catalogVersion = db.prepare("SELECT n FROM catalog_version").pluck()
       let seen: unknown = undefined
       let version = 0
-      let fresh = false
+      let checkedAt = -Infinity
       const forget = () => {
-        fresh = false
+        checkedAt = -Infinity
       }
       const read = () => {
-        if (fresh) return version
+        const now = performance.now()
+        if (now - checkedAt < FRESH_MS) return version
         // A commit between the two reads is seen by the second; the next call reads it again.
-        const now = dataVersion.get()
-        if (now !== seen) {
-          seen = now
+        const current = dataVersion.get()
+        if (current !== seen) {
+          seen = current
           version = catalogVersion.get() as number
         }
-        fresh = true
-        queueMicrotask(forget)
+        checkedAt = now
         return version
       }
       return { read, forget }

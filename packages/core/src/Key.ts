@@ -248,6 +248,33 @@ export type UpdateKeyInput = Schema.Schema.Type<typeof UpdateKeyInput>
 /** Query of `keys.getKey`, body of `keys.deleteKey`. */
 export const KeyIdInput = Schema.Struct({ keyId: KeyId }).annotations({ identifier: "KeyIdInput" })
 
+/** Query of `identities.getIdentity`. */
+export const ExternalIdInput = Schema.Struct({ externalId: ExternalId }).annotations({
+  identifier: "ExternalIdInput"
+})
+
+/** Body of `identities.updateIdentity`. */
+export const UpdateIdentityInput = Schema.Struct({
+  externalId: ExternalId,
+  enabled: expected(Schema.Boolean, "must be true or false")
+}).annotations({ identifier: "UpdateIdentityInput" })
+
+/** An identity as answered. */
+export const IdentityView = Schema.Struct({
+  id: Schema.String,
+  externalId: Schema.String,
+  enabled: Schema.Boolean.annotations({ description: "false: its keys verify as UNAUTHORIZED" }),
+  createdAt: Schema.Number
+}).annotations({ identifier: "IdentityView" })
+
+/** An identity's answer. */
+export const toIdentityView = (identity: Identity): typeof IdentityView.Type => ({
+  id: identity.id,
+  externalId: identity.externalId,
+  enabled: identity.enabled,
+  createdAt: identity.createdAt
+})
+
 /** Body of `keys.updateCredits`. */
 export const UpdateCreditsInput = Schema.Struct({
   keyId: KeyId,

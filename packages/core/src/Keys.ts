@@ -6,7 +6,7 @@
  * The order of checks of `verify`, first failure wins:
  *   1. NOT_FOUND: no key has this secret (never created, or deleted);
  *   2. FORBIDDEN: the key is another workspace's, or another api's than the `apiId` asked;
- *   3. UNAUTHORIZED: the key's identity is disabled;
+ *   3. UNAUTHORIZED: the key's identity is disabled (`updateIdentity`);
  *   4. DISABLED: the key is disabled;
  *   5. EXPIRED: its `expires` is not after now;
  *   6. INSUFFICIENT_PERMISSIONS: its permissions do not satisfy the request's query;
@@ -205,6 +205,8 @@ export class Keys extends Effect.Service<Keys>()("@keymeter/core/Keys", {
     const decodeList = Validation.decode(KeyModel.ListKeysInput)
     const decodeCredits = Validation.decode(KeyModel.UpdateCreditsInput)
     const decodeVerify = Validation.decode(VerifyKeyInput)
+    const decodeExternalId = Validation.decode(KeyModel.ExternalIdInput)
+    const decodeUpdateIdentity = Validation.decode(KeyModel.UpdateIdentityInput)
     // Keys by hash (unknown hashes too) and identities, remembered while the catalog holds.
     const cache = new KeyCache(catalog.revision, yield* KeyCacheCapacity)
 
@@ -442,6 +444,44 @@ export class Keys extends Effect.Service<Keys>()("@keymeter/core/Keys", {
         tags: request.tags
       })
 
+    /** The identity of `externalId` in the caller's workspace. */
+    const identityNamed = (principal: Principal, externalId: string) =>
+      Effect.flatMap(
+        catalog.findIdentityByExternalId(principal.workspaceId, externalId),
+        (found) =>
+          Option.isNone(found)
+            ? Effect.fail(
+              new NotFound({ message: `externalId: no identity ${JSON.stringify(externalId)} in this workspace` })
+            )
+            : Effect.succeed(found.value)
+      )
+
+    /** An identity (created with the first key of its externalId). */
+    const getIdentity = (principal: Principal, input: unknown) =>
+      Effect.gen(function*() {
+        const { externalId } = yield* decodeExternalId(input)
+        yield* auth.authorize(principal, Permission.required.readIdentity())
+        return KeyModel.toIdentityView(yield* identityNamed(principal, externalId))
+      }).pipe(Effect.withSpan("Keys.getIdentity"))
+
+    /** Enables or disables an identity: a disabled one's keys verify as UNAUTHORIZED from the next call. */
+    const updateIdentity = (principal: Principal, input: unknown) =>
+      Effect.gen(function*() {
+        const request = yield* decodeUpdateIdentity(input)
+        yield* auth.authorize(principal, Permission.required.updateIdentity())
+        const identity = yield* identityNamed(principal, request.externalId)
+        const changed = yield* cache.write(
+          { identityId: identity.id },
+          catalog.setIdentityEnabled(principal.workspaceId, identity.id, request.enabled)
+        )
+        if (!changed) {
+          return yield* new NotFound({
+            message: `externalId: no identity ${JSON.stringify(request.externalId)} in this workspace`
+          })
+        }
+        return KeyModel.toIdentityView(new Identity({ ...identity, enabled: request.enabled }))
+      }).pipe(Effect.withSpan("Keys.updateIdentity"))
+
     /** The key's limits a call takes: its auto-applied ones and those it names (at their cost). */
     const limitsOf = (
       key: Key,
@@ -636,7 +676,18 @@ export class Keys extends Effect.Service<Keys>()("@keymeter/core/Keys", {
       return answerOf(key, identity, code, limits, undefined)
     }
 
-    return { create, get, list, update, delete: remove, updateCredits, verify, verifyNow } as const
+    return {
+      create,
+      get,
+      list,
+      update,
+      delete: remove,
+      updateCredits,
+      verify,
+      verifyNow,
+      getIdentity,
+      updateIdentity
+    } as const
   })
 }) {}
 

@@ -31,5 +31,7 @@ export const required = {
   verifyKey: (apiId: string) => ["api.*.verify_key", `api.${apiId}.verify_key`],
   readKey: (apiId: string) => ["api.*.read_key", `api.${apiId}.read_key`],
   updateKey: (apiId: string) => ["api.*.update_key", `api.${apiId}.update_key`],
-  deleteKey: (apiId: string) => ["api.*.delete_key", `api.${apiId}.delete_key`]
+  deleteKey: (apiId: string) => ["api.*.delete_key", `api.${apiId}.delete_key`],
+  readIdentity: () => ["identity.*.read_identity"],
+  updateIdentity: () => ["identity.*.update_identity"]
 } as const

@@ -14,11 +14,14 @@ import { Datapoint } from "@keymeter/core/Datapoint"
 import {
   CreatedKey,
   CreateKeyInput,
+  ExternalIdInput,
+  IdentityView,
   KeyIdInput,
   KeyPage,
   KeyView,
   ListKeysInput,
   UpdateCreditsInput,
+  UpdateIdentityInput,
   UpdateKeyInput
 } from "@keymeter/core/Key"
 import { VerifyKeyInput, VerifyKeyResponse } from "@keymeter/core/Keys"
@@ -220,6 +223,27 @@ export class KeysGroup extends HttpApiGroup.make("keys")
   )
 {}
 
+/** Query parameters of `GET /v1/identities.getIdentity`. */
+export const GetIdentityParams = UrlParams.schema(ExternalIdInput)
+
+/** Identity routes: the end customers keys are created for. */
+export class IdentitiesGroup extends HttpApiGroup.make("identities")
+  .add(
+    HttpApiEndpoint.get("getIdentity", "/identities.getIdentity")
+      .setUrlParams(GetIdentityParams)
+      .addSuccess(IdentityView)
+      .annotate(OpenApi.Summary, "Read an identity by its externalId")
+      .annotate(OpenApi.Description, "Permission: identity.*.read_identity.")
+  )
+  .add(
+    post("updateIdentity", "/identities.updateIdentity")
+      .setPayload(UpdateIdentityInput)
+      .addSuccess(IdentityView)
+      .annotate(OpenApi.Summary, "Enable or disable an identity; a disabled one's keys verify as UNAUTHORIZED")
+      .annotate(OpenApi.Description, "Permission: identity.*.update_identity.")
+  )
+{}
+
 /** Api routes. */
 export class ApisGroup extends HttpApiGroup.make("apis")
   .add(
@@ -248,6 +272,7 @@ const V1 = EnvelopedApi
   .add(RatelimitsGroup)
   .add(ApisGroup)
   .add(KeysGroup)
+  .add(IdentitiesGroup)
   .addError(Responses[400])
   .addError(Responses[404])
   .addError(Responses[429])

@@ -8,7 +8,7 @@ import type * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Analytics } from "@keymeter/core/Analytics"
 import { Apis } from "@keymeter/core/Apis"
-import { KeyIdInput, ListKeysInput } from "@keymeter/core/Key"
+import { ExternalIdInput, KeyIdInput, ListKeysInput } from "@keymeter/core/Key"
 import { Keys } from "@keymeter/core/Keys"
 import { GetOverrideInput, ListOverridesInput } from "@keymeter/core/Override"
 import { Overrides } from "@keymeter/core/Overrides"
@@ -161,4 +161,22 @@ export const KeysLive = HttpApiBuilder.group(Api, "keys", (handlers) =>
       .handleRaw("updateCredits", ({ request }) =>
         withBody(request, (principal, body) =>
           keys.updateCredits(principal, body, IdempotencyKey.read(request.headers))))
+  }))
+
+const getIdentityQuery = UrlParams.reader(ExternalIdInput)
+
+/** Handlers of the identity routes. */
+export const IdentitiesLive = HttpApiBuilder.group(Api, "identities", (handlers) =>
+  Effect.gen(function*() {
+    const keys = yield* Keys
+    return handlers
+      .handle("getIdentity", () =>
+        Effect.gen(function*() {
+          return yield* keys.getIdentity(yield* CurrentPrincipal, yield* getIdentityQuery)
+        }).pipe(mapDomain))
+      .handleRaw("updateIdentity", ({ request }) =>
+        Effect.gen(function*() {
+          const principal = yield* CurrentPrincipal
+          return yield* mapDomain(keys.updateIdentity(principal, yield* JsonBody.readObject(request)))
+        }).pipe(Effect.map(wire)))
   }))

@@ -61,7 +61,13 @@ export const DomainLive = (options: Options = {}) =>
 /** The routes over the core services (`domain`: the same layer as a fast lane's, to share one instance). */
 export const ApiLive = (options: Options = {}, domain = DomainLive(options)) =>
   HttpApiBuilder.api(Api).pipe(
-    Layer.provide([Handlers.AnalyticsLive, Handlers.RatelimitsLive, Handlers.ApisLive, Handlers.KeysLive]),
+    Layer.provide([
+      Handlers.AnalyticsLive,
+      Handlers.RatelimitsLive,
+      Handlers.ApisLive,
+      Handlers.KeysLive,
+      Handlers.IdentitiesLive
+    ]),
     Layer.provide(Authorization.layer),
     Layer.provide(Layer.succeed(MaxBodyBytes, options.maxBodyBytes ?? MaxBodyBytes.defaultValue())),
     Layer.provideMerge(domain)

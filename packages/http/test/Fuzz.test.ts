@@ -71,7 +71,8 @@ const QUERY_INPUTS: Record<string, Schema.Schema.AnyNoContext> = {
   getOverride: Override.GetOverrideInput,
   listOverrides: Override.ListOverridesInput,
   getKey: Key.KeyIdInput,
-  listKeys: Key.ListKeysInput
+  listKeys: Key.ListKeysInput,
+  getIdentity: Key.ExternalIdInput
 }
 
 interface Route {
@@ -127,6 +128,8 @@ const validInput = (route: Route) =>
         out.identifier = "kept_user"
       }
     }
+    // The identity routes name the customer of a key made in `seed`.
+    if (route.path.includes("identities.")) out.externalId = FUZZ_CUSTOMER
     if (Array.isArray(out.verifications)) {
       // The test clock stands at 0, and events more than 60 s ahead of it are refused.
       out.verifications = out.verifications.map((v: Record<string, unknown>) => ({
@@ -239,7 +242,11 @@ const seed = Effect.gen(function*() {
     (yield* post("/v1/keys.createKey", { apiId: "api_a1", credits: { remaining: 1e6 } }, keys.admin))
       .body.keyId
   pinnedKeys.updated = (yield* post("/v1/keys.createKey", { apiId: "api_a1" }, keys.admin)).body.keyId
+  yield* post("/v1/keys.createKey", { apiId: "api_a1", externalId: FUZZ_CUSTOMER }, keys.admin)
 })
+
+/** The identity the identity routes name. */
+const FUZZ_CUSTOMER = "fuzz_customer"
 
 /** The keys the fuzz names (set by `seed`); deleteKey names the key created last. */
 const pinnedKeys = { credited: "", updated: "", created: "" }

@@ -109,4 +109,51 @@ layer(TestServer.layer(MemoryStorage.layer), { excludeTestServices: true })("HTT
       const unknownKey = yield* request("/v1/keys.getKey?keyId=key_nope", { key: keys.admin })
       expect(unknownKey.status).toBe(404)
     }))
+
+  it.effect("disables a customer: every key of its identity verifies as UNAUTHORIZED until enabled again", () =>
+    Effect.gen(function*() {
+      const first = (yield* post("/v1/keys.createKey", { apiId: "api_a1", externalId: "user_77" }, keys.admin)).body
+      const second = (yield* post("/v1/keys.createKey", { apiId: "api_a1", externalId: "user_77" }, keys.admin)).body
+      const other = (yield* post("/v1/keys.createKey", { apiId: "api_a1", externalId: "user_78" }, keys.admin)).body
+      const code = (key: string) =>
+        Effect.map(post("/v1/keys.verifyKey", { key }, keys.admin), (reply) => reply.body.code)
+      // Remembered first (the answers come from memory), then changed.
+      expect([yield* code(first.key), yield* code(second.key), yield* code(other.key)]).toEqual([
+        "VALID",
+        "VALID",
+        "VALID"
+      ])
+      const identity = yield* request("/v1/identities.getIdentity?externalId=user_77", { key: keys.admin })
+      expect(identity.status).toBe(200)
+      expect(identity.body).toMatchObject({ id: expect.stringMatching(/^id_/), externalId: "user_77", enabled: true })
+      const disabled = yield* post(
+        "/v1/identities.updateIdentity",
+        { externalId: "user_77", enabled: false },
+        keys.admin
+      )
+      expect(disabled.body).toEqual({ ...identity.body, enabled: false })
+      expect([yield* code(first.key), yield* code(second.key), yield* code(other.key)]).toEqual([
+        "UNAUTHORIZED",
+        "UNAUTHORIZED",
+        "VALID"
+      ])
+      yield* post("/v1/identities.updateIdentity", { externalId: "user_77", enabled: true }, keys.admin)
+      expect(yield* code(first.key)).toBe("VALID")
+      // Unknown identities, bad bodies and missing permissions.
+      const unknown = yield* post("/v1/identities.updateIdentity", { externalId: "nobody", enabled: false }, keys.admin)
+      expect(unknown.status).toBe(404)
+      expect(unknown.body.error.message).toMatch(/^externalId: no identity "nobody"/)
+      const bad = yield* post("/v1/identities.updateIdentity", { externalId: "user_77", enabled: "no" }, keys.admin)
+      expect(bad.status).toBe(400)
+      expect(bad.body.error.message).toMatch(/^enabled: must be true or false/)
+      const refused = yield* post(
+        "/v1/identities.updateIdentity",
+        { externalId: "user_77", enabled: false },
+        keys.reader
+      )
+      expect(refused.status).toBe(403)
+      const unread = yield* request("/v1/identities.getIdentity?externalId=user_77", { key: keys.reader })
+      expect(unread.status).toBe(403)
+      expect(yield* code(first.key)).toBe("VALID")
+    }))
 })

@@ -18,6 +18,7 @@ import * as Auth from "@keymeter/core/Auth"
 import type { Datapoint } from "@keymeter/core/Datapoint"
 import type {
   CreateKeyInput,
+  IdentityView,
   KeyPage,
   KeyView,
   ListKeysInput,
@@ -175,6 +176,14 @@ export interface Keymeter {
       options?: WriteOptions
     ) => Promise<{ readonly remaining: number }>
   }
+  /** The end customers keys belong to (created with the first key of an `externalId`). */
+  readonly identities: {
+    readonly get: (input: { readonly externalId: string }) => Promise<typeof IdentityView.Type>
+    /** Enables or disables an identity: a disabled one's keys verify as UNAUTHORIZED. */
+    readonly update: (
+      input: { readonly externalId: string; readonly enabled: boolean }
+    ) => Promise<typeof IdentityView.Type>
+  }
   /** Verification counts, exactly as `GET /v1/analytics.getVerifications` answers them. */
   readonly getVerifications: (query: VerificationsQuery) => Promise<Array<Datapoint>>
   /** Creates or overwrites the override of an identifier in a namespace. */
@@ -313,6 +322,10 @@ export const createKeymeter = async (options: KeymeterOptions = {}): Promise<Key
       delete: (input) => run(Effect.asVoid(Effect.flatMap(Keys, (keys) => keys.delete(principal, input)))),
       updateCredits: (input, options) =>
         run(Effect.flatMap(Keys, (keys) => keys.updateCredits(principal, input, options)))
+    },
+    identities: {
+      get: (input) => run(keys.getIdentity(principal, input)),
+      update: (input) => run(keys.updateIdentity(principal, input))
     },
     createRootKey: (input) =>
       run(Effect.gen(function*() {

@@ -37,7 +37,7 @@ import { MAX_NAME_LENGTH } from "./Namespace.js"
 import type { Principal } from "./Permission.js"
 import * as Permission from "./Permission.js"
 import { MAX_PERMISSION_LENGTH, PermissionQuery, satisfies } from "./PermissionQuery.js"
-import type { TakenLimit, TakeRequest } from "./RateLimiter.js"
+import type { Taken, TakenLimit, TakeRequest } from "./RateLimiter.js"
 import { RateLimiter } from "./RateLimiter.js"
 import { Recorder } from "./Recorder.js"
 import * as RootKey from "./RootKey.js"
@@ -558,6 +558,58 @@ export class Keys extends Effect.Service<Keys>()("@keymeter/core/Keys", {
         }`
       })
 
+    /**
+     * The end of a verification whose limits were taken: spends the credits (all or nothing with
+     * the limits, which are given back when the credits fall short or storage fails), records,
+     * answers.
+     */
+    const spendAndAnswer = (
+      principal: Principal,
+      request: VerifyKeyInput,
+      now: number,
+      key: Key,
+      identity: Identity | undefined,
+      taken: Taken,
+      durable: boolean
+    ) =>
+      Effect.gen(function*() {
+        const spend = yield* catalog.spendCredits(
+          key.id,
+          request.credits?.cost ?? 1,
+          key.refill === undefined ? undefined : { since: refillSince(key.refill, now), amount: key.refill.amount },
+          now
+        ).pipe(Effect.tapError(() => Effect.sync(taken.refund)))
+        let code: Code = "VALID"
+        let limits = taken.results
+        if (Option.isSome(spend) && !spend.value.spent) {
+          limits = taken.refund()
+          code = "USAGE_EXCEEDED"
+        }
+        // No balance: the key's credits were removed meanwhile; it verifies as a key without.
+        const remaining = Option.isSome(spend) ? spend.value.remaining : undefined
+        yield* recorder.record(eventOf(principal, request, now, key.apiId, key.id, code, identity), durable)
+        return answerOf(key, identity, code, limits, remaining)
+      })
+
+    /** The end of a verification that spends nothing: its balance read when it has credits, recorded, answered. */
+    const creditedAnswer = (
+      principal: Principal,
+      request: VerifyKeyInput,
+      now: number,
+      key: Key,
+      identity: Identity | undefined,
+      code: Code,
+      limits: ReadonlyArray<TakenLimit> | undefined,
+      durable: boolean
+    ) =>
+      Effect.gen(function*() {
+        const remaining = key.credited
+          ? Option.getOrUndefined(yield* catalog.getCredits(key.id))?.remaining
+          : undefined
+        yield* recorder.record(eventOf(principal, request, now, key.apiId, key.id, code, identity), durable)
+        return answerOf(key, identity, code, limits, remaining)
+      })
+
     /** Verifies a key and records the verification; see the module's order of checks. */
     const verify = (principal: Principal, input: unknown, options: VerifyOptions = {}) =>
       Effect.gen(function*() {
@@ -589,41 +641,32 @@ export class Keys extends Effect.Service<Keys>()("@keymeter/core/Keys", {
           )
         let code: Code = precheck(key, identity, request, now) ?? "VALID"
         let limits: ReadonlyArray<TakenLimit> | undefined
-        let remaining: number | undefined
         if (code === "VALID") {
           const taken = yield* limiter.takeAll(key.workspaceId, limitsOf(key, identity, requested))
+          if (taken.allowed && key.credited) {
+            return yield* spendAndAnswer(principal, request, now, key, identity, taken, options.durable ?? false)
+          }
           limits = taken.results
           if (!taken.allowed) code = "RATE_LIMITED"
-          else if (key.credited) {
-            const spend = yield* catalog.spendCredits(
-              key.id,
-              request.credits?.cost ?? 1,
-              key.refill === undefined ? undefined : { since: refillSince(key.refill, now), amount: key.refill.amount },
-              now
-            ).pipe(Effect.tapError(() => Effect.sync(taken.refund)))
-            remaining = Option.getOrUndefined(spend)?.remaining
-            if (Option.isSome(spend) && !spend.value.spent) {
-              limits = taken.refund()
-              code = "USAGE_EXCEEDED"
-            }
-          }
         }
-        if (key.credited && remaining === undefined) {
-          remaining = Option.getOrUndefined(yield* catalog.getCredits(key.id))?.remaining
-        }
-        yield* record(key.apiId, key.id, code, identity)
-        return answerOf(key, identity, code, limits, remaining)
+        return yield* creditedAnswer(principal, request, now, key, identity, code, limits, options.durable ?? false)
       }).pipe(Effect.withSpan("Keys.verify"))
 
     /**
      * What {@link verify} answers at `now`, decided and recorded without I/O, when everything it
      * needs is in memory: a plain valid body, the key (or its absence) and its identity remembered,
-     * the permissions and the api known, the limits' namespaces and overrides in memory, no credits
-     * (they are read and spent in storage) and room in the recorder's queue. Undefined otherwise,
-     * with nothing taken or recorded: run {@link verify}, which also words every refusal. The
-     * event is queued, never waited for (`durable` verifications go through {@link verify}).
+     * the permissions and the api known, the limits' namespaces and overrides in memory, and room
+     * in the recorder's queue. A key with credits is decided here up to its credits, which are
+     * read or spent in storage: the answer is then an effect that finishes the verification (run
+     * it; the limits are taken already). Undefined otherwise, with nothing taken or recorded: run
+     * {@link verify}, which also words every refusal. The event is queued, never waited for
+     * (`durable` verifications go through {@link verify}).
      */
-    const verifyNow = (principal: Principal, input: unknown, now: number): VerifyKeyResponse | undefined => {
+    const verifyNow = (
+      principal: Principal,
+      input: unknown,
+      now: number
+    ): VerifyKeyResponse | Effect.Effect<VerifyKeyResponse, StorageError> | undefined => {
       const request = plainVerifyInput(input)
       if (request === undefined) return undefined
       const { apiId } = request
@@ -643,7 +686,6 @@ export class Keys extends Effect.Service<Keys>()("@keymeter/core/Keys", {
         return { valid: false, code }
       }
       const key = found
-      if (key.credited) return undefined
       if (apiId === undefined && !Permission.allows(principal.permissions, Permission.required.verifyKey(key.apiId))) {
         return undefined
       }
@@ -660,6 +702,11 @@ export class Keys extends Effect.Service<Keys>()("@keymeter/core/Keys", {
       if (code === "VALID") {
         const taken = limiter.takeAllNow(key.workspaceId, limitsOf(key, identity, requested), now)
         if (taken === undefined) return undefined
+        if (key.credited) {
+          return taken.allowed
+            ? spendAndAnswer(principal, request, now, key, identity, taken, false)
+            : creditedAnswer(principal, request, now, key, identity, "RATE_LIMITED", taken.results, false)
+        }
         if (
           !recorder.recordNow(
             eventOf(principal, request, now, key.apiId, key.id, taken.allowed ? "VALID" : "RATE_LIMITED", identity)
@@ -670,6 +717,8 @@ export class Keys extends Effect.Service<Keys>()("@keymeter/core/Keys", {
         }
         limits = taken.results
         if (!taken.allowed) code = "RATE_LIMITED"
+      } else if (key.credited) {
+        return creditedAnswer(principal, request, now, key, identity, code, undefined, false)
       } else if (!recorder.recordNow(eventOf(principal, request, now, key.apiId, key.id, code, identity))) {
         return undefined
       }

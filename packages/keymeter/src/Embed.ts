@@ -312,6 +312,8 @@ export const createKeymeter = async (options: KeymeterOptions = {}): Promise<Key
         // Most verifications are decided in memory: answered without running an effect.
         if (options?.durable !== true && !closed) {
           const answer = keys.verifyNow(principal, input, clock.unsafeCurrentTimeMillis())
+          // A key with credits: decided but for them, which the effect reads or spends.
+          if (Effect.isEffect(answer)) return run(answer)
           if (answer !== undefined) return Promise.resolve(answer)
         }
         return run(keys.verify(principal, input, options))

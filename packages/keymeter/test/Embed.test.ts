@@ -107,6 +107,35 @@ describe("createKeymeter", () => {
     }
   })
 
+  it("spends exactly a key's credits under 200 parallel verifications answered from memory, on SQLite", async () => {
+    const storage = `sqlite:${join(mkdtempSync(join(tmpdir(), "keymeter-credits-")), "keymeter.db")}`
+    const keymeter = await createKeymeter({ storage, workspaceId: "ws_credits" })
+    try {
+      const { apiId } = await keymeter.createApi({ name: "main" })
+      const { key } = await keymeter.keys.create({
+        apiId,
+        externalId: "user_1",
+        credits: { remaining: 52 },
+        ratelimits: [{ name: "calls", limit: 1000, duration: 60_000, autoApply: true }]
+      })
+      // Two verifications bring the key, its identity and its namespace into memory.
+      for (let i = 0; i < 2; i++) expect((await keymeter.keys.verify({ key: key!, apiId })).code).toBe("VALID")
+      const answers = await Promise.all(
+        Array.from({ length: 200 }, () => keymeter.keys.verify({ key: key!, apiId, credits: { cost: 1 } }))
+      )
+      const codes = answers.map((answer) => answer.code)
+      expect(codes.filter((code) => code === "VALID")).toHaveLength(50)
+      expect(codes.filter((code) => code === "USAGE_EXCEEDED")).toHaveLength(150)
+      expect(Math.min(...answers.map((answer) => answer.credits!.remaining))).toBe(0)
+      // Refused calls gave their tokens back: 52 taken of the limit's 1000.
+      expect(answers.find((answer) => answer.code === "USAGE_EXCEEDED")!.ratelimits![0]!.remaining).toBe(948)
+      const [counts] = await keymeter.getVerifications({ apiId, start: 0 })
+      expect(counts).toMatchObject({ total: 202, valid: 52, usageExceeded: 150 })
+    } finally {
+      await keymeter.close()
+    }
+  })
+
   it("issues and verifies keys through promises; SQLite keeps keys, credits and identities across a restart", async () => {
     const storage = `sqlite:${join(mkdtempSync(join(tmpdir(), "keymeter-keys-")), "keymeter.db")}`
     const first = await createKeymeter({ storage, workspaceId: "ws_keys" })

@@ -291,6 +291,10 @@ export const make = (options: Options) => {
           return send(res, requestId, wireFailure(known.left, requestId))
         }
         const answer = now !== undefined && Either.isRight(parsed) ? now(known.right, parsed.right) : undefined
+        // Decided but for storage (a key's credits): the effect finishes it.
+        if (Effect.isEffect(answer)) {
+          return run(res, requestId, "uploads", answer as Effect.Effect<unknown, DomainError>, () => {})
+        }
         if (answer !== undefined) {
           options.budgets.leave("uploads")
           return send(res, requestId, { status: 200, body: answer })

@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
 # A throwaway PostgreSQL server for tests and benchmarks, from Debian's package (the binaries of
 # /usr/lib/postgresql/<version>/bin):
-#   server.sh start <dir> [port]   initialises a cluster in <dir> (owned by the user `postgres`:
+#   postgres-server.sh start <dir> [port]   initialises a cluster in <dir> (owned by the user `postgres`:
 #                                  PostgreSQL refuses to run as root), starts it on 127.0.0.1 only
 #                                  (on the port given, else the first free from 54329), trust
 #                                  authentication, fsync off; prints its URL
-#   server.sh stop <dir>           stops it
+#   postgres-server.sh stop <dir>           stops it
 # Install first: apt-get install -y postgresql (dpkg must not start the system service).
 set -euo pipefail
-command="${1:?usage: server.sh start|stop <dir> [port]}"
-dir="${2:?usage: server.sh start|stop <dir> [port]}"
+command="${1:?usage: postgres-server.sh start|stop <dir> [port]}"
+dir="${2:?usage: postgres-server.sh start|stop <dir> [port]}"
 mkdir -p "$dir"
 dir="$(cd "$dir" && pwd)"
 
@@ -43,7 +43,7 @@ stop)
   if [ -d "$dir/data" ]; then as_owner "$bin/pg_ctl" -D "$dir/data" -m immediate stop > /dev/null 2>&1 || true; fi
   ;;
 *)
-  echo "usage: server.sh start|stop <dir> [port]" >&2
+  echo "usage: postgres-server.sh start|stop <dir> [port]" >&2
   exit 2
   ;;
 esac

@@ -196,31 +196,31 @@ describe("standalone server (npm start)", () => {
         /Cannot read the provisioning file/
       ]
     ]
-    // The processes run side by side: each start loads the whole server, and one after another
-    // they took longer than the test's time on a loaded machine.
-    const results = await Promise.all(
-      cases.map(([env]) =>
-        new Promise<{ readonly status: number | null; readonly stderr: string }>((resolve) => {
-          execFile(
-            process.execPath,
-            nodeArgs(MAIN),
-            {
-              cwd: root,
-              env: { ...process.env, PORT: "0", ...env },
-              encoding: "utf8",
-              timeout: 20_000
-            },
-            (error, _stdout, stderr) => resolve({ status: error === null ? 0 : (error.code as number | null), stderr })
-          )
-        })
-      )
-    )
+    // Four processes at a time: each start loads the whole server; one after another they took
+    // longer than the test's time on a loaded machine, and all at once some took over 20 s each.
+    const start = (env: Record<string, string>) =>
+      new Promise<{ readonly status: number | null; readonly stderr: string }>((resolve) => {
+        execFile(
+          process.execPath,
+          nodeArgs(MAIN),
+          { cwd: root, env: { ...process.env, PORT: "0", ...env }, encoding: "utf8", timeout: 60_000 },
+          (error, _stdout, stderr) => resolve({ status: error === null ? 0 : (error.code as number | null), stderr })
+        )
+      })
+    const results: Array<{ readonly status: number | null; readonly stderr: string }> = []
+    let next = 0
+    await Promise.all(Array.from({ length: 4 }, async () => {
+      while (next < cases.length) {
+        const i = next++
+        results[i] = await start(cases[i]![0])
+      }
+    }))
     results.forEach((result, i) => {
       const [env, message] = cases[i]!
       expect(result.status, JSON.stringify(env)).toBe(1)
       expect(result.stderr, JSON.stringify(env)).toMatch(message)
     })
-  }, 60_000)
+  }, 180_000)
 })
 
 describe.skipIf(ClickhouseTestServer.skip() !== undefined)("standalone server on ClickHouse", () => {

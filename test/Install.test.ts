@@ -113,6 +113,7 @@ describe("keymeter installed from tarballs", () => {
     const installed = readdirSync(join(memory, "node_modules"))
     expect(installed).not.toContain("better-sqlite3")
     expect(existsSync(join(memory, "node_modules/@clickhouse"))).toBe(false)
+    expect(installed).not.toContain("pg")
     const output = await node(
       memory,
       "app.mjs",

@@ -161,7 +161,12 @@ describe("standalone server (npm start)", () => {
     const dir = mkdtempSync(join(tmpdir(), "keymeter-"))
     writeFileSync(join(dir, "bad.json"), "{\"workspaces\": [{\"id\": \"w\"}]}")
     const cases: ReadonlyArray<readonly [Record<string, string>, RegExp]> = [
-      [{ KEYMETER_STORAGE: "postgres://x" }, /keymeter: KEYMETER_STORAGE must be "memory" or "sqlite:<path>"/],
+      [{ KEYMETER_STORAGE: "mysql://x" }, /keymeter: KEYMETER_STORAGE must be "memory", "sqlite:<path>" or "postgres:/],
+      [{ KEYMETER_STORAGE: "postgres://x" }, /keymeter: KEYMETER_STORAGE: not a usable PostgreSQL URL/],
+      [
+        { KEYMETER_STORAGE: "postgres://keymeter:secret@127.0.0.1:1/keymeter" },
+        /keymeter: KEYMETER_STORAGE=postgres:\/\/ holds the catalog that servers share; set KEYMETER_ANALYTICS/
+      ],
       [{ KEYMETER_STORAGE: "memory", KEYMETER_HOT_DAYS: "-1" }, /^keymeter: KEYMETER_HOT_DAYS: must be 0 or more$/m],
       [
         { KEYMETER_STORAGE: "memory", KEYMETER_MAX_IN_FLIGHT: "0" },
@@ -219,6 +224,8 @@ describe("standalone server (npm start)", () => {
       const [env, message] = cases[i]!
       expect(result.status, JSON.stringify(env)).toBe(1)
       expect(result.stderr, JSON.stringify(env)).toMatch(message)
+      // A database password never reaches the log.
+      expect(result.stderr, JSON.stringify(env)).not.toContain("secret")
     })
   }, 180_000)
 })

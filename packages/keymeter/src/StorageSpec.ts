@@ -1,14 +1,16 @@
 /**
  * Choosing storage from strings, as the environment gives them: `KEYMETER_STORAGE` (`memory`, or
  * `sqlite:<path>`) holds everything, unless `KEYMETER_ANALYTICS` (`clickhouse:<url>`) takes the
- * verifications, leaving the catalog where `KEYMETER_STORAGE` says.
+ * verifications, leaving the catalog where `KEYMETER_STORAGE` says. `postgres://…` holds the
+ * catalog only (servers share it), so it goes with `KEYMETER_ANALYTICS`.
  *
- * The SQLite and ClickHouse adapters are optional peer dependencies, imported only when a string
- * names them: an embedder on memory storage installs neither native code nor a ClickHouse client.
+ * The SQLite, PostgreSQL and ClickHouse adapters are optional peer dependencies, imported only when
+ * a string names them: an embedder on memory storage installs neither native code nor a client.
  */
-import type { StorageError } from "@keymeter/core/Errors"
+import { StorageError } from "@keymeter/core/Errors"
 import type { Catalog, VerificationStore } from "@keymeter/core/Storage"
 import { MemoryCatalog, MemoryStorage } from "@keymeter/storage-memory"
+import type { PostgresCatalog } from "@keymeter/storage-postgres"
 import type { SqliteStorage } from "@keymeter/storage-sqlite"
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
@@ -21,22 +23,39 @@ export const DEFAULT = "sqlite:./.keymeter/keymeter.db"
 export class InvalidStorageSpec extends Data.TaggedError("InvalidStorageSpec")<{ readonly message: string }> {}
 
 /** A parsed storage choice. */
-export type Spec = { readonly _tag: "memory" } | { readonly _tag: "sqlite"; readonly filename: string }
+export type Spec =
+  | { readonly _tag: "memory" }
+  | { readonly _tag: "sqlite"; readonly filename: string }
+  | { readonly _tag: "postgres"; readonly url: string }
 
 /** A parsed analytics choice: where verifications go instead. */
 export type AnalyticsSpec = { readonly _tag: "clickhouse"; readonly url: string }
 
-/** Parses `memory` or `sqlite:<path>`. */
+/** Parses `memory`, `sqlite:<path>` or `postgres://user:pass@host:port/db`. */
 export const parse = (spec: string): Spec | InvalidStorageSpec => {
   const value = spec.trim()
   if (value === "memory") return { _tag: "memory" }
   if (value.startsWith("sqlite:") && value.length > "sqlite:".length) {
     return { _tag: "sqlite", filename: value.slice("sqlite:".length) }
   }
+  if (/^postgres(ql)?:\/\//.test(value)) {
+    const url = URL.canParse(value) ? new URL(value) : undefined
+    if (url !== undefined && url.hostname !== "" && url.pathname.length > 1) return { _tag: "postgres", url: value }
+    return new InvalidStorageSpec({
+      message: `KEYMETER_STORAGE: not a usable PostgreSQL URL (postgres://user:pass@host:port/database), got ${
+        JSON.stringify(redact(value))
+      }`
+    })
+  }
   return new InvalidStorageSpec({
-    message: `KEYMETER_STORAGE must be "memory" or "sqlite:<path>", got ${JSON.stringify(spec)}`
+    message: `KEYMETER_STORAGE must be "memory", "sqlite:<path>" or "postgres://user:pass@host:port/database", got ${
+      JSON.stringify(redact(spec))
+    }`
   })
 }
+
+/** A URL as shown in messages: without its password. */
+const redact = (text: string) => text.replace(/^([a-z]+:\/\/[^:/@]*):[^@/]*@/i, "$1:***@")
 
 /** Parses `clickhouse:<url>`; the URL itself is checked when the adapter loads (see {@link layer}). */
 export const parseAnalytics = (spec: string): AnalyticsSpec | InvalidStorageSpec => {
@@ -79,11 +98,31 @@ const sqlite = importAdapter(
   () => import("@keymeter/storage-sqlite")
 )
 
+const postgres = importAdapter(
+  "@keymeter/storage-postgres",
+  "KEYMETER_STORAGE=postgres://",
+  () => import("@keymeter/storage-postgres")
+)
+
 const clickhouse = importAdapter(
   "@keymeter/storage-clickhouse",
   "KEYMETER_ANALYTICS=clickhouse:",
   () => import("@keymeter/storage-clickhouse")
 )
+
+/** The PostgreSQL catalog at `url`, its failures worded for an operator (without the password). */
+const postgresCatalog = (module: typeof PostgresCatalog, url: string) =>
+  module.layerUrl(url).pipe(
+    Layer.mapError((error) =>
+      error._tag === "SchemaError"
+        ? new StorageError({ message: error.message })
+        : new StorageError({
+          message: `PostgreSQL at ${redact(url)} could not be used: ${
+            String((error as { cause?: unknown }).cause ?? error.message)
+          }`
+        })
+    )
+  )
 
 /** The storage layer the specs name, importing the adapters it needs. */
 export const layer = (
@@ -93,12 +132,20 @@ export const layer = (
   Layer.unwrapEffect(Effect.gen(function*() {
     const { analytics } = options
     if (analytics === undefined) {
+      if (spec._tag === "postgres") {
+        return yield* new InvalidStorageSpec({
+          message: "KEYMETER_STORAGE=postgres:// holds the catalog that servers share; set KEYMETER_ANALYTICS " +
+            "(clickhouse:http://<host>:<port>/<database>) for the verifications they record"
+        })
+      }
       if (spec._tag === "memory") return MemoryStorage.layer
       const { SqliteStorage } = yield* sqlite
       return SqliteStorage.layer({ filename: spec.filename, hotDays: options.hotDays })
     }
     const catalog = spec._tag === "memory"
       ? MemoryCatalog.layer
+      : spec._tag === "postgres"
+      ? postgresCatalog((yield* postgres).PostgresCatalog, spec.url)
       : (yield* sqlite).SqliteStorage.layerServerCatalog({ filename: spec.filename })
     const { ClickhouseVerificationStore } = yield* clickhouse
     const target = ClickhouseVerificationStore.parseUrl(analytics.url)

@@ -15,6 +15,7 @@ export const PUBLISHED = [
   "storage-memory",
   "storage-sqlite",
   "storage-clickhouse",
+  "storage-postgres",
   "http",
   "keymeter"
 ] as const

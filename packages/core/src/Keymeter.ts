@@ -11,14 +11,21 @@ import { Overrides } from "./Overrides.js"
 import { RateLimiter } from "./RateLimiter.js"
 import { Recorder } from "./Recorder.js"
 import { Verifications } from "./Verifications.js"
+import * as Windows from "./Windows.js"
 
 /**
  * Analytics, Verifications, Keys, Overrides, RateLimiter, Recorder, Apis, IdempotencyKeys and Auth
- * over the Storage the caller provides.
+ * over the Storage the caller provides, with the rate-limit windows `windows` gives (shared by
+ * servers, say: the Redis adapter's).
  */
-export const layer = Layer.mergeAll(Analytics.Default, Verifications.Default, Apis.Default, Keys.Default).pipe(
-  Layer.provideMerge(Layer.merge(RateLimiter.Default, Recorder.Default)),
-  Layer.provideMerge(Overrides.Default),
-  Layer.provideMerge(IdempotencyKeys.Default),
-  Layer.provideMerge(Auth.layer)
-)
+export const layerWith = <E, R>(windows: Layer.Layer<Windows.Windows, E, R>) =>
+  Layer.mergeAll(Analytics.Default, Verifications.Default, Apis.Default, Keys.Default).pipe(
+    Layer.provideMerge(Layer.merge(RateLimiter.Default, Recorder.Default)),
+    Layer.provideMerge(Overrides.Default),
+    Layer.provideMerge(IdempotencyKeys.Default),
+    Layer.provideMerge(Auth.layer),
+    Layer.provideMerge(windows)
+  )
+
+/** {@link layerWith} the windows in this process: what one server needs. */
+export const layer = layerWith(Windows.layerLocal)

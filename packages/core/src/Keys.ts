@@ -578,11 +578,11 @@ export class Keys extends Effect.Service<Keys>()("@keymeter/core/Keys", {
           request.credits?.cost ?? 1,
           key.refill === undefined ? undefined : { since: refillSince(key.refill, now), amount: key.refill.amount },
           now
-        ).pipe(Effect.tapError(() => Effect.sync(taken.refund)))
+        ).pipe(Effect.tapError(() => taken.refund))
         let code: Code = "VALID"
         let limits = taken.results
         if (Option.isSome(spend) && !spend.value.spent) {
-          limits = taken.refund()
+          limits = yield* taken.refund
           code = "USAGE_EXCEEDED"
         }
         // No balance: the key's credits were removed meanwhile; it verifies as a key without.
@@ -712,7 +712,8 @@ export class Keys extends Effect.Service<Keys>()("@keymeter/core/Keys", {
             eventOf(principal, request, now, key.apiId, key.id, taken.allowed ? "VALID" : "RATE_LIMITED", identity)
           )
         ) {
-          taken.refund()
+          // Decided in this process (takeAllNow), so given back at once.
+          taken.refundNow!()
           return undefined
         }
         limits = taken.results

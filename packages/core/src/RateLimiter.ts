@@ -10,7 +10,6 @@ import { Auth } from "./Auth.js"
 import { ValidationError } from "./Errors.js"
 import * as Ids from "./Ids.js"
 import { CatalogCache } from "./internal/CatalogCache.js"
-import { SlidingWindows } from "./internal/slidingWindow.js"
 import { MAX_NAME_LENGTH, Namespace } from "./Namespace.js"
 import type { Override } from "./Override.js"
 import { Duration, MAX_DURATION, MAX_IDENTIFIER_LENGTH, MIN_DURATION } from "./Override.js"
@@ -19,6 +18,8 @@ import type { Principal } from "./Permission.js"
 import * as Permission from "./Permission.js"
 import { Catalog } from "./Storage.js"
 import * as Validation from "./Validation.js"
+import type { Decision } from "./Windows.js"
+import { Windows } from "./Windows.js"
 
 const Integer = (min: number, expectation: string) =>
   Validation.expected(Schema.Number.pipe(Schema.int(), Schema.between(min, Number.MAX_SAFE_INTEGER)), expectation)
@@ -67,8 +68,10 @@ export interface TakeRequest {
 export interface Taken {
   readonly allowed: boolean
   readonly results: ReadonlyArray<TakenLimit>
-  /** Gives back what was taken (once); the results as they then stand. */
-  readonly refund: () => ReadonlyArray<TakenLimit>
+  /** Gives back what was taken (once); the results as they then stand. Never fails (a failure is logged). */
+  readonly refund: Effect.Effect<ReadonlyArray<TakenLimit>>
+  /** {@link refund} at once, when the windows are in this process. */
+  readonly refundNow: (() => ReadonlyArray<TakenLimit>) | undefined
 }
 
 interface Resolved {
@@ -110,7 +113,8 @@ export class RateLimiter extends Effect.Service<RateLimiter>()("@keymeter/core/R
     const catalog = yield* Catalog
     const auth = yield* Auth
     const overrides = yield* Overrides
-    const windows = new SlidingWindows()
+    const windows = yield* Windows
+    const local = windows.local
     const decode = Validation.decode(LimitInput)
     const namespaces = new CatalogCache<Option.Option<Namespace>>(catalog.revision)
 
@@ -140,10 +144,27 @@ export class RateLimiter extends Effect.Service<RateLimiter>()("@keymeter/core/R
           namespace = yield* createNamespace(principal.workspaceId, request.namespace)
         }
         const override = yield* overrides.resolve(namespace, request.identifier)
-        return decide(namespace, request, override, yield* Clock.currentTimeMillis)
+        const now = yield* Clock.currentTimeMillis
+        if (local !== undefined) return decide(namespace, request, override, now)
+        const applied = override ?? request
+        const [decision] = yield* windows.takeAll([{
+          key: `${namespace.id}\u0000${request.identifier}`,
+          limit: applied.limit,
+          duration: applied.duration,
+          cost: request.cost ?? 1
+        }], now)
+        return answerOf(decision!, applied.limit, override)
       })
 
-    /** Takes the request's cost from its window, under the override's limit when one applies. */
+    const answerOf = (decision: Decision, limit: number, override: Override | undefined): LimitResponse => ({
+      success: decision.success,
+      limit,
+      remaining: decision.remaining,
+      reset: decision.reset,
+      ...(override !== undefined ? { overrideId: override.id } : {})
+    })
+
+    /** Takes the request's cost from this process's window, under the override's limit when one applies. */
     const decide = (
       namespace: Namespace,
       request: Schema.Schema.Type<typeof LimitInput>,
@@ -151,7 +172,7 @@ export class RateLimiter extends Effect.Service<RateLimiter>()("@keymeter/core/R
       now: number
     ): LimitResponse => {
       const applied = override ?? request
-      const decision = windows.take(
+      const decision = local!.take(
         `${namespace.id}\u0000${request.identifier}`,
         now,
         applied.limit,
@@ -181,6 +202,7 @@ export class RateLimiter extends Effect.Service<RateLimiter>()("@keymeter/core/R
      * otherwise (nothing taken): run {@link limit}, which also words every refusal.
      */
     const limitNow = (principal: Principal, input: unknown, now: number): LimitResponse | undefined => {
+      if (local === undefined) return undefined
       const request = plainLimitInput(input)
       if (request === undefined) return undefined
       const found = namespaces.peek(`${principal.workspaceId}\u0000${request.namespace}`)
@@ -205,14 +227,57 @@ export class RateLimiter extends Effect.Service<RateLimiter>()("@keymeter/core/R
           const override = yield* overrides.resolve(namespace, request.identifier)
           resolved.push({ request, key: `${namespace.id}\u0000${request.identifier}`, override })
         }
-        return take(resolved, yield* Clock.currentTimeMillis)
+        const now = yield* Clock.currentTimeMillis
+        if (local !== undefined) return take(resolved, now)
+        const decisions = yield* windows.takeAll(
+          resolved.map(({ key, override, request }) => ({
+            key,
+            limit: (override ?? request).limit,
+            duration: (override ?? request).duration,
+            cost: request.cost
+          })),
+          now
+        )
+        return sharedTaken(resolved, decisions, now)
       })
+
+    /** What a shared `takeAll` took: all of it, or nothing. */
+    const sharedTaken = (resolved: ReadonlyArray<Resolved>, decisions: ReadonlyArray<Decision>, now: number): Taken => {
+      const results = resolved.map(({ override, request }, i): TakenLimit => ({
+        name: request.name,
+        limit: (override ?? request).limit,
+        remaining: decisions[i]!.remaining,
+        reset: decisions[i]!.reset,
+        exceeded: !decisions[i]!.success,
+        ...(override !== undefined ? { overrideId: override.id } : {})
+      }))
+      const allowed = results.every((result) => !result.exceeded)
+      let refunded = !allowed
+      const back = results.map((result, i) => ({
+        ...result,
+        remaining: Math.min(result.limit, result.remaining + resolved[i]!.request.cost)
+      }))
+      return {
+        allowed,
+        results,
+        refundNow: undefined,
+        refund: Effect.suspend(() => {
+          if (refunded) return Effect.succeed(allowed ? back : results)
+          refunded = true
+          return windows.refundAll(resolved.map(({ key, request }) => ({ key, cost: request.cost })), now).pipe(
+            Effect.catchAll((error) => Effect.logWarning("rate-limit tokens could not be given back", error)),
+            Effect.as(back)
+          )
+        })
+      }
+    }
 
     /**
      * What {@link takeAll} does, at `now`, when its namespaces and overrides are known without I/O;
      * undefined otherwise (nothing taken).
      */
     const takeAllNow = (workspaceId: string, requests: ReadonlyArray<TakeRequest>, now: number) => {
+      if (local === undefined) return undefined
       const resolved: Array<Resolved> = []
       for (const request of requests) {
         const found = namespaces.peek(`${workspaceId}\u0000${request.name}`)
@@ -229,7 +294,7 @@ export class RateLimiter extends Effect.Service<RateLimiter>()("@keymeter/core/R
       const taken: Array<{ readonly key: string; readonly cost: number }> = []
       for (const { key, override, request } of resolved) {
         const applied = override ?? request
-        const decision = windows.take(key, now, applied.limit, applied.duration, request.cost)
+        const decision = local!.take(key, now, applied.limit, applied.duration, request.cost)
         if (decision.success) taken.push({ key, cost: request.cost })
         results.push({
           name: request.name,
@@ -245,7 +310,7 @@ export class RateLimiter extends Effect.Service<RateLimiter>()("@keymeter/core/R
       const refund = (): ReadonlyArray<TakenLimit> => {
         if (!refunded) {
           refunded = true
-          for (const { cost, key } of taken) windows.refund(key, now, cost)
+          for (const { cost, key } of taken) local!.refund(key, now, cost)
         }
         return results.map((result, i) =>
           result.exceeded
@@ -254,7 +319,7 @@ export class RateLimiter extends Effect.Service<RateLimiter>()("@keymeter/core/R
         )
       }
       const allowed = results.every((result) => !result.exceeded)
-      return { allowed, results: allowed ? results : refund(), refund }
+      return { allowed, results: allowed ? results : refund(), refundNow: refund, refund: Effect.sync(refund) }
     }
 
     /** The namespace of the workspace named `name`, created on first use. */

@@ -8,11 +8,13 @@ import type * as HttpApp from "@effect/platform/HttpApp"
 import * as HttpServer from "@effect/platform/HttpServer"
 import type { ServeError } from "@effect/platform/HttpServerError"
 import { MaxDatapoints } from "@keymeter/core/Analytics"
+import type { StorageError } from "@keymeter/core/Errors"
 import * as Idempotency from "@keymeter/core/Idempotency"
 import * as Keymeter from "@keymeter/core/Keymeter"
 import { KeyCacheCapacity } from "@keymeter/core/Keys"
 import { RecorderDelay } from "@keymeter/core/Recorder"
 import type { Catalog, VerificationStore } from "@keymeter/core/Storage"
+import * as Windows from "@keymeter/core/Windows"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type { IncomingMessage, Server, ServerResponse } from "node:http"
@@ -39,6 +41,8 @@ export interface Options {
   readonly idempotencyWindowMs?: number | undefined
   /** Longest a verification's event waits to be stored, in ms (default 100): what a crash can lose. */
   readonly recordDelayMs?: number | undefined
+  /** Where rate-limit windows live (default: in this process); the Redis adapter's to share them. */
+  readonly windows?: Layer.Layer<Windows.Windows, StorageError> | undefined
   /** Keys verification keeps in memory (default 1,048,576). */
   readonly keyCacheSize?: number | undefined
   /** Requests served at once; more are answered 429 (default 256). */
@@ -51,7 +55,7 @@ export interface Options {
 
 /** The core services over the Storage, reading the options that concern them. */
 export const DomainLive = (options: Options = {}) =>
-  Keymeter.layer.pipe(
+  Keymeter.layerWith(options.windows ?? Windows.layerLocal).pipe(
     Layer.provide(Layer.succeed(MaxDatapoints, options.maxDatapoints ?? MaxDatapoints.defaultValue())),
     Layer.provide(Layer.succeed(Idempotency.Window, options.idempotencyWindowMs ?? Idempotency.DEFAULT_WINDOW_MS)),
     Layer.provide(Layer.succeed(RecorderDelay, options.recordDelayMs ?? RecorderDelay.defaultValue())),
@@ -162,7 +166,7 @@ export const makeNodeHandler = (options: Options = {}) =>
 /** The standalone server: {@link serveNode} on a Node `http.Server` bound to `host:port`. */
 export const layer = (
   options: Options & NodeServer.Options & { readonly port: number; readonly host: string }
-): Layer.Layer<never, ServeError, VerificationStore | Catalog> =>
+): Layer.Layer<never, ServeError | StorageError, VerificationStore | Catalog> =>
   Layer.unwrapEffect(Effect.sync(() => {
     const server = NodeServer.make(options)
     return serveNode(server, options).pipe(

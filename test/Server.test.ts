@@ -164,6 +164,22 @@ describe("standalone server (npm start)", () => {
       [{ KEYMETER_STORAGE: "mysql://x" }, /keymeter: KEYMETER_STORAGE must be "memory", "sqlite:<path>" or "postgres:/],
       [{ KEYMETER_STORAGE: "postgres://x" }, /keymeter: KEYMETER_STORAGE: not a usable PostgreSQL URL/],
       [
+        { KEYMETER_STORAGE: "memory", KEYMETER_RATELIMIT: "memcached://127.0.0.1:1" },
+        /keymeter: KEYMETER_RATELIMIT must be "redis:\/\/<host>:<port>\/<db>"/
+      ],
+      [
+        { KEYMETER_STORAGE: "memory", KEYMETER_RATELIMIT: "redis://:secret@127.0.0.1:1/0" },
+        /keymeter: Redis is unreachable at redis:\/\/:\*\*\*@127\.0\.0\.1:1\/0/
+      ],
+      [
+        {
+          KEYMETER_STORAGE: "memory",
+          KEYMETER_RATELIMIT: "redis://127.0.0.1:1/0",
+          KEYMETER_RATELIMIT_FALLBACK: "open"
+        },
+        /keymeter: KEYMETER_RATELIMIT_FALLBACK must be "closed" or "local", got "open"/
+      ],
+      [
         { KEYMETER_STORAGE: "postgres://keymeter:secret@127.0.0.1:1/keymeter" },
         /keymeter: KEYMETER_STORAGE=postgres:\/\/ holds the catalog that servers share; set KEYMETER_ANALYTICS/
       ],

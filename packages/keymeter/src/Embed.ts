@@ -64,10 +64,20 @@ import * as StorageSpec from "./StorageSpec.js"
 
 /** What `createKeymeter` accepts. */
 export interface KeymeterOptions {
-  /** `"memory"` (the default), `"sqlite:<path>"`, or an Effect layer providing the Storage port. */
+  /**
+   * `"memory"` (the default), `"sqlite:<path>"`, `"postgres://user:pass@host:port/db"` (the catalog
+   * servers share; with `analytics`), or an Effect layer providing the Storage port.
+   */
   readonly storage?: string | Layer.Layer<VerificationStore | CatalogTag, unknown> | undefined
   /** `"clickhouse:http://host:8123/<database>"`: verifications there, the catalog in `storage` (a string). */
   readonly analytics?: string | undefined
+  /**
+   * `"redis://host:port/db"`: rate-limit windows shared with every server naming the same Redis
+   * (default: this process's own).
+   */
+  readonly ratelimit?: string | undefined
+  /** When Redis fails: `"closed"` (default) rejects with SERVICE_UNAVAILABLE, `"local"` decides alone. */
+  readonly ratelimitFallback?: "closed" | "local" | undefined
   /** The workspace the library methods act in; created if missing. Default `ws_default`. */
   readonly workspaceId?: string | undefined
   /** A provisioning document applied at creation (workspaces, root keys, apis, namespaces). */
@@ -253,11 +263,17 @@ export const createKeymeter = async (options: KeymeterOptions = {}): Promise<Key
     }
     storage = options.storage
   }
+  let http = options.http
+  if (options.ratelimit !== undefined) {
+    const ratelimit = StorageSpec.parseRatelimit(options.ratelimit, options.ratelimitFallback)
+    if (ratelimit instanceof StorageSpec.InvalidStorageSpec) throw new KeymeterError("BAD_REQUEST", ratelimit.message)
+    http = { ...http, windows: StorageSpec.windowsLayer(ratelimit) }
+  }
   const workspaceId = options.workspaceId ?? Provisioning.DEFAULT_WORKSPACE_ID
   const principal = Auth.system(workspaceId)
 
   const AppLive = Layer.mergeAll(Docs.layer, Fallback.layer).pipe(
-    Layer.provideMerge(Server.ApiLive(options.http)),
+    Layer.provideMerge(Server.ApiLive(http)),
     Layer.provideMerge(
       Layer.mergeAll(HttpApiBuilder.Router.Live, HttpApiBuilder.Middleware.layer, NodeHttpServer.layerContext)
     ),
@@ -285,7 +301,7 @@ export const createKeymeter = async (options: KeymeterOptions = {}): Promise<Key
       }
       keys = yield* Keys
       clock = yield* Effect.clock
-      return yield* Server.makeNodeHandler(options.http)
+      return yield* Server.makeNodeHandler(http)
     }))
   } catch (error) {
     await runtime.dispose()

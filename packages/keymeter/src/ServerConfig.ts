@@ -26,6 +26,10 @@ export const config = Config.all({
   // Verifications in ClickHouse instead (`clickhouse:http://host:8123/<database>`); the catalog stays in KEYMETER_STORAGE.
   analytics: Config.option(Config.nonEmptyString("KEYMETER_ANALYTICS")),
   provision: Config.option(Config.nonEmptyString("KEYMETER_PROVISION")),
+  // Rate-limit windows shared through Redis (`redis://host:port/db`) instead of each server's own.
+  ratelimit: Config.option(Config.nonEmptyString("KEYMETER_RATELIMIT")),
+  // When Redis fails: "closed" answers 503, "local" decides with this server's own windows.
+  ratelimitFallback: Config.string("KEYMETER_RATELIMIT_FALLBACK").pipe(Config.withDefault("closed")),
   docsUrl: Config.string("KEYMETER_DOCS_URL").pipe(Config.withDefault("/docs")),
   maxBodyBytes: Config.integer("KEYMETER_MAX_BODY_BYTES").pipe(
     Config.validate({ message: "must be at least 1024", validation: (n) => n >= 1024 }),

@@ -9,6 +9,7 @@
  */
 import { StorageError } from "@keymeter/core/Errors"
 import type { Catalog, VerificationStore } from "@keymeter/core/Storage"
+import type { Windows } from "@keymeter/core/Windows"
 import { MemoryCatalog, MemoryStorage } from "@keymeter/storage-memory"
 import type { PostgresCatalog } from "@keymeter/storage-postgres"
 import type { SqliteStorage } from "@keymeter/storage-sqlite"
@@ -56,6 +57,25 @@ export const parse = (spec: string): Spec | InvalidStorageSpec => {
 
 /** A URL as shown in messages: without its password. */
 const redact = (text: string) => text.replace(/^([a-z]+:\/\/[^:/@]*):[^@/]*@/i, "$1:***@")
+
+/** A parsed rate-limit choice: windows shared through Redis (else they are each server's own). */
+export type RatelimitSpec = { readonly _tag: "redis"; readonly url: string; readonly fallback: "closed" | "local" }
+
+/** Parses `redis://host:port/db` (`rediss://` for TLS), and the fallback (`closed`, default, or `local`). */
+export const parseRatelimit = (spec: string, fallback = "closed"): RatelimitSpec | InvalidStorageSpec => {
+  const value = spec.trim()
+  if (!/^rediss?:\/\//.test(value) || !URL.canParse(value) || new URL(value).hostname === "") {
+    return new InvalidStorageSpec({
+      message: `KEYMETER_RATELIMIT must be "redis://<host>:<port>/<db>", got ${JSON.stringify(redact(spec))}`
+    })
+  }
+  if (fallback !== "closed" && fallback !== "local") {
+    return new InvalidStorageSpec({
+      message: `KEYMETER_RATELIMIT_FALLBACK must be "closed" or "local", got ${JSON.stringify(fallback)}`
+    })
+  }
+  return { _tag: "redis", url: value, fallback }
+}
 
 /** Parses `clickhouse:<url>`; the URL itself is checked when the adapter loads (see {@link layer}). */
 export const parseAnalytics = (spec: string): AnalyticsSpec | InvalidStorageSpec => {
@@ -152,3 +172,17 @@ export const layer = (
     if ("_tag" in target) return yield* new InvalidStorageSpec({ message: `KEYMETER_ANALYTICS: ${target.message}` })
     return Layer.merge(catalog, ClickhouseVerificationStore.layer({ url: analytics.url }))
   }))
+
+const redis = importAdapter(
+  "@keymeter/ratelimit-redis",
+  "KEYMETER_RATELIMIT=redis://",
+  () => import("@keymeter/ratelimit-redis")
+)
+
+/** The rate-limit windows `spec` names, shared by the servers that name the same Redis. */
+export const windowsLayer = (spec: RatelimitSpec): Layer.Layer<Windows, StorageError> =>
+  Layer.unwrapEffect(
+    Effect.map(redis, ({ RedisWindows }) => RedisWindows.layer({ url: spec.url, fallback: spec.fallback })).pipe(
+      Effect.mapError((error) => new StorageError({ message: error.message }))
+    )
+  )

@@ -27,7 +27,14 @@ const Main = Layer.unwrapEffect(
     if (spec instanceof StorageSpec.InvalidStorageSpec) return yield* spec
     const analytics = Option.isSome(config.analytics) ? StorageSpec.parseAnalytics(config.analytics.value) : undefined
     if (analytics instanceof StorageSpec.InvalidStorageSpec) return yield* analytics
-    return Server.layer(config).pipe(
+    const ratelimit = Option.isSome(config.ratelimit)
+      ? StorageSpec.parseRatelimit(config.ratelimit.value, config.ratelimitFallback)
+      : undefined
+    if (ratelimit instanceof StorageSpec.InvalidStorageSpec) return yield* ratelimit
+    return Server.layer({
+      ...config,
+      ...(ratelimit !== undefined ? { windows: StorageSpec.windowsLayer(ratelimit) } : {})
+    }).pipe(
       Layer.provide(Layer.effectDiscard(Startup.run(config.provision))),
       Layer.provide(StorageSpec.layer(spec, { hotDays: config.hotDays, analytics }))
     )

@@ -16,6 +16,7 @@ export const PUBLISHED = [
   "storage-sqlite",
   "storage-clickhouse",
   "storage-postgres",
+  "ratelimit-redis",
   "http",
   "keymeter"
 ] as const

@@ -1,10 +1,11 @@
 /**
  * What keymeter's test suites share: the storage conformance suite every adapter runs, the
- * reference oracle it checks answers against, the ClickHouse and PostgreSQL servers suites use, and
+ * reference oracle it checks answers against, the ClickHouse, PostgreSQL and Redis servers suites use, and
  * the packages packed and installed as a user gets them.
  */
 export * as ClickhouseTestServer from "./ClickhouseTestServer.js"
 export * as PostgresTestServer from "./PostgresTestServer.js"
+export * as RedisTestServer from "./RedisTestServer.js"
 export * as Reference from "./Reference.js"
 export * as StorageConformance from "./StorageConformance.js"
 export * as Tarballs from "./Tarballs.js"

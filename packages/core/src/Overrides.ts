@@ -1,7 +1,8 @@
 /**
  * Rate-limit overrides: set (create or overwrite), read, list, delete, and resolve the one that
  * applies to an identifier. Resolution indexes are cached per namespace and updated in place by
- * this service's own writes, so a change applies to the very next resolution.
+ * this service's own writes, so a change applies to the very next resolution; another server's
+ * changes (a shared catalog's `foreignOverridesRevision`) make them all be read again.
  */
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
@@ -63,6 +64,20 @@ export class Overrides extends Effect.Service<Overrides>()("@keymeter/core/Overr
     const indexes = new Map<string, OverrideIndex>()
     const patternsOf = new CatalogCache<ReadonlyArray<Namespace>>(catalog.revision)
     const generation = new Map<string, number>()
+    // Another server changed overrides: what is remembered is forgotten, and loads begun before
+    // are not kept (`epoch`).
+    const foreign = catalog.foreignOverridesRevision
+    let seen = foreign?.()
+    let epoch = 0
+    const fresh = () => {
+      if (foreign === undefined) return
+      const current = foreign()
+      if (current !== seen) {
+        seen = current
+        indexes.clear()
+        epoch++
+      }
+    }
     const written = (namespaceId: string, apply: (index: OverrideIndex) => void) =>
       Effect.sync(() => {
         generation.set(namespaceId, (generation.get(namespaceId) ?? 0) + 1)
@@ -71,11 +86,14 @@ export class Overrides extends Effect.Service<Overrides>()("@keymeter/core/Overr
       })
     const indexOf = (namespaceId: string): Effect.Effect<OverrideIndex, StorageError> =>
       Effect.suspend(() => {
+        fresh()
         const cached = indexes.get(namespaceId)
         if (cached !== undefined) return Effect.succeed(cached)
         const before = generation.get(namespaceId) ?? 0
+        const began = epoch
         return Effect.flatMap(catalog.allOverrides(namespaceId), (overrides) => {
-          if ((generation.get(namespaceId) ?? 0) !== before) return indexOf(namespaceId)
+          fresh()
+          if ((generation.get(namespaceId) ?? 0) !== before || epoch !== began) return indexOf(namespaceId)
           const index = new OverrideIndex(overrides)
           indexes.set(namespaceId, index)
           return Effect.succeed(index)
@@ -104,6 +122,7 @@ export class Overrides extends Effect.Service<Overrides>()("@keymeter/core/Overr
      * that answer without running an effect.
      */
     const resolveNow = (namespace: Namespace, identifier: string): Override | undefined | typeof Unknown => {
+      fresh()
       const own = indexes.get(namespace.id)
       if (own === undefined) return Unknown
       const direct = own.resolve(identifier)

@@ -195,6 +195,12 @@ export class Catalog extends Context.Tag("@keymeter/core/Catalog")<
      * reused while it holds; absent when the adapter cannot tell (every read then goes to it).
      */
     readonly revision?: (() => number) | undefined
+    /**
+     * A number that changes when another process (another server) changed overrides or
+     * namespaces, read without I/O: this process's `Overrides` applies its own changes to what it
+     * remembers. Absent when the catalog is this process's alone.
+     */
+    readonly foreignOverridesRevision?: (() => number) | undefined
   }
 >() {}
 

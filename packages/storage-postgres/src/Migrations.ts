@@ -12,7 +12,8 @@ export class SchemaError extends Data.TaggedError("SchemaError")<{ readonly mess
 
 /**
  * The channel every catalog change is announced on; the payload is the writer's
- * `application_name` (each server sets its own), so a server can tell its own changes.
+ * `application_name` (each server sets its own, so it can tell its own changes), a space, and the
+ * table changed.
  */
 export const CHANNEL = "keymeter_catalog"
 
@@ -98,7 +99,7 @@ export const migrations: ReadonlyArray<
       `CREATE FUNCTION keymeter_catalog_changed() RETURNS trigger LANGUAGE plpgsql AS $$
       BEGIN
         UPDATE catalog_version SET n = n + 1;
-        PERFORM pg_notify('${CHANNEL}', current_setting('application_name'));
+        PERFORM pg_notify('${CHANNEL}', current_setting('application_name') || ' ' || TG_TABLE_NAME);
         RETURN NULL;
       END $$`,
       ...VERSIONED.map((table) =>

@@ -467,12 +467,17 @@ export const layer = (
         sql<{ name: string }>`SELECT current_setting('application_name') AS name`
       )
       let revision = 0
+      let overridesRevision = 0
       let notified = false
       const listen = pg.listen(Migrations.CHANNEL).pipe(
-        Stream.runForEach((writer) =>
+        Stream.runForEach((payload) =>
           Effect.sync(() => {
             notified = true
-            if (writer !== self) revision++
+            const space = payload.lastIndexOf(" ")
+            if (payload.slice(0, space) === self) return
+            revision++
+            const table = payload.slice(space + 1)
+            if (table === "overrides" || table === "namespaces") overridesRevision++
           })
         ),
         Effect.catchAll((error) => Effect.logWarning("PostgreSQL notifications stopped; listening again", error)),
@@ -492,6 +497,7 @@ export const layer = (
           if (!notified) {
             // A change nobody announced: the listener may be deaf. Forget, and listen anew.
             revision++
+            overridesRevision++
             yield* Effect.logWarning("PostgreSQL: a catalog change came without a notification; listening again")
             yield* Fiber.interrupt(listener)
             listener = yield* Effect.forkScoped(listen)
@@ -514,7 +520,11 @@ export const layer = (
             })
           )
       }
-      return Catalog.of({ ...(calls as typeof catalog), revision: () => revision })
+      return Catalog.of({
+        ...(calls as typeof catalog),
+        revision: () => revision,
+        foreignOverridesRevision: () => overridesRevision
+      })
     })
   )
 

@@ -1,0 +1,150 @@
+/**
+ * Three keymeter server processes sharing PostgreSQL (catalog), Redis (rate-limit windows) and
+ * ClickHouse (verifications), requests spread round-robin: they behave as one server.
+ */
+import { ClickhouseTestServer, PostgresTestServer, RedisTestServer } from "@keymeter/testing"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Scope from "effect/Scope"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { type Running, serveKeymeter, stop } from "./Spawn.js"
+
+const skip = ClickhouseTestServer.skip() ?? PostgresTestServer.skip() ?? RedisTestServer.skip()
+
+const AUTH = { authorization: "Bearer sk_acme_admin", "content-type": "application/json" }
+const run = `${process.pid}_${Date.now()}`
+
+describe.skipIf(skip !== undefined)("three servers sharing PostgreSQL, Redis and ClickHouse", () => {
+  const scope = Effect.runSync(Scope.make())
+  const clickhouseDatabase = ClickhouseTestServer.databaseName()
+  const servers: Array<{ server: Running; base: string }> = []
+  let next = 0
+  /** The next server, round-robin. */
+  const any = () => servers[next++ % servers.length]!.base
+
+  const post = (base: string, path: string, body: unknown) =>
+    fetch(`${base}${path}`, { method: "POST", headers: AUTH, body: JSON.stringify(body) })
+  const json = async (reply: Response) => {
+    expect(reply.status, await reply.clone().text()).toBe(200)
+    return reply.json() as Promise<any>
+  }
+  /** Waits until `check` holds (another server's change travels by notification); how long it took. */
+  const eventually = async (check: () => Promise<boolean>, ms = 3_000) => {
+    const started = performance.now()
+    while (!(await check())) {
+      if (performance.now() - started > ms) throw new Error(`not within ${ms} ms`)
+      await new Promise((resolve) => setTimeout(resolve, 2))
+    }
+    return performance.now() - started
+  }
+
+  beforeAll(async () => {
+    const postgres = await Effect.runPromise(Scope.extend(PostgresTestServer.freshDatabase(), scope))
+    const env = {
+      KEYMETER_STORAGE: postgres,
+      KEYMETER_ANALYTICS: `clickhouse:${ClickhouseTestServer.url}/${clickhouseDatabase}`,
+      KEYMETER_RATELIMIT: RedisTestServer.url!,
+      KEYMETER_PROVISION: "examples/provision.json"
+    }
+    // Started together: they migrate and provision the same databases at once.
+    servers.push(...await Promise.all([1, 2, 3].map(() => serveKeymeter(env))))
+  }, 120_000)
+
+  afterAll(async () => {
+    for (const { server } of servers) await stop(server, "SIGKILL")
+    await Effect.runPromise(ClickhouseTestServer.dropDatabase(clickhouseDatabase))
+    await Effect.runPromise(Scope.close(scope, Exit.void))
+  })
+
+  it("admits exactly 100 of 300 concurrent limit calls for one identifier with limit 100", async () => {
+    const answers = await Promise.all(Array.from({ length: 300 }, () =>
+      post(any(), "/v1/ratelimits.limit", {
+        namespace: "email",
+        identifier: `burst_${run}`,
+        limit: 100,
+        duration: 60_000
+      }).then(json)))
+    expect(answers.filter((answer) => answer.success)).toHaveLength(100)
+  })
+
+  it("an override set through server 1 applies on server 3, and no longer once deleted through server 2", async () => {
+    const [one, two, three] = servers.map((s) => s.base)
+    const identifier = `vip_${run}`
+    const limit = () =>
+      post(three!, "/v1/ratelimits.limit", { namespace: "email", identifier, limit: 5, duration: 60_000 }).then(json)
+    expect((await limit()).limit).toBe(5)
+    const override = await json(
+      await post(one!, "/v1/ratelimits.setOverride", {
+        namespaceName: "email",
+        identifier,
+        limit: 50,
+        duration: 60_000
+      })
+    )
+    const applied = await eventually(async () => (await limit()).overrideId === override.overrideId)
+    expect((await limit()).limit).toBe(50)
+    await json(await post(two!, "/v1/ratelimits.deleteOverride", { namespaceName: "email", identifier }))
+    const removed = await eventually(async () => (await limit()).overrideId === undefined)
+    expect((await limit()).limit).toBe(5)
+    console.log(
+      `override seen by another server after ${applied.toFixed(1)} ms, its deletion after ${removed.toFixed(1)} ms`
+    )
+  })
+
+  it("a key created through server 2 verifies through server 1; 50 credits, 200 parallel verifications: 50 VALID", async () => {
+    const [one, two] = servers.map((s) => s.base)
+    const created = await json(
+      await post(two!, "/v1/keys.createKey", {
+        apiId: "api_main",
+        externalId: `customer_${run}`,
+        credits: { remaining: 50 }
+      })
+    )
+    expect(await json(await post(one!, "/v1/keys.verifyKey", { key: created.key, credits: { cost: 0 } })))
+      .toMatchObject({
+        valid: true,
+        keyId: created.keyId,
+        credits: { remaining: 50 }
+      })
+    const answers = await Promise.all(
+      Array.from({ length: 200 }, () => post(any(), "/v1/keys.verifyKey", { key: created.key }).then(json))
+    )
+    expect(answers.filter((answer) => answer.code === "VALID")).toHaveLength(50)
+    expect(answers.filter((answer) => answer.code === "USAGE_EXCEEDED")).toHaveLength(150)
+    // Every server's verifications, counted through any server (each stores its own within its delay).
+    for (const { base } of servers) {
+      await eventually(async () => {
+        const counts = await json(
+          await fetch(`${base}/v1/analytics.getVerifications?apiId=api_main&keyId=${created.keyId}&start=0`, {
+            headers: AUTH
+          })
+        )
+        return counts[0]?.total === 201 && counts[0]?.valid === 51 && counts[0]?.usageExceeded === 150
+      }, 10_000)
+    }
+  })
+
+  it("a server killed with SIGKILL under load: the others keep answering, and acknowledged writes stay", async () => {
+    const [one, two, three] = servers
+    const survivors = [one!.base, two!.base]
+    const created = await json(await post(three!.base, "/v1/keys.createKey", { apiId: "api_main" }))
+    let failures = 0
+    let answered = 0
+    const load = Promise.all(Array.from({ length: 16 }, async (_, worker) => {
+      for (let i = 0; i < 40; i++) {
+        const reply = await post(survivors[(worker + i) % 2]!, "/v1/keys.verifyKey", { key: created.key })
+          .catch(() => undefined)
+        if (reply?.status === 200 && (await reply.json() as any).valid) answered++
+        else failures++
+      }
+    }))
+    await new Promise((resolve) => setTimeout(resolve, 50))
+    three!.server.child.kill("SIGKILL")
+    await load
+    expect(failures).toBe(0)
+    expect(answered).toBe(640)
+    // The key the killed server acknowledged is there for the others.
+    expect(await json(await fetch(`${one!.base}/v1/keys.getKey?keyId=${created.keyId}`, { headers: AUTH })))
+      .toMatchObject({ keyId: created.keyId })
+  })
+})

@@ -16,5 +16,6 @@ const fresh = Layer.scoped(
 // property run creates a database and inserts a few batches (~0.3 s on 18.16): fewer runs.
 conformance("clickhouse", Layer.merge(fresh, MemoryCatalog.layer), {
   skip: ClickhouseTestServer.skip(),
-  numRuns: 20
+  numRuns: 20,
+  timeoutMs: 120_000
 })

@@ -14,5 +14,6 @@ const fresh = Layer.unwrapScoped(
 // property run creates and migrates a database: fewer runs.
 conformance("postgres catalog", Layer.merge(fresh, MemoryVerificationStore.layer), {
   skip: PostgresTestServer.skip(),
-  numRuns: 20
+  numRuns: 20,
+  timeoutMs: 120_000
 })

@@ -163,6 +163,11 @@ export const ask = (query: object) =>
 export interface ConformanceOptions {
   readonly skip?: string | undefined
   readonly numRuns?: number | undefined
+  /**
+   * Time each property test may take, in ms (default 30 s): a store behind a server of its own
+   * needs more on a loaded machine.
+   */
+  readonly timeoutMs?: number | undefined
 }
 
 export const conformance = (
@@ -171,54 +176,63 @@ export const conformance = (
   options: ConformanceOptions = {}
 ) => {
   const numRuns = options.numRuns ?? 60
+  const timeout = options.timeoutMs ?? 30_000
   const services = Keymeter.layer.pipe(Layer.provideMerge(storage))
   const run = <A, E>(effect: Effect.Effect<A, E, any>) => effect.pipe(Effect.provide(services)) as Effect.Effect<A, E>
 
   describe.skipIf(options.skip !== undefined)(`Storage conformance: ${name}`, () => {
-    it.effect("answers random queries exactly like the naive reference over raw events", () =>
-      Effect.promise(() =>
-        FastCheck.assert(
-          FastCheck.asyncProperty(
-            FastCheck.array(eventArb, { maxLength: 300 }),
-            FastCheck.array(queryArb, { minLength: 1, maxLength: 15 }),
-            (events, queries) =>
-              Effect.runPromise(run(Effect.gen(function*() {
-                yield* seedCatalog
-                yield* store(events)
-                for (const query of queries) {
-                  const got = yield* ask(query)
-                  const want = Reference.answer(events, { ...query, workspaceId: WS })
-                  expect(got, JSON.stringify(query)).toEqual(want)
-                }
-              })))
-          ),
-          { numRuns }
-        )
-      ))
+    it.effect(
+      "answers random queries exactly like the naive reference over raw events",
+      () =>
+        Effect.promise(() =>
+          FastCheck.assert(
+            FastCheck.asyncProperty(
+              FastCheck.array(eventArb, { maxLength: 300 }),
+              FastCheck.array(queryArb, { minLength: 1, maxLength: 15 }),
+              (events, queries) =>
+                Effect.runPromise(run(Effect.gen(function*() {
+                  yield* seedCatalog
+                  yield* store(events)
+                  for (const query of queries) {
+                    const got = yield* ask(query)
+                    const want = Reference.answer(events, { ...query, workspaceId: WS })
+                    expect(got, JSON.stringify(query)).toEqual(want)
+                  }
+                })))
+            ),
+            { numRuns }
+          )
+        ),
+      timeout
+    )
 
-    it.effect("answers the shapes of the fast paths (top N, per tag, key series) like the reference", () =>
-      Effect.promise(() =>
-        FastCheck.assert(
-          FastCheck.asyncProperty(
-            FastCheck.array(eventArb, { minLength: 20, maxLength: 400 }),
-            FastCheck.array(shapedQueryArb, { minLength: 1, maxLength: 12 }),
-            (events, queries) =>
-              Effect.runPromise(run(Effect.gen(function*() {
-                yield* seedCatalog
-                // In time order, then a few late ones, as real traffic arrives.
-                const sorted = [...events].sort((a, b) => a.time - b.time)
-                yield* store(sorted.slice(0, sorted.length - 10))
-                yield* store(sorted.slice(sorted.length - 10).reverse(), 3)
-                for (const query of queries) {
-                  expect(yield* ask(query), JSON.stringify(query)).toEqual(
-                    Reference.answer(events, { ...query, workspaceId: WS } as never)
-                  )
-                }
-              })))
-          ),
-          { numRuns }
-        )
-      ))
+    it.effect(
+      "answers the shapes of the fast paths (top N, per tag, key series) like the reference",
+      () =>
+        Effect.promise(() =>
+          FastCheck.assert(
+            FastCheck.asyncProperty(
+              FastCheck.array(eventArb, { minLength: 20, maxLength: 400 }),
+              FastCheck.array(shapedQueryArb, { minLength: 1, maxLength: 12 }),
+              (events, queries) =>
+                Effect.runPromise(run(Effect.gen(function*() {
+                  yield* seedCatalog
+                  // In time order, then a few late ones, as real traffic arrives.
+                  const sorted = [...events].sort((a, b) => a.time - b.time)
+                  yield* store(sorted.slice(0, sorted.length - 10))
+                  yield* store(sorted.slice(sorted.length - 10).reverse(), 3)
+                  for (const query of queries) {
+                    expect(yield* ask(query), JSON.stringify(query)).toEqual(
+                      Reference.answer(events, { ...query, workspaceId: WS } as never)
+                    )
+                  }
+                })))
+            ),
+            { numRuns }
+          )
+        ),
+      timeout
+    )
 
     it.effect("keeps answering exactly after many late, shuffled events", () =>
       run(Effect.gen(function*() {

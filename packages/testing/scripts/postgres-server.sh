@@ -34,12 +34,15 @@ start)
     while in_use "$port"; do port=$((port + 1)); done
   fi
   [ "$(id -u)" = 0 ] && chown postgres "$dir"
+  # The owner may not enter the caller's working directory.
+  cd "$dir"
   as_owner "$bin/initdb" -D "$dir/data" -A trust -U postgres > "$dir/initdb.log" 2>&1
   as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 30 \
     -o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200" start > /dev/null
   echo "postgres://postgres@127.0.0.1:$port/postgres"
   ;;
 stop)
+  cd "$dir"
   if [ -d "$dir/data" ]; then as_owner "$bin/pg_ctl" -D "$dir/data" -m immediate stop > /dev/null 2>&1 || true; fi
   ;;
 *)

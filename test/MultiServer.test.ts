@@ -47,7 +47,7 @@ describe.skipIf(skip !== undefined)("three servers sharing PostgreSQL, Redis and
       KEYMETER_PROVISION: "examples/provision.json"
     }
     // Started together: they migrate and provision the same databases at once.
-    servers.push(...await Promise.all([1, 2, 3].map(() => serveKeymeter(env))))
+    for (const started of await Promise.all([1, 2, 3].map(() => serveKeymeter(env)))) servers.push(started)
   }, 120_000)
 
   afterAll(async () => {

@@ -4,6 +4,7 @@
  */
 import type { LoadResult } from "./Load.js"
 import { references } from "./Queries.js"
+import type { ScaleOutResult } from "./ScaleOut.js"
 import type { VerifyResult } from "./Verify.js"
 import type { EngineResult } from "./Worker.js"
 
@@ -20,6 +21,7 @@ export interface Run {
     { readonly size: number; readonly engines: ReadonlyArray<EngineResult>; readonly mismatches: ReadonlyArray<string> }
   >
   readonly verify?: ReadonlyArray<VerifyResult> | undefined
+  readonly scaleOut?: ScaleOutResult | undefined
   readonly http: ReadonlyArray<HttpResult>
 }
 
@@ -353,6 +355,35 @@ export const render = (run: Run, format: "text" | "markdown"): string => {
       table(verifyTable(run.verify!)),
       ""
     )
+  }
+  if (run.scaleOut !== undefined) {
+    out.push(
+      format === "markdown" ? "## Several servers" : "\n== Several servers ==",
+      "",
+      "`keymeter.limit` through the library, 32 concurrent callers per server process, each server's own windows " +
+        "or windows shared in Redis; then keys.verifyKey over HTTP through three servers sharing PostgreSQL, Redis " +
+        "and ClickHouse (16 connections each).",
+      "",
+      table([
+        ["rate-limit windows", "servers", "decisions/s", "p50 ms", "p99 ms"],
+        ...run.scaleOut.limiter.map((r) => [
+          r.windows,
+          String(r.servers),
+          Math.round(r.decisionsPerSecond).toLocaleString("en"),
+          r.p50.toFixed(2),
+          r.p99.toFixed(2)
+        ])
+      ]),
+      ""
+    )
+    const verify = run.scaleOut.verifyThreeServers
+    if (verify !== undefined) {
+      out.push(
+        `keys.verifyKey through three servers: ${Math.round(verify.requestsPerSecond).toLocaleString("en")} req/s, ` +
+          `p99 ${verify.p99} ms, ${verify.errors} failed.`,
+        ""
+      )
+    }
   }
   if (run.http.length > 0) {
     out.push(format === "markdown" ? "## HTTP (standalone server process, loopback)" : "\n== HTTP ==", "")

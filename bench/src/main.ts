@@ -15,6 +15,7 @@ import * as Http from "./Http.js"
 import * as Load from "./Load.js"
 import type { HttpResult, Run } from "./Report.js"
 import * as Report from "./Report.js"
+import * as ScaleOut from "./ScaleOut.js"
 import type { VerifyResult } from "./Verify.js"
 import type { EngineResult } from "./Worker.js"
 
@@ -36,7 +37,10 @@ const { values } = parseArgs({
     // Key verification through the library: keys created on memory, and on SQLite (a commit each).
     keys: { type: "string", default: "1m" },
     "sqlite-keys": { type: "string", default: "100k" },
-    "skip-verify": { type: "boolean", default: false }
+    "skip-verify": { type: "boolean", default: false },
+    // Several servers: limiter decisions (local and Redis windows, 1 and 3 processes) and
+    // verifyKey through three servers sharing PostgreSQL, Redis and ClickHouse.
+    "skip-scale-out": { type: "boolean", default: false }
   }
 })
 const sizes = values.size!.split(",").map(Dataset.parseSize)
@@ -132,6 +136,7 @@ const run: {
   machine: Run["machine"]
   sizes: Array<Run["sizes"][number]>
   verify: Array<VerifyResult>
+  scaleOut?: ScaleOut.ScaleOutResult
   http: Array<HttpResult>
 } = {
   startedAt: new Date().toISOString(),
@@ -197,6 +202,11 @@ if (!values["skip-http"]) {
     clickhouse?.stop()
   }
   data.close()
+}
+
+if (!values["skip-scale-out"] && !values["http-only"]) {
+  log("\nSeveral servers")
+  run.scaleOut = await ScaleOut.run(Math.max(3, Math.round(Number(values["load-seconds"]) / 2)), log)
 }
 
 log("\n" + Report.render(run, "text"))

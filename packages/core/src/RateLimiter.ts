@@ -10,6 +10,7 @@ import { Auth } from "./Auth.js"
 import { ValidationError } from "./Errors.js"
 import * as Ids from "./Ids.js"
 import { CatalogCache } from "./internal/CatalogCache.js"
+import { SlidingWindows } from "./internal/slidingWindow.js"
 import { MAX_NAME_LENGTH, Namespace } from "./Namespace.js"
 import type { Override } from "./Override.js"
 import { Duration, MAX_DURATION, MAX_IDENTIFIER_LENGTH, MIN_DURATION } from "./Override.js"
@@ -115,6 +116,10 @@ export class RateLimiter extends Effect.Service<RateLimiter>()("@keymeter/core/R
     const overrides = yield* Overrides
     const windows = yield* Windows
     const local = windows.local
+    // With shared windows, `async: true` overrides are decided here, from this process's view of
+    // their windows, which each decision then brings up to date with the shared one in the
+    // background: no wait for the store, at the price of some overshoot (see the README).
+    const nearby = new SlidingWindows()
     const decode = Validation.decode(LimitInput)
     const namespaces = new CatalogCache<Option.Option<Namespace>>(catalog.revision)
 
@@ -146,6 +151,7 @@ export class RateLimiter extends Effect.Service<RateLimiter>()("@keymeter/core/R
         const override = yield* overrides.resolve(namespace, request.identifier)
         const now = yield* Clock.currentTimeMillis
         if (local !== undefined) return decide(namespace, request, override, now)
+        if (override?.async) return decideNearby(namespace, request, override, now)
         const applied = override ?? request
         const [decision] = yield* windows.takeAll([{
           key: `${namespace.id}\u0000${request.identifier}`,
@@ -188,6 +194,36 @@ export class RateLimiter extends Effect.Service<RateLimiter>()("@keymeter/core/R
       }
     }
 
+    /**
+     * Decides an `async` override from this process's view of its window, then adds what it took
+     * to the shared window (or only reads it, when refused) and raises the view to what all
+     * servers took.
+     */
+    const decideNearby = (
+      namespace: Namespace,
+      request: Schema.Schema.Type<typeof LimitInput>,
+      override: Override,
+      now: number
+    ): LimitResponse => {
+      const key = `${namespace.id}\u0000${request.identifier}`
+      const cost = request.cost ?? 1
+      const decision = nearby.take(key, now, override.limit, override.duration, cost)
+      Effect.runFork(
+        windows.takeAll([{
+          key,
+          limit: Number.MAX_SAFE_INTEGER,
+          duration: override.duration,
+          cost: decision.success ? cost : 0
+        }], now).pipe(
+          Effect.map(([shared]) =>
+            nearby.catchUp(key, now, Number.MAX_SAFE_INTEGER - shared!.remaining, override.duration)
+          ),
+          Effect.ignore
+        )
+      )
+      return answerOf(decision, override.limit, override)
+    }
+
     /** Creates the workspace's namespace `name` (or finds the one a concurrent call created). */
     const createNamespace = (workspaceId: string, name: string) =>
       Effect.flatMap(
@@ -202,7 +238,6 @@ export class RateLimiter extends Effect.Service<RateLimiter>()("@keymeter/core/R
      * otherwise (nothing taken): run {@link limit}, which also words every refusal.
      */
     const limitNow = (principal: Principal, input: unknown, now: number): LimitResponse | undefined => {
-      if (local === undefined) return undefined
       const request = plainLimitInput(input)
       if (request === undefined) return undefined
       const found = namespaces.peek(`${principal.workspaceId}\u0000${request.namespace}`)
@@ -210,7 +245,9 @@ export class RateLimiter extends Effect.Service<RateLimiter>()("@keymeter/core/R
       const namespace = found.value
       if (!Permission.allows(principal.permissions, Permission.required.limit(namespace.id))) return undefined
       const override = overrides.resolveNow(namespace, request.identifier)
-      return override === Unknown ? undefined : decide(namespace, request, override, now)
+      if (override === Unknown) return undefined
+      if (local !== undefined) return decide(namespace, request, override, now)
+      return override?.async ? decideNearby(namespace, request, override, now) : undefined
     }
 
     /**

@@ -78,6 +78,28 @@ export class SlidingWindows {
     log.used -= back
   }
 
+  /**
+   * Raises what the window of `key` holds to `used` (when it holds less), as taken at `now`: what
+   * other servers took, learnt from a shared store, so this window refuses what they used up.
+   */
+  catchUp(key: string, now: number, used: number, duration: number): void {
+    let log = this.logs.get(key)
+    if (log === undefined) {
+      log = { times: [], costs: [], head: 0, used: 0, idleAfter: 0 }
+      this.logs.set(key, log)
+    }
+    const missing = used - log.used
+    if (missing <= 0) return
+    const last = log.times.length - 1
+    if (last >= log.head && log.times[last] === now) log.costs[last]! += missing
+    else {
+      log.times.push(now)
+      log.costs.push(missing)
+    }
+    log.used += missing
+    log.idleAfter = Math.max(log.idleAfter, now + duration)
+  }
+
   /** Drops the logs that hold nothing that can still count. */
   sweep(now: number): void {
     for (const [key, log] of this.logs) if (log.idleAfter <= now) this.logs.delete(key)

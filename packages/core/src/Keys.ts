@@ -610,6 +610,21 @@ export class Keys extends Effect.Service<Keys>()("@keymeter/core/Keys", {
         return answerOf(key, identity, code, limits, remaining)
       })
 
+    /** The end of a verification whose limits were taken: credits spent (or not), recorded, answered. */
+    const afterLimits = (
+      principal: Principal,
+      request: VerifyKeyInput,
+      now: number,
+      key: Key,
+      identity: Identity | undefined,
+      taken: Taken
+    ) =>
+      !taken.allowed
+        ? creditedAnswer(principal, request, now, key, identity, "RATE_LIMITED", taken.results, false)
+        : key.credited
+        ? spendAndAnswer(principal, request, now, key, identity, taken, false)
+        : creditedAnswer(principal, request, now, key, identity, "VALID", taken.results, false)
+
     /** Verifies a key and records the verification; see the module's order of checks. */
     const verify = (principal: Principal, input: unknown, options: VerifyOptions = {}) =>
       Effect.gen(function*() {
@@ -700,13 +715,17 @@ export class Keys extends Effect.Service<Keys>()("@keymeter/core/Keys", {
       let code: Code = precheck(key, identity, request, now) ?? "VALID"
       let limits: ReadonlyArray<TakenLimit> | undefined
       if (code === "VALID") {
-        const taken = limiter.takeAllNow(key.workspaceId, limitsOf(key, identity, requested), now)
-        if (taken === undefined) return undefined
-        if (key.credited) {
-          return taken.allowed
-            ? spendAndAnswer(principal, request, now, key, identity, taken, false)
-            : creditedAnswer(principal, request, now, key, identity, "RATE_LIMITED", taken.results, false)
+        const limitsTaken = limitsOf(key, identity, requested)
+        const taken = limiter.takeAllNow(key.workspaceId, limitsTaken, now)
+        // The limits need I/O (shared windows, a namespace or override not in memory), or the
+        // credits do: the rest of the verification is one effect.
+        if (taken === undefined) {
+          return Effect.flatMap(
+            limiter.takeAll(key.workspaceId, limitsTaken),
+            (taken) => afterLimits(principal, request, now, key, identity, taken)
+          )
         }
+        if (key.credited) return afterLimits(principal, request, now, key, identity, taken)
         if (
           !recorder.recordNow(
             eventOf(principal, request, now, key.apiId, key.id, taken.allowed ? "VALID" : "RATE_LIMITED", identity)

@@ -314,6 +314,7 @@ export class RateLimiter extends Effect.Service<RateLimiter>()("@keymeter/core/R
      * undefined otherwise (nothing taken).
      */
     const takeAllNow = (workspaceId: string, requests: ReadonlyArray<TakeRequest>, now: number) => {
+      if (requests.length === 0) return take([], now)
       if (local === undefined) return undefined
       const resolved: Array<Resolved> = []
       for (const request of requests) {

@@ -269,6 +269,8 @@ export const createKeymeter = async (options: KeymeterOptions = {}): Promise<Key
     if (ratelimit instanceof StorageSpec.InvalidStorageSpec) throw new KeymeterError("BAD_REQUEST", ratelimit.message)
     http = { ...http, windows: StorageSpec.windowsLayer(ratelimit) }
   }
+  // ClickHouse takes few large inserts better than many small ones: verifications batched a second.
+  if (options.analytics !== undefined && http?.recordDelayMs === undefined) http = { ...http, recordDelayMs: 1_000 }
   const workspaceId = options.workspaceId ?? Provisioning.DEFAULT_WORKSPACE_ID
   const principal = Auth.system(workspaceId)
 

@@ -3,7 +3,6 @@
  */
 import * as Idempotency from "@keymeter/core/Idempotency"
 import { KeyCacheCapacity } from "@keymeter/core/Keys"
-import { RecorderDelay } from "@keymeter/core/Recorder"
 import * as InFlightLimit from "@keymeter/http/InFlightLimit"
 import * as NodeServer from "@keymeter/http/NodeServer"
 import * as Config from "effect/Config"
@@ -54,9 +53,11 @@ export const config = Config.all({
     }),
     Config.withDefault(Idempotency.DEFAULT_WINDOW_MS)
   ),
-  recordDelayMs: Config.integer("KEYMETER_RECORD_DELAY_MS").pipe(
-    Config.validate({ message: "must be from 0 to 60000", validation: (n) => n >= 0 && n <= 60_000 }),
-    Config.withDefault(RecorderDelay.defaultValue())
+  // Default: 100 ms, or 1000 ms with ClickHouse analytics (it takes few large inserts better).
+  recordDelayMs: Config.option(
+    Config.integer("KEYMETER_RECORD_DELAY_MS").pipe(
+      Config.validate({ message: "must be from 0 to 60000", validation: (n) => n >= 0 && n <= 60_000 })
+    )
   ),
   keyCacheSize: Config.integer("KEYMETER_KEY_CACHE_SIZE").pipe(
     Config.validate({ message: "must be at least 1", validation: (n) => n >= 1 }),

@@ -4,6 +4,7 @@
  * SIGINT/SIGTERM, letting in-flight requests finish.
  */
 import { NodeRuntime } from "@effect/platform-node"
+import { RecorderDelay } from "@keymeter/core/Recorder"
 import * as Server from "@keymeter/http/Server"
 import * as ConfigError from "effect/ConfigError"
 import * as Console from "effect/Console"
@@ -20,6 +21,9 @@ const describeConfigError = (error: ConfigError.ConfigError): string =>
     ? `${describeConfigError(error.left)}; ${describeConfigError(error.right)}`
     : `${error.path.join(".")}: ${error.message}`
 
+/** The recorder's delay with ClickHouse analytics: each server inserts once a second. */
+const CLICKHOUSE_RECORD_DELAY_MS = 1_000
+
 const Main = Layer.unwrapEffect(
   Effect.gen(function*() {
     const config = yield* ServerConfig.config
@@ -33,6 +37,10 @@ const Main = Layer.unwrapEffect(
     if (ratelimit instanceof StorageSpec.InvalidStorageSpec) return yield* ratelimit
     return Server.layer({
       ...config,
+      recordDelayMs: Option.getOrElse(
+        config.recordDelayMs,
+        () => analytics?._tag === "clickhouse" ? CLICKHOUSE_RECORD_DELAY_MS : RecorderDelay.defaultValue()
+      ),
       ...(ratelimit !== undefined ? { windows: StorageSpec.windowsLayer(ratelimit) } : {})
     }).pipe(
       Layer.provide(Layer.effectDiscard(Startup.run(config.provision))),

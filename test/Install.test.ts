@@ -60,7 +60,11 @@ const exercise = async (base, key) => {
   const limit = { namespace: "email", identifier: "user_7", limit: 100, duration: 60000 }
   const first = await call("/v1/ratelimits.limit", limit)
   const second = await call("/v1/ratelimits.limit", limit)
-  return { api, recorded, days, override, first, second }
+  // The dashboard, its assets shipped in the package.
+  const page = await (await fetch(base + "/dashboard")).text()
+  const script = page.match(new RegExp("dashboard/assets/app-[0-9a-f]+[.]js"))?.[0]
+  const asset = script === undefined ? 0 : (await fetch(base + "/" + script)).status
+  return { api, recorded, days, override, first, second, dashboard: { script, asset } }
 }
 `
 
@@ -74,6 +78,8 @@ const expectExercised = (output: string) => {
   expect(answers.first.body).toMatchObject({ success: true, limit: 1, remaining: 0 })
   expect(answers.first.body.overrideId).toBe(answers.override.body.overrideId)
   expect(answers.second.body).toMatchObject({ success: false, limit: 1 })
+  expect(answers.dashboard.script).toBeDefined()
+  expect(answers.dashboard.asset).toBe(200)
 }
 
 let memory: string

@@ -43,6 +43,8 @@ export interface Options {
   readonly recordDelayMs?: number | undefined
   /** Where rate-limit windows live (default: in this process); the Redis adapter's to share them. */
   readonly windows?: Layer.Layer<Windows.Windows, StorageError> | undefined
+  /** Pages served beside the API (the dashboard): true when it answered the request. */
+  readonly pages?: ((req: IncomingMessage, res: ServerResponse) => boolean) | undefined
   /** Keys verification keeps in memory (default 1,048,576). */
   readonly keyCacheSize?: number | undefined
   /** Requests served at once; more are answered 429 (default 256). */
@@ -121,6 +123,7 @@ const fastLane = (server: Server, options: Options, shared: Shared) =>
     const patched = function(this: Server, event: string | symbol, ...args: Array<unknown>): boolean {
       if (event === "request") {
         const [req, res] = args as [IncomingMessage, ServerResponse]
+        if (options.pages?.(req, res)) return true
         if (take(req, res, () => emit.call(server, "request", req, res))) return true
       }
       return emit.call(this, event, ...args)
@@ -159,6 +162,7 @@ export const makeNodeHandler = (options: Options = {}) =>
       maxBodyBytes: options.maxBodyBytes ?? MaxBodyBytes.defaultValue()
     })
     return (req: IncomingMessage, res: ServerResponse): void => {
+      if (options.pages?.(req, res)) return
       if (!take(req, res, () => pipeline(req, res))) pipeline(req, res)
     }
   })

@@ -46,6 +46,7 @@ import type { VerificationInput } from "@keymeter/core/Verification"
 import { VerificationQueryInput } from "@keymeter/core/VerificationQuery"
 import { Verifications } from "@keymeter/core/Verifications"
 import { Workspace } from "@keymeter/core/Workspace"
+import { Dashboard } from "@keymeter/dashboard"
 import * as Docs from "@keymeter/http/Docs"
 import * as Errors from "@keymeter/http/Errors"
 import * as Fallback from "@keymeter/http/Fallback"
@@ -271,6 +272,7 @@ export const createKeymeter = async (options: KeymeterOptions = {}): Promise<Key
   }
   // ClickHouse takes few large inserts better than many small ones: verifications batched a second.
   if (options.analytics !== undefined && http?.recordDelayMs === undefined) http = { ...http, recordDelayMs: 1_000 }
+  http = { ...http, pages: http?.pages ?? Dashboard.make() }
   const workspaceId = options.workspaceId ?? Provisioning.DEFAULT_WORKSPACE_ID
   const principal = Auth.system(workspaceId)
 

@@ -5,6 +5,7 @@
  */
 import { NodeRuntime } from "@effect/platform-node"
 import { RecorderDelay } from "@keymeter/core/Recorder"
+import { Dashboard } from "@keymeter/dashboard"
 import * as Server from "@keymeter/http/Server"
 import * as ConfigError from "effect/ConfigError"
 import * as Console from "effect/Console"
@@ -37,6 +38,7 @@ const Main = Layer.unwrapEffect(
     if (ratelimit instanceof StorageSpec.InvalidStorageSpec) return yield* ratelimit
     return Server.layer({
       ...config,
+      pages: Dashboard.make(),
       recordDelayMs: Option.getOrElse(
         config.recordDelayMs,
         () => analytics?._tag === "clickhouse" ? CLICKHOUSE_RECORD_DELAY_MS : RecorderDelay.defaultValue()

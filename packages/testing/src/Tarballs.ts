@@ -18,6 +18,7 @@ export const PUBLISHED = [
   "storage-postgres",
   "ratelimit-redis",
   "http",
+  "dashboard",
   "keymeter"
 ] as const
 
@@ -25,7 +26,7 @@ export const PUBLISHED = [
 export type Published = typeof PUBLISHED[number]
 
 /** What a memory-only embedder installs: keymeter and the packages it depends on. */
-export const MEMORY: ReadonlyArray<Published> = ["keymeter", "core", "engine", "storage-memory", "http"]
+export const MEMORY: ReadonlyArray<Published> = ["keymeter", "core", "engine", "storage-memory", "http", "dashboard"]
 
 /**
  * The environment for npm and node children. The npm running a script sets npm_* variables (its

@@ -1,0 +1,294 @@
+/**
+ * The dashboard page: sign in with a root key (kept in sessionStorage only), then verifications
+ * over time by outcome for an api and a window, with totals. Every number comes from the public
+ * /v1 routes, called with the key; the view (api, window) lives in the URL, never the key.
+ */
+import { render } from "preact"
+import { useEffect, useRef, useState } from "preact/hooks"
+import uPlot from "uplot"
+
+const OUTCOMES = [
+  ["valid", "valid", "#2e9e5b"],
+  ["rateLimited", "rate limited", "#e0a100"],
+  ["usageExceeded", "usage exceeded", "#8e44ad"],
+  ["insufficientPermissions", "insufficient permissions", "#c0392b"],
+  ["forbidden", "forbidden", "#e74c3c"],
+  ["unauthorized", "unauthorized", "#d35400"],
+  ["disabled", "disabled", "#7f8c8d"],
+  ["expired", "expired", "#f39c12"],
+  ["notFound", "not found", "#34495e"]
+] as const
+type Outcome = typeof OUTCOMES[number][0]
+type Datapoint = { time?: number; total: number } & Record<Outcome, number>
+
+const KEY = "keymeter.rootKey"
+const WINDOWS = { "24h": 86_400_000, "7d": 7 * 86_400_000, "30d": 30 * 86_400_000, "90d": 90 * 86_400_000 }
+type Window = keyof typeof WINDOWS
+const HOUR = 3_600_000
+
+/** The bucket a window is shown in: hours up to three days, days up to 90, then months. */
+const bucketOf = (ms: number) => (ms <= 3 * 86_400_000 ? "hour" : ms <= 90 * 86_400_000 ? "day" : "month")
+
+/** The page's base: where /dashboard is mounted (the API is beside it). */
+const base = location.pathname.replace(/\/dashboard\/?$/, "")
+
+class ApiError extends Error {
+  constructor(readonly status: number, readonly code: string, message: string) {
+    super(message)
+  }
+}
+
+async function call<A>(key: string, path: string): Promise<A> {
+  const reply = await fetch(`${base}${path}`, { headers: { authorization: `Bearer ${key}` } })
+  const body = await reply.json().catch(() => undefined)
+  if (!reply.ok) {
+    throw new ApiError(reply.status, body?.error?.code ?? "ERROR", body?.error?.message ?? `HTTP ${reply.status}`)
+  }
+  return body as A
+}
+
+const readView = () => {
+  const params = new URLSearchParams(location.search)
+  const window = (params.get("window") ?? "7d") as Window
+  return { apiId: params.get("apiId") ?? "", window: window in WINDOWS ? window : "7d" as Window }
+}
+
+const SignIn = (props: { onKey: (key: string) => void; message?: string | undefined }) => {
+  const [value, setValue] = useState("")
+  return (
+    <div class="signin">
+      <h1>keymeter</h1>
+      <form
+        onSubmit={(event) => {
+          event.preventDefault()
+          if (value.trim() !== "") props.onKey(value.trim())
+        }}
+      >
+        <label>
+          Root key
+          <input
+            type="password"
+            name="rootKey"
+            autocomplete="off"
+            value={value}
+            onInput={(e) => setValue((e.target as HTMLInputElement).value)}
+          />
+        </label>
+        {props.message !== undefined && <p class="error" role="alert">{props.message}</p>}
+        <button type="submit">Sign in</button>
+      </form>
+      <p class="empty">The key stays in this tab (sessionStorage) and is sent only to this server.</p>
+    </div>
+  )
+}
+
+const Chart = (props: { points: ReadonlyArray<Datapoint>; bucket: string }) => {
+  const ref = useRef<HTMLDivElement>(null)
+  const [hidden, setHidden] = useState<ReadonlySet<Outcome>>(new Set())
+  useEffect(() => {
+    if (ref.current === null) return
+    const x = props.points.map((p) => (p.time ?? 0) / 1000)
+    // Stacked: each series is the running sum of the outcomes below it (uPlot does not stack).
+    const shown = OUTCOMES.filter(([name]) => !hidden.has(name))
+    let running = props.points.map(() => 0)
+    const stacked = shown.map(([name]) => (running = running.map((sum, i) => sum + props.points[i]![name])))
+    const width = Math.max(300, ref.current.clientWidth - 16)
+    // The largest sum is drawn first, each smaller one over it: series and data top down.
+    const order = shown.map((_, i) => i).reverse()
+    const chart = new uPlot(
+      {
+        width,
+        height: 280,
+        legend: { show: false },
+        // Buckets are UTC hours, days and months: the axis says UTC.
+        tzDate: (ts) => uPlot.tzDate(new Date(ts * 1000), "Etc/UTC"),
+        scales: { x: { time: true } },
+        axes: [{}, { size: 60 }],
+        series: [
+          { label: "time (UTC)" },
+          ...order.map((i) => {
+            const [, label, color] = shown[i]!
+            return {
+              label,
+              stroke: color,
+              fill: color + "cc",
+              points: { show: false },
+              paths: uPlot.paths.bars!({ size: [0.9, 40] })
+            }
+          })
+        ]
+      },
+      [x, ...order.map((i) => stacked[i]!)] as uPlot.AlignedData,
+      ref.current
+    )
+    ;(window as any).__keymeter = {
+      chart: {
+        x,
+        series: Object.fromEntries(shown.map(([n]) => [n, props.points.map((p) => p[n])])),
+        buckets: x.length,
+        bucket: props.bucket
+      }
+    }
+    // Follows the page's width (a phone turned, a window resized).
+    const resize = new ResizeObserver(() => {
+      if (ref.current !== null) chart.setSize({ width: Math.max(300, ref.current.clientWidth - 16), height: 280 })
+    })
+    resize.observe(ref.current)
+    return () => {
+      resize.disconnect()
+      chart.destroy()
+    }
+  }, [props.points, hidden])
+  return (
+    <div>
+      <div class="chart" ref={ref} aria-label={`verifications per ${props.bucket} by outcome`} role="img" />
+      <div role="group" aria-label="outcomes shown">
+        {OUTCOMES.map(([name, label, color]) => (
+          <label key={name} style={{ display: "inline-flex", flexDirection: "row", marginRight: "0.75rem" }}>
+            <input
+              type="checkbox"
+              checked={!hidden.has(name)}
+              onChange={() => {
+                const next = new Set(hidden)
+                if (next.has(name)) {
+                  next.delete(name)
+                } else next.add(name)
+                setHidden(next)
+              }}
+            />
+            <span style={{ color }}>{label}</span>
+          </label>
+        ))}
+      </div>
+    </div>
+  )
+}
+
+const Usage = (props: { rootKey: string; onSignOut: (message?: string) => void }) => {
+  const [view, setView] = useState(readView)
+  const [state, setState] = useState<
+    { kind: "idle" } | { kind: "loading" } | { kind: "error"; message: string } | {
+      kind: "ready"
+      points: ReadonlyArray<Datapoint>
+      bucket: string
+    }
+  >({ kind: "idle" })
+  useEffect(() => {
+    const params = new URLSearchParams({ ...(view.apiId ? { apiId: view.apiId } : {}), window: view.window })
+    history.replaceState(null, "", `${location.pathname}?${params}`)
+    if (view.apiId === "") return setState({ kind: "idle" })
+    const span = WINDOWS[view.window]
+    const end = Date.now()
+    const start = Math.floor((end - span) / HOUR) * HOUR
+    const bucket = bucketOf(span)
+    setState({ kind: "loading" })
+    const query = new URLSearchParams({ apiId: view.apiId, groupBy: bucket, start: String(start), end: String(end) })
+    call<ReadonlyArray<Datapoint>>(props.rootKey, `/v1/analytics.getVerifications?${query}`).then(
+      (points) => setState({ kind: "ready", points, bucket }),
+      (error: unknown) => {
+        if (error instanceof ApiError && error.status === 401) {
+          return props.onSignOut(`This key was refused: ${error.message}`)
+        }
+        const message = error instanceof ApiError
+          ? error.status === 403
+            ? `This key may not read api ${view.apiId} (${error.code}).`
+            : `${error.message} (${error.code})`
+          : String(error)
+        setState({ kind: "error", message })
+      }
+    )
+  }, [view.apiId, view.window])
+  const totals = state.kind === "ready"
+    ? Object.fromEntries(
+      ["total", ...OUTCOMES.map(([n]) => n)].map((n) => [n, state.points.reduce((s, p) => s + (p as any)[n], 0)])
+    )
+    : undefined
+  if (totals !== undefined) (window as any).__keymeterTotals = totals
+  return (
+    <main>
+      <form class="controls" onSubmit={(e) => e.preventDefault()}>
+        <label>
+          Api id
+          <input
+            name="apiId"
+            value={view.apiId}
+            onChange={(e) => setView({ ...view, apiId: (e.target as HTMLInputElement).value.trim() })}
+          />
+        </label>
+        <label>
+          Window
+          <select
+            name="window"
+            value={view.window}
+            onChange={(e) => setView({ ...view, window: (e.target as HTMLSelectElement).value as Window })}
+          >
+            <option value="24h">last 24 hours</option>
+            <option value="7d">last 7 days</option>
+            <option value="30d">last 30 days</option>
+            <option value="90d">last 90 days</option>
+          </select>
+        </label>
+      </form>
+      {state.kind === "idle" && <p class="empty">Name an api to see its verifications.</p>}
+      {state.kind === "loading" && <p class="empty" aria-live="polite">Loading…</p>}
+      {state.kind === "error" && <p class="error" role="alert">{state.message}</p>}
+      {state.kind === "ready" && totals !== undefined && (
+        <>
+          <div class="tiles" data-testid="totals">
+            <div class="tile">
+              total<strong data-total="total">{totals.total}</strong>
+            </div>
+            {OUTCOMES.map(([name, label]) => (
+              <div class="tile" key={name}>
+                {label}
+                <strong data-total={name}>{totals[name]}</strong>
+              </div>
+            ))}
+          </div>
+          {totals.total === 0
+            ? (
+              <p class="empty">
+                No verifications in this window. Record some (analytics.recordVerifications) or verify keys
+                (keys.verifyKey).
+              </p>
+            )
+            : <Chart points={state.points} bucket={state.bucket} />}
+        </>
+      )}
+    </main>
+  )
+}
+
+const App = () => {
+  const [rootKey, setRootKey] = useState(() => sessionStorage.getItem(KEY) ?? undefined)
+  const [message, setMessage] = useState<string | undefined>()
+  if (rootKey === undefined) {
+    return (
+      <SignIn
+        message={message}
+        onKey={(key) => {
+          sessionStorage.setItem(KEY, key)
+          setMessage(undefined)
+          setRootKey(key)
+        }}
+      />
+    )
+  }
+  const signOut = (why?: string) => {
+    sessionStorage.removeItem(KEY)
+    setMessage(why)
+    setRootKey(undefined)
+  }
+  return (
+    <>
+      <header>
+        <h1>keymeter</h1>
+        <span>Usage</span>
+        <button type="button" onClick={() => signOut()}>Sign out</button>
+      </header>
+      <Usage rootKey={rootKey} onSignOut={signOut} />
+    </>
+  )
+}
+
+render(<App />, document.getElementById("app")!)

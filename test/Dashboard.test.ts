@@ -1,0 +1,162 @@
+/**
+ * The dashboard in a real browser: Debian's Chromium driven by playwright-core, against a keymeter
+ * serving seeded data. Numbers are checked against the API's own answers, not pixels; every
+ * request the page makes stays on its origin, and it logs no error. Screenshots go to
+ * `test/screenshots/` (a CI artifact).
+ */
+import { createKeymeter, type Keymeter } from "keymeter"
+import { existsSync, mkdirSync } from "node:fs"
+import { createServer, type Server } from "node:http"
+import { join } from "node:path"
+import { type Browser, chromium, type Page } from "playwright-core"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { root } from "./Spawn.js"
+
+const CHROMIUM = process.env.KEYMETER_CHROMIUM ?? "/usr/bin/chromium"
+const skip = (() => {
+  if (existsSync(CHROMIUM)) return undefined
+  if (process.env.CI) throw new Error(`CI runs the browser suite: no Chromium at ${CHROMIUM} (.ci/run installs it)`)
+  console.warn(`Browser suite skipped: no Chromium at ${CHROMIUM} (apt-get install chromium, or KEYMETER_CHROMIUM)`)
+  return "no chromium"
+})()
+
+const screenshots = join(root, "test/screenshots")
+const HOUR = 3_600_000
+
+describe.skipIf(skip !== undefined)("dashboard in Chromium", () => {
+  let keymeter: Keymeter
+  let server: Server
+  let base: string
+  let browser: Browser
+  let apiId: string
+  let admin: string
+  let reader: string
+
+  beforeAll(async () => {
+    keymeter = await createKeymeter()
+    apiId = (await keymeter.createApi({ name: "main" })).apiId
+    admin = (await keymeter.createRootKey({ permissions: ["*"] })).key
+    reader = (await keymeter.createRootKey({ permissions: ["api.nope.read_api"] })).key
+    const now = Date.now()
+    const outcomes = ["valid", "valid", "valid", "rateLimited", "usageExceeded", "notFound"] as const
+    await keymeter.record(Array.from({ length: 600 }, (_, i) => ({
+      apiId,
+      keyId: `key_${i % 7}`,
+      outcome: outcomes[i % outcomes.length]!,
+      time: now - (i % 20) * HOUR
+    })))
+    const handler = keymeter.handler()
+    server = createServer((req, res) => handler(req, res))
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+    const address = server.address()
+    base = `http://127.0.0.1:${typeof address === "object" && address !== null ? address.port : 0}`
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: [
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync"
+      ]
+    })
+    mkdirSync(screenshots, { recursive: true })
+  }, 60_000)
+
+  afterAll(async () => {
+    await browser?.close()
+    await new Promise((resolve) => server?.close(resolve))
+    await keymeter?.close()
+  })
+
+  /** A fresh page that records what it asks for and what it complains about. */
+  const open = async (width = 1280) => {
+    const page = await browser.newPage({ viewport: { width, height: 900 } })
+    const requests: Array<string> = []
+    const errors: Array<string> = []
+    page.on("request", (request) => requests.push(request.url()))
+    page.on("pageerror", (error) => errors.push(String(error)))
+    page.on("console", (message) => {
+      if (message.type() === "error") errors.push(message.text())
+    })
+    return { page, requests, errors }
+  }
+
+  const signIn = async (page: Page, key: string) => {
+    await page.getByLabel("Root key").fill(key)
+    await page.getByRole("button", { name: "Sign in" }).click()
+  }
+
+  it("signs in with a good key: the chart has one point per hour and its totals are the API's", async () => {
+    const { errors, page, requests } = await open()
+    await page.goto(`${base}/dashboard?apiId=${apiId}&window=24h`)
+    await signIn(page, admin)
+    await page.locator("[data-total=total]").waitFor()
+    const shown = await page.evaluate(() => ({
+      totals: (globalThis as any).__keymeterTotals,
+      chart: (globalThis as any).__keymeter.chart
+    }))
+    const end = Date.now()
+    const start = Math.floor((end - 24 * HOUR) / HOUR) * HOUR
+    const [all] = await keymeter.getVerifications({ apiId, start, end })
+    const hours = await keymeter.getVerifications({ apiId, start, end, groupBy: "hour" })
+    expect(shown.chart.bucket).toBe("hour")
+    expect(shown.chart.buckets).toBe(hours.length)
+    expect(shown.totals.total).toBe(all!.total)
+    expect(shown.totals.valid).toBe(all!.valid)
+    expect(shown.totals.rateLimited).toBe(all!.rateLimited)
+    expect(await page.locator("[data-total=total]").textContent()).toBe(String(all!.total))
+    // The canvas has ink.
+    const ink = await page.evaluate(() => {
+      const canvas = (globalThis as any).document.querySelector("canvas")
+      const data: Uint8ClampedArray = canvas.getContext("2d").getImageData(0, 0, canvas.width, canvas.height).data
+      let n = 0
+      for (let i = 3; i < data.length; i += 4) if (data[i]! > 0) n++
+      return n
+    })
+    expect(ink).toBeGreaterThan(1000)
+    // The key is in sessionStorage only, never in the URL.
+    expect(page.url()).not.toContain(admin)
+    expect(await page.evaluate(() => (globalThis as any).document.cookie)).toBe("")
+    await page.screenshot({ path: join(screenshots, "usage-1280.png"), fullPage: true })
+    await page.setViewportSize({ width: 390, height: 844 })
+    await page.screenshot({ path: join(screenshots, "usage-390.png"), fullPage: true })
+    expect(requests.every((url) => url.startsWith(base))).toBe(true)
+    expect(errors).toEqual([])
+    await page.close()
+  }, 60_000)
+
+  it("a bad key is sent back to sign-in with the reason; a key that may not read the api says so", async () => {
+    const { errors, page } = await open()
+    await page.goto(`${base}/dashboard?apiId=${apiId}`)
+    await signIn(page, "sk_not_a_key")
+    await expect(page.getByRole("alert").textContent()).resolves.toMatch(/This key was refused/)
+    await signIn(page, reader)
+    await expect(page.getByRole("alert").textContent()).resolves.toMatch(
+      new RegExp(`This key may not read api ${apiId}`)
+    )
+    await page.screenshot({ path: join(screenshots, "refused.png"), fullPage: true })
+    // 401 and 403 answers are expected here; the page itself logs nothing else.
+    expect(errors.filter((e) => !/status of 40[13]/.test(e))).toEqual([])
+    await page.close()
+  }, 60_000)
+
+  it("serves its assets with their types, a year of cache under hashed names, and a same-origin policy", async () => {
+    const page = await fetch(`${base}/dashboard`)
+    expect(page.headers.get("content-type")).toBe("text/html; charset=utf-8")
+    expect(page.headers.get("content-security-policy")).toMatch(/^default-src 'self'/)
+    const html = await page.text()
+    const assets = [...html.matchAll(/dashboard\/assets\/([\w-]+\.(js|css))/g)].map((m) => m[1]!)
+    expect(assets).toHaveLength(3)
+    for (const asset of assets) {
+      const reply = await fetch(`${base}/dashboard/assets/${asset}`)
+      expect(reply.status).toBe(200)
+      expect(reply.headers.get("cache-control")).toBe("public, max-age=31536000, immutable")
+      expect(reply.headers.get("content-type")).toMatch(asset.endsWith(".js") ? /^text\/javascript/ : /^text\/css/)
+    }
+    expect((await fetch(`${base}/dashboard/assets/nope-123.js`)).status).toBe(404)
+  })
+})

@@ -129,6 +129,22 @@ describe.skipIf(skip !== undefined)("dashboard in Chromium", () => {
     await page.close()
   }, 60_000)
 
+  it("without an api in the URL, picks the first the key may read and puts it in the URL", async () => {
+    const { errors, page } = await open()
+    await page.goto(`${base}/dashboard`)
+    await signIn(page, admin)
+    await page.locator("[data-total=total]").waitFor()
+    expect(new URL(page.url()).searchParams.get("apiId")).toBe(apiId)
+    expect(await page.getByLabel("Api").inputValue()).toBe(apiId)
+    // The same view again from the URL alone (a bookmark), in a new tab of the same session.
+    const bookmark = page.url()
+    await page.goto(bookmark)
+    await page.locator("[data-total=total]").waitFor()
+    expect(page.url()).toBe(bookmark)
+    expect(errors).toEqual([])
+    await page.close()
+  }, 60_000)
+
   it("a bad key is sent back to sign-in with the reason; a key that may not read the api says so", async () => {
     const { errors, page } = await open()
     await page.goto(`${base}/dashboard?apiId=${apiId}`)

@@ -15,6 +15,11 @@ export class Api extends Schema.Class<Api>("Api")({
 export const MAX_NAME_LENGTH = 255
 
 /** Body of `apis.createApi`. */
+/** Answer of `apis.listApis`. */
+export const ApiList = Schema.Struct({
+  apis: Schema.Array(Schema.Struct({ apiId: Schema.String, name: Schema.String }))
+}).annotations({ identifier: "ApiList" })
+
 export const CreateApiInput = Schema.Struct({
   name: boundedString("a name", 1, MAX_NAME_LENGTH)
 }).annotations({ identifier: "CreateApiInput" })

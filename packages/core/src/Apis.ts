@@ -1,5 +1,5 @@
 /**
- * Creating apis.
+ * Creating and listing apis.
  */
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
@@ -13,7 +13,7 @@ import * as Permission from "./Permission.js"
 import { Catalog } from "./Storage.js"
 import * as Validation from "./Validation.js"
 
-/** Creates apis in the caller's workspace. */
+/** Creates and lists apis in the caller's workspace. */
 export class Apis extends Effect.Service<Apis>()("@keymeter/core/Apis", {
   effect: Effect.gen(function*() {
     const catalog = yield* Catalog
@@ -55,6 +55,14 @@ export class Apis extends Effect.Service<Apis>()("@keymeter/core/Apis", {
         )
       }).pipe(Effect.withSpan("Apis.create"))
 
-    return { create } as const
+    /** The workspace's apis the caller may read (`api.*.read_api` or `api.<apiId>.read_api`), by id. */
+    const list = (principal: Principal) =>
+      Effect.map(catalog.listApis(principal.workspaceId), (apis) => ({
+        apis: apis
+          .filter((api) => Permission.allows(principal.permissions, Permission.required.readApi(api.id)))
+          .map((api) => ({ apiId: api.id, name: api.name }))
+      })).pipe(Effect.withSpan("Apis.list"))
+
+    return { create, list } as const
   })
 }) {}

@@ -93,6 +93,8 @@ export class Catalog extends Context.Tag("@keymeter/core/Catalog")<
     /** Creates or renames an api; conflict when the id belongs to another workspace. */
     readonly putApi: (api: Api) => Effect.Effect<PutResult, StorageError>
     readonly getApi: (workspaceId: string, id: string) => Effect.Effect<Option.Option<Api>, StorageError>
+    /** The workspace's apis, by id. */
+    readonly listApis: (workspaceId: string) => Effect.Effect<ReadonlyArray<Api>, StorageError>
     /**
      * Creates or renames a namespace by id; conflict when the id belongs to another workspace or
      * the name to another namespace.

@@ -9,7 +9,7 @@ import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
 import * as HttpApiMiddleware from "@effect/platform/HttpApiMiddleware"
 import * as HttpApiSecurity from "@effect/platform/HttpApiSecurity"
 import * as OpenApi from "@effect/platform/OpenApi"
-import { CreateApiInput } from "@keymeter/core/Api"
+import { ApiList, CreateApiInput } from "@keymeter/core/Api"
 import { Datapoint } from "@keymeter/core/Datapoint"
 import {
   CreatedKey,
@@ -252,6 +252,15 @@ export class ApisGroup extends HttpApiGroup.make("apis")
       .addSuccess(Schema.Struct({ apiId: Schema.String }))
       .annotate(OpenApi.Summary, "Create an api")
       .annotate(OpenApi.Description, "Permission: api.*.create_api.")
+  )
+  .add(
+    HttpApiEndpoint.get("listApis", "/apis.listApis")
+      .addSuccess(ApiList)
+      .annotate(OpenApi.Summary, "List the apis this key may read")
+      .annotate(
+        OpenApi.Description,
+        "The workspace's apis for which the key holds api.*.read_api or api.<apiId>.read_api, by id."
+      )
   )
 {}
 

@@ -116,12 +116,14 @@ export const RatelimitsLive = HttpApiBuilder.group(Api, "ratelimits", (handlers)
 export const ApisLive = HttpApiBuilder.group(Api, "apis", (handlers) =>
   Effect.gen(function*() {
     const apis = yield* Apis
-    return handlers.handleRaw("createApi", ({ request }) =>
-      Effect.gen(function*() {
-        const principal = yield* CurrentPrincipal
-        const body = yield* JsonBody.readObject(request)
-        return yield* mapDomain(apis.create(principal, body, IdempotencyKey.read(request.headers)))
-      }))
+    return handlers
+      .handleRaw("createApi", ({ request }) =>
+        Effect.gen(function*() {
+          const principal = yield* CurrentPrincipal
+          const body = yield* JsonBody.readObject(request)
+          return yield* mapDomain(apis.create(principal, body, IdempotencyKey.read(request.headers)))
+        }))
+      .handle("listApis", () => Effect.flatMap(CurrentPrincipal, (principal) => mapDomain(apis.list(principal))))
   }))
 
 const getKeyQuery = UrlParams.reader(KeyIdInput)

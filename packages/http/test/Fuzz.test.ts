@@ -72,7 +72,8 @@ const QUERY_INPUTS: Record<string, Schema.Schema.AnyNoContext> = {
   listOverrides: Override.ListOverridesInput,
   getKey: Key.KeyIdInput,
   listKeys: Key.ListKeysInput,
-  getIdentity: Key.ExternalIdInput
+  getIdentity: Key.ExternalIdInput,
+  listApis: Schema.Struct({})
 }
 
 interface Route {

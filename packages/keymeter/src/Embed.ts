@@ -12,7 +12,7 @@
 import { NodeHttpServer } from "@effect/platform-node"
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import { Analytics } from "@keymeter/core/Analytics"
-import type { CreateApiInput } from "@keymeter/core/Api"
+import type { ApiList, CreateApiInput } from "@keymeter/core/Api"
 import { Apis } from "@keymeter/core/Apis"
 import * as Auth from "@keymeter/core/Auth"
 import type { Datapoint } from "@keymeter/core/Datapoint"
@@ -149,6 +149,8 @@ export interface WriteOptions {
 export interface Keymeter {
   /** The workspace the library methods act in. */
   readonly workspaceId: string
+  /** The workspace's apis, by id. */
+  readonly listApis: () => Promise<typeof ApiList.Type>
   /** Creates an api; verifications are recorded against it. */
   readonly createApi: (
     input: InputOf<typeof CreateApiInput>,
@@ -315,6 +317,7 @@ export const createKeymeter = async (options: KeymeterOptions = {}): Promise<Key
   return {
     workspaceId,
     createApi: (input, options) => run(Effect.flatMap(Apis, (apis) => apis.create(principal, input, options))),
+    listApis: () => run(Effect.flatMap(Apis, (apis) => apis.list(principal))),
     record: (verifications, options) =>
       run(Effect.flatMap(Verifications, (service) => service.record(principal, verifications, options))),
     getVerifications: (query) =>

@@ -91,6 +91,10 @@ export const make = () => {
         return existing === undefined ? "created" : "updated"
       }),
     getApi: (workspaceId, id) => Effect.sync(() => inWorkspace(apis.get(id), workspaceId)),
+    listApis: (workspaceId) =>
+      Effect.sync(() =>
+        [...apis.values()].filter((api) => api.workspaceId === workspaceId).sort((a, b) => (a.id < b.id ? -1 : 1))
+      ),
     putNamespace: (namespace) =>
       Effect.sync(() => {
         revision++

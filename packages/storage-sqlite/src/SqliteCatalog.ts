@@ -261,6 +261,11 @@ export const make = Effect.gen(function*() {
         (rows) =>
           Option.map(first(rows), (row) => new Api({ id: row.id, workspaceId: row.workspace_id, name: row.name }))
       )),
+    listApis: (workspaceId) =>
+      run(Effect.map(
+        sql<{ id: string; name: string }>`SELECT id, name FROM apis WHERE workspace_id = ${workspaceId} ORDER BY id`,
+        (rows) => rows.map((row) => new Api({ id: row.id, workspaceId, name: row.name }))
+      )),
     putNamespace: (namespace) =>
       run(sql.withTransaction(Effect.gen(function*() {
         const [byId] = yield* sql<

@@ -12,6 +12,7 @@ import { Identity, Key } from "@keymeter/core/Key"
 import * as Keymeter from "@keymeter/core/Keymeter"
 import { Namespace } from "@keymeter/core/Namespace"
 import * as Overrides from "@keymeter/core/Overrides"
+import type { Principal } from "@keymeter/core/Permission"
 import { hash as RootKeyHash, RootKey } from "@keymeter/core/RootKey"
 import type { Catalog as CatalogTag } from "@keymeter/core/Storage"
 import { Catalog, VerificationStore } from "@keymeter/core/Storage"
@@ -729,6 +730,31 @@ export const conformance = (
         // A key without credits has no balance to spend.
         expect(Option.isNone(yield* catalog.spendCredits("key_none", 1, undefined, 1))).toBe(true)
         expect(Option.isNone(yield* catalog.changeCredits("key_none", "set", 1))).toBe(true)
+      })))
+
+    it.effect("lists a workspace's apis by id, its own only, and those a key may read", () =>
+      run(Effect.gen(function*() {
+        const catalog = yield* Catalog
+        yield* catalog.putWorkspace(new Workspace({ id: "ws_list", name: "list" }))
+        yield* catalog.putWorkspace(new Workspace({ id: "ws_list_other", name: "other" }))
+        for (const id of ["api_list_c", "api_list_a", "api_list_b"]) {
+          yield* catalog.putApi(new Api({ id, workspaceId: "ws_list", name: id.slice(-1) }))
+        }
+        yield* catalog.putApi(new Api({ id: "api_list_z", workspaceId: "ws_list_other", name: "z" }))
+        expect((yield* catalog.listApis("ws_list")).map((api) => [api.id, api.name])).toEqual([
+          ["api_list_a", "a"],
+          ["api_list_b", "b"],
+          ["api_list_c", "c"]
+        ])
+        expect(yield* catalog.listApis("ws_nobody")).toEqual([])
+        const apis = yield* Apis.Apis
+        const reader: Principal = {
+          workspaceId: "ws_list",
+          rootKeyId: "rk_reader",
+          permissions: ["api.api_list_b.read_api"]
+        }
+        expect(yield* apis.list(reader)).toEqual({ apis: [{ apiId: "api_list_b", name: "b" }] })
+        expect((yield* apis.list(Auth.system("ws_list"))).apis).toHaveLength(3)
       })))
 
     it.effect("keeps catalog entries apart between workspaces", () =>

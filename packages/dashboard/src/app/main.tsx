@@ -166,6 +166,22 @@ const Chart = (props: { points: ReadonlyArray<Datapoint>; bucket: string }) => {
 
 const Usage = (props: { rootKey: string; onSignOut: (message?: string) => void }) => {
   const [view, setView] = useState(readView)
+  const [apis, setApis] = useState<ReadonlyArray<{ apiId: string; name: string }> | undefined>()
+  useEffect(() => {
+    call<{ apis: ReadonlyArray<{ apiId: string; name: string }> }>(props.rootKey, "/v1/apis.listApis").then(
+      (list) => {
+        setApis(list.apis)
+        // No api in the URL: the first this key may read.
+        if (list.apis.length > 0) {
+          setView((current) => current.apiId === "" ? { ...current, apiId: list.apis[0]!.apiId } : current)
+        }
+      },
+      (error: unknown) => {
+        if (error instanceof ApiError && error.status === 401) props.onSignOut(`This key was refused: ${error.message}`)
+        else setApis([])
+      }
+    )
+  }, [])
   const [state, setState] = useState<
     { kind: "idle" } | { kind: "loading" } | { kind: "error"; message: string } | {
       kind: "ready"
@@ -208,12 +224,17 @@ const Usage = (props: { rootKey: string; onSignOut: (message?: string) => void }
     <main>
       <form class="controls" onSubmit={(e) => e.preventDefault()}>
         <label>
-          Api id
-          <input
+          Api
+          <select
             name="apiId"
             value={view.apiId}
-            onChange={(e) => setView({ ...view, apiId: (e.target as HTMLInputElement).value.trim() })}
-          />
+            onChange={(e) => setView({ ...view, apiId: (e.target as HTMLSelectElement).value })}
+          >
+            {view.apiId !== "" && !(apis ?? []).some((api) => api.apiId === view.apiId) && (
+              <option value={view.apiId}>{view.apiId}</option>
+            )}
+            {(apis ?? []).map((api) => <option key={api.apiId} value={api.apiId}>{api.name} ({api.apiId})</option>)}
+          </select>
         </label>
         <label>
           Window
@@ -229,7 +250,13 @@ const Usage = (props: { rootKey: string; onSignOut: (message?: string) => void }
           </select>
         </label>
       </form>
-      {state.kind === "idle" && <p class="empty">Name an api to see its verifications.</p>}
+      {state.kind === "idle" && (
+        <p class="empty">
+          {apis !== undefined && apis.length === 0
+            ? "This key may read no api yet. Create one (apis.createApi), or sign in with a key that may read one."
+            : "Pick an api to see its verifications."}
+        </p>
+      )}
       {state.kind === "loading" && <p class="empty" aria-live="polite">Loading…</p>}
       {state.kind === "error" && <p class="error" role="alert">{state.message}</p>}
       {state.kind === "ready" && totals !== undefined && (

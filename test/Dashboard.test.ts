@@ -43,7 +43,9 @@ describe.skipIf(skip !== undefined)("dashboard in Chromium", () => {
       apiId,
       keyId: `key_${i % 7}`,
       outcome: outcomes[i % outcomes.length]!,
-      time: now - (i % 20) * HOUR
+      time: now - (i % 20) * HOUR,
+      tags: [i % 2 === 0 ? "plan:pro" : "plan:free"],
+      ...(i % 3 === 0 ? { identity: { id: `id_${i % 4}`, externalId: `customer_${i % 4}` } } : {})
     })))
     const handler = keymeter.handler()
     server = createServer((req, res) => handler(req, res))
@@ -141,6 +143,61 @@ describe.skipIf(skip !== undefined)("dashboard in Chromium", () => {
     await page.goto(bookmark)
     await page.locator("[data-total=total]").waitFor()
     expect(page.url()).toBe(bookmark)
+    expect(errors).toEqual([])
+    await page.close()
+  }, 60_000)
+
+  it("top keys, identities and tags: a click filters the chart and the URL; the filter's chip clears it", async () => {
+    const { errors, page } = await open()
+    await page.goto(`${base}/dashboard?apiId=${apiId}&window=24h`)
+    await signIn(page, admin)
+    await page.locator("[data-total=total]").waitFor()
+    const end = Date.now()
+    const start = Math.floor((end - 24 * HOUR) / HOUR) * HOUR
+    const topKeys = await keymeter.getVerifications({
+      apiId,
+      start,
+      end,
+      groupBy: "key",
+      orderBy: "total",
+      order: "desc",
+      limit: 10
+    })
+    const keysTable = page.locator("section.top").filter({ hasText: "Top keys" })
+    await keysTable.locator("tbody tr").first().waitFor()
+    expect(await keysTable.locator("tbody tr td:first-child").allTextContents()).toEqual(
+      topKeys.map((row) => row.keyId)
+    )
+    const keyId = topKeys[1]!.keyId!
+    await keysTable.getByRole("link", { name: keyId }).click()
+    await page.waitForURL((url) => url.searchParams.get("keyId") === keyId)
+    await page.waitForFunction((total) => (globalThis as any).__keymeterTotals?.total === total, topKeys[1]!.total)
+    expect(await page.locator("[data-total=total]").textContent()).toBe(String(topKeys[1]!.total))
+    // An identity on top of it, by its external id.
+    const [customer] = await keymeter.getVerifications({
+      apiId,
+      start,
+      end,
+      keyId,
+      groupBy: "identity",
+      orderBy: "total",
+      order: "desc",
+      limit: 10
+    })
+    const identities = page.locator("section.top").filter({ hasText: "Top identities" })
+    await identities.getByRole("link", { name: customer!.identity!.externalId }).click()
+    await page.waitForURL((url) => url.searchParams.get("externalId") === customer!.identity!.externalId)
+    await page.waitForFunction((total) => (globalThis as any).__keymeterTotals?.total === total, customer!.total)
+    await page.screenshot({ path: join(screenshots, "filtered.png"), fullPage: true })
+    // Chips clear the filters, back to the whole api.
+    await page.getByRole("button", { name: `remove filter keyId ${keyId}` }).click()
+    await page.getByRole("button", { name: /remove filter externalId/ }).click()
+    const [all] = await keymeter.getVerifications({ apiId, start, end })
+    await page.waitForFunction((total) => (globalThis as any).__keymeterTotals?.total === total, all!.total)
+    expect(new URL(page.url()).searchParams.get("keyId")).toBeNull()
+    // Tags are listed too.
+    const tags = page.locator("section.top").filter({ hasText: "Top tags" })
+    expect((await tags.locator("tbody tr td:first-child").allTextContents()).sort()).toEqual(["plan:free", "plan:pro"])
     expect(errors).toEqual([])
     await page.close()
   }, 60_000)

@@ -47,11 +47,84 @@ async function call<A>(key: string, path: string): Promise<A> {
   return body as A
 }
 
-const readView = () => {
+/** What the page shows: the api, the window and the filters, all in the URL. */
+interface View {
+  readonly apiId: string
+  readonly window: Window
+  readonly keyId?: string | undefined
+  readonly externalId?: string | undefined
+  readonly tag?: string | undefined
+}
+const FILTERS = ["keyId", "externalId", "tag"] as const
+
+const readView = (): View => {
   const params = new URLSearchParams(location.search)
   const window = (params.get("window") ?? "7d") as Window
-  return { apiId: params.get("apiId") ?? "", window: window in WINDOWS ? window : "7d" as Window }
+  const view: Record<string, string> = {}
+  for (const name of FILTERS) {
+    const value = params.get(name)
+    if (value) view[name] = value
+  }
+  return { apiId: params.get("apiId") ?? "", window: window in WINDOWS ? window : "7d", ...view }
 }
+
+/** The view's query parameters (filters included), as the URL and the API take them. */
+const paramsOf = (view: View) => {
+  const params = new URLSearchParams()
+  if (view.apiId) params.set("apiId", view.apiId)
+  params.set("window", view.window)
+  for (const name of FILTERS) if (view[name] !== undefined) params.set(name, view[name]!)
+  return params
+}
+
+type Row = Datapoint & { keyId?: string; identity?: { id: string; externalId: string }; tag?: string }
+
+/** A top-10 table whose rows filter the view. */
+const Top = (props: {
+  title: string
+  rows: ReadonlyArray<Row> | undefined
+  label: (row: Row) => string
+  pick: (row: Row) => Partial<View>
+  onPick: (filter: Partial<View>) => void
+}) => (
+  <section class="top">
+    <h2>{props.title}</h2>
+    {props.rows === undefined
+      ? <p class="empty">Loading…</p>
+      : props.rows.length === 0
+      ? <p class="empty">None in this window.</p>
+      : (
+        <table>
+          <thead>
+            <tr>
+              <th scope="col">{props.title.replace(/^Top /, "")}</th>
+              <th scope="col">total</th>
+              <th scope="col">valid</th>
+            </tr>
+          </thead>
+          <tbody>
+            {props.rows.map((row) => (
+              <tr key={props.label(row)}>
+                <td>
+                  <a
+                    href={`?${paramsOf({ ...readView(), ...props.pick(row) })}`}
+                    onClick={(event) => {
+                      event.preventDefault()
+                      props.onPick(props.pick(row))
+                    }}
+                  >
+                    {props.label(row)}
+                  </a>
+                </td>
+                <td>{row.total}</td>
+                <td>{row.valid}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+  </section>
+)
 
 const SignIn = (props: { onKey: (key: string) => void; message?: string | undefined }) => {
   const [value, setValue] = useState("")
@@ -189,17 +262,33 @@ const Usage = (props: { rootKey: string; onSignOut: (message?: string) => void }
       bucket: string
     }
   >({ kind: "idle" })
+  const [tops, setTops] = useState<{
+    keys?: ReadonlyArray<Row>
+    identities?: ReadonlyArray<Row>
+    tags?: ReadonlyArray<Row>
+  }>({})
   useEffect(() => {
-    const params = new URLSearchParams({ ...(view.apiId ? { apiId: view.apiId } : {}), window: view.window })
-    history.replaceState(null, "", `${location.pathname}?${params}`)
+    const params = paramsOf(view)
+    if (location.search !== `?${params}`) history.pushState(null, "", `${location.pathname}?${params}`)
     if (view.apiId === "") return setState({ kind: "idle" })
     const span = WINDOWS[view.window]
     const end = Date.now()
     const start = Math.floor((end - span) / HOUR) * HOUR
     const bucket = bucketOf(span)
     setState({ kind: "loading" })
-    const query = new URLSearchParams({ apiId: view.apiId, groupBy: bucket, start: String(start), end: String(end) })
-    call<ReadonlyArray<Datapoint>>(props.rootKey, `/v1/analytics.getVerifications?${query}`).then(
+    const query = (extra: Record<string, string>) => {
+      const q = new URLSearchParams({ apiId: view.apiId, start: String(start), end: String(end), ...extra })
+      for (const name of FILTERS) if (view[name] !== undefined) q.set(name, view[name]!)
+      return `/v1/analytics.getVerifications?${q}`
+    }
+    setTops({})
+    const top = (groupBy: string) =>
+      call<ReadonlyArray<Row>>(props.rootKey, query({ groupBy, orderBy: "total", order: "desc", limit: "10" }))
+    void Promise.all([top("key"), top("identity"), top("tag")]).then(
+      ([keys, identities, tags]) => setTops({ keys, identities, tags }),
+      () => setTops({ keys: [], identities: [], tags: [] })
+    )
+    call<ReadonlyArray<Datapoint>>(props.rootKey, query({ groupBy: bucket })).then(
       (points) => setState({ kind: "ready", points, bucket }),
       (error: unknown) => {
         if (error instanceof ApiError && error.status === 401) {
@@ -213,22 +302,45 @@ const Usage = (props: { rootKey: string; onSignOut: (message?: string) => void }
         setState({ kind: "error", message })
       }
     )
-  }, [view.apiId, view.window])
+  }, [view.apiId, view.window, view.keyId, view.externalId, view.tag])
+  // Back and forward move between views.
+  useEffect(() => {
+    const back = () => setView(readView())
+    addEventListener("popstate", back)
+    return () => removeEventListener("popstate", back)
+  }, [])
   const totals = state.kind === "ready"
     ? Object.fromEntries(
       ["total", ...OUTCOMES.map(([n]) => n)].map((n) => [n, state.points.reduce((s, p) => s + (p as any)[n], 0)])
     )
     : undefined
   if (totals !== undefined) (window as any).__keymeterTotals = totals
+  const pick = (filter: Partial<View>) => setView({ ...view, ...filter })
+  const active = FILTERS.filter((name) => view[name] !== undefined)
   return (
     <main>
+      {active.length > 0 && (
+        <p class="filters" aria-label="filters">
+          {active.map((name) => (
+            <button
+              key={name}
+              type="button"
+              class="chip"
+              aria-label={`remove filter ${name} ${view[name]}`}
+              onClick={() => setView({ ...view, [name]: undefined })}
+            >
+              {name}: {view[name]} ×
+            </button>
+          ))}
+        </p>
+      )}
       <form class="controls" onSubmit={(e) => e.preventDefault()}>
         <label>
           Api
           <select
             name="apiId"
             value={view.apiId}
-            onChange={(e) => setView({ ...view, apiId: (e.target as HTMLSelectElement).value })}
+            onChange={(e) => setView({ apiId: (e.target as HTMLSelectElement).value, window: view.window })}
           >
             {view.apiId !== "" && !(apis ?? []).some((api) => api.apiId === view.apiId) && (
               <option value={view.apiId}>{view.apiId}</option>
@@ -280,6 +392,29 @@ const Usage = (props: { rootKey: string; onSignOut: (message?: string) => void }
               </p>
             )
             : <Chart points={state.points} bucket={state.bucket} />}
+          <div class="tops">
+            <Top
+              title="Top keys"
+              rows={tops.keys}
+              label={(r) => r.keyId ?? ""}
+              pick={(r) => ({ keyId: r.keyId })}
+              onPick={pick}
+            />
+            <Top
+              title="Top identities"
+              rows={tops.identities?.filter((r) => r.identity !== undefined)}
+              label={(r) => r.identity!.externalId}
+              pick={(r) => ({ externalId: r.identity!.externalId })}
+              onPick={pick}
+            />
+            <Top
+              title="Top tags"
+              rows={tops.tags}
+              label={(r) => r.tag ?? ""}
+              pick={(r) => ({ tag: r.tag })}
+              onPick={pick}
+            />
+          </div>
         </>
       )}
     </main>

@@ -202,6 +202,31 @@ describe.skipIf(skip !== undefined)("dashboard in Chromium", () => {
     await page.close()
   }, 60_000)
 
+  it(
+    "a custom window and a resolution from the URL or the form: one point per bucket of the API's answer",
+    async () => {
+      const { errors, page } = await open()
+      const end = Math.floor(Date.now() / HOUR) * HOUR + HOUR
+      const start = end - 3 * 24 * HOUR
+      await page.goto(`${base}/dashboard?apiId=${apiId}&window=custom&start=${start}&end=${end}&resolution=day`)
+      await signIn(page, admin)
+      await page.locator("[data-total=total]").waitFor()
+      const days = await keymeter.getVerifications({ apiId, start, end, groupBy: "day" })
+      const chart = () => page.evaluate(() => (globalThis as any).__keymeter.chart)
+      expect(await chart()).toMatchObject({ bucket: "day", buckets: days.length })
+      expect(await page.getByLabel("From (UTC)").inputValue()).toBe(new Date(start).toISOString().slice(0, 16))
+      await page.getByLabel("Resolution").selectOption("hour")
+      const hours = await keymeter.getVerifications({ apiId, start, end, groupBy: "hour" })
+      await page.waitForFunction((n) => (globalThis as any).__keymeter?.chart?.buckets === n, hours.length)
+      expect(new URL(page.url()).searchParams.get("resolution")).toBe("hour")
+      const [all] = await keymeter.getVerifications({ apiId, start, end })
+      expect(await page.locator("[data-total=total]").textContent()).toBe(String(all!.total))
+      expect(errors).toEqual([])
+      await page.close()
+    },
+    60_000
+  )
+
   it("a bad key is sent back to sign-in with the reason; a key that may not read the api says so", async () => {
     const { errors, page } = await open()
     await page.goto(`${base}/dashboard?apiId=${apiId}`)

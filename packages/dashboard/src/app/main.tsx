@@ -23,8 +23,13 @@ type Datapoint = { time?: number; total: number } & Record<Outcome, number>
 
 const KEY = "keymeter.rootKey"
 const WINDOWS = { "24h": 86_400_000, "7d": 7 * 86_400_000, "30d": 30 * 86_400_000, "90d": 90 * 86_400_000 }
-type Window = keyof typeof WINDOWS
+type Window = keyof typeof WINDOWS | "custom"
+type Resolution = "hour" | "day" | "month"
+const RESOLUTIONS: ReadonlyArray<Resolution> = ["hour", "day", "month"]
 const HOUR = 3_600_000
+
+/** A time as a datetime-local input shows it, in UTC. */
+const utcInput = (ms: number) => new Date(ms).toISOString().slice(0, 16)
 
 /** The bucket a window is shown in: hours up to three days, days up to 90, then months. */
 const bucketOf = (ms: number) => (ms <= 3 * 86_400_000 ? "hour" : ms <= 90 * 86_400_000 ? "day" : "month")
@@ -51,6 +56,11 @@ async function call<A>(key: string, path: string): Promise<A> {
 interface View {
   readonly apiId: string
   readonly window: Window
+  /** A custom window, unix ms (with `window: "custom"`). */
+  readonly start?: number | undefined
+  readonly end?: number | undefined
+  /** The bucket asked for; chosen from the window's length when absent. */
+  readonly resolution?: Resolution | undefined
   readonly keyId?: string | undefined
   readonly externalId?: string | undefined
   readonly tag?: string | undefined
@@ -65,7 +75,18 @@ const readView = (): View => {
     const value = params.get(name)
     if (value) view[name] = value
   }
-  return { apiId: params.get("apiId") ?? "", window: window in WINDOWS ? window : "7d", ...view }
+  const start = Number(params.get("start"))
+  const end = Number(params.get("end"))
+  const custom = window === "custom" && Number.isSafeInteger(start) && Number.isSafeInteger(end) && start < end &&
+    start > 0
+  const resolution = params.get("resolution") as Resolution | null
+  return {
+    apiId: params.get("apiId") ?? "",
+    window: custom ? "custom" : window in WINDOWS ? window : "7d",
+    ...(custom ? { start, end } : {}),
+    ...(resolution !== null && RESOLUTIONS.includes(resolution) ? { resolution } : {}),
+    ...view
+  }
 }
 
 /** The view's query parameters (filters included), as the URL and the API take them. */
@@ -73,6 +94,11 @@ const paramsOf = (view: View) => {
   const params = new URLSearchParams()
   if (view.apiId) params.set("apiId", view.apiId)
   params.set("window", view.window)
+  if (view.window === "custom") {
+    params.set("start", String(view.start))
+    params.set("end", String(view.end))
+  }
+  if (view.resolution !== undefined) params.set("resolution", view.resolution)
   for (const name of FILTERS) if (view[name] !== undefined) params.set(name, view[name]!)
   return params
 }
@@ -271,10 +297,9 @@ const Usage = (props: { rootKey: string; onSignOut: (message?: string) => void }
     const params = paramsOf(view)
     if (location.search !== `?${params}`) history.pushState(null, "", `${location.pathname}?${params}`)
     if (view.apiId === "") return setState({ kind: "idle" })
-    const span = WINDOWS[view.window]
-    const end = Date.now()
-    const start = Math.floor((end - span) / HOUR) * HOUR
-    const bucket = bucketOf(span)
+    const end = view.window === "custom" ? view.end! : Date.now()
+    const start = view.window === "custom" ? view.start! : Math.floor((end - WINDOWS[view.window]) / HOUR) * HOUR
+    const bucket = view.resolution ?? bucketOf(end - start)
     setState({ kind: "loading" })
     const query = (extra: Record<string, string>) => {
       const q = new URLSearchParams({ apiId: view.apiId, start: String(start), end: String(end), ...extra })
@@ -302,7 +327,7 @@ const Usage = (props: { rootKey: string; onSignOut: (message?: string) => void }
         setState({ kind: "error", message })
       }
     )
-  }, [view.apiId, view.window, view.keyId, view.externalId, view.tag])
+  }, [view.apiId, view.window, view.start, view.end, view.resolution, view.keyId, view.externalId, view.tag])
   // Back and forward move between views.
   useEffect(() => {
     const back = () => setView(readView())
@@ -353,12 +378,63 @@ const Usage = (props: { rootKey: string; onSignOut: (message?: string) => void }
           <select
             name="window"
             value={view.window}
-            onChange={(e) => setView({ ...view, window: (e.target as HTMLSelectElement).value as Window })}
+            onChange={(e) => {
+              const window = (e.target as HTMLSelectElement).value as Window
+              if (window !== "custom") return setView({ ...view, window, start: undefined, end: undefined })
+              // A custom window starts as the last seven days, to the hour.
+              const end = Math.ceil(Date.now() / HOUR) * HOUR
+              setView({ ...view, window, start: end - WINDOWS["7d"], end })
+            }}
           >
             <option value="24h">last 24 hours</option>
             <option value="7d">last 7 days</option>
             <option value="30d">last 30 days</option>
             <option value="90d">last 90 days</option>
+            <option value="custom">custom (UTC)</option>
+          </select>
+        </label>
+        {view.window === "custom" && (
+          <>
+            <label>
+              From (UTC)
+              <input
+                type="datetime-local"
+                name="start"
+                value={utcInput(view.start!)}
+                onChange={(e) => {
+                  const start = Date.parse((e.target as HTMLInputElement).value + "Z")
+                  if (Number.isFinite(start) && start < view.end!) setView({ ...view, start })
+                }}
+              />
+            </label>
+            <label>
+              To (UTC)
+              <input
+                type="datetime-local"
+                name="end"
+                value={utcInput(view.end!)}
+                onChange={(e) => {
+                  const end = Date.parse((e.target as HTMLInputElement).value + "Z")
+                  if (Number.isFinite(end) && end > view.start!) setView({ ...view, end })
+                }}
+              />
+            </label>
+          </>
+        )}
+        <label>
+          Resolution
+          <select
+            name="resolution"
+            value={view.resolution ?? "auto"}
+            onChange={(e) => {
+              const value = (e.target as HTMLSelectElement).value
+              setView({ ...view, resolution: value === "auto" ? undefined : value as Resolution })
+            }}
+          >
+            <option value="auto">automatic</option>
+            <option value="hour">hours</option>
+            <option value="day">days</option>
+            <option value="month">months</option>
           </select>
         </label>
       </form>

@@ -43,6 +43,11 @@ const NamespaceName = boundedString("a namespace name", 1, MAX_NAME_LENGTH).anno
 /** An identifier, or a wildcard pattern over identifiers. */
 export const Identifier = boundedString("a string", MIN_IDENTIFIER_LENGTH, MAX_IDENTIFIER_LENGTH)
 
+/** Answer of `ratelimits.listNamespaces`. */
+export const NamespaceList = Schema.Struct({
+  namespaces: Schema.Array(Schema.Struct({ namespaceId: Schema.String, name: Schema.String }))
+}).annotations({ identifier: "NamespaceList" })
+
 /** Body of `ratelimits.setOverride`. */
 export const SetOverrideInput = Schema.Struct({
   namespaceId: Schema.optional(NamespaceId),

@@ -302,6 +302,26 @@ export class Overrides extends Effect.Service<Overrides>()("@keymeter/core/Overr
         return {}
       }).pipe(Effect.withSpan("Overrides.delete"))
 
-    return { set, get, list, delete: remove, resolve, resolveNow, namespaceFor, requireNamespace } as const
+    /** The workspace's namespaces whose overrides the caller may read, by name. */
+    const namespaces = (principal: Principal) =>
+      Effect.map(catalog.listNamespaces(principal.workspaceId), (all) => ({
+        namespaces: all
+          .filter((namespace) =>
+            Permission.allows(principal.permissions, Permission.required.readOverride(namespace.id))
+          )
+          .map((namespace) => ({ namespaceId: namespace.id, name: namespace.name }))
+      })).pipe(Effect.withSpan("Overrides.namespaces"))
+
+    return {
+      set,
+      get,
+      list,
+      delete: remove,
+      namespaces,
+      resolve,
+      resolveNow,
+      namespaceFor,
+      requireNamespace
+    } as const
   })
 }) {}

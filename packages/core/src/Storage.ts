@@ -129,6 +129,8 @@ export class Catalog extends Context.Tag("@keymeter/core/Catalog")<
     ) => Effect.Effect<{ readonly overrides: ReadonlyArray<Override>; readonly total: number }, StorageError>
     /** Every override of a namespace, to build its resolution index. */
     readonly allOverrides: (namespaceId: string) => Effect.Effect<ReadonlyArray<Override>, StorageError>
+    /** The namespaces of a workspace, by name. */
+    readonly listNamespaces: (workspaceId: string) => Effect.Effect<ReadonlyArray<Namespace>, StorageError>
     /** The namespaces of a workspace whose names hold `*`. */
     readonly namespacePatterns: (workspaceId: string) => Effect.Effect<ReadonlyArray<Namespace>, StorageError>
     /** Returns the identity of (workspace, externalId), creating `identity` if there is none. */

@@ -29,6 +29,7 @@ import {
   DeleteOverrideInput,
   GetOverrideInput,
   ListOverridesInput,
+  NamespaceList,
   OverridePage,
   OverrideView,
   SetOverrideInput
@@ -142,6 +143,16 @@ export class RatelimitsGroup extends HttpApiGroup.make("ratelimits")
       .annotate(
         OpenApi.Description,
         "Permission: ratelimit.*.delete_override or ratelimit.<namespaceId>.delete_override."
+      )
+  )
+  .add(
+    HttpApiEndpoint.get("listNamespaces", "/ratelimits.listNamespaces")
+      .addSuccess(NamespaceList)
+      .annotate(OpenApi.Summary, "List the namespaces whose overrides this key may read")
+      .annotate(
+        OpenApi.Description,
+        "The workspace's namespaces for which the key holds ratelimit.*.read_override or " +
+          "ratelimit.<namespaceId>.read_override, by name."
       )
   )
   .add(

@@ -104,6 +104,10 @@ export const RatelimitsLive = HttpApiBuilder.group(Api, "ratelimits", (handlers)
           const body = yield* JsonBody.readObject(request)
           return yield* mapDomain(overrides.delete(principal, body))
         }))
+      .handle(
+        "listNamespaces",
+        () => Effect.flatMap(CurrentPrincipal, (principal) => mapDomain(overrides.namespaces(principal)))
+      )
       .handleRaw("limit", ({ request }) =>
         Effect.gen(function*() {
           const principal = yield* CurrentPrincipal

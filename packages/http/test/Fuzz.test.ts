@@ -73,7 +73,8 @@ const QUERY_INPUTS: Record<string, Schema.Schema.AnyNoContext> = {
   getKey: Key.KeyIdInput,
   listKeys: Key.ListKeysInput,
   getIdentity: Key.ExternalIdInput,
-  listApis: Schema.Struct({})
+  listApis: Schema.Struct({}),
+  listNamespaces: Schema.Struct({})
 }
 
 interface Route {

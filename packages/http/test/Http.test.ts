@@ -528,6 +528,7 @@ layer(TestServer.layer(MemoryStorage.layer, { maxBodyBytes: 64 * 1024 }), { excl
           "/v1/ratelimits.setOverride",
           "/v1/ratelimits.deleteOverride",
           "/v1/ratelimits.limit",
+          "/v1/ratelimits.listNamespaces",
           "/v1/apis.createApi",
           "/v1/analytics.recordVerifications"
         ]

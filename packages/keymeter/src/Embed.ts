@@ -149,6 +149,10 @@ export interface WriteOptions {
 export interface Keymeter {
   /** The workspace the library methods act in. */
   readonly workspaceId: string
+  /** The workspace's rate-limit namespaces, by name. */
+  readonly listNamespaces: () => Promise<{
+    readonly namespaces: ReadonlyArray<{ readonly namespaceId: string; readonly name: string }>
+  }>
   /** The workspace's apis, by id. */
   readonly listApis: () => Promise<typeof ApiList.Type>
   /** Creates an api; verifications are recorded against it. */
@@ -318,6 +322,7 @@ export const createKeymeter = async (options: KeymeterOptions = {}): Promise<Key
     workspaceId,
     createApi: (input, options) => run(Effect.flatMap(Apis, (apis) => apis.create(principal, input, options))),
     listApis: () => run(Effect.flatMap(Apis, (apis) => apis.list(principal))),
+    listNamespaces: () => run(Effect.flatMap(Overrides, (overrides) => overrides.namespaces(principal))),
     record: (verifications, options) =>
       run(Effect.flatMap(Verifications, (service) => service.record(principal, verifications, options))),
     getVerifications: (query) =>

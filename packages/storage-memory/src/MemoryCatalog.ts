@@ -158,6 +158,12 @@ export const make = () => {
         return { overrides: sorted.slice(0, page.limit), total: all.length }
       }),
     allOverrides: (namespaceId) => Effect.sync(() => Array.from(overrides.get(namespaceId)?.values() ?? [])),
+    listNamespaces: (workspaceId) =>
+      Effect.sync(() =>
+        Array.from(namespaceNames.get(workspaceId)?.entries() ?? [])
+          .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+          .map(([, id]) => namespaces.get(id)!)
+      ),
     namespacePatterns: (workspaceId) =>
       Effect.sync(() =>
         Array.from(namespaceNames.get(workspaceId)?.entries() ?? [])

@@ -415,6 +415,12 @@ export const make = Effect.gen(function*() {
         yield* writeCredits(keyId, changed)
         return Option.some(changed)
       }))),
+    listNamespaces: (workspaceId) =>
+      run(Effect.map(
+        sql<{ id: string; name: string }>`SELECT id, name FROM namespaces WHERE workspace_id = ${workspaceId}
+          ORDER BY name`,
+        (rows) => rows.map((row) => new Namespace({ id: row.id, workspaceId, name: row.name }))
+      )),
     namespacePatterns: (workspaceId) =>
       run(Effect.map(
         sql<

@@ -757,6 +757,29 @@ export const conformance = (
         expect((yield* apis.list(Auth.system("ws_list"))).apis).toHaveLength(3)
       })))
 
+    it.effect("lists a workspace's namespaces by name, and those whose overrides a key may read", () =>
+      run(Effect.gen(function*() {
+        const catalog = yield* Catalog
+        yield* catalog.putWorkspace(new Workspace({ id: "ws_ns", name: "ns" }))
+        yield* catalog.putWorkspace(new Workspace({ id: "ws_ns_other", name: "other" }))
+        for (const [id, name] of [["rlns_2", "sms"], ["rlns_1", "email"], ["rlns_3", "mail*"]]) {
+          yield* catalog.ensureNamespace(new Namespace({ id: id!, workspaceId: "ws_ns", name: name! }))
+        }
+        yield* catalog.ensureNamespace(new Namespace({ id: "rlns_9", workspaceId: "ws_ns_other", name: "a" }))
+        expect((yield* catalog.listNamespaces("ws_ns")).map((n) => [n.id, n.name])).toEqual([
+          ["rlns_1", "email"],
+          ["rlns_3", "mail*"],
+          ["rlns_2", "sms"]
+        ])
+        const overrides = yield* Overrides.Overrides
+        const reader: Principal = {
+          workspaceId: "ws_ns",
+          rootKeyId: "rk",
+          permissions: ["ratelimit.rlns_2.read_override"]
+        }
+        expect(yield* overrides.namespaces(reader)).toEqual({ namespaces: [{ namespaceId: "rlns_2", name: "sms" }] })
+      })))
+
     it.effect("keeps catalog entries apart between workspaces", () =>
       run(Effect.gen(function*() {
         const catalog = yield* Catalog

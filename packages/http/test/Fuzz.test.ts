@@ -250,8 +250,10 @@ const seed = Effect.gen(function*() {
 /** The identity the identity routes name. */
 const FUZZ_CUSTOMER = "fuzz_customer"
 
-/** The keys the fuzz names (set by `seed`); deleteKey names the key created last. */
-const pinnedKeys = { credited: "", updated: "", created: "" }
+/** The keys the fuzz names (set by `seed`); deleteKey names the newest key it created and has not deleted. */
+const pinnedKeys = { credited: "", updated: "" }
+/** Keys the fuzz created and has not deleted yet: deleteKey names the newest. */
+const created: Array<string> = []
 const LAST_CREATED = "\u0000last created"
 
 const fuzz = (runs: number) =>
@@ -267,11 +269,12 @@ const fuzz = (runs: number) =>
     const succeeded = new Map<string, number>()
     for (const c of cases) {
       const input = c.mutations.reduce(mutate, c.input)
-      if (input.keyId === LAST_CREATED) input.keyId = pinnedKeys.created
+      if (input.keyId === LAST_CREATED) input.keyId = created.at(-1) ?? "key_none"
       const reply = c.route.query
         ? yield* request(`${c.route.path}?${queryOf(input, c.repeat)}`, { key: c.key })
         : yield* post(c.route.path, input, c.key)
-      if (c.route.name === "createKey" && reply.status < 300) pinnedKeys.created = reply.body.keyId
+      if (c.route.name === "createKey" && reply.status < 300) created.push(reply.body.keyId)
+      if (c.route.name === "deleteKey" && reply.status < 300) created.pop()
       if (reply.status < 300) succeeded.set(c.route.name, (succeeded.get(c.route.name) ?? 0) + 1)
       const shown = `${c.route.name} ${JSON.stringify(input).slice(0, 300)} → ${reply.status} ${
         JSON.stringify(reply.body).slice(0, 300)
@@ -293,8 +296,8 @@ const fuzz = (runs: number) =>
 
 // Fixed, so that CI replays; KEYMETER_FUZZ_SEED and KEYMETER_FUZZ_RUNS explore further by hand.
 const SEED = Number(process.env.KEYMETER_FUZZ_SEED ?? 20261123)
-// About 200 per route: every route must reach its handler several times.
-const RUNS = Number(process.env.KEYMETER_FUZZ_RUNS ?? 3000)
+// 200 per route, however many routes there are: every route must reach its handler several times.
+const RUNS = Number(process.env.KEYMETER_FUZZ_RUNS ?? 200 * routes.length)
 
 const quiet = Layer.provide(Logger.minimumLogLevel(LogLevel.None))
 

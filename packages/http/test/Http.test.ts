@@ -528,7 +528,6 @@ layer(TestServer.layer(MemoryStorage.layer, { maxBodyBytes: 64 * 1024 }), { excl
           "/v1/ratelimits.setOverride",
           "/v1/ratelimits.deleteOverride",
           "/v1/ratelimits.limit",
-          "/v1/ratelimits.listNamespaces",
           "/v1/apis.createApi",
           "/v1/analytics.recordVerifications"
         ]
@@ -608,6 +607,7 @@ layer(TestServer.layer(MemoryStorage.layer, { maxBodyBytes: 64 * 1024 }), { excl
           "/v1/ratelimits.deleteOverride",
           "/v1/ratelimits.getOverride",
           "/v1/ratelimits.limit",
+          "/v1/ratelimits.listNamespaces",
           "/v1/ratelimits.listOverrides",
           "/v1/ratelimits.setOverride"
         ])

@@ -255,6 +255,23 @@ export class IdentitiesGroup extends HttpApiGroup.make("identities")
   )
 {}
 
+/** Answer of `auth.whoami`: the calling root key, so a client (the dashboard) can offer what it may do. */
+export const WhoAmI = Schema.Struct({
+  workspaceId: Schema.String,
+  rootKeyId: Schema.String,
+  permissions: Schema.Array(Schema.String)
+}).annotations({ identifier: "WhoAmI" })
+
+/** Routes about the calling root key. */
+export class AuthGroup extends HttpApiGroup.make("auth")
+  .add(
+    HttpApiEndpoint.get("whoami", "/auth.whoami")
+      .addSuccess(WhoAmI)
+      .annotate(OpenApi.Summary, "The calling root key: its workspace, id and permissions")
+      .annotate(OpenApi.Description, "Any valid root key.")
+  )
+{}
+
 /** Api routes. */
 export class ApisGroup extends HttpApiGroup.make("apis")
   .add(
@@ -293,6 +310,7 @@ const V1 = EnvelopedApi
   .add(ApisGroup)
   .add(KeysGroup)
   .add(IdentitiesGroup)
+  .add(AuthGroup)
   .addError(Responses[400])
   .addError(Responses[404])
   .addError(Responses[429])

@@ -186,3 +186,16 @@ export const IdentitiesLive = HttpApiBuilder.group(Api, "identities", (handlers)
           return yield* mapDomain(keys.updateIdentity(principal, yield* JsonBody.readObject(request)))
         }).pipe(Effect.map(wire)))
   }))
+
+/** Handlers of the routes about the calling key. */
+export const AuthLive = HttpApiBuilder.group(
+  Api,
+  "auth",
+  (handlers) =>
+    handlers.handle("whoami", () =>
+      Effect.map(CurrentPrincipal, (principal) => ({
+        workspaceId: principal.workspaceId,
+        rootKeyId: principal.rootKeyId,
+        permissions: principal.permissions
+      })))
+)

@@ -72,7 +72,8 @@ export const ApiLive = (options: Options = {}, domain = DomainLive(options)) =>
       Handlers.RatelimitsLive,
       Handlers.ApisLive,
       Handlers.KeysLive,
-      Handlers.IdentitiesLive
+      Handlers.IdentitiesLive,
+      Handlers.AuthLive
     ]),
     Layer.provide(Authorization.layer),
     Layer.provide(Layer.succeed(MaxBodyBytes, options.maxBodyBytes ?? MaxBodyBytes.defaultValue())),

@@ -74,7 +74,8 @@ const QUERY_INPUTS: Record<string, Schema.Schema.AnyNoContext> = {
   listKeys: Key.ListKeysInput,
   getIdentity: Key.ExternalIdInput,
   listApis: Schema.Struct({}),
-  listNamespaces: Schema.Struct({})
+  listNamespaces: Schema.Struct({}),
+  whoami: Schema.Struct({})
 }
 
 interface Route {

@@ -595,6 +595,7 @@ layer(TestServer.layer(MemoryStorage.layer, { maxBodyBytes: 64 * 1024 }), { excl
           "/v1/analytics.recordVerifications",
           "/v1/apis.createApi",
           "/v1/apis.listApis",
+          "/v1/auth.whoami",
           "/v1/identities.getIdentity",
           "/v1/identities.updateIdentity",
           "/v1/keys.createKey",

@@ -156,4 +156,16 @@ layer(TestServer.layer(MemoryStorage.layer), { excludeTestServices: true })("HTT
       expect(unread.status).toBe(403)
       expect(yield* code(first.key)).toBe("VALID")
     }))
+
+  it.effect("auth.whoami answers the calling key's workspace, id and permissions; a bad key is a 401", () =>
+    Effect.gen(function*() {
+      const me = yield* request("/v1/auth.whoami", { key: keys.reader })
+      expect(me.status).toBe(200)
+      expect(me.body).toEqual({
+        workspaceId: expect.any(String),
+        rootKeyId: expect.any(String),
+        permissions: ["api.*.read_api"]
+      })
+      expect((yield* request("/v1/auth.whoami", { key: "sk_unknown" })).status).toBe(401)
+    }))
 })

@@ -37,9 +37,19 @@ start)
   # The owner may not enter the caller's working directory.
   cd "$dir"
   as_owner "$bin/initdb" -D "$dir/data" -A trust -U postgres > "$dir/initdb.log" 2>&1
-  as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 30 \
-    -o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200" start > /dev/null
-  echo "postgres://postgres@127.0.0.1:$port/postgres"
+  # A start can fail on a port another process took meanwhile: the next port, three times at most.
+  for attempt in 1 2 3; do
+    if as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 30 \
+      -o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200" start > /dev/null; then
+      echo "postgres://postgres@127.0.0.1:$port/postgres"
+      exit 0
+    fi
+    echo "postgres did not start on port $port (attempt $attempt); its log ends:" >&2
+    tail -n 5 "$dir/server.log" >&2 || true
+    port=$((port + 1))
+    while in_use "$port"; do port=$((port + 1)); done
+  done
+  exit 1
   ;;
 stop)
   cd "$dir"

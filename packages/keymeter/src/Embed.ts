@@ -277,7 +277,9 @@ export const createKeymeter = async (options: KeymeterOptions = {}): Promise<Key
     http = { ...http, windows: StorageSpec.windowsLayer(ratelimit) }
   }
   // ClickHouse takes few large inserts better than many small ones: verifications batched a second.
-  if (options.analytics !== undefined && http?.recordDelayMs === undefined) http = { ...http, recordDelayMs: 1_000 }
+  if (options.analytics !== undefined && http?.recordDelayMs === undefined) {
+    http = { ...http, recordDelayMs: StorageSpec.CLICKHOUSE_RECORD_DELAY_MS }
+  }
   http = { ...http, pages: http?.pages ?? Dashboard.make() }
   const workspaceId = options.workspaceId ?? Provisioning.DEFAULT_WORKSPACE_ID
   const principal = Auth.system(workspaceId)

@@ -17,6 +17,9 @@ import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 
+/** The recorder's delay with ClickHouse analytics: it takes few large inserts better than many small ones. */
+export const CLICKHOUSE_RECORD_DELAY_MS = 1_000
+
 /** The default: a SQLite file beside the working directory. */
 export const DEFAULT = "sqlite:./.keymeter/keymeter.db"
 

@@ -22,9 +22,6 @@ const describeConfigError = (error: ConfigError.ConfigError): string =>
     ? `${describeConfigError(error.left)}; ${describeConfigError(error.right)}`
     : `${error.path.join(".")}: ${error.message}`
 
-/** The recorder's delay with ClickHouse analytics: each server inserts once a second. */
-const CLICKHOUSE_RECORD_DELAY_MS = 1_000
-
 const Main = Layer.unwrapEffect(
   Effect.gen(function*() {
     const config = yield* ServerConfig.config
@@ -41,7 +38,7 @@ const Main = Layer.unwrapEffect(
       pages: Dashboard.make(),
       recordDelayMs: Option.getOrElse(
         config.recordDelayMs,
-        () => analytics?._tag === "clickhouse" ? CLICKHOUSE_RECORD_DELAY_MS : RecorderDelay.defaultValue()
+        () => analytics?._tag === "clickhouse" ? StorageSpec.CLICKHOUSE_RECORD_DELAY_MS : RecorderDelay.defaultValue()
       ),
       ...(ratelimit !== undefined ? { windows: StorageSpec.windowsLayer(ratelimit) } : {})
     }).pipe(

@@ -4,21 +4,16 @@
 import * as Schema from "effect/Schema"
 import * as Struct from "effect/Struct"
 import { MAX_NAME_LENGTH } from "./Namespace.js"
+import { MAX_DURATION, MAX_IDENTIFIER_LENGTH, MIN_DURATION, MIN_IDENTIFIER_LENGTH } from "./OverrideBounds.js"
 import { boundedString, expected } from "./Validation.js"
 
-/** Shortest and longest window of a limit, in ms: 1 s to 30 days, so `reset` (now + window) is always a valid time. */
-export const MIN_DURATION = 1000
-export const MAX_DURATION = 30 * 86_400_000
+export { MAX_DURATION, MAX_IDENTIFIER_LENGTH, MIN_DURATION, MIN_IDENTIFIER_LENGTH } from "./OverrideBounds.js"
 
 /** A limit's window: an integer of milliseconds from {@link MIN_DURATION} to {@link MAX_DURATION}. */
 export const Duration = expected(
   Schema.Number.pipe(Schema.int(), Schema.between(MIN_DURATION, MAX_DURATION)),
   `must be an integer of milliseconds from ${MIN_DURATION} to ${MAX_DURATION} (30 days)`
 )
-
-/** Shortest and longest identifier. */
-export const MIN_IDENTIFIER_LENGTH = 3
-export const MAX_IDENTIFIER_LENGTH = 512
 
 /** A stored override. */
 export class Override extends Schema.Class<Override>("Override")({

@@ -22,6 +22,8 @@ const bundled = await build({
   target: "es2020",
   jsx: "automatic",
   jsxImportSource: "preact",
+  // Dependency-free modules of @keymeter/core (permissions, override bounds) from their source.
+  conditions: ["@keymeter/source"],
   write: false,
   legalComments: "none"
 })

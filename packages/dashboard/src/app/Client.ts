@@ -1,0 +1,54 @@
+/**
+ * The page's only way to the server: the public /v1 routes, called with the root key. Errors come
+ * back as {@link ApiError} with the envelope's code, and {@link explain} puts them in plain words.
+ */
+
+/** The page's base: where /dashboard is mounted (the API is beside it). */
+const base = location.pathname.replace(/\/dashboard\/?$/, "")
+
+/** An answer other than 2xx, with the error envelope's code and message. */
+export class ApiError extends Error {
+  constructor(readonly status: number, readonly code: string, message: string) {
+    super(message)
+  }
+}
+
+const send = async <A>(key: string, path: string, init: RequestInit = {}): Promise<A> => {
+  const reply = await fetch(`${base}${path}`, {
+    ...init,
+    headers: {
+      authorization: `Bearer ${key}`,
+      ...(init.body !== undefined ? { "content-type": "application/json" } : {})
+    }
+  })
+  const body = await reply.json().catch(() => undefined)
+  if (!reply.ok) {
+    throw new ApiError(reply.status, body?.error?.code ?? "ERROR", body?.error?.message ?? `HTTP ${reply.status}`)
+  }
+  return body as A
+}
+
+/** A GET route with query parameters (undefined ones left out). */
+export const get = <A>(key: string, route: string, query: Record<string, string | undefined> = {}): Promise<A> => {
+  const params = new URLSearchParams()
+  for (const [name, value] of Object.entries(query)) if (value !== undefined) params.set(name, value)
+  const search = params.toString()
+  return send<A>(key, `/v1/${route}${search === "" ? "" : `?${search}`}`)
+}
+
+/** A POST route with a JSON body. */
+export const post = <A>(key: string, route: string, body: unknown): Promise<A> =>
+  send<A>(key, `/v1/${route}`, { method: "POST", body: JSON.stringify(body) })
+
+/** An error in plain words, with the envelope's code: "this key may not …" for a 403. */
+export const explain = (error: unknown, forbidden: string): string => {
+  if (!(error instanceof ApiError)) return `The server could not be reached (${String(error)}).`
+  if (error.status === 403) return `This key may not ${forbidden} (${error.code}).`
+  return `${error.message} (${error.code})`
+}
+
+/** True for a refused root key (401): the page goes back to sign-in. */
+export const isRefused = (error: unknown): error is ApiError => error instanceof ApiError && error.status === 401
+
+/** A time as people read it, in UTC. */
+export const utcText = (ms: number) => new Date(ms).toISOString().slice(0, 16).replace("T", " ") + " UTC"

@@ -1,0 +1,359 @@
+/**
+ * The keys section: pick an api, page through its keys (of one external id, if asked), create a
+ * key (its secret shown this once), disable or enable one, delete one after a confirmation. Write
+ * controls show only when the key holds the permission for them.
+ */
+import { required } from "@keymeter/core/Permission"
+import { useEffect, useRef, useState } from "preact/hooks"
+import { explain, get, post, utcText } from "./Client.js"
+import { ConfirmDelete } from "./ConfirmDelete.js"
+import { useApis } from "./Lists.js"
+import { Pager, usePaging } from "./Paging.js"
+import { Picker } from "./Picker.js"
+import { may, type Session, signedOut } from "./Session.js"
+
+/** Keys per page. */
+const PAGE = 20
+
+interface Key {
+  readonly keyId: string
+  readonly start: string
+  readonly name?: string
+  readonly enabled: boolean
+  readonly expires?: number
+  readonly credits?: { readonly remaining: number }
+  readonly identity?: { readonly externalId: string }
+  readonly createdAt: number
+}
+
+interface KeyPage {
+  readonly keys: ReadonlyArray<Key>
+  readonly total: number
+  readonly cursor?: string
+}
+
+interface Draft {
+  readonly name: string
+  readonly prefix: string
+  readonly externalId: string
+  readonly credits: string
+  readonly expires: string
+}
+
+const EMPTY: Draft = { name: "", prefix: "", externalId: "", credits: "", expires: "" }
+
+/** The form's problems, by field; empty when the server may be asked. */
+const problemsOf = (draft: Draft, now: number): Partial<Record<keyof Draft, string>> => {
+  const problems: Partial<Record<keyof Draft, string>> = {}
+  if (draft.name.length > 255) problems.name = "A name has at most 255 characters."
+  if (draft.prefix !== "" && !/^[a-zA-Z0-9]{1,16}$/.test(draft.prefix)) {
+    problems.prefix = "A prefix is 1 to 16 letters or digits."
+  }
+  if (draft.externalId.length > 255) problems.externalId = "An external id has at most 255 characters."
+  const credits = Number(draft.credits)
+  if (draft.credits.trim() !== "" && (!Number.isSafeInteger(credits) || credits < 0)) {
+    problems.credits = "Credits are a whole number, 0 or more; leave empty for no credit limit."
+  }
+  const expires = Date.parse(draft.expires + "Z")
+  if (draft.expires !== "" && !(expires > now)) problems.expires = "A key expires in the future (UTC)."
+  return problems
+}
+
+const CreateKeyForm = (props: {
+  apiId: string
+  onCreate: (input: Record<string, unknown>) => Promise<void>
+  onCancel: () => void
+}) => {
+  const [draft, setDraft] = useState(EMPTY)
+  const [checked, setChecked] = useState(false)
+  const [failure, setFailure] = useState<string | undefined>()
+  const [saving, setSaving] = useState(false)
+  const first = useRef<HTMLInputElement>(null)
+  useEffect(() => first.current?.focus(), [])
+  const problems = checked ? problemsOf(draft, Date.now()) : {}
+  const input = (name: keyof Draft, label: string, extra: Record<string, unknown> = {}) => (
+    <label>
+      {label}
+      <input
+        name={name}
+        value={draft[name]}
+        aria-invalid={problems[name] !== undefined}
+        aria-describedby={problems[name] !== undefined ? `problem-${name}` : undefined}
+        onInput={(e) => setDraft({ ...draft, [name]: (e.target as HTMLInputElement).value })}
+        {...extra}
+      />
+      {problems[name] !== undefined && <span class="problem" id={`problem-${name}`}>{problems[name]}</span>}
+    </label>
+  )
+  return (
+    <form
+      class="panel key-form"
+      aria-label="new key"
+      noValidate
+      onSubmit={(event) => {
+        event.preventDefault()
+        setChecked(true)
+        if (Object.keys(problemsOf(draft, Date.now())).length > 0) return
+        setSaving(true)
+        setFailure(undefined)
+        props.onCreate({
+          apiId: props.apiId,
+          ...(draft.name !== "" ? { name: draft.name } : {}),
+          ...(draft.prefix !== "" ? { prefix: draft.prefix } : {}),
+          ...(draft.externalId !== "" ? { externalId: draft.externalId } : {}),
+          ...(draft.credits.trim() !== "" ? { credits: { remaining: Number(draft.credits) } } : {}),
+          ...(draft.expires !== "" ? { expires: Date.parse(draft.expires + "Z") } : {})
+        }).catch((error: unknown) => {
+          setSaving(false)
+          setFailure(error instanceof Error ? error.message : String(error))
+        })
+      }}
+    >
+      <h2>New key</h2>
+      {input("name", "Name (optional)", { ref: first, maxLength: 255 })}
+      {input("prefix", "Prefix (optional)", { maxLength: 16 })}
+      {input("externalId", "External id (optional: the customer it is for)", { maxLength: 255 })}
+      {input("credits", "Credits (optional: uses before it is spent)", { type: "number", min: 0, step: 1 })}
+      {input("expires", "Expires (optional, UTC)", { type: "datetime-local" })}
+      {failure !== undefined && <p class="error" role="alert">{failure}</p>}
+      <div class="actions">
+        <button type="submit" disabled={saving}>{saving ? "Creating…" : "Create key"}</button>
+        <button type="button" onClick={props.onCancel}>Cancel</button>
+      </div>
+    </form>
+  )
+}
+
+/** A new key's secret, shown this once. */
+const Secret = (props: { keyId: string; secret: string; onDone: () => void }) => {
+  const [copied, setCopied] = useState(false)
+  const field = useRef<HTMLInputElement>(null)
+  useEffect(() => field.current?.select(), [])
+  return (
+    <section class="panel secret" aria-label="new key's secret">
+      <h2>Key {props.keyId} created</h2>
+      <p>Copy its secret now: it is shown this once and never stored.</p>
+      <div class="row">
+        <label>
+          Secret
+          <input ref={field} name="secret" readOnly value={props.secret} class="mono" />
+        </label>
+        <button
+          type="button"
+          onClick={() =>
+            navigator.clipboard?.writeText(props.secret).then(() => setCopied(true), () => field.current?.select())}
+        >
+          {copied ? "Copied" : "Copy"}
+        </button>
+        <button type="button" onClick={props.onDone}>Done</button>
+      </div>
+    </section>
+  )
+}
+
+export const Keys = (props: { session: Session }) => {
+  const { session } = props
+  const apis = useApis(session)
+  const [apiId, setApiId] = useState(() => new URLSearchParams(location.search).get("apiId") ?? "")
+  const [externalId, setExternalId] = useState(() => new URLSearchParams(location.search).get("externalId") ?? "")
+  const [filter, setFilter] = useState(externalId)
+  const paging = usePaging()
+  const [version, setVersion] = useState(0)
+  const [list, setList] = useState<
+    { kind: "loading" } | { kind: "error"; message: string } | { kind: "ready"; page: KeyPage }
+  >({ kind: "loading" })
+  const [creating, setCreating] = useState(false)
+  const [created, setCreated] = useState<{ keyId: string; secret: string } | undefined>()
+  const [status, setStatus] = useState<string | undefined>()
+
+  useEffect(() => {
+    const first = apis.items?.[0]
+    if (apiId === "" && first !== undefined) setApiId(first.apiId)
+  }, [apis.items])
+  useEffect(() => {
+    const params = new URLSearchParams({ section: "keys" })
+    if (apiId !== "") params.set("apiId", apiId)
+    if (externalId !== "") params.set("externalId", externalId)
+    if (location.search !== `?${params}`) history.replaceState(null, "", `${location.pathname}?${params}`)
+  }, [apiId, externalId])
+  useEffect(() => {
+    if (apiId === "") return
+    setList({ kind: "loading" })
+    get<KeyPage>(session.rootKey, "keys.listKeys", {
+      apiId,
+      externalId: externalId === "" ? undefined : externalId,
+      limit: String(PAGE),
+      cursor: paging.cursor
+    }).then(
+      (page) => setList({ kind: "ready", page }),
+      (error: unknown) => {
+        if (!signedOut(session, error)) {
+          setList({ kind: "error", message: explain(error, `read the keys of api ${apiId}`) })
+        }
+      }
+    )
+  }, [apiId, externalId, paging.key, version])
+
+  const canCreate = apiId !== "" && may(session, required.createKey(apiId))
+  const canUpdate = apiId !== "" && may(session, required.updateKey(apiId))
+  const canDelete = apiId !== "" && may(session, required.deleteKey(apiId))
+
+  /** A write: its failure in plain words for the control that asked, a refused key signs out. */
+  async function write<A>(route: string, body: unknown, forbidden: string): Promise<A | undefined> {
+    try {
+      return await post<A>(session.rootKey, route, body)
+    } catch (error) {
+      if (signedOut(session, error)) return undefined
+      throw new Error(explain(error, forbidden))
+    }
+  }
+  const create = async (input: Record<string, unknown>) => {
+    const answer = await write<{ keyId: string; key?: string }>("keys.createKey", input, `create keys in api ${apiId}`)
+    if (answer === undefined) return
+    setCreating(false)
+    setCreated({ keyId: answer.keyId, secret: answer.key ?? "" })
+    setStatus(undefined)
+    setVersion((v) => v + 1)
+  }
+  const setEnabled = async (key: Key, enabled: boolean) => {
+    if (await write("keys.updateKey", { keyId: key.keyId, enabled }, `update keys of api ${apiId}`) === undefined) {
+      return
+    }
+    setStatus(`Key ${key.keyId} ${enabled ? "enabled" : "disabled"}.`)
+    setVersion((v) => v + 1)
+  }
+  const remove = async (key: Key) => {
+    if (await write("keys.deleteKey", { keyId: key.keyId }, `delete keys of api ${apiId}`) === undefined) return
+    setStatus(`Key ${key.keyId} deleted.`)
+    if (list.kind === "ready" && list.page.keys.length === 1 && paging.index > 0) paging.previous()
+    else setVersion((v) => v + 1)
+  }
+
+  return (
+    <main>
+      <h2 class="visually-hidden">Keys</h2>
+      <form
+        class="controls"
+        onSubmit={(e) => {
+          e.preventDefault()
+          setExternalId(filter.trim())
+          paging.reset()
+        }}
+      >
+        <Picker
+          label="Api"
+          name="apiId"
+          value={apiId}
+          items={apis.items?.map((api) => ({ id: api.apiId, text: `${api.name} (${api.apiId})` }))}
+          onChange={(id) => {
+            setApiId(id)
+            paging.reset()
+            setCreating(false)
+            setStatus(undefined)
+          }}
+        />
+        <label>
+          External id
+          <input
+            name="externalIdFilter"
+            value={filter}
+            maxLength={255}
+            placeholder="all"
+            onInput={(e) => setFilter((e.target as HTMLInputElement).value)}
+          />
+        </label>
+        <button type="submit">Filter</button>
+        {canCreate && !creating && (
+          <button type="button" onClick={() => (setCreating(true), setCreated(undefined))}>New key</button>
+        )}
+      </form>
+      {status !== undefined && <p class="status" role="status">{status}</p>}
+      {created !== undefined && (
+        <Secret
+          keyId={created.keyId}
+          secret={created.secret}
+          onDone={() => setCreated(undefined)}
+        />
+      )}
+      {creating && <CreateKeyForm apiId={apiId} onCreate={create} onCancel={() => setCreating(false)} />}
+      {apis.error !== undefined && <p class="error" role="alert">{apis.error}</p>}
+      {apiId === "" && apis.items !== undefined && apis.items.length === 0 && (
+        <p class="empty">This key may read no api yet. Create one (apis.createApi) to issue keys in it.</p>
+      )}
+      {apiId !== "" && (
+        <section class="panel" aria-label="keys">
+          <h2>Keys{externalId !== "" ? ` of ${externalId}` : ""}</h2>
+          {list.kind === "loading" && <p class="empty" aria-live="polite">Loading…</p>}
+          {list.kind === "error" && <p class="error" role="alert">{list.message}</p>}
+          {list.kind === "ready" && list.page.total === 0 && (
+            <p class="empty">
+              {externalId !== "" ? `No keys of ${externalId} in this api.` : "No keys in this api yet."}
+              {canCreate ? " Create one with New key." : ""}
+            </p>
+          )}
+          {list.kind === "ready" && list.page.keys.length > 0 && (
+            <>
+              <div class="scroll">
+                <table>
+                  <thead>
+                    <tr>
+                      <th scope="col">key</th>
+                      <th scope="col">name</th>
+                      <th scope="col">external id</th>
+                      <th scope="col">state</th>
+                      <th scope="col">credits</th>
+                      <th scope="col">expires</th>
+                      <th scope="col">created</th>
+                      {(canUpdate || canDelete) && <th scope="col">actions</th>}
+                    </tr>
+                  </thead>
+                  <tbody>
+                    {list.page.keys.map((key) => (
+                      <tr key={key.keyId}>
+                        <td class="mono">
+                          {key.keyId}
+                          <br />
+                          <span class="empty">{key.start}…</span>
+                        </td>
+                        <td>{key.name ?? ""}</td>
+                        <td>{key.identity?.externalId ?? ""}</td>
+                        <td>{key.enabled ? "enabled" : "disabled"}</td>
+                        <td>{key.credits?.remaining ?? "∞"}</td>
+                        <td>{key.expires !== undefined ? utcText(key.expires) : "never"}</td>
+                        <td>{utcText(key.createdAt)}</td>
+                        {(canUpdate || canDelete) && (
+                          <td class="actions">
+                            {canUpdate && (
+                              <button
+                                type="button"
+                                aria-label={`${key.enabled ? "disable" : "enable"} ${key.keyId}`}
+                                onClick={() =>
+                                  setEnabled(key, !key.enabled).catch((error: unknown) =>
+                                    setStatus(error instanceof Error ? error.message : String(error))
+                                  )}
+                              >
+                                {key.enabled ? "Disable" : "Enable"}
+                              </button>
+                            )} {canDelete && <ConfirmDelete what={key.keyId} onConfirm={() => remove(key)} />}
+                          </td>
+                        )}
+                      </tr>
+                    ))}
+                  </tbody>
+                </table>
+              </div>
+              <Pager
+                label="key pages"
+                paging={paging}
+                size={PAGE}
+                shown={list.page.keys.length}
+                total={list.page.total}
+                cursor={list.page.cursor}
+              />
+            </>
+          )}
+        </section>
+      )}
+    </main>
+  )
+}

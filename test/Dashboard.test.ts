@@ -22,6 +22,7 @@ const skip = (() => {
 
 const screenshots = join(root, "test/screenshots")
 const HOUR = 3_600_000
+const NAMESPACE = "api.requests"
 
 describe.skipIf(skip !== undefined)("dashboard in Chromium", () => {
   let keymeter: Keymeter
@@ -31,6 +32,7 @@ describe.skipIf(skip !== undefined)("dashboard in Chromium", () => {
   let apiId: string
   let admin: string
   let reader: string
+  let readOnly: string
 
   beforeAll(async () => {
     keymeter = await createKeymeter()
@@ -47,6 +49,14 @@ describe.skipIf(skip !== undefined)("dashboard in Chromium", () => {
       tags: [i % 2 === 0 ? "plan:pro" : "plan:free"],
       ...(i % 3 === 0 ? { identity: { id: `id_${i % 4}`, externalId: `customer_${i % 4}` } } : {})
     })))
+    // Overrides for the rate-limits section: 25 exact ones and a pattern, more than a page of 20.
+    for (let i = 0; i < 25; i++) {
+      await keymeter.setOverride({ namespaceName: NAMESPACE, identifier: `seed_${i}`, limit: 10 + i, duration: 60_000 })
+    }
+    await keymeter.setOverride({ namespaceName: NAMESPACE, identifier: "seed_*", limit: 3, duration: 1000 })
+    readOnly = (await keymeter.createRootKey({
+      permissions: ["api.*.read_api", "api.*.read_key", "ratelimit.*.read_override"]
+    })).key
     const handler = keymeter.handler()
     server = createServer((req, res) => handler(req, res))
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
@@ -239,6 +249,239 @@ describe.skipIf(skip !== undefined)("dashboard in Chromium", () => {
     await page.screenshot({ path: join(screenshots, "refused.png"), fullPage: true })
     // 401 and 403 answers are expected here; the page itself logs nothing else.
     expect(errors.filter((e) => !/status of 40[13]/.test(e))).toEqual([])
+    await page.close()
+  }, 60_000)
+
+  it(
+    "rate limits: an override made in the page (keyboard only) is what getOverride answers; edited, resolved, then deleted and gone",
+    async () => {
+      const { errors, page } = await open()
+      await page.goto(`${base}/dashboard`)
+      await signIn(page, admin)
+      await page.getByRole("link", { name: "Rate limits" }).click()
+      await page.waitForURL((url) => url.searchParams.get("section") === "ratelimits")
+      const overrides = page.getByRole("region", { name: "overrides" })
+      await overrides.locator("tbody tr").first().waitFor()
+      // Paged in creation order, 20 at a time.
+      expect(await overrides.locator("tbody tr").count()).toBe(20)
+      await expect.poll(() => overrides.getByRole("navigation").textContent()).toContain("1–20 of 26")
+      await overrides.getByRole("button", { name: "Next page" }).click()
+      await page.waitForFunction(() =>
+        (globalThis as any).document.querySelector("nav.pager span")?.textContent === "21–26 of 26"
+      )
+      expect(await overrides.locator("tbody tr td:first-child").allTextContents()).toEqual([
+        "seed_20",
+        "seed_21",
+        "seed_22",
+        "seed_23",
+        "seed_24",
+        "seed_*"
+      ])
+      await overrides.getByRole("button", { name: "Previous page" }).click()
+      await expect.poll(() => overrides.locator("tbody tr").first().textContent()).toContain("seed_0")
+
+      // The form checks the setOverride bounds before asking the server.
+      await page.getByRole("button", { name: "New override" }).focus()
+      await page.keyboard.press("Enter")
+      const form = page.getByRole("form", { name: "new override" })
+      await form.waitFor()
+      await expect.poll(() => page.evaluate(() => (globalThis as any).document.activeElement?.name)).toBe("identifier")
+      await page.keyboard.type("ab")
+      await page.keyboard.press("Tab")
+      await page.keyboard.press("ControlOrMeta+a")
+      await page.keyboard.type("-1")
+      await page.keyboard.press("Tab")
+      await page.keyboard.press("ControlOrMeta+a")
+      await page.keyboard.type("0")
+      await page.keyboard.press("Enter")
+      expect(await form.locator(".problem").allTextContents()).toEqual([
+        "An identifier has 3 to 512 characters (* matches any run of them).",
+        "The limit is a whole number of requests, 0 or more.",
+        "The window is from 1 second to 30 days, in whole milliseconds."
+      ])
+      expect(await form.getByLabel("Identifier (or pattern with *)").getAttribute("aria-invalid")).toBe("true")
+      await form.getByLabel("Identifier (or pattern with *)").fill("customer_42")
+      await form.getByLabel("Limit (requests per window)").fill("7")
+      await form.getByLabel("Window", { exact: true }).fill("2")
+      await form.getByLabel("Unit").selectOption("min")
+      await page.screenshot({ path: join(screenshots, "override-form.png"), fullPage: true })
+      await form.getByLabel("Window", { exact: true }).focus()
+      await page.keyboard.press("Enter")
+      await expect.poll(() => page.getByRole("status").textContent()).toBe("Override customer_42 saved: 7 per 2 min.")
+      expect(await keymeter.getOverride({ namespaceName: NAMESPACE, identifier: "customer_42" })).toMatchObject({
+        identifier: "customer_42",
+        limit: 7,
+        duration: 120_000,
+        async: false
+      })
+
+      // Edited on the last page: the identifier stays, the numbers change.
+      await overrides.getByRole("button", { name: "Next page" }).click()
+      await overrides.getByRole("button", { name: "edit customer_42" }).click()
+      const edit = page.getByRole("form", { name: "edit override customer_42" })
+      expect(await edit.getByLabel("Window", { exact: true }).inputValue()).toBe("2")
+      expect(await edit.getByLabel("Unit").inputValue()).toBe("min")
+      await edit.getByLabel("Limit (requests per window)").fill("9")
+      await edit.getByRole("button", { name: "Save override" }).click()
+      await expect.poll(() => page.getByRole("status").textContent()).toBe("Override customer_42 saved: 9 per 2 min.")
+      expect(await keymeter.getOverride({ namespaceName: NAMESPACE, identifier: "customer_42" })).toMatchObject({
+        limit: 9,
+        duration: 120_000
+      })
+
+      // Which override applies: the pattern for an identifier it matches, none for others.
+      const resolve = page.getByRole("form", { name: "which override applies" })
+      await resolve.getByLabel("Identifier").fill("seed_anything")
+      await resolve.getByRole("button", { name: "Find" }).click()
+      await expect.poll(() => resolve.getByTestId("resolved").locator("p").textContent()).toBe(
+        "seed_* (a pattern) applies to seed_anything: 3 per 1 s."
+      )
+      await resolve.getByLabel("Identifier").fill("customer_42")
+      await resolve.getByRole("button", { name: "Find" }).click()
+      await expect.poll(() => resolve.getByTestId("resolved").locator("p").textContent()).toBe(
+        "customer_42 (its own override) applies to customer_42: 9 per 2 min."
+      )
+      await resolve.getByLabel("Identifier").fill("nobody")
+      await resolve.getByRole("button", { name: "Find" }).click()
+      await expect.poll(() => resolve.getByTestId("resolved").locator("p").textContent()).toMatch(
+        /^No override applies to nobody/
+      )
+      await page.screenshot({ path: join(screenshots, "ratelimits-1280.png"), fullPage: true })
+      await page.setViewportSize({ width: 390, height: 844 })
+      await page.screenshot({ path: join(screenshots, "ratelimits-390.png"), fullPage: true })
+      // At phone width the page does not scroll sideways (wide tables scroll inside their panel).
+      expect(await page.evaluate(() => (globalThis as any).document.documentElement.scrollWidth)).toBeLessThanOrEqual(
+        390
+      )
+      await page.setViewportSize({ width: 1280, height: 900 })
+
+      // Delete asks first; "Keep" keeps it, then the keyboard confirms.
+      await overrides.getByRole("button", { name: "delete customer_42" }).click()
+      await overrides.getByRole("group", { name: "confirm deleting customer_42" }).getByRole("button", { name: "Keep" })
+        .click()
+      await expect.poll(() => page.evaluate(() => (globalThis as any).document.activeElement?.ariaLabel)).toBe(
+        "delete customer_42"
+      )
+      expect((await keymeter.getOverride({ namespaceName: NAMESPACE, identifier: "customer_42" })).limit).toBe(9)
+      await page.keyboard.press("Enter")
+      await expect.poll(() => page.evaluate(() => (globalThis as any).document.activeElement?.textContent)).toBe(
+        "Yes, delete"
+      )
+      await page.keyboard.press("Enter")
+      await expect.poll(() => page.getByRole("status").textContent()).toBe("Override customer_42 deleted.")
+      await expect(keymeter.getOverride({ namespaceName: NAMESPACE, identifier: "customer_42" })).rejects.toMatchObject(
+        {
+          code: "NOT_FOUND"
+        }
+      )
+      await expect.poll(() => overrides.locator("tbody tr td:first-child").allTextContents()).toEqual([
+        "seed_20",
+        "seed_21",
+        "seed_22",
+        "seed_23",
+        "seed_24",
+        "seed_*"
+      ])
+      // "No override applies" is getOverride's 404, which the browser logs; the page logs nothing else.
+      expect(errors.filter((e) => !/status of 404/.test(e))).toEqual([])
+      await page.close()
+    },
+    90_000
+  )
+
+  it(
+    "keys: a key made in the page verifies with the secret shown once; disabled, then deleted in the page",
+    async () => {
+      const { errors, page } = await open()
+      for (let i = 0; i < 3; i++) await keymeter.keys.create({ apiId, name: `seeded ${i}`, externalId: "customer_7" })
+      await page.goto(`${base}/dashboard?section=keys`)
+      await signIn(page, admin)
+      const keys = page.getByRole("region", { name: "keys" })
+      await keys.locator("tbody tr").first().waitFor()
+      const listed = await keymeter.keys.list({ apiId, limit: 20 })
+      expect(await keys.locator("tbody tr").count()).toBe(listed.keys.length)
+      expect(new URL(page.url()).searchParams.get("apiId")).toBe(apiId)
+
+      await page.getByRole("button", { name: "New key" }).click()
+      const form = page.getByRole("form", { name: "new key" })
+      await form.getByLabel("Prefix (optional)").fill("no-dashes")
+      await form.getByRole("button", { name: "Create key" }).click()
+      expect(await form.locator(".problem").allTextContents()).toEqual(["A prefix is 1 to 16 letters or digits."])
+      await form.getByLabel("Prefix (optional)").fill("dash")
+      await form.getByLabel("Name (optional)").fill("made in the page")
+      await form.getByLabel(/^External id/).fill("customer_9")
+      await form.getByLabel(/^Credits/).fill("5")
+      await form.getByRole("button", { name: "Create key" }).click()
+      const secretPanel = page.getByRole("region", { name: "new key's secret" })
+      const secret = await secretPanel.getByLabel("Secret").inputValue()
+      expect(secret).toMatch(/^dash_/)
+      await page.screenshot({ path: join(screenshots, "keys-created.png"), fullPage: true })
+      const verified = await keymeter.keys.verify({ key: secret })
+      expect(verified).toMatchObject({
+        valid: true,
+        code: "VALID",
+        name: "made in the page",
+        credits: { remaining: 4 }
+      })
+      const keyId = verified.keyId!
+      await secretPanel.getByRole("button", { name: "Done" }).click()
+      expect(await page.getByLabel("Secret").count()).toBe(0)
+
+      // Only customer_9's keys, by the filter; then disabled and enabled again.
+      await page.getByLabel("External id", { exact: true }).fill("customer_9")
+      await page.getByRole("button", { name: "Filter" }).click()
+      await page.waitForURL((url) => url.searchParams.get("externalId") === "customer_9")
+      await expect.poll(() => keys.locator("tbody tr td:first-child").allTextContents()).toEqual([
+        `${keyId}${(await keymeter.keys.get({ keyId })).start}…`
+      ])
+      await keys.getByRole("button", { name: `disable ${keyId}` }).click()
+      await expect.poll(() => page.getByRole("status").textContent()).toBe(`Key ${keyId} disabled.`)
+      expect((await keymeter.keys.get({ keyId })).enabled).toBe(false)
+      expect((await keymeter.keys.verify({ key: secret })).code).toBe("DISABLED")
+      await keys.getByRole("button", { name: `enable ${keyId}` }).click()
+      await expect.poll(() => page.getByRole("status").textContent()).toBe(`Key ${keyId} enabled.`)
+      expect((await keymeter.keys.get({ keyId })).enabled).toBe(true)
+      await page.screenshot({ path: join(screenshots, "keys-1280.png"), fullPage: true })
+
+      await keys.getByRole("button", { name: `delete ${keyId}` }).click()
+      await keys.getByRole("button", { name: "Yes, delete" }).click()
+      await expect.poll(() => page.getByRole("status").textContent()).toBe(`Key ${keyId} deleted.`)
+      await expect(keymeter.keys.get({ keyId })).rejects.toMatchObject({ code: "NOT_FOUND" })
+      expect((await keymeter.keys.verify({ key: secret })).code).toBe("NOT_FOUND")
+      await expect.poll(() => keys.textContent()).toContain("No keys of customer_9 in this api.")
+      expect(errors).toEqual([])
+      await page.close()
+    },
+    90_000
+  )
+
+  it("a read-only key sees no write controls; a usage-only key sees no rate-limit or key sections", async () => {
+    const { errors, page } = await open()
+    await page.goto(`${base}/dashboard?section=ratelimits`)
+    await signIn(page, readOnly)
+    const overrides = page.getByRole("region", { name: "overrides" })
+    await overrides.locator("tbody tr").first().waitFor()
+    const writes = /^(New override|New namespace|New key|Edit|Delete|Disable|Enable|edit |delete |disable |enable )/
+    expect(await page.getByRole("button", { name: writes }).count()).toBe(0)
+    expect(await overrides.locator("th").allTextContents()).not.toContain("actions")
+    // Reading is allowed: which override applies still answers.
+    const resolve = page.getByRole("form", { name: "which override applies" })
+    await resolve.getByLabel("Identifier").fill("seed_3")
+    await resolve.getByRole("button", { name: "Find" }).click()
+    await expect.poll(() => resolve.getByTestId("resolved").locator("p").textContent()).toContain("applies to seed_3")
+    await page.screenshot({ path: join(screenshots, "ratelimits-read-only.png"), fullPage: true })
+    await page.getByRole("link", { name: "Keys" }).click()
+    const keys = page.getByRole("region", { name: "keys" })
+    await keys.locator("tbody tr").first().waitFor()
+    expect(await page.getByRole("button", { name: writes }).count()).toBe(0)
+    await page.getByRole("button", { name: "Sign out" }).click()
+    // A key that may read usage only: no sections but usage.
+    await signIn(page, reader)
+    await page.getByRole("navigation", { name: "sections" }).waitFor()
+    expect(await page.getByRole("navigation", { name: "sections" }).getByRole("link").allTextContents()).toEqual([
+      "Usage"
+    ])
+    expect(errors.filter((e) => !/status of 403/.test(e))).toEqual([])
     await page.close()
   }, 60_000)
 

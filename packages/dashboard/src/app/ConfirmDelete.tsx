@@ -1,15 +1,20 @@
 /**
  * A Delete button that asks first: it turns into "Delete X? Yes, delete / Keep", with the focus
- * on the confirmation, and shows why a deletion failed.
+ * on the confirmation (back on Delete when kept), and shows why a deletion failed.
  */
-import { useEffect, useRef, useState } from "preact/hooks"
+import { useLayoutEffect, useRef, useState } from "preact/hooks"
 
 export const ConfirmDelete = (props: { what: string; onConfirm: () => Promise<void> }) => {
   const [confirming, setConfirming] = useState(false)
   const [failure, setFailure] = useState<string | undefined>()
   const confirm = useRef<HTMLButtonElement>(null)
-  useEffect(() => {
+  const ask = useRef<HTMLButtonElement>(null)
+  // The focus follows the question: onto "Yes, delete" when asked, back to Delete when kept.
+  const moved = useRef(false)
+  useLayoutEffect(() => {
     if (confirming) confirm.current?.focus()
+    else if (moved.current) ask.current?.focus()
+    moved.current = true
   }, [confirming])
   return (
     <>
@@ -33,7 +38,7 @@ export const ConfirmDelete = (props: { what: string; onConfirm: () => Promise<vo
           </span>
         )
         : (
-          <button type="button" aria-label={`delete ${props.what}`} onClick={() => setConfirming(true)}>
+          <button type="button" ref={ask} aria-label={`delete ${props.what}`} onClick={() => setConfirming(true)}>
             Delete
           </button>
         )}

@@ -302,16 +302,20 @@ const RUNS = Number(process.env.KEYMETER_FUZZ_RUNS ?? 200 * routes.length)
 
 const quiet = Layer.provide(Logger.minimumLogLevel(LogLevel.None))
 
+// About 12 s each alone on 2 cores; CI runs them beside every other package's suites and its
+// database servers, where one once took over 60 s. A budget, not a speed check.
+const TIMEOUT = 180_000
+
 describe("fuzz", () => {
   layer(TestServer.layer(MemoryStorage.layer).pipe(quiet))("on memory", (it) => {
     it.effect(`answers ${RUNS} hostile requests without a 5xx or a leak, and keeps stored data`, () => fuzz(RUNS), {
-      timeout: 60_000
+      timeout: TIMEOUT
     })
   })
   const filename = join(mkdtempSync(join(tmpdir(), "keymeter-fuzz-")), "k.db")
   layer(TestServer.layer(SqliteStorage.layer({ filename })).pipe(quiet))("on SQLite", (it) => {
     it.effect(`answers ${RUNS} hostile requests without a 5xx or a leak, and keeps stored data`, () => fuzz(RUNS), {
-      timeout: 60_000
+      timeout: TIMEOUT
     })
   })
 })

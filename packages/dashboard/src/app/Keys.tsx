@@ -5,12 +5,13 @@
  */
 import { required } from "@keymeter/core/Permission"
 import { useEffect, useRef, useState } from "preact/hooks"
-import { explain, get, post, utcText } from "./Client.js"
+import { get, utcText } from "./Client.js"
 import { ConfirmDelete } from "./ConfirmDelete.js"
-import { useApis } from "./Lists.js"
-import { Pager, usePaging } from "./Paging.js"
+import { useApis, useSelection } from "./Lists.js"
+import { PagedTable, usePagedList } from "./Paging.js"
 import { Picker } from "./Picker.js"
-import { may, type Session, signedOut } from "./Session.js"
+import { may, type Session, write } from "./Session.js"
+import { param, useSectionUrl } from "./Url.js"
 
 /** Keys per page. */
 const PAGE = 20
@@ -24,12 +25,6 @@ interface Key {
   readonly credits?: { readonly remaining: number }
   readonly identity?: { readonly externalId: string }
   readonly createdAt: number
-}
-
-interface KeyPage {
-  readonly keys: ReadonlyArray<Key>
-  readonly total: number
-  readonly cursor?: string
 }
 
 interface Draft {
@@ -151,82 +146,102 @@ const Secret = (props: { keyId: string; secret: string; onDone: () => void }) =>
   )
 }
 
+/** One key's row, with its enable/disable and delete controls. */
+const KeyRow = (props: {
+  item: Key
+  canUpdate: boolean
+  canDelete: boolean
+  onEnable: (enabled: boolean) => Promise<void>
+  onDelete: () => Promise<void>
+}) => {
+  const key = props.item
+  const [failure, setFailure] = useState<string | undefined>()
+  return (
+    <tr>
+      <td class="mono">
+        {key.keyId}
+        <br />
+        <span class="empty">{key.start}…</span>
+      </td>
+      <td>{key.name ?? ""}</td>
+      <td>{key.identity?.externalId ?? ""}</td>
+      <td>{key.enabled ? "enabled" : "disabled"}</td>
+      <td>{key.credits?.remaining ?? "∞"}</td>
+      <td>{key.expires !== undefined ? utcText(key.expires) : "never"}</td>
+      <td>{utcText(key.createdAt)}</td>
+      {(props.canUpdate || props.canDelete) && (
+        <td class="actions">
+          {props.canUpdate && (
+            <button
+              type="button"
+              aria-label={`${key.enabled ? "disable" : "enable"} ${key.keyId}`}
+              onClick={() =>
+                props.onEnable(!key.enabled).then(
+                  () => setFailure(undefined),
+                  (error: unknown) => setFailure(error instanceof Error ? error.message : String(error))
+                )}
+            >
+              {key.enabled ? "Disable" : "Enable"}
+            </button>
+          )} {props.canDelete && <ConfirmDelete what={key.keyId} onConfirm={props.onDelete} />}
+          {failure !== undefined && <span class="error" role="alert">{failure}</span>}
+        </td>
+      )}
+    </tr>
+  )
+}
+
 export const Keys = (props: { session: Session }) => {
   const { session } = props
   const apis = useApis(session)
-  const [apiId, setApiId] = useState(() => new URLSearchParams(location.search).get("apiId") ?? "")
-  const [externalId, setExternalId] = useState(() => new URLSearchParams(location.search).get("externalId") ?? "")
+  const [apiId, setApiId] = useSelection(apis, (api) => api.apiId, "apiId")
+  const [externalId, setExternalId] = useState(() => param("externalId"))
   const [filter, setFilter] = useState(externalId)
-  const paging = usePaging()
-  const [version, setVersion] = useState(0)
-  const [list, setList] = useState<
-    { kind: "loading" } | { kind: "error"; message: string } | { kind: "ready"; page: KeyPage }
-  >({ kind: "loading" })
   const [creating, setCreating] = useState(false)
   const [created, setCreated] = useState<{ keyId: string; secret: string } | undefined>()
   const [status, setStatus] = useState<string | undefined>()
-
-  useEffect(() => {
-    const first = apis.items?.[0]
-    if (apiId === "" && first !== undefined) setApiId(first.apiId)
-  }, [apis.items])
-  useEffect(() => {
-    const params = new URLSearchParams({ section: "keys" })
-    if (apiId !== "") params.set("apiId", apiId)
-    if (externalId !== "") params.set("externalId", externalId)
-    if (location.search !== `?${params}`) history.replaceState(null, "", `${location.pathname}?${params}`)
-  }, [apiId, externalId])
-  useEffect(() => {
-    if (apiId === "") return
-    setList({ kind: "loading" })
-    get<KeyPage>(session.rootKey, "keys.listKeys", {
-      apiId,
-      externalId: externalId === "" ? undefined : externalId,
-      limit: String(PAGE),
-      cursor: paging.cursor
-    }).then(
-      (page) => setList({ kind: "ready", page }),
-      (error: unknown) => {
-        if (!signedOut(session, error)) {
-          setList({ kind: "error", message: explain(error, `read the keys of api ${apiId}`) })
-        }
-      }
-    )
-  }, [apiId, externalId, paging.key, version])
+  useSectionUrl("keys", { apiId, externalId })
+  const list = usePagedList<Key>(
+    session,
+    apiId === "" ? undefined : `${apiId}/${externalId}`,
+    (cursor) =>
+      get<{ keys: ReadonlyArray<Key>; total: number; cursor?: string }>(session.rootKey, "keys.listKeys", {
+        apiId,
+        externalId: externalId === "" ? undefined : externalId,
+        limit: String(PAGE),
+        cursor
+      }).then((page) => ({ ...page, items: page.keys })),
+    `read the keys of api ${apiId}`
+  )
 
   const canCreate = apiId !== "" && may(session, required.createKey(apiId))
   const canUpdate = apiId !== "" && may(session, required.updateKey(apiId))
   const canDelete = apiId !== "" && may(session, required.deleteKey(apiId))
 
-  /** A write: its failure in plain words for the control that asked, a refused key signs out. */
-  async function write<A>(route: string, body: unknown, forbidden: string): Promise<A | undefined> {
-    try {
-      return await post<A>(session.rootKey, route, body)
-    } catch (error) {
-      if (signedOut(session, error)) return undefined
-      throw new Error(explain(error, forbidden))
-    }
-  }
   const create = async (input: Record<string, unknown>) => {
-    const answer = await write<{ keyId: string; key?: string }>("keys.createKey", input, `create keys in api ${apiId}`)
+    const answer = await write<{ keyId: string; key?: string }>(
+      session,
+      "keys.createKey",
+      input,
+      `create keys in api ${apiId}`
+    )
     if (answer === undefined) return
     setCreating(false)
     setCreated({ keyId: answer.keyId, secret: answer.key ?? "" })
     setStatus(undefined)
-    setVersion((v) => v + 1)
+    list.reload()
   }
-  const setEnabled = async (key: Key, enabled: boolean) => {
-    if (await write("keys.updateKey", { keyId: key.keyId, enabled }, `update keys of api ${apiId}`) === undefined) {
-      return
-    }
+  const enable = async (key: Key, enabled: boolean) => {
+    const body = { keyId: key.keyId, enabled }
+    if (await write(session, "keys.updateKey", body, `update keys of api ${apiId}`) === undefined) return
     setStatus(`Key ${key.keyId} ${enabled ? "enabled" : "disabled"}.`)
-    setVersion((v) => v + 1)
+    list.reload()
   }
   const remove = async (key: Key) => {
-    if (await write("keys.deleteKey", { keyId: key.keyId }, `delete keys of api ${apiId}`) === undefined) return
+    const body = { keyId: key.keyId }
+    if (await write(session, "keys.deleteKey", body, `delete keys of api ${apiId}`) === undefined) return
     setStatus(`Key ${key.keyId} deleted.`)
-    if (list.kind === "ready" && list.page.keys.length === 1 && paging.index > 0) paging.previous()
-    else setVersion((v) => v + 1)
+    list.reload(true)
   }
 
   return (
@@ -237,7 +252,7 @@ export const Keys = (props: { session: Session }) => {
         onSubmit={(e) => {
           e.preventDefault()
           setExternalId(filter.trim())
-          paging.reset()
+          list.reset()
         }}
       >
         <Picker
@@ -247,7 +262,7 @@ export const Keys = (props: { session: Session }) => {
           items={apis.items?.map((api) => ({ id: api.apiId, text: `${api.name} (${api.apiId})` }))}
           onChange={(id) => {
             setApiId(id)
-            paging.reset()
+            list.reset()
             setCreating(false)
             setStatus(undefined)
           }}
@@ -281,78 +296,35 @@ export const Keys = (props: { session: Session }) => {
         <p class="empty">This key may read no api yet. Create one (apis.createApi) to issue keys in it.</p>
       )}
       {apiId !== "" && (
-        <section class="panel" aria-label="keys">
-          <h2>Keys{externalId !== "" ? ` of ${externalId}` : ""}</h2>
-          {list.kind === "loading" && <p class="empty" aria-live="polite">Loading…</p>}
-          {list.kind === "error" && <p class="error" role="alert">{list.message}</p>}
-          {list.kind === "ready" && list.page.total === 0 && (
-            <p class="empty">
-              {externalId !== "" ? `No keys of ${externalId} in this api.` : "No keys in this api yet."}
-              {canCreate ? " Create one with New key." : ""}
-            </p>
+        <PagedTable
+          label="keys"
+          title={`Keys${externalId !== "" ? ` of ${externalId}` : ""}`}
+          list={list}
+          size={PAGE}
+          empty={`${externalId !== "" ? `No keys of ${externalId} in this api.` : "No keys in this api yet."}${
+            canCreate ? " Create one with New key." : ""
+          }`}
+          headers={[
+            "key",
+            "name",
+            "external id",
+            "state",
+            "credits",
+            "expires",
+            "created",
+            ...(canUpdate || canDelete ? ["actions"] : [])
+          ]}
+          row={(key) => (
+            <KeyRow
+              key={key.keyId}
+              item={key}
+              canUpdate={canUpdate}
+              canDelete={canDelete}
+              onEnable={(enabled) => enable(key, enabled)}
+              onDelete={() => remove(key)}
+            />
           )}
-          {list.kind === "ready" && list.page.keys.length > 0 && (
-            <>
-              <div class="scroll">
-                <table>
-                  <thead>
-                    <tr>
-                      <th scope="col">key</th>
-                      <th scope="col">name</th>
-                      <th scope="col">external id</th>
-                      <th scope="col">state</th>
-                      <th scope="col">credits</th>
-                      <th scope="col">expires</th>
-                      <th scope="col">created</th>
-                      {(canUpdate || canDelete) && <th scope="col">actions</th>}
-                    </tr>
-                  </thead>
-                  <tbody>
-                    {list.page.keys.map((key) => (
-                      <tr key={key.keyId}>
-                        <td class="mono">
-                          {key.keyId}
-                          <br />
-                          <span class="empty">{key.start}…</span>
-                        </td>
-                        <td>{key.name ?? ""}</td>
-                        <td>{key.identity?.externalId ?? ""}</td>
-                        <td>{key.enabled ? "enabled" : "disabled"}</td>
-                        <td>{key.credits?.remaining ?? "∞"}</td>
-                        <td>{key.expires !== undefined ? utcText(key.expires) : "never"}</td>
-                        <td>{utcText(key.createdAt)}</td>
-                        {(canUpdate || canDelete) && (
-                          <td class="actions">
-                            {canUpdate && (
-                              <button
-                                type="button"
-                                aria-label={`${key.enabled ? "disable" : "enable"} ${key.keyId}`}
-                                onClick={() =>
-                                  setEnabled(key, !key.enabled).catch((error: unknown) =>
-                                    setStatus(error instanceof Error ? error.message : String(error))
-                                  )}
-                              >
-                                {key.enabled ? "Disable" : "Enable"}
-                              </button>
-                            )} {canDelete && <ConfirmDelete what={key.keyId} onConfirm={() => remove(key)} />}
-                          </td>
-                        )}
-                      </tr>
-                    ))}
-                  </tbody>
-                </table>
-              </div>
-              <Pager
-                label="key pages"
-                paging={paging}
-                size={PAGE}
-                shown={list.page.keys.length}
-                total={list.page.total}
-                cursor={list.page.cursor}
-              />
-            </>
-          )}
-        </section>
+        />
       )}
     </main>
   )

@@ -5,6 +5,7 @@
 import { useEffect, useState } from "preact/hooks"
 import { explain, get } from "./Client.js"
 import { type Session, signedOut } from "./Session.js"
+import { param } from "./Url.js"
 
 export interface Listed<A> {
   readonly items: ReadonlyArray<A> | undefined
@@ -55,3 +56,13 @@ export const useNamespaces = (session: Session) =>
       ),
     "list namespaces"
   )
+
+/** A picked item's id, from the URL parameter, else the list's first once it is loaded. */
+export const useSelection = <A>(listed: Listed<A>, idOf: (item: A) => string, name: string) => {
+  const [value, setValue] = useState(() => param(name))
+  useEffect(() => {
+    const first = listed.items?.[0]
+    if (first !== undefined) setValue((current) => (current === "" ? idOf(first) : current))
+  }, [listed.items])
+  return [value, setValue] as const
+}

@@ -7,12 +7,13 @@
 import { MAX_DURATION, MAX_IDENTIFIER_LENGTH, MIN_DURATION, MIN_IDENTIFIER_LENGTH } from "@keymeter/core/OverrideBounds"
 import { required } from "@keymeter/core/Permission"
 import { useEffect, useRef, useState } from "preact/hooks"
-import { ApiError, explain, get, post, utcText } from "./Client.js"
+import { ApiError, explain, get, utcText } from "./Client.js"
 import { ConfirmDelete } from "./ConfirmDelete.js"
-import { useNamespaces } from "./Lists.js"
-import { Pager, usePaging } from "./Paging.js"
+import { type NamespaceItem, useNamespaces, useSelection } from "./Lists.js"
+import { PagedTable, usePagedList } from "./Paging.js"
 import { Picker } from "./Picker.js"
-import { may, type Session, signedOut } from "./Session.js"
+import { may, type Session, signedOut, write } from "./Session.js"
+import { useSectionUrl } from "./Url.js"
 
 /** Overrides per page. */
 const PAGE = 20
@@ -27,10 +28,13 @@ interface Override {
   readonly updatedAt: number
 }
 
-interface OverridePage {
-  readonly overrides: ReadonlyArray<Override>
-  readonly total: number
-  readonly cursor?: string
+/** What the form sends to setOverride (the namespace by name when it is a new one). */
+interface OverrideInput {
+  readonly namespaceName?: string
+  readonly identifier: string
+  readonly limit: number
+  readonly duration: number
+  readonly async: boolean
 }
 
 /** The units a window is written in, largest first. */
@@ -323,85 +327,57 @@ const OverrideRow = (props: {
 export const RateLimits = (props: { session: Session }) => {
   const { session } = props
   const namespaces = useNamespaces(session)
-  const [namespaceId, setNamespaceId] = useState(() => new URLSearchParams(location.search).get("namespaceId") ?? "")
-  const paging = usePaging()
-  const [version, setVersion] = useState(0)
-  const [list, setList] = useState<
-    { kind: "loading" } | { kind: "error"; message: string } | { kind: "ready"; page: OverridePage }
-  >({ kind: "loading" })
+  const [namespaceId, setNamespaceId] = useSelection(namespaces, (n) => n.namespaceId, "namespaceId")
   const [form, setForm] = useState<{ editing: Override | undefined; newNamespace: boolean } | undefined>()
   const [status, setStatus] = useState<string | undefined>()
-
-  useEffect(() => {
-    const first = namespaces.items?.[0]
-    if (namespaceId === "" && first !== undefined) setNamespaceId(first.namespaceId)
-  }, [namespaces.items])
-  useEffect(() => {
-    const params = new URLSearchParams({ section: "ratelimits" })
-    if (namespaceId !== "") params.set("namespaceId", namespaceId)
-    if (location.search !== `?${params}`) history.replaceState(null, "", `${location.pathname}?${params}`)
-  }, [namespaceId])
-  useEffect(() => {
-    if (namespaceId === "") return
-    setList({ kind: "loading" })
-    get<OverridePage>(session.rootKey, "ratelimits.listOverrides", {
-      namespaceId,
-      limit: String(PAGE),
-      cursor: paging.cursor
-    }).then(
-      (page) => setList({ kind: "ready", page }),
-      (error: unknown) => {
-        if (!signedOut(session, error)) {
-          setList({ kind: "error", message: explain(error, `read the overrides of namespace ${namespaceId}`) })
-        }
-      }
-    )
-  }, [namespaceId, paging.key, version])
+  useSectionUrl("ratelimits", { namespaceId })
+  const list = usePagedList<Override>(
+    session,
+    namespaceId === "" ? undefined : namespaceId,
+    (cursor) =>
+      get<{ overrides: ReadonlyArray<Override>; total: number; cursor?: string }>(
+        session.rootKey,
+        "ratelimits.listOverrides",
+        { namespaceId, limit: String(PAGE), cursor }
+      ).then((page) => ({ ...page, items: page.overrides })),
+    `read the overrides of namespace ${namespaceId}`
+  )
 
   const canSet = namespaceId !== "" && may(session, required.setOverride(namespaceId))
   const canDelete = namespaceId !== "" && may(session, required.deleteOverride(namespaceId))
   const canCreateNamespace = may(session, required.createNamespace())
   const name = namespaces.items?.find((n) => n.namespaceId === namespaceId)?.name ?? namespaceId
 
-  const save = async (
-    input: { namespaceName?: string; identifier: string; limit: number; duration: number; async: boolean }
-  ) => {
-    const where = input.namespaceName !== undefined ? {} : { namespaceId }
-    try {
-      await post(session.rootKey, "ratelimits.setOverride", { ...where, ...input })
-    } catch (error) {
-      if (signedOut(session, error)) return
-      throw new Error(explain(error, `set overrides in namespace ${input.namespaceName ?? name}`))
-    }
+  const save = async (input: OverrideInput) => {
+    const body = input.namespaceName !== undefined ? input : { namespaceId, ...input }
+    const forbidden = `set overrides in namespace ${input.namespaceName ?? name}`
+    if (await write(session, "ratelimits.setOverride", body, forbidden) === undefined) return
     setForm(undefined)
     setStatus(`Override ${input.identifier} saved: ${input.limit} per ${windowText(input.duration)}.`)
     if (input.namespaceName !== undefined) {
       // The new namespace's id comes from the list, found by its name.
-      const created = await get<{ namespaces: ReadonlyArray<{ namespaceId: string; name: string }> }>(
+      const listed = await get<{ namespaces: ReadonlyArray<NamespaceItem> }>(
         session.rootKey,
         "ratelimits.listNamespaces"
       ).catch(() => ({ namespaces: [] }))
       namespaces.reload()
-      const found = created.namespaces.find((n) => n.name === input.namespaceName)
+      const found = listed.namespaces.find((n) => n.name === input.namespaceName)
       if (found !== undefined) {
         setNamespaceId(found.namespaceId)
-        paging.reset()
+        return list.reset()
       }
     }
-    setVersion((v) => v + 1)
+    list.reload()
   }
   const remove = async (override: Override) => {
-    try {
-      await post(session.rootKey, "ratelimits.deleteOverride", { namespaceId, identifier: override.identifier })
-    } catch (error) {
-      if (signedOut(session, error)) return
-      throw new Error(explain(error, `delete overrides in namespace ${name}`))
+    const body = { namespaceId, identifier: override.identifier }
+    if (
+      await write(session, "ratelimits.deleteOverride", body, `delete overrides in namespace ${name}`) === undefined
+    ) {
+      return
     }
     setStatus(`Override ${override.identifier} deleted.`)
-    // A page emptied by the deletion shows the one before it.
-    if (list.kind === "ready" && list.page.overrides.length === 1 && paging.index > 0) {
-      paging.previous()
-    } else setVersion((v) => v + 1)
+    list.reload(true)
   }
 
   return (
@@ -415,7 +391,7 @@ export const RateLimits = (props: { session: Session }) => {
           items={namespaces.items?.map((n) => ({ id: n.namespaceId, text: `${n.name} (${n.namespaceId})` }))}
           onChange={(id) => {
             setNamespaceId(id)
-            paging.reset()
+            list.reset()
             setForm(undefined)
             setStatus(undefined)
           }}
@@ -457,55 +433,26 @@ export const RateLimits = (props: { session: Session }) => {
       )}
       {namespaceId !== "" && (
         <>
-          <section class="panel" aria-label="overrides">
-            <h2>Overrides in {name}</h2>
-            {list.kind === "loading" && <p class="empty" aria-live="polite">Loading…</p>}
-            {list.kind === "error" && <p class="error" role="alert">{list.message}</p>}
-            {list.kind === "ready" && list.page.total === 0 && (
-              <p class="empty">
-                No overrides in this namespace: every identifier gets the limit its caller asks for.
-                {canSet ? " Add one with New override." : ""}
-              </p>
+          <PagedTable
+            label="overrides"
+            title={`Overrides in ${name}`}
+            list={list}
+            size={PAGE}
+            empty={`No overrides in this namespace: every identifier gets the limit its caller asks for.${
+              canSet ? " Add one with New override." : ""
+            }`}
+            headers={["identifier", "limit", "window", "async", "updated", ...(canSet || canDelete ? ["actions"] : [])]}
+            row={(override) => (
+              <OverrideRow
+                key={override.id}
+                override={override}
+                canSet={canSet}
+                canDelete={canDelete}
+                onEdit={() => setForm({ editing: override, newNamespace: false })}
+                onDelete={() => remove(override)}
+              />
             )}
-            {list.kind === "ready" && list.page.overrides.length > 0 && (
-              <>
-                <div class="scroll">
-                  <table>
-                    <thead>
-                      <tr>
-                        <th scope="col">identifier</th>
-                        <th scope="col">limit</th>
-                        <th scope="col">window</th>
-                        <th scope="col">async</th>
-                        <th scope="col">updated</th>
-                        {(canSet || canDelete) && <th scope="col">actions</th>}
-                      </tr>
-                    </thead>
-                    <tbody>
-                      {list.page.overrides.map((override) => (
-                        <OverrideRow
-                          key={override.id}
-                          override={override}
-                          canSet={canSet}
-                          canDelete={canDelete}
-                          onEdit={() => setForm({ editing: override, newNamespace: false })}
-                          onDelete={() => remove(override)}
-                        />
-                      ))}
-                    </tbody>
-                  </table>
-                </div>
-                <Pager
-                  label="override pages"
-                  paging={paging}
-                  size={PAGE}
-                  shown={list.page.overrides.length}
-                  total={list.page.total}
-                  cursor={list.page.cursor}
-                />
-              </>
-            )}
-          </section>
+          />
           <Resolve session={session} namespaceId={namespaceId} />
         </>
       )}

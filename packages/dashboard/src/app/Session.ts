@@ -3,7 +3,7 @@
  * control only when the key holds a permission for it (the server checks again).
  */
 import { allows } from "@keymeter/core/Permission"
-import { isRefused } from "./Client.js"
+import { explain, isRefused, post } from "./Client.js"
 
 export interface Session {
   readonly rootKey: string
@@ -24,4 +24,22 @@ export const signedOut = (session: Session, error: unknown): boolean => {
   if (!isRefused(error)) return false
   session.signOut(`This key was refused: ${error.message}`)
   return true
+}
+
+/**
+ * A write through a POST route: undefined when the key was refused (the page signs out), an
+ * Error in plain words for the control that asked on any other failure.
+ */
+export const write = async <A>(
+  session: Session,
+  route: string,
+  body: unknown,
+  forbidden: string
+): Promise<A | undefined> => {
+  try {
+    return await post<A>(session.rootKey, route, body)
+  } catch (error) {
+    if (signedOut(session, error)) return undefined
+    throw new Error(explain(error, forbidden))
+  }
 }

@@ -19,8 +19,8 @@ import type { Principal } from "./Permission.js"
 import * as Permission from "./Permission.js"
 import { Catalog } from "./Storage.js"
 import * as Validation from "./Validation.js"
-import type { Decision } from "./Windows.js"
-import { Windows } from "./Windows.js"
+import type { Decision, WindowRequest } from "./Windows.js"
+import { takeAllLocal, Windows } from "./Windows.js"
 
 const Integer = (min: number, expectation: string) =>
   Validation.expected(Schema.Number.pipe(Schema.int(), Schema.between(min, Number.MAX_SAFE_INTEGER)), expectation)
@@ -178,20 +178,9 @@ export class RateLimiter extends Effect.Service<RateLimiter>()("@keymeter/core/R
       now: number
     ): LimitResponse => {
       const applied = override ?? request
-      const decision = local!.take(
-        `${namespace.id}\u0000${request.identifier}`,
-        now,
-        applied.limit,
-        applied.duration,
-        request.cost ?? 1
-      )
-      return {
-        success: decision.success,
-        limit: applied.limit,
-        remaining: decision.remaining,
-        reset: decision.reset,
-        ...(override !== undefined ? { overrideId: override.id } : {})
-      }
+      const key = `${namespace.id}\u0000${request.identifier}`
+      const decision = local!.take(key, now, applied.limit, applied.duration, request.cost ?? 1)
+      return answerOf(decision, applied.limit, override)
     }
 
     /**
@@ -266,20 +255,35 @@ export class RateLimiter extends Effect.Service<RateLimiter>()("@keymeter/core/R
         }
         const now = yield* Clock.currentTimeMillis
         if (local !== undefined) return take(resolved, now)
-        const decisions = yield* windows.takeAll(
-          resolved.map(({ key, override, request }) => ({
-            key,
-            limit: (override ?? request).limit,
-            duration: (override ?? request).duration,
-            cost: request.cost
-          })),
-          now
-        )
-        return sharedTaken(resolved, decisions, now)
+        const decisions = yield* windows.takeAll(resolved.map(windowRequest), now)
+        return takenOf(resolved, decisions, {
+          now: undefined,
+          effect: (taken) =>
+            windows.refundAll(taken, now).pipe(
+              Effect.catchAll((error) => Effect.logWarning("rate-limit tokens could not be given back", error))
+            )
+        })
       })
 
-    /** What a shared `takeAll` took: all of it, or nothing. */
-    const sharedTaken = (resolved: ReadonlyArray<Resolved>, decisions: ReadonlyArray<Decision>, now: number): Taken => {
+    const windowRequest = ({ key, override, request }: Resolved): WindowRequest => ({
+      key,
+      limit: (override ?? request).limit,
+      duration: (override ?? request).duration,
+      cost: request.cost
+    })
+
+    /**
+     * What a `takeAll` took, from its all-or-none decisions; `giveBack` returns what was taken
+     * (once, and only when all was taken: a refusal took nothing).
+     */
+    const takenOf = (
+      resolved: ReadonlyArray<Resolved>,
+      decisions: ReadonlyArray<Decision>,
+      giveBack: {
+        readonly now: ((taken: ReadonlyArray<{ key: string; cost: number }>) => void) | undefined
+        readonly effect: (taken: ReadonlyArray<{ key: string; cost: number }>) => Effect.Effect<void>
+      }
+    ): Taken => {
       const results = resolved.map(({ override, request }, i): TakenLimit => ({
         name: request.name,
         limit: (override ?? request).limit,
@@ -289,23 +293,26 @@ export class RateLimiter extends Effect.Service<RateLimiter>()("@keymeter/core/R
         ...(override !== undefined ? { overrideId: override.id } : {})
       }))
       const allowed = results.every((result) => !result.exceeded)
-      let refunded = !allowed
+      if (!allowed) {
+        return { allowed, results, refund: Effect.succeed(results), refundNow: giveBack.now && (() => results) }
+      }
+      const taken = resolved.map(({ key, request }) => ({ key, cost: request.cost }))
       const back = results.map((result, i) => ({
         ...result,
         remaining: Math.min(result.limit, result.remaining + resolved[i]!.request.cost)
       }))
+      let refunded = false
+      const once = <A>(give: () => A, otherwise: A): A => {
+        if (refunded) return otherwise
+        refunded = true
+        return give()
+      }
+      const { effect, now } = giveBack
       return {
         allowed,
         results,
-        refundNow: undefined,
-        refund: Effect.suspend(() => {
-          if (refunded) return Effect.succeed(allowed ? back : results)
-          refunded = true
-          return windows.refundAll(resolved.map(({ key, request }) => ({ key, cost: request.cost })), now).pipe(
-            Effect.catchAll((error) => Effect.logWarning("rate-limit tokens could not be given back", error)),
-            Effect.as(back)
-          )
-        })
+        refund: Effect.suspend(() => once(() => effect(taken), Effect.void)).pipe(Effect.as(back)),
+        refundNow: now && (() => once(() => now(taken), undefined) ?? back)
       }
     }
 
@@ -327,37 +334,15 @@ export class RateLimiter extends Effect.Service<RateLimiter>()("@keymeter/core/R
       return take(resolved, now)
     }
 
+    /** {@link takeAll} on this process's windows. */
     const take = (resolved: ReadonlyArray<Resolved>, now: number): Taken => {
-      const results: Array<TakenLimit> = []
-      const taken: Array<{ readonly key: string; readonly cost: number }> = []
-      for (const { key, override, request } of resolved) {
-        const applied = override ?? request
-        const decision = local!.take(key, now, applied.limit, applied.duration, request.cost)
-        if (decision.success) taken.push({ key, cost: request.cost })
-        results.push({
-          name: request.name,
-          limit: applied.limit,
-          remaining: decision.remaining,
-          reset: decision.reset,
-          exceeded: !decision.success,
-          ...(override !== undefined ? { overrideId: override.id } : {})
-        })
+      const giveBackNow = (taken: ReadonlyArray<{ key: string; cost: number }>) => {
+        for (const { cost, key } of taken) local!.refund(key, now, cost)
       }
-      let refunded = false
-      /** Gives back what was taken (once); the results as they then stand. */
-      const refund = (): ReadonlyArray<TakenLimit> => {
-        if (!refunded) {
-          refunded = true
-          for (const { cost, key } of taken) local!.refund(key, now, cost)
-        }
-        return results.map((result, i) =>
-          result.exceeded
-            ? result
-            : { ...result, remaining: Math.min(result.limit, result.remaining + resolved[i]!.request.cost) }
-        )
-      }
-      const allowed = results.every((result) => !result.exceeded)
-      return { allowed, results: allowed ? results : refund(), refundNow: refund, refund: Effect.sync(refund) }
+      return takenOf(resolved, takeAllLocal(local!, resolved.map(windowRequest), now), {
+        now: giveBackNow,
+        effect: (taken) => Effect.sync(() => giveBackNow(taken))
+      })
     }
 
     /** The namespace of the workspace named `name`, created on first use. */

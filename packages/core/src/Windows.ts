@@ -47,22 +47,30 @@ export class Windows extends Context.Tag("@keymeter/core/Windows")<Windows, {
   ) => Effect.Effect<void, StorageError>
 }>() {}
 
+/**
+ * Takes each request's cost from this process's windows at `now`, all or none: when any is
+ * refused, what the others took is given back and their decisions say how their windows stand.
+ */
+export const takeAllLocal = (
+  windows: LocalWindows,
+  requests: ReadonlyArray<WindowRequest>,
+  now: number
+): ReadonlyArray<Decision> => {
+  const decisions = requests.map((r) => windows.take(r.key, now, r.limit, r.duration, r.cost))
+  if (decisions.every((d) => d.success)) return decisions
+  return decisions.map((decision, i) => {
+    if (!decision.success) return decision
+    const request = requests[i]!
+    windows.refund(request.key, now, request.cost)
+    return { ...decision, remaining: Math.min(request.limit, decision.remaining + request.cost) }
+  })
+}
+
 /** Windows of this process, all or none over several. */
 export const makeLocal = (windows: SlidingWindows = new SlidingWindows()): Windows["Type"] => {
-  const takeAllNow = (requests: ReadonlyArray<WindowRequest>, now: number): ReadonlyArray<Decision> => {
-    const decisions = requests.map((r) => windows.take(r.key, now, r.limit, r.duration, r.cost))
-    if (decisions.every((d) => d.success)) return decisions
-    // Some refused: give back what the others took, and answer their windows as they stand.
-    return decisions.map((decision, i) => {
-      if (!decision.success) return decision
-      const request = requests[i]!
-      windows.refund(request.key, now, request.cost)
-      return { ...decision, remaining: Math.min(request.limit, decision.remaining + request.cost) }
-    })
-  }
   return {
     local: windows,
-    takeAll: (requests, now) => Effect.sync(() => takeAllNow(requests, now)),
+    takeAll: (requests, now) => Effect.sync(() => takeAllLocal(windows, requests, now)),
     refundAll: (taken, now) =>
       Effect.sync(() => {
         for (const { cost, key } of taken) windows.refund(key, now, cost)

@@ -9,6 +9,7 @@ import * as Keymeter from "@keymeter/core/Keymeter"
 import { Keys, refillSince } from "@keymeter/core/Keys"
 import { Overrides } from "@keymeter/core/Overrides"
 import { Catalog } from "@keymeter/core/Storage"
+import * as Windows from "@keymeter/core/Windows"
 import { Workspace } from "@keymeter/core/Workspace"
 import { MemoryStorage } from "@keymeter/storage-memory"
 import * as Cause from "effect/Cause"
@@ -23,6 +24,11 @@ const WS = "ws_keys"
 const admin = Auth.system(WS)
 const NOW = Date.UTC(2026, 0, 15, 12)
 const Test = Keymeter.layer.pipe(Layer.provideMerge(MemoryStorage.layer))
+/** Windows that look shared (as Redis's do): no sync path, every take and give-back an effect. */
+const SharedWindows = Keymeter.layerWith(
+  Layer.sync(Windows.Windows, () => ({ ...Windows.makeLocal(), local: undefined }))
+)
+  .pipe(Layer.provideMerge(MemoryStorage.layer))
 
 const setup = Effect.gen(function*() {
   const catalog = yield* Catalog
@@ -44,6 +50,42 @@ const setup = Effect.gen(function*() {
     verify: (key: string, fields: object = {}, principal = admin) =>
       keys.verify(principal, { key, ...fields }, { durable: true })
   }
+})
+
+/** Limits and credits taken together, all or none, whichever windows hold the limits. */
+const limitsAndCredits = Effect.gen(function*() {
+  const { create, verify } = yield* setup
+  const { key } = yield* create({
+    credits: { remaining: 1 },
+    ratelimits: [{ name: "per-minute", limit: 3, duration: 60_000, autoApply: true }]
+  })
+  expect(yield* verify(key)).toMatchObject({
+    code: "VALID",
+    credits: { remaining: 0 },
+    ratelimits: [{ name: "per-minute", limit: 3, remaining: 2, exceeded: false }]
+  })
+  // No credits left: USAGE_EXCEEDED, and the limit's token is given back each time.
+  for (let i = 0; i < 5; i++) {
+    expect(yield* verify(key)).toMatchObject({
+      code: "USAGE_EXCEEDED",
+      ratelimits: [{ remaining: 2, exceeded: false }]
+    })
+  }
+  // Rate limited: no credit is spent.
+  const { key: limited } = yield* create({
+    credits: { remaining: 10 },
+    ratelimits: [{ name: "tight", limit: 1, duration: 60_000, autoApply: true }]
+  })
+  expect((yield* verify(limited)).code).toBe("VALID")
+  expect(yield* verify(limited)).toMatchObject({ code: "RATE_LIMITED", credits: { remaining: 9 } })
+  // A limit applied only when asked for, with its cost; an unknown name is the caller's error.
+  const { key: asked } = yield* create({ ratelimits: [{ name: "expensive", limit: 10, duration: 60_000 }] })
+  expect((yield* verify(asked)).ratelimits).toBeUndefined()
+  expect((yield* verify(asked, { ratelimits: [{ name: "expensive", cost: 4 }] })).ratelimits).toMatchObject([
+    { name: "expensive", remaining: 6 }
+  ])
+  const unknown = yield* Effect.flip(verify(asked, { ratelimits: [{ name: "nope" }] }))
+  expect(unknown._tag).toBe("ValidationError")
 })
 
 describe("Keys", () => {
@@ -120,40 +162,12 @@ describe("Keys", () => {
     }).pipe(Effect.provide(Test)))
 
   it.effect("takes limits and credits together: a refused call spends neither", () =>
-    Effect.gen(function*() {
-      const { create, verify } = yield* setup
-      const { key } = yield* create({
-        credits: { remaining: 1 },
-        ratelimits: [{ name: "per-minute", limit: 3, duration: 60_000, autoApply: true }]
-      })
-      expect(yield* verify(key)).toMatchObject({
-        code: "VALID",
-        credits: { remaining: 0 },
-        ratelimits: [{ name: "per-minute", limit: 3, remaining: 2, exceeded: false }]
-      })
-      // No credits left: USAGE_EXCEEDED, and the limit's token is given back each time.
-      for (let i = 0; i < 5; i++) {
-        expect(yield* verify(key)).toMatchObject({
-          code: "USAGE_EXCEEDED",
-          ratelimits: [{ remaining: 2, exceeded: false }]
-        })
-      }
-      // Rate limited: no credit is spent.
-      const { key: limited } = yield* create({
-        credits: { remaining: 10 },
-        ratelimits: [{ name: "tight", limit: 1, duration: 60_000, autoApply: true }]
-      })
-      expect((yield* verify(limited)).code).toBe("VALID")
-      expect(yield* verify(limited)).toMatchObject({ code: "RATE_LIMITED", credits: { remaining: 9 } })
-      // A limit applied only when asked for, with its cost; an unknown name is the caller's error.
-      const { key: asked } = yield* create({ ratelimits: [{ name: "expensive", limit: 10, duration: 60_000 }] })
-      expect((yield* verify(asked)).ratelimits).toBeUndefined()
-      expect((yield* verify(asked, { ratelimits: [{ name: "expensive", cost: 4 }] })).ratelimits).toMatchObject([
-        { name: "expensive", remaining: 6 }
-      ])
-      const unknown = yield* Effect.flip(verify(asked, { ratelimits: [{ name: "nope" }] }))
-      expect(unknown._tag).toBe("ValidationError")
-    }).pipe(Effect.provide(Test)))
+    limitsAndCredits.pipe(Effect.provide(Test)))
+
+  // The same through the path for windows outside this process (Redis): decided by takeAll, given
+  // back by refundAll.
+  it.effect("takes limits and credits together on shared windows: a refused call spends neither", () =>
+    limitsAndCredits.pipe(Effect.provide(SharedWindows)))
 
   it.effect("lets overrides govern key limits, shared by an identity's keys", () =>
     Effect.gen(function*() {

@@ -21,6 +21,17 @@ export interface Decision {
   readonly reset: number
 }
 
+/** Adds `cost` taken at `now` to a log, coalesced with an entry of the same millisecond. */
+const append = (log: Log, now: number, cost: number) => {
+  const last = log.times.length - 1
+  if (last >= log.head && log.times[last] === now) log.costs[last]! += cost
+  else {
+    log.times.push(now)
+    log.costs.push(cost)
+  }
+  log.used += cost
+}
+
 /** Logs unused this long past their last entry are dropped during sweeps. */
 const SWEEP_EVERY = 10_000
 
@@ -34,11 +45,7 @@ export class SlidingWindows {
    */
   take(key: string, now: number, limit: number, duration: number, cost: number): Decision {
     if (++this.calls % SWEEP_EVERY === 0) this.sweep(now)
-    let log = this.logs.get(key)
-    if (log === undefined) {
-      log = { times: [], costs: [], head: 0, used: 0, idleAfter: 0 }
-      this.logs.set(key, log)
-    }
+    const log = this.logOf(key)
     const horizon = now - duration
     while (log.head < log.times.length && log.times[log.head]! <= horizon) {
       log.used -= log.costs[log.head]!
@@ -50,15 +57,7 @@ export class SlidingWindows {
       log.head = 0
     }
     const success = limit > 0 && log.used + Math.max(1, cost) <= limit
-    if (success && cost > 0) {
-      const last = log.times.length - 1
-      if (last >= log.head && log.times[last] === now) log.costs[last]! += cost
-      else {
-        log.times.push(now)
-        log.costs.push(cost)
-      }
-      log.used += cost
-    }
+    if (success && cost > 0) append(log, now, cost)
     log.idleAfter = Math.max(log.idleAfter, now + duration)
     const oldest = log.head < log.times.length ? log.times[log.head]! : now
     return { success, remaining: Math.max(0, limit - log.used), reset: oldest + duration }
@@ -83,21 +82,21 @@ export class SlidingWindows {
    * other servers took, learnt from a shared store, so this window refuses what they used up.
    */
   catchUp(key: string, now: number, used: number, duration: number): void {
+    const log = this.logOf(key)
+    const missing = used - log.used
+    if (missing <= 0) return
+    append(log, now, missing)
+    log.idleAfter = Math.max(log.idleAfter, now + duration)
+  }
+
+  /** The log of `key`, made empty on first use. */
+  private logOf(key: string): Log {
     let log = this.logs.get(key)
     if (log === undefined) {
       log = { times: [], costs: [], head: 0, used: 0, idleAfter: 0 }
       this.logs.set(key, log)
     }
-    const missing = used - log.used
-    if (missing <= 0) return
-    const last = log.times.length - 1
-    if (last >= log.head && log.times[last] === now) log.costs[last]! += missing
-    else {
-      log.times.push(now)
-      log.costs.push(missing)
-    }
-    log.used += missing
-    log.idleAfter = Math.max(log.idleAfter, now + duration)
+    return log
   }
 
   /** Drops the logs that hold nothing that can still count. */

@@ -242,7 +242,7 @@ export const points = await keymeter.getVerifications({ apiId: "api_1", groupBy:
   })
 
   it("runs keymeter-server on SQLite, and the keymeter CLI makes a root key the server accepts", async () => {
-    const dir = await project("sqlite", [...MEMORY, "storage-sqlite"])
+    const dir = await project("sqlite", [...MEMORY, "storage-sql", "storage-sqlite"])
     const db = join(dir, "data", "keymeter.db")
     const port = await freePort()
     const server = await startNode([join(dir, "node_modules/.bin/keymeter-server")], "keymeter-server", {

@@ -45,7 +45,7 @@ try {
   await Tarballs.packAll(root, folder)
   const consumers: ReadonlyArray<[string, ReadonlyArray<Tarballs.Published>]> = [
     ["memory only (keymeter)", Tarballs.MEMORY],
-    ["SQLite (keymeter @keymeter/storage-sqlite)", [...Tarballs.MEMORY, "storage-sqlite"]]
+    ["SQLite (keymeter @keymeter/storage-sqlite)", [...Tarballs.MEMORY, "storage-sql", "storage-sqlite"]]
   ]
   const rows: Array<string> = ["| consumer | packages | MiB on disk | seconds |", "|---|---:|---:|---:|"]
   for (const [name, packages] of consumers) {

@@ -13,6 +13,7 @@ export const PUBLISHED = [
   "core",
   "engine",
   "storage-memory",
+  "storage-sql",
   "storage-sqlite",
   "storage-clickhouse",
   "storage-postgres",

@@ -176,6 +176,45 @@ describe.skipIf(skip !== undefined)("three servers sharing PostgreSQL, Redis and
     }
   })
 
+  it("a key disabled, its identity disabled, then the key deleted through one server stops verifying on the others at once", async () => {
+    const [one, two, three] = servers.map((s) => s.base)
+    const externalId = `revoked_${run}`
+    const created = await json(await post(one!, "/v1/keys.createKey", { apiId: "api_main", externalId }))
+    const code = async (base: string) => (await json(await post(base, "/v1/keys.verifyKey", { key: created.key }))).code
+    // Every server remembers the key as valid.
+    for (const base of [one!, two!, three!]) expect(await code(base)).toBe("VALID")
+    // Each change through one server: the others answer the new code within a notification's time.
+    const seen = async (change: () => Promise<unknown>, expected: string) => {
+      await change()
+      return Math.max(
+        ...(await Promise.all([two!, three!].map((base) => eventually(async () => (await code(base)) === expected))))
+      )
+    }
+    const disabled = await seen(
+      () => post(one!, "/v1/keys.updateKey", { keyId: created.keyId, enabled: false }).then(json),
+      "DISABLED"
+    )
+    const enabled = await seen(
+      () => post(three!, "/v1/keys.updateKey", { keyId: created.keyId, enabled: true }).then(json),
+      "VALID"
+    )
+    const unauthorized = await seen(
+      () => post(two!, "/v1/identities.updateIdentity", { externalId, enabled: false }).then(json),
+      "UNAUTHORIZED"
+    )
+    const deleted = await seen(
+      () => post(one!, "/v1/keys.deleteKey", { keyId: created.keyId }).then(json),
+      "NOT_FOUND"
+    )
+    // The deleted key's secret is unknown everywhere, the server that deleted it included.
+    for (const base of [one!, two!, three!]) expect(await code(base)).toBe("NOT_FOUND")
+    console.log(
+      `key changes seen by the other servers after: disabled ${disabled.toFixed(1)} ms, enabled ${
+        enabled.toFixed(1)
+      } ms, identity disabled ${unauthorized.toFixed(1)} ms, deleted ${deleted.toFixed(1)} ms`
+    )
+  })
+
   it("a server killed with SIGKILL under load: the others keep answering, and acknowledged writes stay", async () => {
     const [one, two, three] = servers
     const survivors = [one!.base, two!.base]

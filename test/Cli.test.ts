@@ -1,4 +1,8 @@
 import { afterEach, describe, expect, it } from "@effect/vitest"
+import { ClickhouseTestServer, PostgresTestServer } from "@keymeter/testing"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Scope from "effect/Scope"
 import { spawnSync } from "node:child_process"
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -11,11 +15,11 @@ afterEach(async () => {
   for (const process of running.splice(0)) await stop(process, "SIGKILL")
 })
 
-const keymeter = (db: string, ...args: Array<string>) => {
+/** The CLI on the SQLite file `db`, or on the catalog a `--storage` in `args` names. */
+const keymeter = (db: string | undefined, ...args: Array<string>) => {
   const result = spawnSync(process.execPath, [
-    ...nodeArgs("packages/storage-sqlite/src/bin.ts"),
-    "--db",
-    db,
+    ...nodeArgs("packages/keymeter/src/cli.ts"),
+    ...(db !== undefined ? ["--db", db] : []),
     ...args
   ], {
     cwd: root,
@@ -93,5 +97,59 @@ describe("keymeter admin CLI", () => {
     expect(unknown.stderr).toMatch(/Unknown command: frobnicate[\s\S]*Usage: keymeter/)
     const revoke = keymeter(db, "root-key", "revoke", "--workspace", "ws_x", "--id", "rk_x")
     expect(revoke.status).toBe(1)
+  })
+
+  it.skipIf((PostgresTestServer.skip() ?? ClickhouseTestServer.skip()) !== undefined)(
+    "works on a PostgreSQL catalog: a root key it makes serves at once, and stops once revoked",
+    async () => {
+      const scope = Effect.runSync(Scope.make())
+      // A server on PostgreSQL records verifications in ClickHouse.
+      const clickhouseDatabase = ClickhouseTestServer.databaseName()
+      try {
+        const url = await Effect.runPromise(Scope.extend(PostgresTestServer.freshDatabase(), scope))
+        const port = await freePort()
+        const server = await start("packages/keymeter/src/main.ts", {
+          env: {
+            PORT: String(port),
+            KEYMETER_STORAGE: url,
+            KEYMETER_ANALYTICS: `clickhouse:${ClickhouseTestServer.url}/${clickhouseDatabase}`
+          },
+          ready: /Listening on (http:\S+)/
+        })
+        running.push(server)
+        const base = server.match[1]!
+        const cli = (...args: Array<string>) => keymeter(undefined, "--storage", url, ...args)
+        expect(cli("workspace", "create", "--name", "Acme", "--id", "ws_acme").json()).toEqual({
+          id: "ws_acme",
+          name: "Acme"
+        })
+        expect(cli("workspace", "list").json().map((w: { id: string }) => w.id)).toEqual(["ws_acme", "ws_default"])
+        const { apiId } = cli("api", "create", "--workspace", "ws_acme", "--name", "main").json()
+        const { id, key } = cli("root-key", "create", "--workspace", "ws_acme", "--permission", "api.*.read_api")
+          .json()
+        const read = () =>
+          fetch(`${base}/v1/analytics.getVerifications?apiId=${apiId}`, { headers: { authorization: `Bearer ${key}` } })
+            .then((reply) => reply.status)
+        expect(await read()).toBe(200)
+        expect(cli("root-key", "revoke", "--workspace", "ws_acme", "--id", id).json()).toEqual({ id, revoked: true })
+        // The server hears of it by notification.
+        const started = performance.now()
+        while ((await read()) !== 401) {
+          if (performance.now() - started > 3_000) throw new Error("the revoked key still served after 3 s")
+          await new Promise((resolve) => setTimeout(resolve, 5))
+        }
+      } finally {
+        for (const process of running.splice(0)) await stop(process, "SIGKILL")
+        await Effect.runPromise(ClickhouseTestServer.dropDatabase(clickhouseDatabase))
+        await Effect.runPromise(Scope.close(scope, Exit.void))
+      }
+    },
+    60_000
+  )
+
+  it("says why when the PostgreSQL catalog cannot be reached", () => {
+    const bad = keymeter(undefined, "--storage", "postgres://127.0.0.1:1/keymeter", "workspace", "list")
+    expect(bad.status).toBe(1)
+    expect(bad.stderr).toMatch(/^keymeter: PostgreSQL at postgres:\/\/127\.0\.0\.1:1\/keymeter could not be used/)
   })
 })

@@ -84,6 +84,8 @@ export class Catalog extends Context.Tag("@keymeter/core/Catalog")<
     /** Creates or renames a workspace. */
     readonly putWorkspace: (workspace: Workspace) => Effect.Effect<PutResult, StorageError>
     readonly getWorkspace: (id: string) => Effect.Effect<Option.Option<Workspace>, StorageError>
+    /** Every workspace, by id (for the admin CLI). */
+    readonly listWorkspaces: Effect.Effect<ReadonlyArray<Workspace>, StorageError>
     /** Creates a root key, or updates the one with the same hash (keeping its id); conflict in another workspace. */
     readonly putRootKey: (key: RootKey) => Effect.Effect<PutResult, StorageError>
     readonly findRootKeyByHash: (hash: string) => Effect.Effect<Option.Option<RootKey>, StorageError>

@@ -2,6 +2,7 @@
  * keymeter core: the domain of API keys, their usage analytics and rate-limit overrides, behind
  * the Storage and Auth ports.
  */
+export * as Admin from "./Admin.js"
 export * as Aggregation from "./Aggregation.js"
 export * as Analytics from "./Analytics.js"
 export * as Api from "./Api.js"

@@ -147,6 +147,20 @@ const postgresCatalog = (module: typeof PostgresCatalog, url: string) =>
     )
   )
 
+/**
+ * The catalog alone, for the admin CLI: a SQLite file or a PostgreSQL database, importing the
+ * adapter it needs (or naming the package to install).
+ */
+export const adminCatalog = (
+  target: { readonly sqlite: string } | { readonly postgres: string }
+): Effect.Effect<Layer.Layer<Catalog, StorageError>, InvalidStorageSpec> =>
+  "postgres" in target
+    ? Effect.map(postgres, (module) => postgresCatalog(module.PostgresCatalog, target.postgres))
+    : Effect.map(sqlite, (module) =>
+      module.SqliteStorage.layerCatalog({ filename: target.sqlite }).pipe(
+        Layer.mapError((error) => error._tag === "StorageError" ? error : new StorageError({ message: error.message }))
+      ))
+
 /** The storage layer the specs name, importing the adapters it needs. */
 export const layer = (
   spec: Spec,

@@ -1,17 +1,39 @@
 #!/usr/bin/env node
 /**
- * The `keymeter` admin command. It administers a SQLite file, so it lives with the SQLite adapter
- * (`@keymeter/storage-sqlite`'s Cli), an optional peer: without it, say what to install.
+ * The `keymeter` admin command: workspaces, root keys and apis on the catalog a command line names
+ * (a SQLite file, the default, or a PostgreSQL database), importing that adapter (an optional
+ * peer: without it, say what to install). JSON on stdout; errors on stderr with a non-zero exit.
  */
-try {
-  await import("@keymeter/storage-sqlite/bin")
-} catch (error) {
-  const missing = (error as { code?: string }).code === "ERR_MODULE_NOT_FOUND" &&
-    String((error as Error).message).includes("@keymeter/storage-sqlite")
-  if (!missing) throw error
-  process.stderr.write(
-    "keymeter: the admin CLI works on a SQLite file and needs the package @keymeter/storage-sqlite; " +
-      "install it with: npm install @keymeter/storage-sqlite\n"
-  )
-  process.exitCode = 1
+import { Admin } from "@keymeter/core"
+import * as Effect from "effect/Effect"
+import * as Logger from "effect/Logger"
+import * as StorageSpec from "./StorageSpec.js"
+
+const argv = process.argv.slice(2)
+if (argv.includes("--help") || argv.includes("-h") || argv.length === 0) {
+  process.stdout.write(Admin.USAGE + "\n")
+  process.exit(argv.length === 0 ? 2 : 0)
 }
+
+const exit = await Effect.runPromiseExit(
+  Effect.flatMap(
+    StorageSpec.adminCatalog(Admin.catalogOf(argv, process.env)),
+    (catalog) => Effect.provide(Admin.run(argv), catalog)
+  ).pipe(
+    // stdout is the command's JSON answer: what the adapters log (migrations, say) goes to stderr.
+    Effect.provide(Logger.replace(Logger.defaultLogger, Logger.withConsoleError(Logger.logfmtLogger)))
+  )
+)
+let code = 0
+if (exit._tag === "Success") {
+  process.stdout.write(JSON.stringify(exit.value, null, 2) + "\n")
+} else {
+  const failure = exit.cause._tag === "Fail" ? exit.cause.error as { message?: string; usage?: boolean } : undefined
+  process.stderr.write(`keymeter: ${failure?.message ?? "unexpected failure"}\n`)
+  if (failure === undefined) process.stderr.write(String(exit.cause) + "\n")
+  if (failure?.usage) process.stderr.write("\n" + Admin.USAGE + "\n")
+  code = failure?.usage ? 2 : 1
+}
+// Done once the output is flushed: a PostgreSQL client's socket can outlive its closed pool and
+// would keep the process waiting.
+process.stdout.write("", () => process.exit(code))

@@ -53,6 +53,9 @@ export const make = () => {
         return existed ? "updated" : "created"
       }),
     getWorkspace: (id) => Effect.sync(() => Option.fromNullable(workspaces.get(id))),
+    listWorkspaces: Effect.sync(() =>
+      [...workspaces.values()].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+    ),
     putRootKey: (key) =>
       Effect.sync(() => {
         revision++

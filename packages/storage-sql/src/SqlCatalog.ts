@@ -213,6 +213,10 @@ export const make = (dialect: Dialect) =>
           sql<{ id: string; name: string }>`SELECT id, name FROM workspaces WHERE id = ${id}`,
           (rows) => Option.map(first(rows), (row) => new Workspace(row))
         )),
+      listWorkspaces: run(Effect.map(
+        sql<{ id: string; name: string }>`SELECT id, name FROM workspaces ORDER BY id`,
+        (rows) => rows.map((row) => new Workspace(row))
+      )),
       putRootKey: (key) =>
         run(sql.withTransaction(Effect.gen(function*() {
           const [existing] = yield* sql<

@@ -747,6 +747,10 @@ export const conformance = (
           ["api_list_c", "c"]
         ])
         expect(yield* catalog.listApis("ws_nobody")).toEqual([])
+        // Every workspace, with its name.
+        expect((yield* catalog.listWorkspaces).map((workspace) => [workspace.id, workspace.name])).toEqual(
+          expect.arrayContaining([["ws_list", "list"], ["ws_list_other", "other"]])
+        )
         const apis = yield* Apis.Apis
         const reader: Principal = {
           workspaceId: "ws_list",

@@ -1,23 +1,22 @@
 /**
- * `keymeter`: administration of a SQLite file, safe beside a running server (it touches only the
- * catalog). Output is JSON on stdout; errors go to stderr with a non-zero exit.
+ * The `keymeter` admin commands: workspaces, root keys and apis, on any catalog (the CLI picks it
+ * from the command line: a SQLite file or a PostgreSQL database), safe beside running servers
+ * (they touch only the catalog). Root key secrets are returned once; only their hash is stored.
  */
-import * as SqlClient from "@effect/sql/SqlClient"
-import { Api } from "@keymeter/core/Api"
-import * as Ids from "@keymeter/core/Ids"
-import * as RootKey from "@keymeter/core/RootKey"
-import { Catalog } from "@keymeter/core/Storage"
-import { Workspace } from "@keymeter/core/Workspace"
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import { parseArgs } from "node:util"
-import * as SqliteStorage from "./SqliteStorage.js"
+import { Api } from "./Api.js"
+import * as Ids from "./Ids.js"
+import * as RootKey from "./RootKey.js"
+import { Catalog } from "./Storage.js"
+import { Workspace } from "./Workspace.js"
 
-/** Where the server keeps its data by default. */
+/** Where the standalone server keeps its data by default. */
 export const DEFAULT_FILE = "./.keymeter/keymeter.db"
 
-export const USAGE = `Usage: keymeter [--db <file>] <command> [options]
+export const USAGE = `Usage: keymeter [--db <file> | --storage <sqlite:<file> | postgres://...>] <command> [options]
 
   workspace create --name <name> [--id <id>]
   workspace list
@@ -26,13 +25,33 @@ export const USAGE = `Usage: keymeter [--db <file>] <command> [options]
   root-key revoke --workspace <id> --id <root key id>
   api create --workspace <id> --name <name> [--id <id>]
 
-The file is --db, else the path of KEYMETER_STORAGE=sqlite:<path>, else ${DEFAULT_FILE}.
+The catalog is --db (a SQLite file) or --storage, else KEYMETER_STORAGE (sqlite:<path> or a
+postgres:// URL), else ${DEFAULT_FILE}.
 The secret of a new root key is printed once; only its hash is stored.`
 
-/** A command that cannot be carried out; `usage` when the command line itself is wrong. */
-export class CliError extends Data.TaggedError("CliError")<{ readonly message: string; readonly usage?: boolean }> {}
+/** The catalog a command line names: a SQLite file or a PostgreSQL URL. */
+export const catalogOf = (
+  argv: ReadonlyArray<string>,
+  env: Record<string, string | undefined>
+): { readonly sqlite: string } | { readonly postgres: string } => {
+  const at = (flag: string) => {
+    const i = argv.indexOf(flag)
+    return i >= 0 ? argv[i + 1] : undefined
+  }
+  const db = at("--db")
+  if (db !== undefined) return { sqlite: db }
+  const storage = at("--storage") ?? env.KEYMETER_STORAGE
+  if (storage !== undefined && /^postgres(ql)?:\/\//.test(storage)) return { postgres: storage }
+  if (storage?.startsWith("sqlite:")) return { sqlite: storage.slice("sqlite:".length) }
+  return { sqlite: DEFAULT_FILE }
+}
 
-const usage = (message: string) => new CliError({ message, usage: true })
+/** A command that cannot be carried out; `usage` when the command line itself is wrong. */
+export class AdminError
+  extends Data.TaggedError("AdminError")<{ readonly message: string; readonly usage?: boolean }>
+{}
+
+const usage = (message: string) => new AdminError({ message, usage: true })
 
 const required = (values: Record<string, unknown>, name: string) =>
   typeof values[name] === "string" && values[name] !== ""
@@ -42,21 +61,12 @@ const required = (values: Record<string, unknown>, name: string) =>
 const requireWorkspace = (id: string) =>
   Effect.flatMap(Catalog, (catalog) => catalog.getWorkspace(id)).pipe(
     Effect.flatMap(Option.match({
-      onNone: () => Effect.fail(new CliError({ message: `No workspace ${JSON.stringify(id)}` })),
+      onNone: () => Effect.fail(new AdminError({ message: `No workspace ${JSON.stringify(id)}` })),
       onSome: Effect.succeed
     }))
   )
 
-/** The file a command line names. */
-export const fileOf = (argv: ReadonlyArray<string>, env: NodeJS.ProcessEnv) => {
-  const at = argv.indexOf("--db")
-  if (at >= 0 && argv[at + 1] !== undefined) return argv[at + 1]!
-  const storage = env.KEYMETER_STORAGE
-  if (storage?.startsWith("sqlite:")) return storage.slice("sqlite:".length)
-  return DEFAULT_FILE
-}
-
-/** Runs one command; the result is what is printed. */
+/** Runs one command on the catalog in context; the result is what is printed (as JSON). */
 export const run = (argv: ReadonlyArray<string>) =>
   Effect.gen(function*() {
     const { positionals, values } = yield* Effect.try({
@@ -66,6 +76,7 @@ export const run = (argv: ReadonlyArray<string>) =>
           allowPositionals: true,
           options: {
             db: { type: "string" },
+            storage: { type: "string" },
             name: { type: "string" },
             id: { type: "string" },
             workspace: { type: "string" },
@@ -76,7 +87,6 @@ export const run = (argv: ReadonlyArray<string>) =>
       catch: (error) => usage(error instanceof Error ? error.message : String(error))
     })
     const catalog = yield* Catalog
-    const sql = yield* SqlClient.SqlClient
     const now = Date.now()
     const command = positionals.join(" ")
     switch (command) {
@@ -84,13 +94,13 @@ export const run = (argv: ReadonlyArray<string>) =>
         const name = yield* required(values, "name")
         const id = values.id ?? Ids.make(Ids.Prefix.workspace, now)
         if (Option.isSome(yield* catalog.getWorkspace(id))) {
-          return yield* new CliError({ message: `Workspace ${JSON.stringify(id)} already exists` })
+          return yield* new AdminError({ message: `Workspace ${JSON.stringify(id)} already exists` })
         }
         yield* catalog.putWorkspace(new Workspace({ id, name }))
         return { id, name }
       }
       case "workspace list":
-        return yield* sql<{ id: string; name: string }>`SELECT id, name FROM workspaces ORDER BY id`
+        return (yield* catalog.listWorkspaces).map(({ id, name }) => ({ id, name }))
       case "root-key create": {
         const workspaceId = yield* required(values, "workspace")
         const permissions = values.permission ?? []
@@ -132,7 +142,7 @@ export const run = (argv: ReadonlyArray<string>) =>
         const workspaceId = yield* required(values, "workspace")
         const id = yield* required(values, "id")
         if (!(yield* catalog.deleteRootKey(workspaceId, id))) {
-          return yield* new CliError({
+          return yield* new AdminError({
             message: `No root key ${JSON.stringify(id)} in workspace ${JSON.stringify(workspaceId)}`
           })
         }
@@ -144,11 +154,11 @@ export const run = (argv: ReadonlyArray<string>) =>
         yield* requireWorkspace(workspaceId)
         const api = new Api({ id: values.id ?? Ids.make(Ids.Prefix.api, now), workspaceId, name })
         if ((yield* catalog.putApi(api)) === "conflict") {
-          return yield* new CliError({ message: `Api ${JSON.stringify(api.id)} belongs to another workspace` })
+          return yield* new AdminError({ message: `Api ${JSON.stringify(api.id)} belongs to another workspace` })
         }
         return { apiId: api.id, workspaceId, name }
       }
       default:
         return yield* usage(command === "" ? "A command is required" : `Unknown command: ${command}`)
     }
-  }).pipe(Effect.provide(SqliteStorage.layerCatalog({ filename: fileOf(argv, process.env) })))
+  })

@@ -97,6 +97,9 @@ describe("keymeter admin CLI", () => {
     expect(unknown.stderr).toMatch(/Unknown command: frobnicate[\s\S]*Usage: keymeter/)
     const revoke = keymeter(db, "root-key", "revoke", "--workspace", "ws_x", "--id", "rk_x")
     expect(revoke.status).toBe(1)
+    const storage = keymeter(undefined, "--storage", "mysql://somewhere", "workspace", "list")
+    expect(storage.status).toBe(2)
+    expect(storage.stderr).toMatch(/^keymeter: --storage must be sqlite:<path> or a postgres:\/\/ URL, got "mysql/)
   })
 
   it.skipIf((PostgresTestServer.skip() ?? ClickhouseTestServer.skip()) !== undefined)(

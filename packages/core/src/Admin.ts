@@ -29,21 +29,30 @@ The catalog is --db (a SQLite file) or --storage, else KEYMETER_STORAGE (sqlite:
 postgres:// URL), else ${DEFAULT_FILE}.
 The secret of a new root key is printed once; only its hash is stored.`
 
-/** The catalog a command line names: a SQLite file or a PostgreSQL URL. */
+/** The catalog a command line names: a SQLite file or a PostgreSQL URL (or why `--storage` names neither). */
 export const catalogOf = (
   argv: ReadonlyArray<string>,
   env: Record<string, string | undefined>
-): { readonly sqlite: string } | { readonly postgres: string } => {
+): { readonly sqlite: string } | { readonly postgres: string } | { readonly invalid: string } => {
   const at = (flag: string) => {
     const i = argv.indexOf(flag)
     return i >= 0 ? argv[i + 1] : undefined
   }
+  const named = (storage: string) =>
+    /^postgres(ql)?:\/\//.test(storage)
+      ? { postgres: storage }
+      : storage.startsWith("sqlite:") && storage.length > "sqlite:".length
+      ? { sqlite: storage.slice("sqlite:".length) }
+      : undefined
   const db = at("--db")
   if (db !== undefined) return { sqlite: db }
-  const storage = at("--storage") ?? env.KEYMETER_STORAGE
-  if (storage !== undefined && /^postgres(ql)?:\/\//.test(storage)) return { postgres: storage }
-  if (storage?.startsWith("sqlite:")) return { sqlite: storage.slice("sqlite:".length) }
-  return { sqlite: DEFAULT_FILE }
+  const storage = at("--storage")
+  if (storage !== undefined) {
+    return named(storage) ??
+      { invalid: `--storage must be sqlite:<path> or a postgres:// URL, got ${JSON.stringify(storage)}` }
+  }
+  // The server's variable, when it names a catalog (with memory, the default file).
+  return (env.KEYMETER_STORAGE !== undefined ? named(env.KEYMETER_STORAGE) : undefined) ?? { sqlite: DEFAULT_FILE }
 }
 
 /** A command that cannot be carried out; `usage` when the command line itself is wrong. */

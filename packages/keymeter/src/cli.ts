@@ -15,9 +15,14 @@ if (argv.includes("--help") || argv.includes("-h") || argv.length === 0) {
   process.exit(argv.length === 0 ? 2 : 0)
 }
 
+const target = Admin.catalogOf(argv, process.env)
 const exit = await Effect.runPromiseExit(
   Effect.flatMap(
-    StorageSpec.adminCatalog(Admin.catalogOf(argv, process.env)),
+    "invalid" in target
+      ? Effect.fail<Admin.AdminError | StorageSpec.InvalidStorageSpec>(
+        new Admin.AdminError({ message: target.invalid, usage: true })
+      )
+      : StorageSpec.adminCatalog(target),
     (catalog) => Effect.provide(Admin.run(argv), catalog)
   ).pipe(
     // stdout is the command's JSON answer: what the adapters log (migrations, say) goes to stderr.

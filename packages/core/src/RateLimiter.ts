@@ -20,7 +20,7 @@ import * as Permission from "./Permission.js"
 import { Catalog } from "./Storage.js"
 import * as Validation from "./Validation.js"
 import type { Decision, WindowRequest } from "./Windows.js"
-import { takeAllLocal, Windows } from "./Windows.js"
+import { Windows } from "./Windows.js"
 
 const Integer = (min: number, expectation: string) =>
   Validation.expected(Schema.Number.pipe(Schema.int(), Schema.between(min, Number.MAX_SAFE_INTEGER)), expectation)
@@ -256,13 +256,14 @@ export class RateLimiter extends Effect.Service<RateLimiter>()("@keymeter/core/R
         const now = yield* Clock.currentTimeMillis
         if (local !== undefined) return take(resolved, now)
         const decisions = yield* windows.takeAll(resolved.map(windowRequest), now)
-        return takenOf(resolved, decisions, {
-          now: undefined,
-          effect: (taken) =>
+        return sharedTaken(
+          resolved,
+          decisions,
+          (taken) =>
             windows.refundAll(taken, now).pipe(
               Effect.catchAll((error) => Effect.logWarning("rate-limit tokens could not be given back", error))
             )
-        })
+        )
       })
 
     const windowRequest = ({ key, override, request }: Resolved): WindowRequest => ({
@@ -273,16 +274,13 @@ export class RateLimiter extends Effect.Service<RateLimiter>()("@keymeter/core/R
     })
 
     /**
-     * What a `takeAll` took, from its all-or-none decisions; `giveBack` returns what was taken
-     * (once, and only when all was taken: a refusal took nothing).
+     * What a shared `takeAll` took, from its all-or-none decisions; `giveBack` returns what was
+     * taken (once, and only when all was taken: a refusal took nothing).
      */
-    const takenOf = (
+    const sharedTaken = (
       resolved: ReadonlyArray<Resolved>,
       decisions: ReadonlyArray<Decision>,
-      giveBack: {
-        readonly now: ((taken: ReadonlyArray<{ key: string; cost: number }>) => void) | undefined
-        readonly effect: (taken: ReadonlyArray<{ key: string; cost: number }>) => Effect.Effect<void>
-      }
+      giveBack: (taken: ReadonlyArray<{ key: string; cost: number }>) => Effect.Effect<void>
     ): Taken => {
       const results = resolved.map(({ override, request }, i): TakenLimit => ({
         name: request.name,
@@ -293,26 +291,22 @@ export class RateLimiter extends Effect.Service<RateLimiter>()("@keymeter/core/R
         ...(override !== undefined ? { overrideId: override.id } : {})
       }))
       const allowed = results.every((result) => !result.exceeded)
-      if (!allowed) {
-        return { allowed, results, refund: Effect.succeed(results), refundNow: giveBack.now && (() => results) }
-      }
-      const taken = resolved.map(({ key, request }) => ({ key, cost: request.cost }))
-      const back = results.map((result, i) => ({
-        ...result,
-        remaining: Math.min(result.limit, result.remaining + resolved[i]!.request.cost)
-      }))
+      if (!allowed) return { allowed, results, refund: Effect.succeed(results), refundNow: undefined }
+      const back = () =>
+        results.map((result, i) => ({
+          ...result,
+          remaining: Math.min(result.limit, result.remaining + resolved[i]!.request.cost)
+        }))
       let refunded = false
-      const once = <A>(give: () => A, otherwise: A): A => {
-        if (refunded) return otherwise
-        refunded = true
-        return give()
-      }
-      const { effect, now } = giveBack
       return {
         allowed,
         results,
-        refund: Effect.suspend(() => once(() => effect(taken), Effect.void)).pipe(Effect.as(back)),
-        refundNow: now && (() => once(() => now(taken), undefined) ?? back)
+        refund: Effect.suspend(() => {
+          if (refunded) return Effect.succeed(back())
+          refunded = true
+          return Effect.as(giveBack(resolved.map(({ key, request }) => ({ key, cost: request.cost }))), back())
+        }),
+        refundNow: undefined
       }
     }
 
@@ -334,15 +328,42 @@ export class RateLimiter extends Effect.Service<RateLimiter>()("@keymeter/core/R
       return take(resolved, now)
     }
 
-    /** {@link takeAll} on this process's windows. */
+    /**
+     * {@link takeAll} on this process's windows: the hot path of every verification with limits,
+     * so one loop and no intermediate arrays (building it from `Windows.takeAllLocal` and
+     * `sharedTaken` cost about 0.6 µs more per verification).
+     */
     const take = (resolved: ReadonlyArray<Resolved>, now: number): Taken => {
-      const giveBackNow = (taken: ReadonlyArray<{ key: string; cost: number }>) => {
-        for (const { cost, key } of taken) local!.refund(key, now, cost)
+      const results: Array<TakenLimit> = []
+      const taken: Array<{ readonly key: string; readonly cost: number }> = []
+      for (const { key, override, request } of resolved) {
+        const applied = override ?? request
+        const decision = local!.take(key, now, applied.limit, applied.duration, request.cost)
+        if (decision.success) taken.push({ key, cost: request.cost })
+        results.push({
+          name: request.name,
+          limit: applied.limit,
+          remaining: decision.remaining,
+          reset: decision.reset,
+          exceeded: !decision.success,
+          ...(override !== undefined ? { overrideId: override.id } : {})
+        })
       }
-      return takenOf(resolved, takeAllLocal(local!, resolved.map(windowRequest), now), {
-        now: giveBackNow,
-        effect: (taken) => Effect.sync(() => giveBackNow(taken))
-      })
+      let refunded = false
+      /** Gives back what was taken (once); the results as they then stand. */
+      const refund = (): ReadonlyArray<TakenLimit> => {
+        if (!refunded) {
+          refunded = true
+          for (const { cost, key } of taken) local!.refund(key, now, cost)
+        }
+        return results.map((result, i) =>
+          result.exceeded
+            ? result
+            : { ...result, remaining: Math.min(result.limit, result.remaining + resolved[i]!.request.cost) }
+        )
+      }
+      const allowed = results.every((result) => !result.exceeded)
+      return { allowed, results: allowed ? results : refund(), refundNow: refund, refund: Effect.sync(refund) }
     }
 
     /** The namespace of the workspace named `name`, created on first use. */

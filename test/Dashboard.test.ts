@@ -437,6 +437,22 @@ describe.skipIf(skip !== undefined)("dashboard in Chromium", () => {
       )
       await page.setViewportSize({ width: 1280, height: 900 })
 
+      // The key's id opens its usage (last 30 days); back returns to the keys as they were.
+      await keys.getByRole("link", { name: `usage of ${keyId}` }).click()
+      await page.waitForURL((url) => url.searchParams.get("keyId") === keyId && !url.searchParams.has("section"))
+      const end = Date.now()
+      const [usage] = await keymeter.getVerifications({
+        apiId,
+        keyId,
+        start: Math.floor((end - 30 * 24 * HOUR) / HOUR) * HOUR,
+        end
+      })
+      expect(usage!.total).toBeGreaterThan(0)
+      await page.waitForFunction((total) => (globalThis as any).__keymeterTotals?.total === total, usage!.total)
+      expect(await page.getByLabel("Window").inputValue()).toBe("30d")
+      await page.goBack()
+      await keys.getByRole("button", { name: `delete ${keyId}` }).waitFor()
+      expect(await page.getByLabel("External id", { exact: true }).inputValue()).toBe("customer_9")
       await keys.getByRole("button", { name: `delete ${keyId}` }).click()
       await keys.getByRole("button", { name: "Yes, delete" }).click()
       await expect.poll(() => page.getByRole("status").textContent()).toBe(`Key ${keyId} deleted.`)

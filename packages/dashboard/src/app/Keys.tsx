@@ -146,20 +146,32 @@ const Secret = (props: { keyId: string; secret: string; onDone: () => void }) =>
   )
 }
 
-/** One key's row, with its enable/disable and delete controls. */
+/** One key's row: its id links to its usage; its enable/disable and delete controls. */
 const KeyRow = (props: {
   item: Key
+  apiId: string
   canUpdate: boolean
   canDelete: boolean
+  onUsage: (search: string) => void
   onEnable: (enabled: boolean) => Promise<void>
   onDelete: () => Promise<void>
 }) => {
   const key = props.item
   const [failure, setFailure] = useState<string | undefined>()
+  const usage = new URLSearchParams({ apiId: props.apiId, window: "30d", keyId: key.keyId }).toString()
   return (
     <tr>
       <td class="mono">
-        {key.keyId}
+        <a
+          href={`?${usage}`}
+          aria-label={`usage of ${key.keyId}`}
+          onClick={(event) => {
+            event.preventDefault()
+            props.onUsage(usage)
+          }}
+        >
+          {key.keyId}
+        </a>
         <br />
         <span class="empty">{key.start}…</span>
       </td>
@@ -191,7 +203,8 @@ const KeyRow = (props: {
   )
 }
 
-export const Keys = (props: { session: Session }) => {
+/** The keys section; `onUsage` opens the usage section at a view (its query string). */
+export const Keys = (props: { session: Session; onUsage: (search: string) => void }) => {
   const { session } = props
   const apis = useApis(session)
   const [apiId, setApiId] = useSelection(apis, (api) => api.apiId, "apiId")
@@ -316,6 +329,8 @@ export const Keys = (props: { session: Session }) => {
           ]}
           row={(key) => (
             <KeyRow
+              apiId={apiId}
+              onUsage={props.onUsage}
               key={key.keyId}
               item={key}
               canUpdate={canUpdate}

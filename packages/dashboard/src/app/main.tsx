@@ -130,7 +130,15 @@ const App = () => {
         : open === "ratelimits"
         ? <RateLimits session={session} />
         : open === "keys"
-        ? <Keys session={session} />
+        ? (
+          <Keys
+            session={session}
+            onUsage={(search) => {
+              history.pushState(null, "", `${location.pathname}?${search}`)
+              setSection("usage")
+            }}
+          />
+        )
         : <Usage session={session} />}
     </>
   )

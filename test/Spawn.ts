@@ -2,8 +2,8 @@
  * Runs a TypeScript entry point as its own process (through tsx), the way a user would, and waits
  * for the line that says it is ready.
  */
+import { Ports } from "@keymeter/testing"
 import { type ChildProcess, spawn } from "node:child_process"
-import { createServer } from "node:net"
 import { resolve as resolvePath } from "node:path"
 import { fileURLToPath } from "node:url"
 
@@ -13,15 +13,7 @@ export const root = fileURLToPath(new URL("..", import.meta.url))
 const tsxLoader = new URL("../node_modules/tsx/dist/loader.mjs", import.meta.url).href
 
 /** A free TCP port on 127.0.0.1. */
-export const freePort = () =>
-  new Promise<number>((resolve, reject) => {
-    const server = createServer()
-    server.once("error", reject)
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address()
-      server.close(() => resolve(typeof address === "object" && address !== null ? address.port : 0))
-    })
-  })
+export const freePort = Ports.freePort
 
 export interface Running {
   readonly child: ChildProcess

@@ -2,9 +2,9 @@
  * Measuring keymeter through HTTP: the standalone server runs as its own process (as `npm start`
  * runs it) and concurrent clients post batches of recordVerifications over loopback.
  */
+import { Ports } from "@keymeter/testing"
 import { type ChildProcess, spawn, spawnSync } from "node:child_process"
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
-import { createServer } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
@@ -13,15 +13,6 @@ import { apiId, APIS, input } from "./Dataset.js"
 
 export const ROOT_KEY = "sk_bench_root_key"
 const root = fileURLToPath(new URL("../..", import.meta.url))
-
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const server = createServer()
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address()
-      server.close(() => resolve(typeof address === "object" && address !== null ? address.port : 0))
-    })
-  })
 
 let built = false
 
@@ -73,7 +64,7 @@ export const start = async (storage: string, env: Record<string, string> = {}): 
       }]
     })
   )
-  const port = await freePort()
+  const port = await Ports.freePort()
   const child = spawn(process.execPath, [
     // Extra node flags for the server alone, e.g. `--cpu-prof --cpu-prof-dir=prof` to profile it
     // under load (node refuses --cpu-prof in NODE_OPTIONS).

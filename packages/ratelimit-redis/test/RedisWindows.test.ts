@@ -4,7 +4,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as Windows from "@keymeter/core/Windows"
 import { RedisWindows } from "@keymeter/ratelimit-redis"
-import { RedisTestServer } from "@keymeter/testing"
+import { Ports, RedisTestServer } from "@keymeter/testing"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as FastCheck from "effect/FastCheck"
@@ -16,19 +16,10 @@ const skip = RedisTestServer.skip()
 const windows = (options: Partial<RedisWindows.Options> = {}) =>
   RedisWindows.make({ url: RedisTestServer.url!, prefix: RedisTestServer.freshPrefix(), ...options })
 
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const server = createServer()
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address()
-      server.close(() => resolve(typeof address === "object" && address !== null ? address.port : 0))
-    })
-  })
-
 /** A Redis server of the test's own, stopped with the scope. */
 const ownRedis = Effect.acquireRelease(
   Effect.promise(async () => {
-    const port = await freePort()
+    const port = await Ports.freePort()
     const child: ChildProcess = spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--save", ""], {
       stdio: "ignore"
     })
@@ -136,7 +127,7 @@ describe.skipIf(skip !== undefined)("Redis windows", () => {
 
   it.scopedLive("refuses to start when Redis cannot be reached, naming it without its password", () =>
     Effect.gen(function*() {
-      const port = yield* Effect.promise(freePort)
+      const port = yield* Effect.promise(Ports.freePort)
       const error = yield* Effect.flip(RedisWindows.make({ url: `redis://:hunter2@127.0.0.1:${port}/0` }))
       expect(error.message).toMatch(new RegExp(`^Redis is unreachable at redis://:\\*\\*\\*@127\\.0\\.0\\.1:${port}/0`))
       expect(error.message).not.toContain("hunter2")

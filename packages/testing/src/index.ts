@@ -1,9 +1,10 @@
 /**
  * What keymeter's test suites share: the storage conformance suite every adapter runs, the
  * reference oracle it checks answers against, the ClickHouse, PostgreSQL and Redis servers suites use, and
- * the packages packed and installed as a user gets them.
+ * the packages packed and installed as a user gets them, and free ports.
  */
 export * as ClickhouseTestServer from "./ClickhouseTestServer.js"
+export * as Ports from "./Ports.js"
 export * as PostgresTestServer from "./PostgresTestServer.js"
 export * as RedisTestServer from "./RedisTestServer.js"
 export * as Reference from "./Reference.js"

@@ -21,18 +21,13 @@ as_owner() {
   if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
 }
 
-in_use() {
-  { exec 4<> "/dev/tcp/127.0.0.1/$1"; } 2> /dev/null || return 1
-  exec 4<&-
-}
+# in_use, free_from
+source "$(dirname "${BASH_SOURCE[0]}")/ports.sh"
 
 case "$command" in
 start)
   port="${3:-}"
-  if [ -z "$port" ]; then
-    port=54329
-    while in_use "$port"; do port=$((port + 1)); done
-  fi
+  [ -n "$port" ] || port="$(free_from 54329)"
   [ "$(id -u)" = 0 ] && chown postgres "$dir"
   # The owner may not enter the caller's working directory.
   cd "$dir"
@@ -46,8 +41,7 @@ start)
     fi
     echo "postgres did not start on port $port (attempt $attempt); its log ends:" >&2
     tail -n 5 "$dir/server.log" >&2 || true
-    port=$((port + 1))
-    while in_use "$port"; do port=$((port + 1)); done
+    port="$(free_from $((port + 1)))"
   done
   exit 1
   ;;

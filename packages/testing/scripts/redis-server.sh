@@ -12,18 +12,13 @@ mkdir -p "$dir"
 dir="$(cd "$dir" && pwd)"
 command -v redis-server > /dev/null || { echo "redis-server is not installed" >&2; exit 1; }
 
-in_use() {
-  { exec 4<> "/dev/tcp/127.0.0.1/$1"; } 2> /dev/null || return 1
-  exec 4<&-
-}
+# in_use, free_from
+source "$(dirname "${BASH_SOURCE[0]}")/ports.sh"
 
 case "$command" in
 start)
   port="${3:-}"
-  if [ -z "$port" ]; then
-    port=63799
-    while in_use "$port"; do port=$((port + 1)); done
-  fi
+  [ -n "$port" ] || port="$(free_from 63799)"
   redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --dir "$dir" \
     --daemonize yes --pidfile "$dir/redis.pid" --logfile "$dir/redis.log" > /dev/null
   for _ in $(seq 1 100); do in_use "$port" && break; sleep 0.05; done

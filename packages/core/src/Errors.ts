@@ -63,3 +63,6 @@ export class IdempotencyKeyReused extends Schema.TaggedError<IdempotencyKeyReuse
 export class IdempotencyKeyInUse extends Schema.TaggedError<IdempotencyKeyInUse>()("IdempotencyKeyInUse", {
   message: Schema.String
 }) {}
+
+/** A URL (`postgres://`, `redis://`, …) as shown in messages and logs: without its password. */
+export const redactUrl = (text: string) => text.replace(/^([a-z]+:\/\/[^:/@]*):[^@/]*@/i, "$1:***@")

@@ -7,7 +7,7 @@
  * The SQLite, PostgreSQL and ClickHouse adapters are optional peer dependencies, imported only when
  * a string names them: an embedder on memory storage installs neither native code nor a client.
  */
-import { StorageError } from "@keymeter/core/Errors"
+import { redactUrl, StorageError } from "@keymeter/core/Errors"
 import type { Catalog, VerificationStore } from "@keymeter/core/Storage"
 import type { Windows } from "@keymeter/core/Windows"
 import { MemoryCatalog, MemoryStorage } from "@keymeter/storage-memory"
@@ -47,19 +47,16 @@ export const parse = (spec: string): Spec | InvalidStorageSpec => {
     if (url !== undefined && url.hostname !== "" && url.pathname.length > 1) return { _tag: "postgres", url: value }
     return new InvalidStorageSpec({
       message: `KEYMETER_STORAGE: not a usable PostgreSQL URL (postgres://user:pass@host:port/database), got ${
-        JSON.stringify(redact(value))
+        JSON.stringify(redactUrl(value))
       }`
     })
   }
   return new InvalidStorageSpec({
     message: `KEYMETER_STORAGE must be "memory", "sqlite:<path>" or "postgres://user:pass@host:port/database", got ${
-      JSON.stringify(redact(spec))
+      JSON.stringify(redactUrl(spec))
     }`
   })
 }
-
-/** A URL as shown in messages: without its password. */
-const redact = (text: string) => text.replace(/^([a-z]+:\/\/[^:/@]*):[^@/]*@/i, "$1:***@")
 
 /** A parsed rate-limit choice: windows shared through Redis (else they are each server's own). */
 export type RatelimitSpec = { readonly _tag: "redis"; readonly url: string; readonly fallback: "closed" | "local" }
@@ -69,7 +66,7 @@ export const parseRatelimit = (spec: string, fallback = "closed"): RatelimitSpec
   const value = spec.trim()
   if (!/^rediss?:\/\//.test(value) || !URL.canParse(value) || new URL(value).hostname === "") {
     return new InvalidStorageSpec({
-      message: `KEYMETER_RATELIMIT must be "redis://<host>:<port>/<db>", got ${JSON.stringify(redact(spec))}`
+      message: `KEYMETER_RATELIMIT must be "redis://<host>:<port>/<db>", got ${JSON.stringify(redactUrl(spec))}`
     })
   }
   if (fallback !== "closed" && fallback !== "local") {
@@ -140,7 +137,7 @@ const postgresCatalog = (module: typeof PostgresCatalog, url: string) =>
       error._tag === "SchemaError"
         ? new StorageError({ message: error.message })
         : new StorageError({
-          message: `PostgreSQL at ${redact(url)} could not be used: ${
+          message: `PostgreSQL at ${redactUrl(url)} could not be used: ${
             String((error as { cause?: unknown }).cause ?? error.message)
           }`
         })

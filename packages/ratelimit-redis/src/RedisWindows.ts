@@ -12,7 +12,7 @@
  * decides with this server's own windows and logs loudly (each server then admits up to the
  * limit on its own).
  */
-import { StorageError } from "@keymeter/core/Errors"
+import { redactUrl, StorageError } from "@keymeter/core/Errors"
 import type { Decision, WindowRequest } from "@keymeter/core/Windows"
 import * as Windows from "@keymeter/core/Windows"
 import * as Effect from "effect/Effect"
@@ -135,7 +135,7 @@ export const make = (options: Options) =>
           return redis
         },
         catch: (cause) =>
-          new StorageError({ message: `Redis is unreachable at ${redact(options.url)}: ${describe(cause)}`, cause })
+          new StorageError({ message: `Redis is unreachable at ${redactUrl(options.url)}: ${describe(cause)}`, cause })
       }),
       (redis) => Effect.promise(() => redis.quit().catch(() => redis.disconnect()))
     )
@@ -202,6 +202,3 @@ export const layer = (options: Options): Layer.Layer<Windows.Windows, StorageErr
   Layer.scoped(Windows.Windows, make(options))
 
 const describe = (cause: unknown) => cause instanceof Error ? cause.message : String(cause)
-
-/** A URL as shown in messages: without its password. */
-const redact = (url: string) => url.replace(/^(rediss?:\/\/[^:/@]*):[^@/]*@/i, "$1:***@")

@@ -7,6 +7,7 @@ import { required } from "@keymeter/core/Permission"
 import { useEffect, useRef, useState } from "preact/hooks"
 import { get, utcText } from "./Client.js"
 import { ConfirmDelete } from "./ConfirmDelete.js"
+import { useDraft } from "./Form.js"
 import { useApis, useSelection } from "./Lists.js"
 import { PagedTable, usePagedList } from "./Paging.js"
 import { Picker } from "./Picker.js"
@@ -59,25 +60,12 @@ const CreateKeyForm = (props: {
   onCreate: (input: Record<string, unknown>) => Promise<void>
   onCancel: () => void
 }) => {
-  const [draft, setDraft] = useState(EMPTY)
-  const [checked, setChecked] = useState(false)
-  const [failure, setFailure] = useState<string | undefined>()
-  const [saving, setSaving] = useState(false)
-  const first = useRef<HTMLInputElement>(null)
-  useEffect(() => first.current?.focus(), [])
-  const problems = checked ? problemsOf(draft, Date.now()) : {}
+  const form = useDraft<Draft>(EMPTY, (draft) => problemsOf(draft, Date.now()))
   const input = (name: keyof Draft, label: string, extra: Record<string, unknown> = {}) => (
     <label>
       {label}
-      <input
-        name={name}
-        value={draft[name]}
-        aria-invalid={problems[name] !== undefined}
-        aria-describedby={problems[name] !== undefined ? `problem-${name}` : undefined}
-        onInput={(e) => setDraft({ ...draft, [name]: (e.target as HTMLInputElement).value })}
-        {...extra}
-      />
-      {problems[name] !== undefined && <span class="problem" id={`problem-${name}`}>{problems[name]}</span>}
+      <input {...form.field(name)} value={form.draft[name]} {...extra} />
+      {form.problem(name)}
     </label>
   )
   return (
@@ -85,12 +73,7 @@ const CreateKeyForm = (props: {
       class="panel key-form"
       aria-label="new key"
       noValidate
-      onSubmit={(event) => {
-        event.preventDefault()
-        setChecked(true)
-        if (Object.keys(problemsOf(draft, Date.now())).length > 0) return
-        setSaving(true)
-        setFailure(undefined)
+      onSubmit={form.submit((draft) =>
         props.onCreate({
           apiId: props.apiId,
           ...(draft.name !== "" ? { name: draft.name } : {}),
@@ -98,21 +81,18 @@ const CreateKeyForm = (props: {
           ...(draft.externalId !== "" ? { externalId: draft.externalId } : {}),
           ...(draft.credits.trim() !== "" ? { credits: { remaining: Number(draft.credits) } } : {}),
           ...(draft.expires !== "" ? { expires: Date.parse(draft.expires + "Z") } : {})
-        }).catch((error: unknown) => {
-          setSaving(false)
-          setFailure(error instanceof Error ? error.message : String(error))
         })
-      }}
+      )}
     >
       <h2>New key</h2>
-      {input("name", "Name (optional)", { ref: first, maxLength: 255 })}
+      {input("name", "Name (optional)", { ref: form.first, maxLength: 255 })}
       {input("prefix", "Prefix (optional)", { maxLength: 16 })}
       {input("externalId", "External id (optional: the customer it is for)", { maxLength: 255 })}
       {input("credits", "Credits (optional: uses before it is spent)", { type: "number", min: 0, step: 1 })}
       {input("expires", "Expires (optional, UTC)", { type: "datetime-local" })}
-      {failure !== undefined && <p class="error" role="alert">{failure}</p>}
+      {form.failure !== undefined && <p class="error" role="alert">{form.failure}</p>}
       <div class="actions">
-        <button type="submit" disabled={saving}>{saving ? "Creating…" : "Create key"}</button>
+        <button type="submit" disabled={form.saving}>{form.saving ? "Creating…" : "Create key"}</button>
         <button type="button" onClick={props.onCancel}>Cancel</button>
       </div>
     </form>

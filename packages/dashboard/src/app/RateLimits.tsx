@@ -6,9 +6,10 @@
  */
 import { MAX_DURATION, MAX_IDENTIFIER_LENGTH, MIN_DURATION, MIN_IDENTIFIER_LENGTH } from "@keymeter/core/OverrideBounds"
 import { required } from "@keymeter/core/Permission"
-import { useEffect, useRef, useState } from "preact/hooks"
+import { useEffect, useState } from "preact/hooks"
 import { ApiError, explain, get, utcText } from "./Client.js"
 import { ConfirmDelete } from "./ConfirmDelete.js"
+import { useDraft } from "./Form.js"
 import { type NamespaceItem, useNamespaces, useSelection } from "./Lists.js"
 import { PagedTable, usePagedList } from "./Paging.js"
 import { Picker } from "./Picker.js"
@@ -100,7 +101,7 @@ const OverrideForm = (props: {
   ) => Promise<void>
   onCancel: () => void
 }) => {
-  const [draft, setDraft] = useState<Draft>(() => {
+  const form = useDraft<Draft>(() => {
     const [duration, unit] = inUnits(props.editing?.duration ?? 60_000)
     return {
       namespaceName: "",
@@ -110,47 +111,23 @@ const OverrideForm = (props: {
       unit,
       async: props.editing?.async ?? false
     }
-  })
-  const [checked, setChecked] = useState(false)
-  const [failure, setFailure] = useState<string | undefined>()
-  const [saving, setSaving] = useState(false)
-  const first = useRef<HTMLInputElement>(null)
-  useEffect(() => first.current?.focus(), [])
-  const problems = checked ? problemsOf(draft, props.newNamespace) : {}
-  const set = (field: keyof Draft) => (e: Event) => {
-    const target = e.target as HTMLInputElement | HTMLSelectElement
-    setDraft({ ...draft, [field]: target.type === "checkbox" ? (target as HTMLInputElement).checked : target.value })
-  }
-  const field = (name: keyof Draft) => ({
-    name,
-    "aria-invalid": problems[name] !== undefined,
-    "aria-describedby": problems[name] !== undefined ? `problem-${name}` : undefined
-  })
-  const problem = (name: keyof Draft) =>
-    problems[name] !== undefined && <span class="problem" id={`problem-${name}`}>{problems[name]}</span>
+  }, (draft) => problemsOf(draft, props.newNamespace))
+  const { draft, field, first, problem } = form
   return (
     <form
       class="panel override-form"
       aria-label={props.editing === undefined ? "new override" : `edit override ${props.editing.identifier}`}
       noValidate
-      onSubmit={(event) => {
-        event.preventDefault()
-        setChecked(true)
-        if (Object.keys(problemsOf(draft, props.newNamespace)).length > 0) return
-        setSaving(true)
-        setFailure(undefined)
+      onSubmit={form.submit((draft) => {
         const size = UNITS.find(([unit]) => unit === draft.unit)![2]
-        props.onSave({
+        return props.onSave({
           ...(props.newNamespace ? { namespaceName: draft.namespaceName.trim() } : {}),
           identifier: draft.identifier,
           limit: Number(draft.limit),
           duration: Number(draft.duration) * size,
           async: draft.async
-        }).catch((error: unknown) => {
-          setSaving(false)
-          setFailure(error instanceof Error ? error.message : String(error))
         })
-      }}
+      })}
     >
       <h2>{props.editing === undefined ? "New override" : `Edit override ${props.editing.identifier}`}</h2>
       {props.newNamespace && (
@@ -161,7 +138,6 @@ const OverrideForm = (props: {
             ref={first}
             value={draft.namespaceName}
             maxLength={255}
-            onInput={set("namespaceName")}
           />
           {problem("namespaceName")}
         </label>
@@ -175,7 +151,6 @@ const OverrideForm = (props: {
           readOnly={props.editing !== undefined}
           minLength={MIN_IDENTIFIER_LENGTH}
           maxLength={MAX_IDENTIFIER_LENGTH}
-          onInput={set("identifier")}
         />
         {problem("identifier")}
       </label>
@@ -188,7 +163,6 @@ const OverrideForm = (props: {
           step={1}
           inputMode="numeric"
           value={draft.limit}
-          onInput={set("limit")}
         />
         {problem("limit")}
       </label>
@@ -202,24 +176,23 @@ const OverrideForm = (props: {
             step={1}
             inputMode="numeric"
             value={draft.duration}
-            onInput={set("duration")}
           />
         </label>
         <label>
           Unit
-          <select name="unit" value={draft.unit} onChange={set("unit")}>
+          <select {...field("unit")} value={draft.unit}>
             {UNITS.map(([unit, label]) => <option key={unit} value={unit}>{label}</option>)}
           </select>
         </label>
         {problem("duration")}
       </div>
       <label class="inline">
-        <input type="checkbox" name="async" checked={draft.async} onChange={set("async")} />
+        <input type="checkbox" {...field("async")} checked={draft.async} />
         Async (decide from this server's view, synchronise after)
       </label>
-      {failure !== undefined && <p class="error" role="alert">{failure}</p>}
+      {form.failure !== undefined && <p class="error" role="alert">{form.failure}</p>}
       <div class="actions">
-        <button type="submit" disabled={saving}>{saving ? "Saving…" : "Save override"}</button>
+        <button type="submit" disabled={form.saving}>{form.saving ? "Saving…" : "Save override"}</button>
         <button type="button" onClick={props.onCancel}>Cancel</button>
       </div>
     </form>

@@ -2,7 +2,7 @@
  * Measuring keymeter through HTTP: the standalone server runs as its own process (as `npm start`
  * runs it) and concurrent clients post batches of recordVerifications over loopback.
  */
-import { Ports } from "@keymeter/testing"
+import * as Ports from "@keymeter/testing/Ports"
 import { type ChildProcess, spawn, spawnSync } from "node:child_process"
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"

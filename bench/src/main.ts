@@ -27,6 +27,8 @@ const { values } = parseArgs({
     "skip-http": { type: "boolean", default: false },
     // Only the HTTP section (no query runs, no DuckDB): for iterating on the request path.
     "http-only": { type: "boolean", default: false },
+    // No query runs (no DuckDB): the library's verifyKey and HTTP, for before/after comparisons.
+    "skip-queries": { type: "boolean", default: false },
     // A seeded mix of N varied queries, each timed on first sight and on repeat, per engine.
     mix: { type: "string" },
     seed: { type: "string", default: "15" },
@@ -87,6 +89,7 @@ const runWorker = (engine: string, size: number): Array<EngineResult> => {
 /** Runs the library verification bench on `storage` in its own process. */
 const runVerify = (storage: string, keys: number): VerifyResult => {
   const out = here(`../data/verify-${storage.split(":")[0]}.json`)
+  mkdirSync(here("../data"), { recursive: true })
   if (storage.startsWith("sqlite:")) {
     for (const suffix of ["", "-wal", "-shm", ".lock"]) {
       rmSync(storage.slice("sqlite:".length) + suffix, { force: true })
@@ -152,7 +155,7 @@ const run: {
 }
 
 let failed = false
-for (const size of values["http-only"] ? [] : sizes) {
+for (const size of values["http-only"] || values["skip-queries"] ? [] : sizes) {
   const t = performance.now()
   Dataset.ensure(size)
   log(`\n${Report.count(size)} events (data set ready in ${((performance.now() - t) / 1000).toFixed(1)} s)`)

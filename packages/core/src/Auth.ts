@@ -3,10 +3,11 @@
  */
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
+import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
+import * as Decision from "./Decision.js"
 import type { StorageError } from "./Errors.js"
 import { InsufficientPermissions, KeyForbidden, Unauthenticated } from "./Errors.js"
 import { CatalogCache } from "./internal/CatalogCache.js"
@@ -19,21 +20,18 @@ import { Catalog } from "./Storage.js"
 export class Auth extends Context.Tag("@keymeter/core/Auth")<
   Auth,
   {
-    /** The principal of a root key secret; an empty secret means no credentials were sent. */
+    /**
+     * The principal of a root key secret; an empty secret means no credentials were sent. Decided
+     * when called (see `Decision`): an Exit when the key's lookup is remembered.
+     */
     readonly authenticate: (
       secret: Redacted.Redacted<string>
     ) => Effect.Effect<Principal, Unauthenticated | KeyForbidden | StorageError>
-    /** Succeeds when the principal holds any of `anyOf` (or `*`). */
+    /** Succeeds when the principal holds any of `anyOf` (or `*`): decided at once, an Exit. */
     readonly authorize: (
       principal: Principal,
       anyOf: ReadonlyArray<string>
-    ) => Effect.Effect<void, InsufficientPermissions>
-    /**
-     * What {@link authenticate} would answer for a non-empty secret, when that is known without
-     * I/O (the key was looked up since root keys last changed); undefined otherwise. For request
-     * paths that answer without running an effect.
-     */
-    readonly peek: (secret: string) => Either.Either<Principal, Unauthenticated | KeyForbidden> | undefined
+    ) => Exit.Exit<void, InsufficientPermissions>
   }
 >() {}
 
@@ -42,15 +40,17 @@ export const system = (workspaceId: string): Principal => ({ workspaceId, rootKe
 
 // The refusals of unknown keys are built once: a bad key must be cheap to refuse, and an error
 // value costs a stack trace and a schema check each time it is made.
-const MISSING = new Unauthenticated({ message: "Missing root key: send the header Authorization: Bearer <root key>" })
-const UNKNOWN = new Unauthenticated({ message: "The root key is not valid" })
-
-const DISABLED = new KeyForbidden({ message: "The root key is disabled" })
+const MISSING = Exit.fail(
+  new Unauthenticated({ message: "Missing root key: send the header Authorization: Bearer <root key>" })
+)
+const UNKNOWN = Exit.fail(new Unauthenticated({ message: "The root key is not valid" }))
+const DISABLED = Exit.fail(new KeyForbidden({ message: "The root key is disabled" }))
 
 /** A lookup of a root key hash: the key and its principal, or nothing found. */
 interface Lookup {
   readonly key: RootKey.RootKey | undefined
-  readonly principal: Principal | undefined
+  /** Its principal as an answer, made once. */
+  readonly principal: Exit.Exit<Principal> | undefined
 }
 
 /**
@@ -63,45 +63,40 @@ export const make = Effect.gen(function*() {
   const clock = yield* Effect.clock
   const lookups = new CatalogCache<Lookup>(catalog.revision)
 
-  const judge = (lookup: Lookup): Either.Either<Principal, Unauthenticated | KeyForbidden> => {
+  const judge = (lookup: Lookup): Exit.Exit<Principal, Unauthenticated | KeyForbidden> => {
     const key = lookup.key
-    if (key === undefined) return Either.left(UNKNOWN)
-    if (key.disabled) return Either.left(DISABLED)
+    if (key === undefined) return UNKNOWN
+    if (key.disabled) return DISABLED
     if (key.expiresAt !== undefined && key.expiresAt <= clock.unsafeCurrentTimeMillis()) {
-      return Either.left(
+      return Exit.fail(
         new KeyForbidden({ message: `The root key expired at ${new Date(key.expiresAt).toISOString()}` })
       )
     }
-    return Either.right(lookup.principal!)
+    return lookup.principal!
   }
 
-  const lookUp = (hash: string) =>
-    lookups.get(
-      hash,
-      Effect.map(catalog.findRootKeyByHash(hash), (found): Lookup => {
-        const key = Option.getOrUndefined(found)
-        return {
-          key,
-          principal: key && { workspaceId: key.workspaceId, rootKeyId: key.id, permissions: key.permissions }
-        }
-      })
-    )
+  const read = (hash: string) =>
+    Effect.map(catalog.findRootKeyByHash(hash), (found): Lookup => {
+      const key = Option.getOrUndefined(found)
+      if (key === undefined) return { key, principal: undefined }
+      const principal = { workspaceId: key.workspaceId, rootKeyId: key.id, permissions: key.permissions }
+      return { key, principal: Exit.succeed(principal) }
+    })
 
   return Auth.of({
-    authenticate: (secret) =>
-      Effect.suspend(() => {
-        const value = Redacted.value(secret)
-        if (value === "") return Effect.fail(MISSING)
-        return Effect.flatMap(lookUp(RootKey.hash(value)), judge)
-      }),
+    authenticate: (secret) => {
+      const value = Redacted.value(secret)
+      if (value === "") return MISSING
+      const hash = RootKey.hash(value)
+      return Decision.make<Principal, Unauthenticated | KeyForbidden | StorageError, never>(() => {
+        const lookup = lookups.lookup(hash, () => read(hash))
+        return lookup instanceof Decision.Missing ? lookup : judge(lookup)
+      })
+    },
     authorize: (principal, anyOf) =>
       Permission.allows(principal.permissions, anyOf)
-        ? Effect.void
-        : Effect.fail(InsufficientPermissions.anyOf(anyOf)),
-    peek: (secret) => {
-      const lookup = lookups.peek(RootKey.hash(secret))
-      return lookup === undefined ? undefined : judge(lookup)
-    }
+        ? Exit.void
+        : Exit.fail(InsufficientPermissions.anyOf(anyOf))
   })
 })
 

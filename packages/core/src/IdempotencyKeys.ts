@@ -8,6 +8,7 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import type { IdempotencyKeyInUse, IdempotencyKeyReused, StorageError, ValidationError } from "./Errors.js"
 import * as Idempotency from "./Idempotency.js"
+import * as CompositeKey from "./internal/CompositeKey.js"
 import { VerificationStore } from "./Storage.js"
 
 /** How a caller makes a write safe to retry. */
@@ -65,7 +66,7 @@ export class IdempotencyKeys extends Effect.Service<IdempotencyKeys>()("@keymete
           name: keyed.name
         }
         return yield* locks(
-          `${keyed.workspaceId}\u0000${key}`,
+          CompositeKey.make(keyed.workspaceId, key),
           Effect.gen(function*() {
             const now = yield* Clock.currentTimeMillis
             const found = yield* store.findReceipt(keyed.workspaceId, key, now)

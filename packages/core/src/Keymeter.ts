@@ -6,7 +6,10 @@ import { Analytics } from "./Analytics.js"
 import { Apis } from "./Apis.js"
 import * as Auth from "./Auth.js"
 import { IdempotencyKeys } from "./IdempotencyKeys.js"
+import { Identities } from "./Identities.js"
+import { KeyCache } from "./internal/KeyCache.js"
 import { Keys } from "./Keys.js"
+import { KeyVerifier } from "./KeyVerifier.js"
 import { Overrides } from "./Overrides.js"
 import { RateLimiter } from "./RateLimiter.js"
 import { Recorder } from "./Recorder.js"
@@ -14,12 +17,16 @@ import { Verifications } from "./Verifications.js"
 import * as Windows from "./Windows.js"
 
 /**
- * Analytics, Verifications, Keys, Overrides, RateLimiter, Recorder, Apis, IdempotencyKeys and Auth
+ * Analytics, Verifications, Keys, KeyVerifier, Identities, Overrides, RateLimiter, Recorder, Apis,
+ * IdempotencyKeys and Auth
  * over the Storage the caller provides, with the rate-limit windows `windows` gives (shared by
  * servers, say: the Redis adapter's).
  */
 export const layerWith = <E, R>(windows: Layer.Layer<Windows.Windows, E, R>) =>
-  Layer.mergeAll(Analytics.Default, Verifications.Default, Apis.Default, Keys.Default).pipe(
+  Layer.mergeAll(Analytics.Default, Verifications.Default, Apis.Default, Keys.Default, KeyVerifier.Default).pipe(
+    Layer.provideMerge(Identities.Default),
+    // One memory of keys for the services that read and write them; not part of the API.
+    Layer.provide(KeyCache.layer),
     Layer.provideMerge(Layer.merge(RateLimiter.Default, Recorder.Default)),
     Layer.provideMerge(Overrides.Default),
     Layer.provideMerge(IdempotencyKeys.Default),

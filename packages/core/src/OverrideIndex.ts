@@ -1,5 +1,5 @@
 /**
- * Override resolution (behaviour.md §5). In a namespace, an identifier's candidates are the
+ * Override resolution (docs/behaviour.md §5). In a namespace, an identifier's candidates are the
  * override with exactly that identifier and every wildcard override whose pattern matches it
  * (`*` matches any run of characters, the empty run included). The winner is decided by the
  * first rule that separates two candidates:

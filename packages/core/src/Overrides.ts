@@ -8,6 +8,9 @@ import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import { Auth } from "./Auth.js"
+import * as Cursor from "./Cursor.js"
+import * as Decision from "./Decision.js"
+import { Missing } from "./Decision.js"
 import type { StorageError } from "./Errors.js"
 import { NotFound, ValidationError } from "./Errors.js"
 import { IdempotencyKeys, type KeyOptions } from "./IdempotencyKeys.js"
@@ -29,24 +32,8 @@ import * as Permission from "./Permission.js"
 import { Catalog } from "./Storage.js"
 import * as Validation from "./Validation.js"
 
-/**
- * List cursors: opaque to callers, and bound to the namespace they page (a cursor taken in one
- * namespace is refused in another rather than paging it from an unrelated place).
- */
-const Cursor = {
-  encode: (cursor: { readonly namespaceId: string; readonly after: string }): string =>
-    Buffer.from(`${cursor.namespaceId}\u0000${cursor.after}`, "utf8").toString("base64url"),
-  /** The cursor's namespace and last override id; null when it is not one this API returned. */
-  decode: (text: string): { readonly namespaceId: string; readonly after: string } | null => {
-    const [namespaceId, after, ...rest] = Buffer.from(text, "base64url").toString("utf8").split("\u0000")
-    return rest.length === 0 && namespaceId && after !== undefined && /^rlor_[0-9A-Z]{26}$/.test(after)
-      ? { namespaceId, after }
-      : null
-  }
-}
-
-/** What {@link Overrides}' `resolveNow` answers when the answer needs a read. */
-export const Unknown: unique symbol = Symbol.for("@keymeter/core/Overrides/Unknown")
+/** The ids of overrides, as cursors hold them. */
+const OVERRIDE_ID = /^rlor_[0-9A-Z]{26}$/
 
 /** Manages overrides in the caller's workspace. */
 export class Overrides extends Effect.Service<Overrides>()("@keymeter/core/Overrides", {
@@ -84,56 +71,39 @@ export class Overrides extends Effect.Service<Overrides>()("@keymeter/core/Overr
         const index = indexes.get(namespaceId)
         if (index !== undefined) apply(index)
       })
-    const indexOf = (namespaceId: string): Effect.Effect<OverrideIndex, StorageError> =>
-      Effect.suspend(() => {
-        fresh()
-        const cached = indexes.get(namespaceId)
-        if (cached !== undefined) return Effect.succeed(cached)
-        const before = generation.get(namespaceId) ?? 0
-        const began = epoch
-        return Effect.flatMap(catalog.allOverrides(namespaceId), (overrides) => {
-          fresh()
-          if ((generation.get(namespaceId) ?? 0) !== before || epoch !== began) return indexOf(namespaceId)
-          const index = new OverrideIndex(overrides)
-          indexes.set(namespaceId, index)
-          return Effect.succeed(index)
-        })
-      })
-
-    /**
-     * The override that applies to `identifier` in `namespace`: its own best match, else the best
-     * match of the namespace patterns matching its name (behaviour.md §5).
-     */
-    const resolve = (namespace: Namespace, identifier: string): Effect.Effect<Override | undefined, StorageError> =>
-      Effect.gen(function*() {
-        const own = yield* indexOf(namespace.id)
-        const direct = own.resolve(identifier)
-        if (direct !== undefined) return direct
-        const patterns =
-          (yield* patternsOf.get(namespace.workspaceId, catalog.namespacePatterns(namespace.workspaceId)))
-            .filter((pattern) => pattern.id !== namespace.id && matches(pattern.name, namespace.name))
-        if (patterns.length === 0) return undefined
-        return resolveAcross(undefined, yield* Effect.forEach(patterns, (p) => indexOf(p.id)), identifier)
-      })
-
-    /**
-     * What {@link resolve} would answer, when that is known without I/O (the indexes involved and
-     * the workspace's namespace patterns are in memory); `Unknown` otherwise. For request paths
-     * that answer without running an effect.
-     */
-    const resolveNow = (namespace: Namespace, identifier: string): Override | undefined | typeof Unknown => {
+    /** The resolution index of a namespace, as a lookup. */
+    const indexOf = (namespaceId: string): OverrideIndex | Missing<StorageError> => {
       fresh()
-      const own = indexes.get(namespace.id)
-      if (own === undefined) return Unknown
+      return indexes.get(namespaceId) ?? new Missing(load(namespaceId))
+    }
+    // A load that raced with a write of the namespace, or with another server's change, is not
+    // kept: the lookup after it misses and loads again.
+    const load = (namespaceId: string) => {
+      const before = generation.get(namespaceId) ?? 0
+      const began = epoch
+      return Effect.map(catalog.allOverrides(namespaceId), (overrides) => {
+        fresh()
+        if ((generation.get(namespaceId) ?? 0) !== before || epoch !== began) return
+        indexes.set(namespaceId, new OverrideIndex(overrides))
+      })
+    }
+
+    /**
+     * The override that applies to `identifier` in `namespace` (a lookup): its own best match, else
+     * the best match of the namespace patterns matching its name (docs/behaviour.md §5).
+     */
+    const resolve = (namespace: Namespace, identifier: string): Override | undefined | Missing<StorageError> => {
+      const own = indexOf(namespace.id)
+      if (own instanceof Missing) return own
       const direct = own.resolve(identifier)
       if (direct !== undefined) return direct
-      const all = patternsOf.peek(namespace.workspaceId)
-      if (all === undefined) return Unknown
+      const all = patternsOf.lookup(namespace.workspaceId, () => catalog.namespacePatterns(namespace.workspaceId))
+      if (all instanceof Missing) return all
       let found: Array<OverrideIndex> | undefined
       for (const pattern of all) {
         if (pattern.id === namespace.id || !matches(pattern.name, namespace.name)) continue
-        const index = indexes.get(pattern.id)
-        if (index === undefined) return Unknown
+        const index = indexOf(pattern.id)
+        if (index instanceof Missing) return index
         ;(found ??= []).push(index)
       }
       return found === undefined ? undefined : resolveAcross(undefined, found, identifier)
@@ -247,7 +217,7 @@ export class Overrides extends Effect.Service<Overrides>()("@keymeter/core/Overr
         yield* requireNamespace(decoded)
         const namespace = yield* namespaceFor(principal, decoded, Permission.required.readOverride, false)
         const override = decoded.resolve === true
-          ? yield* resolve(namespace, decoded.identifier)
+          ? yield* Decision.read(() => resolve(namespace, decoded.identifier))
           : Option.getOrUndefined(yield* catalog.getOverride(namespace.id, decoded.identifier))
         if (override === undefined) {
           return yield* new NotFound({
@@ -264,12 +234,12 @@ export class Overrides extends Effect.Service<Overrides>()("@keymeter/core/Overr
       Effect.gen(function*() {
         const decoded = yield* decodeList(input)
         yield* requireNamespace(decoded)
-        const cursor = decoded.cursor === undefined ? undefined : Cursor.decode(decoded.cursor)
+        const cursor = decoded.cursor === undefined ? undefined : Cursor.decode(decoded.cursor, OVERRIDE_ID)
         if (cursor === null) {
           return yield* new ValidationError({ message: "cursor: is not a cursor this API returned" })
         }
         const namespace = yield* namespaceFor(principal, decoded, Permission.required.readOverride, false)
-        if (cursor !== undefined && cursor.namespaceId !== namespace.id) {
+        if (cursor !== undefined && cursor.scope !== namespace.id) {
           return yield* new ValidationError({
             message: "cursor: was returned for another namespace; list this one from its first page"
           })
@@ -282,7 +252,7 @@ export class Overrides extends Effect.Service<Overrides>()("@keymeter/core/Overr
           overrides: overrides.map(toView),
           total: page.total,
           ...(page.overrides.length > limit
-            ? { cursor: Cursor.encode({ namespaceId: namespace.id, after: overrides[overrides.length - 1]!.id }) }
+            ? { cursor: Cursor.encode(namespace.id, overrides[overrides.length - 1]!.id) }
             : {})
         }
       }).pipe(Effect.withSpan("Overrides.list"))
@@ -319,7 +289,6 @@ export class Overrides extends Effect.Service<Overrides>()("@keymeter/core/Overr
       delete: remove,
       namespaces,
       resolve,
-      resolveNow,
       namespaceFor,
       requireNamespace
     } as const

@@ -4,23 +4,28 @@
  */
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
-import type * as Option from "effect/Option"
+import * as Exit from "effect/Exit"
+import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import { Auth } from "./Auth.js"
+import * as Decision from "./Decision.js"
+import { Missing } from "./Decision.js"
+import type { InsufficientPermissions, StorageError } from "./Errors.js"
 import { ValidationError } from "./Errors.js"
 import * as Ids from "./Ids.js"
 import { CatalogCache } from "./internal/CatalogCache.js"
+import * as CompositeKey from "./internal/CompositeKey.js"
 import { SlidingWindows } from "./internal/slidingWindow.js"
 import { MAX_NAME_LENGTH, Namespace } from "./Namespace.js"
 import type { Override } from "./Override.js"
 import { Duration, MAX_DURATION, MAX_IDENTIFIER_LENGTH, MIN_DURATION } from "./Override.js"
-import { Overrides, Unknown } from "./Overrides.js"
+import { Overrides } from "./Overrides.js"
 import type { Principal } from "./Permission.js"
 import * as Permission from "./Permission.js"
 import { Catalog } from "./Storage.js"
 import * as Validation from "./Validation.js"
-import type { Decision, WindowRequest } from "./Windows.js"
-import { Windows } from "./Windows.js"
+import type { Decision as WindowDecision, WindowRequest } from "./Windows.js"
+import * as Windows from "./Windows.js"
 
 const Integer = (min: number, expectation: string) =>
   Validation.expected(Schema.Number.pipe(Schema.int(), Schema.between(min, Number.MAX_SAFE_INTEGER)), expectation)
@@ -71,14 +76,13 @@ export interface Taken {
   readonly results: ReadonlyArray<TakenLimit>
   /** Gives back what was taken (once); the results as they then stand. Never fails (a failure is logged). */
   readonly refund: Effect.Effect<ReadonlyArray<TakenLimit>>
-  /** {@link refund} at once, when the windows are in this process. */
-  readonly refundNow: (() => ReadonlyArray<TakenLimit>) | undefined
 }
 
 interface Resolved {
   readonly request: TakeRequest
-  readonly key: string
   readonly override: Override | undefined
+  /** The window taken from, under the override's limit when one applies. */
+  readonly window: WindowRequest
 }
 
 /** An answer of {@link RateLimiter}. */
@@ -114,8 +118,8 @@ export class RateLimiter extends Effect.Service<RateLimiter>()("@keymeter/core/R
     const catalog = yield* Catalog
     const auth = yield* Auth
     const overrides = yield* Overrides
-    const windows = yield* Windows
-    const local = windows.local
+    const windows = yield* Windows.Windows
+    const clock = yield* Effect.clock
     // With shared windows, `async: true` overrides are decided here, from this process's view of
     // their windows, which each decision then brings up to date with the shared one in the
     // background: no wait for the store, at the price of some overshoot (see the README).
@@ -124,45 +128,72 @@ export class RateLimiter extends Effect.Service<RateLimiter>()("@keymeter/core/R
     const namespaces = new CatalogCache<Option.Option<Namespace>>(catalog.revision)
 
     /**
+     * The workspace's namespace `name`, as a lookup; a name seen for the first time is created
+     * (when `mayCreate` allows it: the caller's permission, checked only then), which is what is
+     * then missing.
+     */
+    const namespaceNamed = <E>(
+      workspaceId: string,
+      name: string,
+      mayCreate: () => Exit.Exit<void, E>
+    ): Option.Some<Namespace> | Missing<StorageError> | Exit.Exit<never, E> => {
+      const found = namespaces.lookup(
+        CompositeKey.make(workspaceId, name),
+        () => catalog.findNamespaceByName(workspaceId, name)
+      )
+      if (found instanceof Missing || Option.isSome(found)) return found
+      return Decision.failed(mayCreate()) ?? new Missing(createNamespace(workspaceId, name))
+    }
+
+    /** Creates the workspace's namespace `name` (or finds the one a concurrent call created). */
+    const createNamespace = (workspaceId: string, name: string) =>
+      Effect.flatMap(
+        Clock.currentTimeMillis,
+        (now) => catalog.ensureNamespace(new Namespace({ id: Ids.make(Ids.Prefix.namespace, now), workspaceId, name }))
+      )
+
+    /**
      * Validates, finds the namespace by name (creating it on first use, which needs
      * `ratelimit.*.limit`), resolves the override that applies, and takes `cost` (default 1) from
-     * the identifier's window using the override's limit and duration when there is one.
+     * the identifier's window using the override's limit and duration when there is one. A
+     * decision (see `Decision`): `Decision.now` answers it without running an effect when memory
+     * holds what it needs.
      */
-    const limit = (principal: Principal, input: unknown) =>
-      Effect.gen(function*() {
-        const request = plainLimitInput(input) ?? (yield* decode(input))
-        if (request.namespace.includes("*")) {
-          return yield* new ValidationError({
-            message: "namespace: must not contain *; patterns name namespaces of overrides, not of requests"
-          })
-        }
-        const found = yield* namespaces.get(
-          `${principal.workspaceId}\u0000${request.namespace}`,
-          catalog.findNamespaceByName(principal.workspaceId, request.namespace)
-        )
-        let namespace: Namespace
-        if (found._tag === "Some") {
-          yield* auth.authorize(principal, Permission.required.limit(found.value.id))
-          namespace = found.value
-        } else {
-          yield* auth.authorize(principal, Permission.required.limit("*"))
-          namespace = yield* createNamespace(principal.workspaceId, request.namespace)
-        }
-        const override = yield* overrides.resolve(namespace, request.identifier)
-        const now = yield* Clock.currentTimeMillis
-        if (local !== undefined) return decide(namespace, request, override, now)
-        if (override?.async) return decideNearby(namespace, request, override, now)
-        const applied = override ?? request
-        const [decision] = yield* windows.takeAll([{
-          key: `${namespace.id}\u0000${request.identifier}`,
-          limit: applied.limit,
-          duration: applied.duration,
-          cost: request.cost ?? 1
-        }], now)
-        return answerOf(decision!, applied.limit, override)
-      })
+    const limit = (principal: Principal, input: unknown) => {
+      const request = plainLimitInput(input)
+      return request === undefined
+        ? Effect.flatMap(decode(input), (decoded) => Decision.make(() => decideLimit(principal, decoded)))
+        : Decision.make(() => decideLimit(principal, request))
+    }
 
-    const answerOf = (decision: Decision, limit: number, override: Override | undefined): LimitResponse => ({
+    const decideLimit = (
+      principal: Principal,
+      request: Schema.Schema.Type<typeof LimitInput>
+    ): Decision.Turn<LimitResponse, ValidationError | InsufficientPermissions | StorageError> => {
+      if (request.namespace.includes("*")) return STAR
+      const found = namespaceNamed(
+        principal.workspaceId,
+        request.namespace,
+        () => auth.authorize(principal, Permission.required.limit("*"))
+      )
+      if (!Option.isOption(found)) return found
+      const namespace = found.value
+      const denied = Decision.failed(auth.authorize(principal, Permission.required.limit(namespace.id)))
+      if (denied !== undefined) return denied
+      const override = overrides.resolve(namespace, request.identifier)
+      if (override instanceof Missing) return override
+      const now = clock.unsafeCurrentTimeMillis()
+      const key = Windows.keyOf(namespace.id, request.identifier)
+      const cost = request.cost ?? 1
+      if (override?.async && windows.shared) return Exit.succeed(decideNearby(key, cost, override, now))
+      const applied = override ?? request
+      return Decision.andThen(
+        windows.takeAll([{ key, limit: applied.limit, duration: applied.duration, cost }], now),
+        ([decision]) => Exit.succeed(answerOf(decision!, applied.limit, override))
+      )
+    }
+
+    const answerOf = (decision: WindowDecision, limit: number, override: Override | undefined): LimitResponse => ({
       success: decision.success,
       limit,
       remaining: decision.remaining,
@@ -170,32 +201,12 @@ export class RateLimiter extends Effect.Service<RateLimiter>()("@keymeter/core/R
       ...(override !== undefined ? { overrideId: override.id } : {})
     })
 
-    /** Takes the request's cost from this process's window, under the override's limit when one applies. */
-    const decide = (
-      namespace: Namespace,
-      request: Schema.Schema.Type<typeof LimitInput>,
-      override: Override | undefined,
-      now: number
-    ): LimitResponse => {
-      const applied = override ?? request
-      const key = `${namespace.id}\u0000${request.identifier}`
-      const decision = local!.take(key, now, applied.limit, applied.duration, request.cost ?? 1)
-      return answerOf(decision, applied.limit, override)
-    }
-
     /**
      * Decides an `async` override from this process's view of its window, then adds what it took
      * to the shared window (or only reads it, when refused) and raises the view to what all
      * servers took.
      */
-    const decideNearby = (
-      namespace: Namespace,
-      request: Schema.Schema.Type<typeof LimitInput>,
-      override: Override,
-      now: number
-    ): LimitResponse => {
-      const key = `${namespace.id}\u0000${request.identifier}`
-      const cost = request.cost ?? 1
+    const decideNearby = (key: string, cost: number, override: Override, now: number): LimitResponse => {
       const decision = nearby.take(key, now, override.limit, override.duration, cost)
       Effect.runFork(
         windows.takeAll([{
@@ -213,169 +224,90 @@ export class RateLimiter extends Effect.Service<RateLimiter>()("@keymeter/core/R
       return answerOf(decision, override.limit, override)
     }
 
-    /** Creates the workspace's namespace `name` (or finds the one a concurrent call created). */
-    const createNamespace = (workspaceId: string, name: string) =>
-      Effect.flatMap(
-        Clock.currentTimeMillis,
-        (now) => catalog.ensureNamespace(new Namespace({ id: Ids.make(Ids.Prefix.namespace, now), workspaceId, name }))
-      )
-
     /**
-     * What {@link limit} would answer at `now`, taken from the window, when it is known without
-     * I/O: the body is valid as it is, its namespace exists and was read since the catalog last
-     * changed, the principal may limit in it and the overrides involved are in memory. Undefined
-     * otherwise (nothing taken): run {@link limit}, which also words every refusal.
+     * Takes several limits of one call together at `now`, in the workspace's namespaces by name
+     * (created on first use), each under its identifier and with the override that resolves for
+     * it: all are taken, or, when any is exceeded, none. `refund` gives all back later (the call
+     * was refused for another reason). No permission is checked: the caller did. A decision (see
+     * `Decision`): what it takes is taken only once all it needs was found in memory.
      */
-    const limitNow = (principal: Principal, input: unknown, now: number): LimitResponse | undefined => {
-      const request = plainLimitInput(input)
-      if (request === undefined) return undefined
-      const found = namespaces.peek(`${principal.workspaceId}\u0000${request.namespace}`)
-      if (found === undefined || found._tag === "None") return undefined
-      const namespace = found.value
-      if (!Permission.allows(principal.permissions, Permission.required.limit(namespace.id))) return undefined
-      const override = overrides.resolveNow(namespace, request.identifier)
-      if (override === Unknown) return undefined
-      if (local !== undefined) return decide(namespace, request, override, now)
-      return override?.async ? decideNearby(namespace, request, override, now) : undefined
+    const takeAll = (
+      workspaceId: string,
+      requests: ReadonlyArray<TakeRequest>,
+      now: number
+    ): Decision.Turn<Taken, StorageError> => {
+      if (requests.length === 0) return NOTHING_TAKEN
+      const resolved: Array<Resolved> = []
+      for (const request of requests) {
+        const found = namespaceNamed(workspaceId, request.name, allowed)
+        if (!Option.isOption(found)) return found
+        const override = overrides.resolve(found.value, request.identifier)
+        if (override instanceof Missing) return override
+        const applied = override ?? request
+        resolved.push({
+          request,
+          override,
+          window: {
+            key: Windows.keyOf(found.value.id, request.identifier),
+            limit: applied.limit,
+            duration: applied.duration,
+            cost: request.cost
+          }
+        })
+      }
+      return Decision.andThen(
+        windows.takeAll(resolved.map((r) => r.window), now),
+        (decisions) => Exit.succeed(takenOf(resolved, decisions, now))
+      )
     }
 
-    /**
-     * Takes several limits of one call together, in the workspace's namespaces by name (created on
-     * first use), each under its identifier and with the override that resolves for it: all are
-     * taken, or, when any is exceeded, none (what was taken is given back). `refund` gives all back
-     * later (the call was refused for another reason). No permission is checked: the caller did.
-     */
-    const takeAll = (workspaceId: string, requests: ReadonlyArray<TakeRequest>) =>
-      Effect.gen(function*() {
-        const resolved: Array<Resolved> = []
-        for (const request of requests) {
-          const namespace = yield* namespaceNamed(workspaceId, request.name)
-          const override = yield* overrides.resolve(namespace, request.identifier)
-          resolved.push({ request, key: `${namespace.id}\u0000${request.identifier}`, override })
-        }
-        const now = yield* Clock.currentTimeMillis
-        if (local !== undefined) return take(resolved, now)
-        const decisions = yield* windows.takeAll(resolved.map(windowRequest), now)
-        return sharedTaken(
-          resolved,
-          decisions,
-          (taken) =>
-            windows.refundAll(taken, now).pipe(
-              Effect.catchAll((error) => Effect.logWarning("rate-limit tokens could not be given back", error))
-            )
-        )
-      })
-
-    const windowRequest = ({ key, override, request }: Resolved): WindowRequest => ({
-      key,
-      limit: (override ?? request).limit,
-      duration: (override ?? request).duration,
-      cost: request.cost
-    })
-
-    /**
-     * What a shared `takeAll` took, from its all-or-none decisions; `giveBack` returns what was
-     * taken (once, and only when all was taken: a refusal took nothing).
-     */
-    const sharedTaken = (
+    /** What a `takeAll` took, from its windows' all-or-none decisions. */
+    const takenOf = (
       resolved: ReadonlyArray<Resolved>,
-      decisions: ReadonlyArray<Decision>,
-      giveBack: (taken: ReadonlyArray<{ key: string; cost: number }>) => Effect.Effect<void>
+      decisions: ReadonlyArray<WindowDecision>,
+      now: number
     ): Taken => {
-      const results = resolved.map(({ override, request }, i): TakenLimit => ({
-        name: request.name,
-        limit: (override ?? request).limit,
-        remaining: decisions[i]!.remaining,
-        reset: decisions[i]!.reset,
-        exceeded: !decisions[i]!.success,
-        ...(override !== undefined ? { overrideId: override.id } : {})
-      }))
-      const allowed = results.every((result) => !result.exceeded)
-      if (!allowed) return { allowed, results, refund: Effect.succeed(results), refundNow: undefined }
-      const back = () =>
-        results.map((result, i) => ({
-          ...result,
-          remaining: Math.min(result.limit, result.remaining + resolved[i]!.request.cost)
-        }))
+      let allowed = true
+      const results = resolved.map(({ override, request, window }, i): TakenLimit => {
+        const decision = decisions[i]!
+        if (!decision.success) allowed = false
+        return {
+          name: request.name,
+          limit: window.limit,
+          remaining: decision.remaining,
+          reset: decision.reset,
+          exceeded: !decision.success,
+          ...(override !== undefined ? { overrideId: override.id } : {})
+        }
+      })
+      // A refusal took nothing.
+      if (!allowed) return { allowed, results, refund: Exit.succeed(results) }
+      const back = () => results.map((result, i) => Windows.givenBack(result, result.limit, resolved[i]!.request.cost))
       let refunded = false
       return {
         allowed,
         results,
         refund: Effect.suspend(() => {
-          if (refunded) return Effect.succeed(back())
+          if (refunded) return Exit.succeed(back())
           refunded = true
-          return Effect.as(giveBack(resolved.map(({ key, request }) => ({ key, cost: request.cost }))), back())
-        }),
-        refundNow: undefined
-      }
-    }
-
-    /**
-     * What {@link takeAll} does, at `now`, when its namespaces and overrides are known without I/O;
-     * undefined otherwise (nothing taken).
-     */
-    const takeAllNow = (workspaceId: string, requests: ReadonlyArray<TakeRequest>, now: number) => {
-      if (requests.length === 0) return take([], now)
-      if (local === undefined) return undefined
-      const resolved: Array<Resolved> = []
-      for (const request of requests) {
-        const found = namespaces.peek(`${workspaceId}\u0000${request.name}`)
-        if (found === undefined || found._tag === "None") return undefined
-        const override = overrides.resolveNow(found.value, request.identifier)
-        if (override === Unknown) return undefined
-        resolved.push({ request, key: `${found.value.id}\u0000${request.identifier}`, override })
-      }
-      return take(resolved, now)
-    }
-
-    /**
-     * {@link takeAll} on this process's windows: the hot path of every verification with limits,
-     * so one loop and no intermediate arrays (building it from `Windows.takeAllLocal` and
-     * `sharedTaken` cost about 0.6 µs more per verification).
-     */
-    const take = (resolved: ReadonlyArray<Resolved>, now: number): Taken => {
-      const results: Array<TakenLimit> = []
-      const taken: Array<{ readonly key: string; readonly cost: number }> = []
-      for (const { key, override, request } of resolved) {
-        const applied = override ?? request
-        const decision = local!.take(key, now, applied.limit, applied.duration, request.cost)
-        if (decision.success) taken.push({ key, cost: request.cost })
-        results.push({
-          name: request.name,
-          limit: applied.limit,
-          remaining: decision.remaining,
-          reset: decision.reset,
-          exceeded: !decision.success,
-          ...(override !== undefined ? { overrideId: override.id } : {})
+          const given = windows.refundAll(resolved.map(({ window }) => window), now)
+          return Effect.as(
+            Effect.catchAll(given, (error) => Effect.logWarning("rate-limit tokens could not be given back", error)),
+            back()
+          )
         })
       }
-      let refunded = false
-      /** Gives back what was taken (once); the results as they then stand. */
-      const refund = (): ReadonlyArray<TakenLimit> => {
-        if (!refunded) {
-          refunded = true
-          for (const { cost, key } of taken) local!.refund(key, now, cost)
-        }
-        return results.map((result, i) =>
-          result.exceeded
-            ? result
-            : { ...result, remaining: Math.min(result.limit, result.remaining + resolved[i]!.request.cost) }
-        )
-      }
-      const allowed = results.every((result) => !result.exceeded)
-      return { allowed, results: allowed ? results : refund(), refundNow: refund, refund: Effect.sync(refund) }
     }
 
-    /** The namespace of the workspace named `name`, created on first use. */
-    const namespaceNamed = (workspaceId: string, name: string) =>
-      Effect.gen(function*() {
-        const found = yield* namespaces.get(
-          `${workspaceId}\u0000${name}`,
-          catalog.findNamespaceByName(workspaceId, name)
-        )
-        return found._tag === "Some" ? found.value : yield* createNamespace(workspaceId, name)
-      })
-
-    return { limit, limitNow, takeAll, takeAllNow } as const
+    return { limit, takeAll } as const
   })
 }) {}
+
+const allowed = (): Exit.Exit<void> => Exit.void
+const NOTHING_TAKEN = Exit.succeed<Taken>({ allowed: true, results: [], refund: Exit.succeed([]) })
+
+const STAR = Exit.fail(
+  new ValidationError({
+    message: "namespace: must not contain *; patterns name namespaces of overrides, not of requests"
+  })
+)

@@ -12,6 +12,7 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as FiberId from "effect/FiberId"
 import * as Queue from "effect/Queue"
+import * as Decision from "./Decision.js"
 import type { StorageError } from "./Errors.js"
 import { VerificationStore } from "./Storage.js"
 import type { Verification } from "./Verification.js"
@@ -94,13 +95,15 @@ export class Recorder extends Effect.Service<Recorder>()("@keymeter/core/Recorde
       )
 
     return {
-      /** Queues `event`; with `durable`, completes once it is stored (failing if it could not be). */
-      record: (event: Verification, durable: boolean): Effect.Effect<void, StorageError> =>
-        durable
-          ? Effect.flatMap(Deferred.make<void, StorageError>(), (stored) => waitFor({ event, stored }))
-          : Effect.asVoid(Queue.offer(queue, { event, stored: undefined })),
-      /** Queues `event` when there is room at once (true); false when `record` must wait for room. */
-      recordNow: (event: Verification): boolean => queue.unsafeOffer({ event, stored: undefined }),
+      /**
+       * Queues `event`; with `durable`, completes once it is stored (failing if it could not be).
+       * Without, a decision (see `Decision`): queued at once when there is room, else it waits.
+       */
+      record: (event: Verification, durable: boolean): Effect.Effect<void, StorageError> => {
+        if (durable) return Effect.flatMap(Deferred.make<void, StorageError>(), (stored) => waitFor({ event, stored }))
+        const entry = { event, stored: undefined }
+        return Decision.make(() => queue.unsafeOffer(entry) ? Exit.void : Effect.asVoid(Queue.offer(queue, entry)))
+      },
       /** Whether events are queued or being written: a read now would not count them all. */
       pending: (): boolean => writing || !isEmpty(queue),
       /** Completes once every event queued before it is stored (or failed to be). */

@@ -7,8 +7,11 @@
  */
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
+import { make as decision } from "./Decision.js"
 import type { StorageError } from "./Errors.js"
+import * as CompositeKey from "./internal/CompositeKey.js"
 import type { Decision } from "./internal/slidingWindow.js"
 import { SlidingWindows } from "./internal/slidingWindow.js"
 
@@ -16,25 +19,20 @@ export type { Decision } from "./internal/slidingWindow.js"
 
 /** One window to take from. */
 export interface WindowRequest {
-  /** The window's key: namespace id and identifier. */
+  /** The window's key: {@link keyOf} its namespace and identifier. */
   readonly key: string
   readonly limit: number
   readonly duration: number
   readonly cost: number
 }
 
-/** The sync windows of this process, for the paths that decide without I/O. */
-export interface LocalWindows {
-  readonly take: (key: string, now: number, limit: number, duration: number, cost: number) => Decision
-  readonly refund: (key: string, now: number, cost: number) => void
-}
-
 export class Windows extends Context.Tag("@keymeter/core/Windows")<Windows, {
-  /** The windows when they are in this process (decided without I/O); undefined when shared. */
-  readonly local: LocalWindows | undefined
+  /** Whether other processes take from the same windows (then a take costs I/O). */
+  readonly shared: boolean
   /**
    * Takes each request's cost from its window at `now`, all or none: when any would be refused,
-   * nothing is taken, and each decision says how its window stands.
+   * nothing is taken, and each decision says how its window stands. In this process, a decision
+   * (see the `Decision` module): `Decision.now` takes at once.
    */
   readonly takeAll: (
     requests: ReadonlyArray<WindowRequest>,
@@ -47,36 +45,49 @@ export class Windows extends Context.Tag("@keymeter/core/Windows")<Windows, {
   ) => Effect.Effect<void, StorageError>
 }>() {}
 
+/** The key of the window of `identifier` in the namespace `namespaceId`. */
+export const keyOf = (namespaceId: string, identifier: string): string => CompositeKey.make(namespaceId, identifier)
+
+/** How a window stands once `cost` it took is given back, under `limit` (a decision, or an answer made of one). */
+export const givenBack = <D extends { readonly remaining: number }>(decision: D, limit: number, cost: number): D => ({
+  ...decision,
+  remaining: Math.min(limit, decision.remaining + cost)
+})
+
 /**
- * Takes each request's cost from this process's windows at `now`, all or none: when any is
- * refused, what the others took is given back and their decisions say how their windows stand.
+ * Takes each request's cost from `windows` at `now`, all or none: when any is refused, what the
+ * others took is given back and their decisions say how their windows stand.
  */
-export const takeAllLocal = (
-  windows: LocalWindows,
+export const takeAllFrom = (
+  windows: SlidingWindows,
   requests: ReadonlyArray<WindowRequest>,
   now: number
 ): ReadonlyArray<Decision> => {
-  const decisions = requests.map((r) => windows.take(r.key, now, r.limit, r.duration, r.cost))
-  if (decisions.every((d) => d.success)) return decisions
+  const decisions: Array<Decision> = []
+  let allowed = true
+  for (const r of requests) {
+    const decision = windows.take(r.key, now, r.limit, r.duration, r.cost)
+    if (!decision.success) allowed = false
+    decisions.push(decision)
+  }
+  if (allowed) return decisions
   return decisions.map((decision, i) => {
     if (!decision.success) return decision
     const request = requests[i]!
     windows.refund(request.key, now, request.cost)
-    return { ...decision, remaining: Math.min(request.limit, decision.remaining + request.cost) }
+    return givenBack(decision, request.limit, request.cost)
   })
 }
 
 /** Windows of this process, all or none over several. */
-export const makeLocal = (windows: SlidingWindows = new SlidingWindows()): Windows["Type"] => {
-  return {
-    local: windows,
-    takeAll: (requests, now) => Effect.sync(() => takeAllLocal(windows, requests, now)),
-    refundAll: (taken, now) =>
-      Effect.sync(() => {
-        for (const { cost, key } of taken) windows.refund(key, now, cost)
-      })
-  }
-}
+export const makeLocal = (windows: SlidingWindows = new SlidingWindows()): Windows["Type"] => ({
+  shared: false,
+  takeAll: (requests, now) => decision(() => Exit.succeed(takeAllFrom(windows, requests, now))),
+  refundAll: (taken, now) =>
+    Effect.sync(() => {
+      for (const { cost, key } of taken) windows.refund(key, now, cost)
+    })
+})
 
 /** The windows in this process (the default). */
 export const layerLocal: Layer.Layer<Windows> = Layer.sync(Windows, () => makeLocal())

@@ -24,7 +24,7 @@ import {
   UpdateIdentityInput,
   UpdateKeyInput
 } from "@keymeter/core/Key"
-import { VerifyKeyInput, VerifyKeyResponse } from "@keymeter/core/Keys"
+import { VerifyKeyInput, VerifyKeyResponse } from "@keymeter/core/KeyVerifier"
 import {
   DeleteOverrideInput,
   GetOverrideInput,

@@ -8,8 +8,10 @@ import type * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Analytics } from "@keymeter/core/Analytics"
 import { Apis } from "@keymeter/core/Apis"
+import { Identities } from "@keymeter/core/Identities"
 import { ExternalIdInput, KeyIdInput, ListKeysInput } from "@keymeter/core/Key"
 import { Keys } from "@keymeter/core/Keys"
+import { KeyVerifier } from "@keymeter/core/KeyVerifier"
 import { GetOverrideInput, ListOverridesInput } from "@keymeter/core/Override"
 import { Overrides } from "@keymeter/core/Overrides"
 import type { Principal } from "@keymeter/core/Permission"
@@ -137,6 +139,7 @@ const listKeysQuery = UrlParams.reader(ListKeysInput)
 export const KeysLive = HttpApiBuilder.group(Api, "keys", (handlers) =>
   Effect.gen(function*() {
     const keys = yield* Keys
+    const verifier = yield* KeyVerifier
     const withBody = <A>(
       request: HttpServerRequest.HttpServerRequest,
       act: (principal: Principal, body: Record<string, unknown>) => Effect.Effect<A, DomainError>
@@ -151,7 +154,7 @@ export const KeysLive = HttpApiBuilder.group(Api, "keys", (handlers) =>
           keys.create(principal, body, IdempotencyKey.read(request.headers))))
       .handleRaw("verifyKey", ({ request }) =>
         withBody(request, (principal, body) =>
-          keys.verify(principal, body)).pipe(Effect.map(wire)))
+          verifier.verify(principal, body)).pipe(Effect.map(wire)))
       .handle("getKey", () =>
         Effect.gen(function*() {
           return yield* keys.get(yield* CurrentPrincipal, yield* getKeyQuery)
@@ -174,16 +177,16 @@ const getIdentityQuery = UrlParams.reader(ExternalIdInput)
 /** Handlers of the identity routes. */
 export const IdentitiesLive = HttpApiBuilder.group(Api, "identities", (handlers) =>
   Effect.gen(function*() {
-    const keys = yield* Keys
+    const identities = yield* Identities
     return handlers
       .handle("getIdentity", () =>
         Effect.gen(function*() {
-          return yield* keys.getIdentity(yield* CurrentPrincipal, yield* getIdentityQuery)
+          return yield* identities.get(yield* CurrentPrincipal, yield* getIdentityQuery)
         }).pipe(mapDomain))
       .handleRaw("updateIdentity", ({ request }) =>
         Effect.gen(function*() {
           const principal = yield* CurrentPrincipal
-          return yield* mapDomain(keys.updateIdentity(principal, yield* JsonBody.readObject(request)))
+          return yield* mapDomain(identities.update(principal, yield* JsonBody.readObject(request)))
         }).pipe(Effect.map(wire)))
   }))
 

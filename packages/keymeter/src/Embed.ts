@@ -16,6 +16,8 @@ import type { ApiList, CreateApiInput } from "@keymeter/core/Api"
 import { Apis } from "@keymeter/core/Apis"
 import * as Auth from "@keymeter/core/Auth"
 import type { Datapoint } from "@keymeter/core/Datapoint"
+import * as Decision from "@keymeter/core/Decision"
+import { Identities } from "@keymeter/core/Identities"
 import type {
   CreateKeyInput,
   IdentityView,
@@ -25,8 +27,9 @@ import type {
   UpdateCreditsInput,
   UpdateKeyInput
 } from "@keymeter/core/Key"
-import type { VerifyKeyInput, VerifyKeyResponse } from "@keymeter/core/Keys"
 import { Keys } from "@keymeter/core/Keys"
+import type { VerifyKeyInput, VerifyKeyResponse } from "@keymeter/core/KeyVerifier"
+import { KeyVerifier } from "@keymeter/core/KeyVerifier"
 import type { Override, OverridePage, OverrideView } from "@keymeter/core/Override"
 import type {
   DeleteOverrideInput,
@@ -299,8 +302,7 @@ export const createKeymeter = async (options: KeymeterOptions = {}): Promise<Key
   }
 
   let nodeHandler: (req: IncomingMessage, res: ServerResponse) => void
-  let keys: Keys
-  let clock: Clock.Clock
+  let verifier: KeyVerifier
   let closed = false
   try {
     nodeHandler = await run(Effect.gen(function*() {
@@ -311,8 +313,7 @@ export const createKeymeter = async (options: KeymeterOptions = {}): Promise<Key
       if (options.provision !== undefined) {
         yield* Provisioning.apply(yield* Provisioning.decode(options.provision))
       }
-      keys = yield* Keys
-      clock = yield* Effect.clock
+      verifier = yield* KeyVerifier
       return yield* Server.makeNodeHandler(http)
     }))
   } catch (error) {
@@ -339,14 +340,11 @@ export const createKeymeter = async (options: KeymeterOptions = {}): Promise<Key
     keys: {
       create: (input, options) => run(Effect.flatMap(Keys, (keys) => keys.create(principal, input, options))),
       verify: (input, options) => {
+        if (closed) return run(verifier.verify(principal, input, options))
         // Most verifications are decided in memory: answered without running an effect.
-        if (options?.durable !== true && !closed) {
-          const answer = keys.verifyNow(principal, input, clock.unsafeCurrentTimeMillis())
-          // A key with credits: decided but for them, which the effect reads or spends.
-          if (Effect.isEffect(answer)) return run(answer)
-          if (answer !== undefined) return Promise.resolve(answer)
-        }
-        return run(keys.verify(principal, input, options))
+        const answer = Decision.now(verifier.verify(principal, input, options))
+        if (Decision.isDecided(answer) && Exit.isSuccess(answer)) return Promise.resolve(answer.value)
+        return run(answer)
       },
       get: (input) => run(Effect.flatMap(Keys, (keys) => keys.get(principal, input))),
       list: (input) => run(Effect.flatMap(Keys, (keys) => keys.list(principal, input))),
@@ -356,8 +354,8 @@ export const createKeymeter = async (options: KeymeterOptions = {}): Promise<Key
         run(Effect.flatMap(Keys, (keys) => keys.updateCredits(principal, input, options)))
     },
     identities: {
-      get: (input) => run(keys.getIdentity(principal, input)),
-      update: (input) => run(keys.updateIdentity(principal, input))
+      get: (input) => run(Effect.flatMap(Identities, (identities) => identities.get(principal, input))),
+      update: (input) => run(Effect.flatMap(Identities, (identities) => identities.update(principal, input)))
     },
     createRootKey: (input) =>
       run(Effect.gen(function*() {

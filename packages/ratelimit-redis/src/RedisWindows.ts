@@ -194,7 +194,7 @@ export const make = (options: Options) =>
         Effect.catchAll((cause) => failed(cause, local.refundAll(taken, now)))
       )
 
-    return Windows.Windows.of({ local: undefined, takeAll, refundAll })
+    return Windows.Windows.of({ shared: true, takeAll, refundAll })
   })
 
 /** {@link make} as the `Windows` layer. */

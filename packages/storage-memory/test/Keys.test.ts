@@ -6,7 +6,8 @@ import { Analytics } from "@keymeter/core/Analytics"
 import { Api } from "@keymeter/core/Api"
 import * as Auth from "@keymeter/core/Auth"
 import * as Keymeter from "@keymeter/core/Keymeter"
-import { Keys, refillSince } from "@keymeter/core/Keys"
+import { Keys } from "@keymeter/core/Keys"
+import { KeyVerifier, refillSince } from "@keymeter/core/KeyVerifier"
 import { Overrides } from "@keymeter/core/Overrides"
 import { Catalog } from "@keymeter/core/Storage"
 import * as Windows from "@keymeter/core/Windows"
@@ -26,7 +27,14 @@ const NOW = Date.UTC(2026, 0, 15, 12)
 const Test = Keymeter.layer.pipe(Layer.provideMerge(MemoryStorage.layer))
 /** Windows that look shared (as Redis's do): no sync path, every take and give-back an effect. */
 const SharedWindows = Keymeter.layerWith(
-  Layer.sync(Windows.Windows, () => ({ ...Windows.makeLocal(), local: undefined }))
+  Layer.sync(Windows.Windows, () => {
+    const local = Windows.makeLocal()
+    return {
+      shared: true,
+      takeAll: (requests, now) => Effect.suspend(() => local.takeAll(requests, now)),
+      refundAll: (taken, now) => Effect.suspend(() => local.refundAll(taken, now))
+    }
+  })
 )
   .pipe(Layer.provideMerge(MemoryStorage.layer))
 
@@ -39,8 +47,10 @@ const setup = Effect.gen(function*() {
   yield* catalog.putApi(new Api({ id: "api_o", workspaceId: "ws_other", name: "o" }))
   yield* TestClock.setTime(NOW)
   const keys = yield* Keys
+  const verifier = yield* KeyVerifier
   return {
     keys,
+    verifier,
     // A new key's answer always holds its secret (only an idempotent repeat leaves it out).
     create: (fields: object = {}, principal = admin) =>
       Effect.map(keys.create(principal, { apiId: "api_a", ...fields }), (created) => ({
@@ -48,7 +58,7 @@ const setup = Effect.gen(function*() {
         key: created.key!
       })),
     verify: (key: string, fields: object = {}, principal = admin) =>
-      keys.verify(principal, { key, ...fields }, { durable: true })
+      verifier.verify(principal, { key, ...fields }, { durable: true })
   }
 })
 
@@ -271,7 +281,7 @@ describe("Keys", () => {
       expect(bad._tag).toBe("ValidationError")
       // Permissions per api: verify_key on api_b does not verify api_a's keys.
       const verifier = { workspaceId: WS, rootKeyId: "rk", permissions: ["api.api_b.verify_key"] }
-      const refused = yield* Effect.flip(keys.verify(verifier, { key: (yield* create()).key }))
+      const refused = yield* Effect.flip((yield* KeyVerifier).verify(verifier, { key: (yield* create()).key }))
       expect(refused._tag).toBe("InsufficientPermissions")
       const reader = { workspaceId: WS, rootKeyId: "rk", permissions: ["api.api_a.read_key"] }
       expect((yield* keys.get(reader, { keyId: first.keyId })).keyId).toBe(first.keyId)

@@ -2,6 +2,7 @@
 // a real catalog live with one.
 import { describe, expect, it } from "@effect/vitest"
 import * as Auth from "@keymeter/core/Auth"
+import * as Decision from "@keymeter/core/Decision"
 import * as Keymeter from "@keymeter/core/Keymeter"
 import { Overrides } from "@keymeter/core/Overrides"
 import { RateLimiter } from "@keymeter/core/RateLimiter"
@@ -10,6 +11,7 @@ import { Workspace } from "@keymeter/core/Workspace"
 import { MemoryStorage } from "@keymeter/storage-memory"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as TestClock from "effect/TestClock"
 
@@ -127,48 +129,62 @@ describe("RateLimiter", () => {
       expect(Math.min(...results.map((r) => r.remaining))).toBe(0)
     }).pipe(Effect.provide(Test)))
 
-  it.effect("limitNow answers as limit does once what it needs is remembered, and takes nothing when it cannot", () =>
+  it.effect("limit decides at once (an Exit) when what it needs is remembered, and takes nothing before it has it", () =>
     Effect.gen(function*() {
       const { limit, overrides } = yield* setup
       const limiter = yield* RateLimiter
       const body = { namespace: "api", identifier: "user_1", limit: 3, duration: 10_000 }
       // A namespace never read: it needs a read (and here its creation), so no answer at once.
-      expect(limiter.limitNow(admin, body, 1_000_000)).toBeUndefined()
-      expect(yield* limit({})).toMatchObject({ success: true, remaining: 2 })
-      // The namespace was created since the catalog was read: the next call reads it again.
-      expect(yield* limit({})).toMatchObject({ success: true, remaining: 1 })
-      expect(limiter.limitNow(admin, body, 1_000_000)).toEqual({
+      const first = Decision.now(limiter.limit(admin, body))
+      expect(Exit.isExit(first)).toBe(false)
+      expect(yield* first).toMatchObject({ success: true, remaining: 2 })
+      // Its run read the namespace it created: the next call is decided at once.
+      expect(Decision.now(limiter.limit(admin, body))).toEqual(Exit.succeed({
         success: true,
         limit: 3,
-        remaining: 0,
+        remaining: 1,
         reset: 1_010_000
-      })
-      // Bodies the schema must judge, and a principal that may not limit here: nothing taken.
+      }))
+      expect(yield* limit({})).toMatchObject({ success: true, remaining: 0 })
+      // Refusals take nothing: bodies the schema refuses, and a principal that may not limit here.
       for (
         const bad of [{ ...body, cost: -1 }, { ...body, extra: 1 }, { ...body, limit: 1.5 }, {
           ...body,
           namespace: "a*"
         }]
       ) {
-        expect(limiter.limitNow(admin, bad, 1_000_000)).toBeUndefined()
+        expect((yield* Effect.flip(Decision.now(limiter.limit(admin, bad))))._tag).toBe("ValidationError")
       }
       const narrow = { workspaceId: WS, rootKeyId: "rk", permissions: ["ratelimit.rlns_x.limit"] }
-      expect(limiter.limitNow(narrow, body, 1_000_000)).toBeUndefined()
+      const refused = Decision.now(limiter.limit(narrow, body))
+      expect(Exit.isExit(refused) && Exit.isFailure(refused)).toBe(true)
       expect(yield* limit({})).toMatchObject({ success: false, remaining: 0 })
-      // An override set since applies: the catalog changed, so once through limit, then at once.
+      // An override set since applies: the catalog changed, so read once, then decided at once.
       const set = yield* overrides.set(admin, {
         namespaceName: "api",
         identifier: "user_*",
         limit: 10,
         duration: 10_000
       })
-      expect(limiter.limitNow(admin, body, 1_000_000)).toBeUndefined()
-      expect(yield* limit({})).toMatchObject({ success: true, limit: 10, remaining: 6, overrideId: set.id })
-      expect(limiter.limitNow(admin, body, 1_000_000)).toMatchObject({
+      const reread = Decision.now(limiter.limit(admin, body))
+      expect(Exit.isExit(reread)).toBe(false)
+      expect(yield* reread).toMatchObject({ success: true, limit: 10, remaining: 6, overrideId: set.id })
+      expect(Decision.now(limiter.limit(admin, body))).toMatchObject(Exit.succeed({
         success: true,
         limit: 10,
         remaining: 5,
         overrideId: set.id
-      })
+      }))
+    }).pipe(Effect.provide(Test)))
+  it.effect("an effect of limit decides when it runs, each time it runs", () =>
+    Effect.gen(function*() {
+      yield* setup
+      const limiter = yield* RateLimiter
+      const once = limiter.limit(admin, { namespace: "api", identifier: "user_9", limit: 2, duration: 10_000 })
+      yield* once
+      // Made but not run: nothing taken.
+      limiter.limit(admin, { namespace: "api", identifier: "user_9", limit: 2, duration: 10_000 })
+      expect(yield* once).toMatchObject({ success: true, remaining: 0 })
+      expect(yield* once).toMatchObject({ success: false, remaining: 0 })
     }).pipe(Effect.provide(Test)))
 })

@@ -1,5 +1,5 @@
 /**
- * A deliberately naive answer to getVerifications over raw events, written from behaviour.md §3
+ * A deliberately naive answer to getVerifications over raw events, written from docs/behaviour.md §3
  * without any of the production code: the oracle of the property tests.
  */
 import type { Datapoint } from "@keymeter/core/Datapoint"

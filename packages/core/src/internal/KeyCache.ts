@@ -4,6 +4,8 @@
  * as a known one is accepted). Bounded: past `capacity` keys (or `unknownCapacity` unknown
  * hashes), the oldest remembered is forgotten first.
  *
+ * Without a revision, what a load brings serves the one lookup that follows it.
+ *
  * The `Keys` service's own writes forget just what they change and then `adopt` the catalog's new
  * revision, so creating or updating one key does not make every other key be read again; any
  * other catalog change (an override, an api, another process's write) forgets everything, as the
@@ -11,8 +13,11 @@
  */
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import { Missing } from "../Decision.js"
 import type { Identity, Key } from "../Key.js"
+import { Catalog } from "../Storage.js"
 
 /** How many keys verification keeps in memory (the unknown hashes kept are a tenth of it). */
 export class KeyCacheCapacity extends Context.Reference<KeyCacheCapacity>()("@keymeter/core/KeyCacheCapacity", {
@@ -24,10 +29,12 @@ const remember = <A>(map: Map<string, A>, capacity: number, key: string, value: 
   map.set(key, value)
 }
 
-export class KeyCache {
-  private readonly keys = new Map<string, Key>()
+/** What {@link KeyCache} holds: keys by hash and identities by id. */
+export class KeyMemory {
+  // The catalog's answers as they came (no allocation per hit).
+  private readonly keys = new Map<string, Option.Option<Key>>()
   private readonly unknown = new Set<string>()
-  private readonly identities = new Map<string, Identity | null>()
+  private readonly identities = new Map<string, Option.Option<Identity>>()
   /** The catalog revision everything remembered was read at. */
   private stamp: number | undefined = undefined
   /** Moves whenever something is forgotten: a read that started before does not store its value. */
@@ -51,53 +58,44 @@ export class KeyCache {
     return revision
   }
 
-  /** The key of `hash` (null: no key has it) when remembered; undefined when it must be read. */
-  peekKey(hash: string): Key | null | undefined {
-    if (this.current() === undefined) return undefined
-    return this.keys.get(hash) ?? (this.unknown.has(hash) ? null : undefined)
+  /** The key of `hash` (none: no key has it) when remembered, or what loads it with `read`. */
+  key<E, R>(hash: string, read: () => Effect.Effect<Option.Option<Key>, E, R>): Option.Option<Key> | Missing<E, R> {
+    const revision = this.current()
+    const key = this.keys.get(hash)
+    if (key !== undefined) {
+      if (revision === undefined) this.keys.delete(hash)
+      return key
+    }
+    if (this.unknown.has(hash)) {
+      if (revision === undefined) this.unknown.delete(hash)
+      return Option.none()
+    }
+    const generation = this.generation
+    return new Missing(Effect.map(read(), (found) => {
+      if (generation !== this.generation) return
+      if (Option.isSome(found)) remember(this.keys, this.capacity, hash, found)
+      else {
+        if (this.unknown.size >= this.unknownCapacity) this.unknown.delete(this.unknown.values().next().value!)
+        this.unknown.add(hash)
+      }
+    }))
   }
 
-  /** The identity `id` (null: none) when remembered; undefined when it must be read. */
-  peekIdentity(id: string): Identity | null | undefined {
-    if (this.current() === undefined) return undefined
-    return this.identities.get(id)
-  }
-
-  /** The key of `hash`, from memory or from `read` (then remembered). */
-  key<E, R>(hash: string, read: Effect.Effect<Option.Option<Key>, E, R>): Effect.Effect<Option.Option<Key>, E, R> {
-    return Effect.suspend(() => {
-      const known = this.peekKey(hash)
-      if (known !== undefined) return Effect.succeed(Option.fromNullable(known))
-      const generation = this.generation
-      return Effect.map(read, (found) => {
-        if (this.stamp !== undefined && generation === this.generation) {
-          if (Option.isSome(found)) remember(this.keys, this.capacity, hash, found.value)
-          else {
-            if (this.unknown.size >= this.unknownCapacity) this.unknown.delete(this.unknown.values().next().value!)
-            this.unknown.add(hash)
-          }
-        }
-        return found
-      })
-    })
-  }
-
-  /** The identity `id`, from memory or from `read` (then remembered). */
+  /** The identity `id` (none: no such identity) when remembered, or what loads it with `read`. */
   identity<E, R>(
     id: string,
-    read: Effect.Effect<Option.Option<Identity>, E, R>
-  ): Effect.Effect<Option.Option<Identity>, E, R> {
-    return Effect.suspend(() => {
-      const known = this.peekIdentity(id)
-      if (known !== undefined) return Effect.succeed(Option.fromNullable(known))
-      const generation = this.generation
-      return Effect.map(read, (found) => {
-        if (this.stamp !== undefined && generation === this.generation) {
-          remember(this.identities, this.capacity, id, Option.getOrNull(found))
-        }
-        return found
-      })
-    })
+    read: () => Effect.Effect<Option.Option<Identity>, E, R>
+  ): Option.Option<Identity> | Missing<E, R> {
+    const revision = this.current()
+    const identity = this.identities.get(id)
+    if (identity !== undefined) {
+      if (revision === undefined) this.identities.delete(id)
+      return identity
+    }
+    const generation = this.generation
+    return new Missing(Effect.map(read(), (found) => {
+      if (generation === this.generation) remember(this.identities, this.capacity, id, found)
+    }))
   }
 
   /**
@@ -128,4 +126,15 @@ export class KeyCache {
       )
     })
   }
+}
+
+/** The keys and identities remembered, one for the services that read and write keys. */
+export class KeyCache extends Context.Tag("@keymeter/core/KeyCache")<KeyCache, KeyMemory>() {
+  static readonly layer: Layer.Layer<KeyCache, never, Catalog> = Layer.effect(
+    KeyCache,
+    Effect.gen(function*() {
+      const catalog = yield* Catalog
+      return new KeyMemory(catalog.revision, yield* KeyCacheCapacity)
+    })
+  )
 }

@@ -3,28 +3,34 @@
  * analytics query, batch and verification checks its api, and a read through an adapter costs far
  * more than the check.
  */
-import * as Effect from "effect/Effect"
+import type * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
 import type { Api } from "../Api.js"
+import * as Decision from "../Decision.js"
+import type { StorageError } from "../Errors.js"
 import { NotFound } from "../Errors.js"
 import type { Catalog } from "../Storage.js"
 import { CatalogCache } from "./CatalogCache.js"
+import * as CompositeKey from "./CompositeKey.js"
 
 export const make = (catalog: Catalog["Type"]) => {
   const cache = new CatalogCache<Option.Option<Api>>(catalog.revision)
-  /** The api `apiId` of the workspace, if it has one. */
-  const find = (workspaceId: string, apiId: string) =>
-    cache.get(`${workspaceId}\u0000${apiId}`, catalog.getApi(workspaceId, apiId))
-  /** Fails with NotFound (the field `apiId`) unless the workspace has the api. */
-  const require = (workspaceId: string, apiId: string) =>
-    Effect.flatMap(find(workspaceId, apiId), (api) =>
-      Option.isNone(api)
-        ? Effect.fail(new NotFound({ message: `apiId: no api ${JSON.stringify(apiId)} in this workspace` }))
-        : Effect.void)
-  /** Whether the workspace has the api, when remembered; undefined when it must be read. */
-  const peek = (workspaceId: string, apiId: string): boolean | undefined => {
-    const api = cache.peek(`${workspaceId}\u0000${apiId}`)
-    return api === undefined ? undefined : Option.isSome(api)
+  /** The api `apiId` of the workspace, if it has one (a lookup). */
+  const lookup = (workspaceId: string, apiId: string) =>
+    cache.lookup(CompositeKey.make(workspaceId, apiId), () => catalog.getApi(workspaceId, apiId))
+  /** Nothing when the workspace has the api; a NotFound (the field `apiId`) when not (a decision). */
+  const check = (workspaceId: string, apiId: string) => {
+    const api = lookup(workspaceId, apiId)
+    if (api instanceof Decision.Missing) return api
+    return Option.isNone(api)
+      ? Exit.fail(new NotFound({ message: `apiId: no api ${JSON.stringify(apiId)} in this workspace` }))
+      : undefined
   }
-  return { find, require, peek } as const
+  /** Fails with NotFound (the field `apiId`) unless the workspace has the api. */
+  const require = (workspaceId: string, apiId: string): Effect.Effect<void, NotFound | StorageError> =>
+    Decision.make<void, NotFound | StorageError, never>(() => check(workspaceId, apiId) ?? Exit.void)
+  /** The api, if the workspace has it. */
+  const find = (workspaceId: string, apiId: string) => Decision.read(() => lookup(workspaceId, apiId))
+  return { lookup, check, require, find } as const
 }

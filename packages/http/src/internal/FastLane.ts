@@ -16,7 +16,8 @@
  */
 import { Analytics } from "@keymeter/core/Analytics"
 import { Auth } from "@keymeter/core/Auth"
-import { Keys } from "@keymeter/core/Keys"
+import * as Decision from "@keymeter/core/Decision"
+import { KeyVerifier } from "@keymeter/core/KeyVerifier"
 import type { Principal } from "@keymeter/core/Permission"
 import * as Permission from "@keymeter/core/Permission"
 import { RateLimiter } from "@keymeter/core/RateLimiter"
@@ -50,7 +51,7 @@ import * as JsonBody from "./JsonBody.js"
 import * as UrlParams from "./UrlParams.js"
 
 /** The services the lane calls. */
-export type Services = Analytics | Verifications | RateLimiter | Keys | Recorder | Auth | VerificationStore
+export type Services = Analytics | Verifications | RateLimiter | KeyVerifier | Recorder | Auth | VerificationStore
 
 /** How the lane answers. */
 export interface Options {
@@ -177,19 +178,17 @@ export const make = (options: Options) => {
 
   const auth = Context.get(full.context, Auth)
   const limiter = Context.get(full.context, RateLimiter)
-  const keys = Context.get(full.context, Keys)
+  const verifier = Context.get(full.context, KeyVerifier)
   const recorder = Context.get(full.context, Recorder)
 
   /**
    * The request's principal, or why it has none (401/403 as the pipeline's middleware answers):
    * at once when the key's lookup is remembered, else as an effect that looks it up.
    */
-  const principalOf = (
-    req: IncomingMessage
-  ): Either.Either<Principal, DomainError | HttpError> | Effect.Effect<Principal, DomainError | HttpError> => {
+  const principalOf = (req: IncomingMessage): Effect.Effect<Principal, DomainError | HttpError> => {
     const key = bearer(req.headers.authorization)
-    if (typeof key !== "string") return Either.left(key)
-    return auth.peek(key) ?? auth.authenticate(Redacted.make(key))
+    if (typeof key !== "string") return Exit.fail(key)
+    return Decision.now(auth.authenticate(Redacted.make(key)))
   }
 
   /**
@@ -216,12 +215,15 @@ export const make = (options: Options) => {
     // Answered without an effect when the key and the answer are both remembered, or the key is
     // refused from what is remembered: the repeated dashboard query and the bad key stay cheap.
     const known = principalOf(req)
-    if (Either.isEither(known)) {
-      if (Either.isLeft(known)) {
-        options.budgets.leave("others")
-        return send(res, requestId, wireFailure(known.left, requestId))
+    if (Exit.isExit(known)) {
+      if (Exit.isFailure(known)) {
+        const error = Cause.failureOption(known.cause as Cause.Cause<DomainError | HttpError>)
+        if (error._tag === "Some") {
+          options.budgets.leave("others")
+          return send(res, requestId, wireFailure(error.value, requestId))
+        }
       }
-      const json = recall(known.right, search)
+      const json = Exit.isSuccess(known) ? recall(known.value as Principal, search) : undefined
       if (json !== undefined) {
         options.budgets.leave("others")
         return send(res, requestId, { status: 200, body: json })
@@ -273,8 +275,8 @@ export const make = (options: Options) => {
       principal: Principal,
       body: Record<string, unknown>
     ) => Effect.Effect<unknown, DomainError | HttpError, Services>,
-    /** The answer when it is known at once (no effect run), else undefined. */
-    now?: (principal: Principal, body: Record<string, unknown>) => unknown
+    /** Whether `act` decides when called (see core's `Decision`): an Exit is answered at once. */
+    decides = false
   ) => {
     const chunks: Array<Buffer> = []
     req.on("data", (chunk: Buffer) => chunks.push(chunk))
@@ -285,19 +287,21 @@ export const make = (options: Options) => {
     req.once("end", () => {
       const parsed = Either.flatMap(JsonBody.parse(Buffer.concat(chunks).toString("utf8")), JsonBody.asObject)
       const known = principalOf(req)
-      if (Either.isEither(known)) {
-        if (Either.isLeft(known)) {
-          options.budgets.leave("uploads")
-          return send(res, requestId, wireFailure(known.left, requestId))
-        }
-        const answer = now !== undefined && Either.isRight(parsed) ? now(known.right, parsed.right) : undefined
-        // Decided but for storage (a key's credits): the effect finishes it.
-        if (Effect.isEffect(answer)) {
-          return run(res, requestId, "uploads", answer as Effect.Effect<unknown, DomainError>, () => {})
-        }
-        if (answer !== undefined) {
-          options.budgets.leave("uploads")
-          return send(res, requestId, { status: 200, body: answer })
+      if (Exit.isExit(known)) {
+        if (Exit.isFailure(known)) {
+          const error = Cause.failureOption(known.cause as Cause.Cause<DomainError | HttpError>)
+          if (error._tag === "Some") {
+            options.budgets.leave("uploads")
+            return send(res, requestId, wireFailure(error.value, requestId))
+          }
+        } else if (decides && Either.isRight(parsed)) {
+          const answer = Decision.now(act(known.value as Principal, parsed.right))
+          if (Exit.isExit(answer) && Exit.isSuccess(answer)) {
+            options.budgets.leave("uploads")
+            return send(res, requestId, { status: 200, body: answer.value })
+          }
+          // Decided but for I/O (a key's credits, say), or refused: the effect finishes it.
+          return run(res, requestId, "uploads", answer, () => {})
         }
       }
       run(
@@ -372,12 +376,8 @@ export const make = (options: Options) => {
           })
         : route === "limit"
         ? (principal, body) => limiter.limit(principal, body)
-        : (principal, body) => keys.verify(principal, body),
-      route === "limit"
-        ? (principal, body) => limiter.limitNow(principal, body, clock.unsafeCurrentTimeMillis())
-        : route === "verify"
-        ? (principal, body) => keys.verifyNow(principal, body, clock.unsafeCurrentTimeMillis())
-        : undefined
+        : (principal, body) => verifier.verify(principal, body),
+      route !== "record"
     )
     return true
   }

@@ -1,0 +1,439 @@
+/**
+ * Key verification (`keys.verifyKey`): decides one of the nine outcomes, takes the key's rate
+ * limits (which overrides govern) and credits together or not at all, and records the
+ * verification. One decision over what memory holds (see `Decision`): a key verified before is
+ * answered without I/O but for its credits.
+ *
+ * The order of checks, first failure wins:
+ *   1. NOT_FOUND: no key has this secret (never created, or deleted);
+ *   2. FORBIDDEN: the key is another workspace's, or another api's than the `apiId` asked;
+ *   3. UNAUTHORIZED: the key's identity is disabled (`Identities.update`);
+ *   4. DISABLED: the key is disabled;
+ *   5. EXPIRED: its `expires` is not after now;
+ *   6. INSUFFICIENT_PERMISSIONS: its permissions do not satisfy the request's query;
+ *   7. RATE_LIMITED: one of its auto-applied or requested limits is exceeded (nothing is taken);
+ *   8. USAGE_EXCEEDED: its credits are below the cost (nothing is spent, the limits are given back);
+ *   9. VALID.
+ */
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
+import { Auth } from "./Auth.js"
+import * as Decision from "./Decision.js"
+import { Missing } from "./Decision.js"
+import type { InsufficientPermissions, NotFound, StorageError } from "./Errors.js"
+import { ValidationError } from "./Errors.js"
+import { KeyCache } from "./internal/KeyCache.js"
+import * as KnownApis from "./internal/KnownApis.js"
+import type { Identity, Key, Refill } from "./Key.js"
+import * as KeyModel from "./Key.js"
+import { MAX_NAME_LENGTH } from "./Namespace.js"
+import type { Principal } from "./Permission.js"
+import * as Permission from "./Permission.js"
+import { MAX_PERMISSION_LENGTH, PermissionQuery, satisfies } from "./PermissionQuery.js"
+import type { Taken, TakenLimit, TakeRequest } from "./RateLimiter.js"
+import { RateLimiter } from "./RateLimiter.js"
+import { Recorder } from "./Recorder.js"
+import * as RootKey from "./RootKey.js"
+import { Catalog } from "./Storage.js"
+import * as Time from "./Time.js"
+import * as Validation from "./Validation.js"
+import type { Outcome } from "./Verification.js"
+import * as Verification from "./Verification.js"
+
+/** The codes of a verification, in the order they are checked (VALID last). */
+export const Codes = [
+  "NOT_FOUND",
+  "FORBIDDEN",
+  "UNAUTHORIZED",
+  "DISABLED",
+  "EXPIRED",
+  "INSUFFICIENT_PERMISSIONS",
+  "RATE_LIMITED",
+  "USAGE_EXCEEDED",
+  "VALID"
+] as const
+export type Code = typeof Codes[number]
+
+/** The analytics outcome each code is recorded as. */
+export const outcomeOf: Record<Code, Outcome> = {
+  NOT_FOUND: "notFound",
+  FORBIDDEN: "forbidden",
+  UNAUTHORIZED: "unauthorized",
+  DISABLED: "disabled",
+  EXPIRED: "expired",
+  INSUFFICIENT_PERMISSIONS: "insufficientPermissions",
+  RATE_LIMITED: "rateLimited",
+  USAGE_EXCEEDED: "usageExceeded",
+  VALID: "valid"
+}
+
+/** The key id a verification of an unknown secret is recorded under (with the api it named). */
+export const UNKNOWN_KEY_ID = "unknown"
+
+/** Longest secret a verification accepts. */
+export const MAX_SECRET_LENGTH = 1024
+
+/** Body of `keys.verifyKey`. */
+export const VerifyKeyInput = Schema.Struct({
+  key: Validation.boundedString("a key", 1, MAX_SECRET_LENGTH),
+  apiId: Schema.optional(Verification.Id),
+  permissions: Schema.optional(PermissionQuery),
+  credits: Schema.optional(Schema.Struct({
+    cost: Validation.expected(
+      Schema.Number.pipe(Schema.int(), Schema.between(0, Number.MAX_SAFE_INTEGER)),
+      "must be an integer >= 0"
+    )
+  })),
+  ratelimits: Schema.optional(
+    Schema.Array(Schema.Struct({
+      name: Validation.boundedString("a rate limit name", 1, MAX_NAME_LENGTH),
+      cost: Schema.optional(Validation.expected(
+        Schema.Number.pipe(Schema.int(), Schema.between(0, Number.MAX_SAFE_INTEGER)),
+        "must be an integer >= 0"
+      ))
+    })).pipe(Schema.maxItems(KeyModel.MAX_RATELIMITS))
+  ),
+  tags: Schema.optional(Schema.Array(Verification.Tag).pipe(Schema.maxItems(Verification.MAX_TAGS)))
+}).annotations({ identifier: "VerifyKeyInput" })
+
+/** Answer of `keys.verifyKey`: always 200, `valid` and `code` saying how it went. */
+export const VerifyKeyResponse = Schema.Struct({
+  valid: Schema.Boolean,
+  code: Schema.Literal(...Codes),
+  keyId: Schema.optional(Schema.String),
+  name: Schema.optional(Schema.String),
+  meta: Schema.optional(KeyModel.MetaObject),
+  expires: Schema.optional(Schema.Number),
+  credits: Schema.optional(Schema.Struct({ remaining: Schema.Number })),
+  ratelimits: Schema.optional(Schema.Array(Schema.Struct({
+    name: Schema.String,
+    limit: Schema.Number.annotations({ description: "the limit applied: the override's when one applies" }),
+    remaining: Schema.Number,
+    reset: Schema.Number,
+    exceeded: Schema.Boolean,
+    overrideId: Schema.optional(Schema.String)
+  }))),
+  permissions: Schema.optional(Schema.Array(Schema.String)),
+  enabled: Schema.optional(Schema.Boolean),
+  identity: Schema.optional(Schema.Struct({ id: Schema.String, externalId: Schema.String }))
+}).annotations({ identifier: "VerifyKeyResponse" })
+export type VerifyKeyResponse = Schema.Schema.Type<typeof VerifyKeyResponse>
+
+/** How a verification is recorded. */
+export interface VerifyOptions {
+  /** Answer only once the verification's event is stored (default: it is stored in the background). */
+  readonly durable?: boolean | undefined
+}
+
+/** The time from which a refill is due: the start of the current day, or of the month's refill day. */
+export const refillSince = (refill: Refill, now: number): number => {
+  if (refill.interval === "daily") return Time.truncateToDay(now)
+  const day = refill.refillDay ?? 1
+  const date = new Date(now)
+  const at = (year: number, month: number) => {
+    const days = new Date(Date.UTC(year, month + 1, 0)).getUTCDate()
+    return Date.UTC(year, month, Math.min(day, days))
+  }
+  const thisMonth = at(date.getUTCFullYear(), date.getUTCMonth())
+  return now >= thisMonth ? thisMonth : at(date.getUTCFullYear(), date.getUTCMonth() - 1)
+}
+
+/** A body of `keys.verifyKey`, decoded. */
+export type VerifyKeyInput = Schema.Schema.Type<typeof VerifyKeyInput>
+
+const VERIFY_FIELDS = { key: 1, apiId: 1, permissions: 1, credits: 1, ratelimits: 1, tags: 1 }
+const isString = (value: unknown, max: number): value is string =>
+  typeof value === "string" && value.length >= 1 && value.length <= max && Validation.isWellFormed(value)
+const isCost = (value: unknown) => Number.isSafeInteger(value) && (value as number) >= 0
+const hasOnly = (value: object, fields: object) => {
+  for (const name in value) if (!Object.hasOwn(fields, name)) return false
+  return true
+}
+
+/**
+ * `input` as {@link VerifyKeyInput} decodes it, when it is a plain valid body (a permission query
+ * of one string, if any); undefined for anything else, valid or not, which the schema then judges.
+ * A hand check costs a tenth of the schema's, on the hottest path there is.
+ */
+const plainVerifyInput = (input: unknown): VerifyKeyInput | undefined => {
+  if (typeof input !== "object" || input === null || Array.isArray(input) || !hasOnly(input, VERIFY_FIELDS)) {
+    return undefined
+  }
+  const { apiId, credits, key, permissions, ratelimits, tags } = input as Record<string, unknown>
+  if (!isString(key, MAX_SECRET_LENGTH)) return undefined
+  if (apiId !== undefined && !isString(apiId, Verification.MAX_ID_LENGTH)) return undefined
+  if (permissions !== undefined && !isString(permissions, MAX_PERMISSION_LENGTH)) return undefined
+  if (credits !== undefined) {
+    if (typeof credits !== "object" || credits === null || !hasOnly(credits, COST)) return undefined
+    if (!isCost((credits as { cost?: unknown }).cost)) return undefined
+  }
+  if (ratelimits !== undefined) {
+    if (!Array.isArray(ratelimits) || ratelimits.length > KeyModel.MAX_RATELIMITS) return undefined
+    for (const limit of ratelimits as Array<unknown>) {
+      if (typeof limit !== "object" || limit === null || !hasOnly(limit, RATELIMIT_FIELDS)) return undefined
+      const { cost, name } = limit as Record<string, unknown>
+      if (!isString(name, MAX_NAME_LENGTH) || (cost !== undefined && !isCost(cost))) return undefined
+    }
+  }
+  if (tags !== undefined) {
+    if (!Array.isArray(tags) || tags.length > Verification.MAX_TAGS) return undefined
+    for (const tag of tags as Array<unknown>) if (!isString(tag, Verification.MAX_TAG_LENGTH)) return undefined
+  }
+  return input as VerifyKeyInput
+}
+const COST = { cost: 1 }
+const RATELIMIT_FIELDS = { name: 1, cost: 1 }
+
+/** Verifies keys of the caller's workspace and records each verification. */
+export class KeyVerifier extends Effect.Service<KeyVerifier>()("@keymeter/core/KeyVerifier", {
+  effect: Effect.gen(function*() {
+    const catalog = yield* Catalog
+    const auth = yield* Auth
+    const limiter = yield* RateLimiter
+    const recorder = yield* Recorder
+    const cache = yield* KeyCache
+    const clock = yield* Effect.clock
+    const decodeVerify = Validation.decode(VerifyKeyInput)
+    const apis = KnownApis.make(catalog)
+
+    /**
+     * Verifies a key and records the verification; see the module's order of checks. A decision
+     * (see `Decision`): `Decision.now` answers it without running an effect when memory holds
+     * what it needs and the key has no credits.
+     */
+    const verify = (principal: Principal, input: unknown, options: VerifyOptions = {}) => {
+      const durable = options.durable ?? false
+      const request = plainVerifyInput(input)
+      return request === undefined
+        ? Effect.flatMap(decodeVerify(input), (decoded) => verifyDecoded(principal, decoded, durable))
+        : verifyDecoded(principal, request, durable)
+    }
+
+    const verifyDecoded = (principal: Principal, request: VerifyKeyInput, durable: boolean) => {
+      const hash = RootKey.hash(request.key)
+      return Decision.make(() => decide(principal, request, hash, clock.unsafeCurrentTimeMillis(), durable))
+    }
+
+    /** The verification at `now`, from what memory holds. */
+    const decide = (
+      principal: Principal,
+      request: VerifyKeyInput,
+      hash: string,
+      now: number,
+      durable: boolean
+    ): Decision.Turn<VerifyKeyResponse, VerifyError> => {
+      const { apiId } = request
+      if (apiId !== undefined) {
+        const denied = Decision.failed(auth.authorize(principal, Permission.required.verifyKey(apiId)))
+        if (denied !== undefined) return denied
+        const unknownApi = apis.check(principal.workspaceId, apiId)
+        if (unknownApi !== undefined) return unknownApi
+      }
+      const found = cache.key(hash, () => catalog.findKeyByHash(hash))
+      if (found instanceof Missing) return found
+      // Keys of nowhere the caller may see: counted under the api it named, if any.
+      if (Option.isNone(found) || found.value.workspaceId !== principal.workspaceId) {
+        const answer: VerifyKeyResponse = { valid: false, code: Option.isNone(found) ? "NOT_FOUND" : "FORBIDDEN" }
+        if (apiId === undefined) return Exit.succeed(answer)
+        const event = eventOf(principal, request, now, apiId, UNKNOWN_KEY_ID, answer.code, undefined)
+        return recorded(event, durable, answer)
+      }
+      const key = found.value
+      if (apiId === undefined) {
+        const denied = Decision.failed(auth.authorize(principal, Permission.required.verifyKey(key.apiId)))
+        if (denied !== undefined) return denied
+      }
+      // Requested limits must be the key's own: an unknown name is the caller's mistake.
+      const requested = requestedOf(key, request)
+      if (typeof requested === "number") return Exit.fail(unknownRatelimit(request, requested))
+      let identity: Identity | undefined
+      if (key.identityId !== undefined) {
+        const known = cache.identity(key.identityId, () => catalog.getIdentity(key.workspaceId, key.identityId!))
+        if (known instanceof Missing) return known
+        identity = Option.getOrUndefined(known)
+      }
+      const code = precheck(key, identity, request, now)
+      const end = { principal, request, now, key, identity, durable }
+      if (code !== undefined) return answered(end, code, undefined)
+      return Decision.andThen(
+        limiter.takeAll(key.workspaceId, limitsOf(key, identity, requested), now),
+        (taken) => afterLimits(end, taken)
+      )
+    }
+
+    /** The end of a verification whose limits were taken: credits spent (or not), recorded, answered. */
+    const afterLimits = (end: End, taken: Taken): Decision.Turn<VerifyKeyResponse, StorageError> =>
+      !taken.allowed
+        ? answered(end, "RATE_LIMITED", taken.results)
+        : end.key.credited
+        ? spendAndAnswer(end, taken)
+        : answered(end, "VALID", taken.results)
+
+    /**
+     * The end of a verification that spends nothing: recorded and answered, with the balance read
+     * when the key has credits.
+     */
+    const answered = (
+      end: End,
+      code: Code,
+      limits: ReadonlyArray<TakenLimit> | undefined
+    ): Effect.Effect<VerifyKeyResponse, StorageError> => {
+      const { identity, key } = end
+      const event = eventOf(end.principal, end.request, end.now, key.apiId, key.id, code, identity)
+      if (!key.credited) return recorded(event, end.durable, answerOf(key, identity, code, limits, undefined))
+      return Effect.flatMap(catalog.getCredits(key.id), (credits) =>
+        recorded(
+          event,
+          end.durable,
+          answerOf(key, identity, code, limits, Option.getOrUndefined(credits)?.remaining)
+        ))
+    }
+
+    /**
+     * The end of a verification whose limits were taken: spends the credits (all or nothing with
+     * the limits, which are given back when the credits fall short or storage fails), records,
+     * answers.
+     */
+    const spendAndAnswer = (end: End, taken: Taken) =>
+      Effect.gen(function*() {
+        const { identity, key, now, request } = end
+        const spend = yield* catalog.spendCredits(
+          key.id,
+          request.credits?.cost ?? 1,
+          key.refill === undefined ? undefined : { since: refillSince(key.refill, now), amount: key.refill.amount },
+          now
+        ).pipe(Effect.tapError(() => taken.refund))
+        let code: Code = "VALID"
+        let limits = taken.results
+        if (Option.isSome(spend) && !spend.value.spent) {
+          limits = yield* taken.refund
+          code = "USAGE_EXCEEDED"
+        }
+        // No balance: the key's credits were removed meanwhile; it verifies as a key without.
+        const remaining = Option.isSome(spend) ? spend.value.remaining : undefined
+        const event = eventOf(end.principal, request, now, key.apiId, key.id, code, identity)
+        return yield* recorded(event, end.durable, answerOf(key, identity, code, limits, remaining))
+      })
+
+    /** `answer` once `event` is queued (or, when `durable`, stored). */
+    const recorded = (
+      event: Verification.Verification,
+      durable: boolean,
+      answer: VerifyKeyResponse
+    ): Effect.Effect<VerifyKeyResponse, StorageError> => {
+      const queued = Decision.now(recorder.record(event, durable))
+      return Exit.isExit(queued) && Exit.isSuccess(queued) ? Exit.succeed(answer) : Effect.as(queued, answer)
+    }
+
+    return { verify } as const
+  })
+}) {}
+
+/** How a verification fails: a request the caller got wrong, or storage. */
+type VerifyError = ValidationError | InsufficientPermissions | NotFound | StorageError
+
+/** What the end of a verification knows. */
+interface End {
+  readonly principal: Principal
+  readonly request: VerifyKeyInput
+  readonly now: number
+  readonly key: Key
+  readonly identity: Identity | undefined
+  readonly durable: boolean
+}
+
+/** The verification event of a call. */
+const eventOf = (
+  principal: Principal,
+  request: VerifyKeyInput,
+  now: number,
+  apiId: string,
+  keyId: string,
+  code: Code,
+  identity: Identity | undefined
+) =>
+  Verification.make({
+    time: now,
+    workspaceId: principal.workspaceId,
+    apiId,
+    keyId,
+    outcome: outcomeOf[code],
+    identity: identity === undefined ? undefined : { id: identity.id, externalId: identity.externalId },
+    tags: request.tags
+  })
+
+/** The key's limits a call takes: its auto-applied ones and those it names (at their cost). */
+const limitsOf = (
+  key: Key,
+  identity: Identity | undefined,
+  requested: ReadonlyMap<string, number> | undefined
+): Array<TakeRequest> => {
+  const out: Array<TakeRequest> = []
+  for (const limit of key.ratelimits) {
+    const cost = requested?.get(limit.name)
+    if (!limit.autoApply && cost === undefined) continue
+    out.push({
+      name: limit.name,
+      identifier: identity?.externalId ?? key.id,
+      limit: limit.limit,
+      duration: limit.duration,
+      cost: cost ?? 1
+    })
+  }
+  return out
+}
+
+/**
+ * The costs of the limits the call names, by name; the index of the first the key does not
+ * have, when one is unknown (the caller's mistake).
+ */
+const requestedOf = (key: Key, request: VerifyKeyInput): ReadonlyMap<string, number> | number | undefined => {
+  if (request.ratelimits === undefined || request.ratelimits.length === 0) return undefined
+  const requested = new Map<string, number>()
+  for (const [i, limit] of request.ratelimits.entries()) {
+    if (!key.ratelimits.some((own) => own.name === limit.name)) return i
+    requested.set(limit.name, limit.cost ?? 1)
+  }
+  return requested
+}
+
+/** The code of the checks before the limits (2–6 of the order), or undefined when they pass. */
+const precheck = (key: Key, identity: Identity | undefined, request: VerifyKeyInput, now: number) =>
+  request.apiId !== undefined && request.apiId !== key.apiId
+    ? "FORBIDDEN" as const
+    : identity !== undefined && !identity.enabled
+    ? "UNAUTHORIZED" as const
+    : !key.enabled
+    ? "DISABLED" as const
+    : key.expires !== undefined && key.expires <= now
+    ? "EXPIRED" as const
+    : request.permissions !== undefined && !satisfies(key.permissions, request.permissions)
+    ? "INSUFFICIENT_PERMISSIONS" as const
+    : undefined
+
+const answerOf = (
+  key: Key,
+  identity: Identity | undefined,
+  code: Code,
+  limits: ReadonlyArray<TakenLimit> | undefined,
+  remaining: number | undefined
+): VerifyKeyResponse => ({
+  valid: code === "VALID",
+  code,
+  keyId: key.id,
+  ...(key.name !== undefined ? { name: key.name } : {}),
+  ...(key.meta !== undefined ? { meta: key.meta } : {}),
+  ...(key.expires !== undefined ? { expires: key.expires } : {}),
+  ...(remaining !== undefined ? { credits: { remaining } } : {}),
+  ...(limits !== undefined && limits.length > 0 ? { ratelimits: limits } : {}),
+  permissions: key.permissions,
+  enabled: key.enabled,
+  ...(identity !== undefined ? { identity: { id: identity.id, externalId: identity.externalId } } : {})
+})
+
+const unknownRatelimit = (request: VerifyKeyInput, i: number) =>
+  new ValidationError({
+    message: `ratelimits[${i}].name: the key has no rate limit named ${JSON.stringify(request.ratelimits![i]!.name)}`
+  })

@@ -323,7 +323,7 @@ export class KeyVerifier extends Effect.Service<KeyVerifier>()("@keymeter/core/K
       durable: boolean,
       answer: VerifyKeyResponse
     ): Effect.Effect<VerifyKeyResponse, StorageError> => {
-      const queued = Decision.now(recorder.record(event, durable))
+      const queued = durable ? recorder.record(event, true) : recorder.decideRecord(event)
       return Exit.isExit(queued) && Exit.isSuccess(queued) ? Exit.succeed(answer) : Effect.as(queued, answer)
     }
 

@@ -209,12 +209,14 @@ export class RateLimiter extends Effect.Service<RateLimiter>()("@keymeter/core/R
     const decideNearby = (key: string, cost: number, override: Override, now: number): LimitResponse => {
       const decision = nearby.take(key, now, override.limit, override.duration, cost)
       Effect.runFork(
-        windows.takeAll([{
-          key,
-          limit: Number.MAX_SAFE_INTEGER,
-          duration: override.duration,
-          cost: decision.success ? cost : 0
-        }], now).pipe(
+        Effect.suspend(() =>
+          windows.takeAll([{
+            key,
+            limit: Number.MAX_SAFE_INTEGER,
+            duration: override.duration,
+            cost: decision.success ? cost : 0
+          }], now)
+        ).pipe(
           Effect.map(([shared]) =>
             nearby.catchUp(key, now, Number.MAX_SAFE_INTEGER - shared!.remaining, override.duration)
           ),

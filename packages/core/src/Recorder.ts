@@ -88,6 +88,11 @@ export class Recorder extends Effect.Service<Recorder>()("@keymeter/core/Recorde
       Effect.flatMap(Queue.takeAll(queue), (rest) => rest.length === 0 ? Effect.void : write(Array.from(rest)))
     )
 
+    const decideRecord = (event: Verification): Effect.Effect<void> => {
+      const entry = { event, stored: undefined }
+      return queue.unsafeOffer(entry) ? Exit.void : Effect.asVoid(Queue.offer(queue, entry))
+    }
+
     const waitFor = (entry: Entry & { readonly stored: Deferred.Deferred<void, StorageError> }) =>
       Effect.zipRight(
         Queue.offer(queue, entry),
@@ -95,15 +100,16 @@ export class Recorder extends Effect.Service<Recorder>()("@keymeter/core/Recorde
       )
 
     return {
+      /** Queues `event`; with `durable`, completes once it is stored (failing if it could not be). */
+      record: (event: Verification, durable: boolean): Effect.Effect<void, StorageError> =>
+        durable
+          ? Effect.flatMap(Deferred.make<void, StorageError>(), (stored) => waitFor({ event, stored }))
+          : Decision.make(() => decideRecord(event)),
       /**
-       * Queues `event`; with `durable`, completes once it is stored (failing if it could not be).
-       * Without, a decision (see `Decision`): queued at once when there is room, else it waits.
+       * `record` without `durable` as a decision (see `Decision`), for other decisions: queued when
+       * called if there is room (an Exit), else the effect that waits for room.
        */
-      record: (event: Verification, durable: boolean): Effect.Effect<void, StorageError> => {
-        if (durable) return Effect.flatMap(Deferred.make<void, StorageError>(), (stored) => waitFor({ event, stored }))
-        const entry = { event, stored: undefined }
-        return Decision.make(() => queue.unsafeOffer(entry) ? Exit.void : Effect.asVoid(Queue.offer(queue, entry)))
-      },
+      decideRecord,
       /** Whether events are queued or being written: a read now would not count them all. */
       pending: (): boolean => writing || !isEmpty(queue),
       /** Completes once every event queued before it is stored (or failed to be). */

@@ -9,7 +9,6 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
-import { make as decision } from "./Decision.js"
 import type { StorageError } from "./Errors.js"
 import * as CompositeKey from "./internal/CompositeKey.js"
 import type { Decision } from "./internal/slidingWindow.js"
@@ -31,8 +30,9 @@ export class Windows extends Context.Tag("@keymeter/core/Windows")<Windows, {
   readonly shared: boolean
   /**
    * Takes each request's cost from its window at `now`, all or none: when any would be refused,
-   * nothing is taken, and each decision says how its window stands. In this process, a decision
-   * (see the `Decision` module): `Decision.now` takes at once.
+   * nothing is taken, and each decision says how its window stands. A decision (see the
+   * `Decision` module): windows in this process are taken when it is called (an Exit), shared
+   * ones when its effect runs.
    */
   readonly takeAll: (
     requests: ReadonlyArray<WindowRequest>,
@@ -82,7 +82,7 @@ export const takeAllFrom = (
 /** Windows of this process, all or none over several. */
 export const makeLocal = (windows: SlidingWindows = new SlidingWindows()): Windows["Type"] => ({
   shared: false,
-  takeAll: (requests, now) => decision(() => Exit.succeed(takeAllFrom(windows, requests, now))),
+  takeAll: (requests, now) => Exit.succeed(takeAllFrom(windows, requests, now)),
   refundAll: (taken, now) =>
     Effect.sync(() => {
       for (const { cost, key } of taken) windows.refund(key, now, cost)

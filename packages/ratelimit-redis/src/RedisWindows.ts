@@ -176,7 +176,7 @@ export const make = (options: Options) =>
             reset: Number(out[3 * i + 2])
           }))
         ),
-        Effect.catchAll((cause) => failed(cause, local.takeAll(requests, now)))
+        Effect.catchAll((cause) => failed(cause, Effect.suspend(() => local.takeAll(requests, now))))
       )
 
     const refundAll = (taken: ReadonlyArray<{ readonly key: string; readonly cost: number }>, now: number) =>

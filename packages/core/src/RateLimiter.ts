@@ -8,6 +8,7 @@ import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import { Auth } from "./Auth.js"
+import * as Checker from "./Checker.js"
 import * as Decision from "./Decision.js"
 import { Missing } from "./Decision.js"
 import type { InsufficientPermissions, StorageError } from "./Errors.js"
@@ -18,7 +19,7 @@ import * as CompositeKey from "./internal/CompositeKey.js"
 import { SlidingWindows } from "./internal/slidingWindow.js"
 import { MAX_NAME_LENGTH, Namespace } from "./Namespace.js"
 import type { Override } from "./Override.js"
-import { Duration, MAX_DURATION, MAX_IDENTIFIER_LENGTH, MIN_DURATION } from "./Override.js"
+import { Duration, MAX_IDENTIFIER_LENGTH } from "./Override.js"
 import { Overrides } from "./Overrides.js"
 import type { Principal } from "./Permission.js"
 import * as Permission from "./Permission.js"
@@ -88,29 +89,8 @@ interface Resolved {
 /** An answer of {@link RateLimiter}. */
 export type LimitResponse = Schema.Schema.Type<typeof LimitResponse>
 
-/**
- * `input` as {@link LimitInput} decodes it, when it is a plain valid body (what clients send);
- * undefined for anything else, valid or not, which the schema then judges. A hand check costs a
- * tenth of the schema's.
- */
-const plainLimitInput = (input: unknown): Schema.Schema.Type<typeof LimitInput> | undefined => {
-  if (typeof input !== "object" || input === null || Array.isArray(input)) return undefined
-  let fields = 0
-  for (const name in input) {
-    if (!Object.hasOwn(LIMIT_FIELDS, name)) return undefined
-    fields++
-  }
-  const { cost, duration, identifier, limit, namespace } = input as Record<string, unknown>
-  const valid = typeof namespace === "string" && namespace.length >= 1 && namespace.length <= MAX_NAME_LENGTH &&
-    !namespace.includes("*") && Validation.isWellFormed(namespace) &&
-    typeof identifier === "string" && identifier.length >= 1 && identifier.length <= MAX_IDENTIFIER_LENGTH &&
-    Validation.isWellFormed(identifier) &&
-    Number.isSafeInteger(limit) && (limit as number) >= 1 &&
-    Number.isSafeInteger(duration) && (duration as number) >= MIN_DURATION && (duration as number) <= MAX_DURATION &&
-    (cost === undefined ? fields === 4 : Number.isSafeInteger(cost) && (cost as number) >= 0 && fields === 5)
-  return valid ? input as Schema.Schema.Type<typeof LimitInput> : undefined
-}
-const LIMIT_FIELDS = { namespace: 1, identifier: 1, limit: 1, duration: 1, cost: 1 }
+/** The fast check of a body (see `Checker`): what the schema would decode to itself. */
+const checkLimit = Checker.compile(LimitInput)
 
 /** Sliding-window rate limiting per (namespace, identifier), applying overrides. */
 export class RateLimiter extends Effect.Service<RateLimiter>()("@keymeter/core/RateLimiter", {
@@ -160,10 +140,9 @@ export class RateLimiter extends Effect.Service<RateLimiter>()("@keymeter/core/R
      * holds what it needs.
      */
     const limit = (principal: Principal, input: unknown) => {
-      const request = plainLimitInput(input)
-      return request === undefined
-        ? Effect.flatMap(decode(input), (decoded) => Decision.make(() => decideLimit(principal, decoded)))
-        : Decision.make(() => decideLimit(principal, request))
+      return checkLimit(input)
+        ? Decision.make(() => decideLimit(principal, input))
+        : Effect.flatMap(decode(input), (decoded) => Decision.make(() => decideLimit(principal, decoded)))
     }
 
     const decideLimit = (

@@ -28,9 +28,12 @@ export const isWellFormed = (value: string): boolean => (value as string & { isW
 /** The message for a string that is not well-formed. */
 export const NOT_WELL_FORMED = "must be well-formed Unicode, got a string with a lone UTF-16 surrogate"
 
+/** The schema id of {@link wellFormed}, by which a `Checker` knows it. */
+export const WellFormedSchemaId: unique symbol = Symbol.for("@keymeter/core/Validation/WellFormed")
+
 /** Refines a string schema to well-formed strings, with its own message. */
 export const wellFormed = <S extends Schema.Schema<string, string, never>>(schema: S) =>
-  schema.pipe(Schema.filter(isWellFormed, { message: () => NOT_WELL_FORMED }))
+  schema.pipe(Schema.filter(isWellFormed, { schemaId: WellFormedSchemaId, message: () => NOT_WELL_FORMED }))
 
 /**
  * A well-formed string of `min` to `max` characters; any failure reads

@@ -2,7 +2,7 @@
  * Measuring keymeter through its library API: ingest through `Verifications.record` (validation
  * and all) and queries through `Analytics.getVerifications`, on any Storage layer.
  */
-import { Analytics } from "@keymeter/core/Analytics"
+import { Analytics, RememberedAnswers } from "@keymeter/core/Analytics"
 import { Api } from "@keymeter/core/Api"
 import * as Auth from "@keymeter/core/Auth"
 import type { Datapoint } from "@keymeter/core/Datapoint"
@@ -25,7 +25,10 @@ export const BATCH = 10_000
 
 /** A keymeter instance over `storage`, with the bench workspace and apis. */
 export const open = async (storage: Layer.Layer<VerificationStore | CatalogTag, unknown>) => {
-  const runtime = ManagedRuntime.make(Keymeter.layer.pipe(Layer.provideMerge(storage)))
+  // Every query is run, not given again from the answers Analytics remembers: the stores are measured.
+  const runtime = ManagedRuntime.make(
+    Keymeter.layer.pipe(Layer.provideMerge(storage), Layer.provide(Layer.succeed(RememberedAnswers, 0)))
+  )
   await runtime.runPromise(Effect.gen(function*() {
     const catalog = yield* Catalog
     yield* catalog.putWorkspace(new Workspace({ id: WORKSPACE, name: "bench" }))
@@ -50,7 +53,7 @@ export const open = async (storage: Layer.Layer<VerificationStore | CatalogTag, 
       }
       return data.size / ((performance.now() - started) / 1000)
     },
-    query: (query: VerificationQueryInput): Promise<Array<Datapoint>> =>
+    query: (query: VerificationQueryInput): Promise<ReadonlyArray<Datapoint>> =>
       runtime.runPromise(analytics.getVerifications(principal, query)),
     close: () => runtime.dispose()
   }

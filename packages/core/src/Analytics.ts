@@ -4,13 +4,19 @@
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import * as Aggregation from "./Aggregation.js"
 import { Auth } from "./Auth.js"
+import type { Datapoint } from "./Datapoint.js"
+import * as Decision from "./Decision.js"
+import type { InsufficientPermissions, NotFound, QueryTooLarge, StorageError, ValidationError } from "./Errors.js"
+import * as CompositeKey from "./internal/CompositeKey.js"
 import * as KnownApis from "./internal/KnownApis.js"
 import type { Principal } from "./Permission.js"
 import * as Permission from "./Permission.js"
 import { Recorder } from "./Recorder.js"
 import { Catalog, VerificationStore } from "./Storage.js"
+import * as Time from "./Time.js"
 import * as Validation from "./Validation.js"
 import * as VerificationQuery from "./VerificationQuery.js"
 
@@ -18,6 +24,39 @@ import * as VerificationQuery from "./VerificationQuery.js"
 export class MaxDatapoints extends Context.Reference<MaxDatapoints>()("@keymeter/core/Analytics/MaxDatapoints", {
   defaultValue: () => 100_000
 }) {}
+
+/**
+ * Answers remembered at most (0: none; a benchmark of the stores themselves wants none). An
+ * answer is given again for the same query while the store holds what it held.
+ */
+export class RememberedAnswers extends Context.Reference<RememberedAnswers>()(
+  "@keymeter/core/Analytics/RememberedAnswers",
+  { defaultValue: () => 1_024 }
+) {}
+
+/** The largest answer remembered, in datapoints. */
+const REMEMBERED_DATAPOINTS = 2_000
+
+/** An answer kept for the same query: valid while the store's revision holds. */
+interface Remembered {
+  readonly revision: number
+  /** Unix ms from which it no longer holds (the hour ends, for a query whose `end` is now). */
+  readonly until: number
+  readonly apiId: string
+  readonly answer: ReadonlyArray<Datapoint>
+}
+
+/** How a query fails. */
+type QueryError = ValidationError | InsufficientPermissions | NotFound | QueryTooLarge | StorageError
+
+/** `value` and everything in it, frozen. */
+const freeze = <A>(value: A): A => {
+  if (typeof value === "object" && value !== null && !Object.isFrozen(value)) {
+    for (const inner of Object.values(value)) freeze(inner)
+    Object.freeze(value)
+  }
+  return value
+}
 
 /** Answers analytics queries, pushing the aggregation down to the {@link VerificationStore}. */
 export class Analytics extends Effect.Service<Analytics>()("@keymeter/core/Analytics", {
@@ -27,26 +66,81 @@ export class Analytics extends Effect.Service<Analytics>()("@keymeter/core/Analy
     const catalog = yield* Catalog
     const auth = yield* Auth
     const cap = yield* MaxDatapoints
+    const clock = yield* Effect.clock
     const decode = Validation.decode(VerificationQuery.VerificationQueryInput)
     const apis = KnownApis.make(catalog)
+    // Dashboards ask the same queries again and again: the answer of the same query in the same
+    // workspace is given again while the store has stored nothing since (its revision) and no
+    // verification waits to be stored, after the same permission check. Stores others write to
+    // (ClickHouse) have no revision, so nothing is remembered for them.
+    const capacity = yield* RememberedAnswers
+    const revision = capacity > 0 ? store.revision : undefined
+    const remembered = new Map<string, Remembered>()
+
+    /** The key an input is remembered under; undefined when it has no JSON form. */
+    const keyOf = (principal: Principal, input: unknown): string | undefined => {
+      try {
+        const text = JSON.stringify(input)
+        return text === undefined ? undefined : CompositeKey.make(principal.workspaceId, text)
+      } catch {
+        return undefined
+      }
+    }
+
+    /** The remembered answer of `key` for this principal, if it still holds. */
+    const recall = (principal: Principal, key: string) => {
+      const hit = remembered.get(key)
+      return hit !== undefined && hit.revision === revision!() && !recorder.pending() &&
+          clock.unsafeCurrentTimeMillis() < hit.until &&
+          Permission.allows(principal.permissions, Permission.required.readApi(hit.apiId))
+        ? hit.answer
+        : undefined
+    }
 
     /**
      * Validates the query, checks `api.*.read_api` or `api.<apiId>.read_api`, checks the api is in
      * the caller's workspace, then aggregates.
      */
-    const getVerifications = (principal: Principal, input: unknown) =>
-      Effect.gen(function*() {
+    const query = (principal: Principal, input: unknown, key: string | undefined) =>
+      Effect.gen(function*(): Effect.fn.Return<ReadonlyArray<Datapoint>, QueryError> {
         const decoded = yield* decode(input)
-        const query = yield* VerificationQuery.normalize(decoded, yield* Clock.currentTimeMillis)
+        const now = yield* Clock.currentTimeMillis
+        const query = yield* VerificationQuery.normalize(decoded, now)
         yield* auth.authorize(principal, Permission.required.readApi(query.apiId))
         yield* apis.require(principal.workspaceId, query.apiId)
         // Verifications made before this read are counted by it.
         yield* recorder.flush
+        const before = revision?.()
         const result = yield* store.aggregate({ ...query, workspaceId: principal.workspaceId, maxRows: cap })
         const rows = query.groupByTag === "tag" && result.tags !== undefined
           ? Aggregation.expandTags(query, result)
           : result
-        return yield* Aggregation.finalize(query, rows, cap)
+        const answer = yield* Aggregation.finalize(query, rows, cap)
+        if (key === undefined || before === undefined || answer.length > REMEMBERED_DATAPOINTS) return answer
+        // Given to every caller of the same query from now on: frozen, so no caller can change it.
+        const shared = freeze(answer)
+        if (remembered.size >= capacity) remembered.delete(remembered.keys().next().value!)
+        remembered.set(key, {
+          revision: before,
+          until: decoded.end === undefined || decoded.end === null ? Time.truncateToHour(now) + Time.HOUR : Infinity,
+          apiId: query.apiId,
+          answer: shared
+        })
+        return shared
+      })
+
+    /**
+     * The datapoints of a query (see `VerificationQuery`). A decision (see `Decision`): an answer
+     * remembered for the same query is given at once.
+     */
+    const getVerifications = (
+      principal: Principal,
+      input: unknown
+    ): Effect.Effect<ReadonlyArray<Datapoint>, QueryError> =>
+      Decision.make<ReadonlyArray<Datapoint>, QueryError, never>(() => {
+        const key = revision === undefined ? undefined : keyOf(principal, input)
+        const answer = key === undefined ? undefined : recall(principal, key)
+        return answer !== undefined ? Exit.succeed(answer) : query(principal, input, key)
       })
 
     return { getVerifications } as const

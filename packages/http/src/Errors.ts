@@ -140,9 +140,13 @@ export const fromDomain = (error: DomainError): Effect.Effect<HttpError> =>
     : Effect.succeed(toWire(error))
 
 /** Fails with the wire error of the effect's domain failure. */
-export const mapDomain = <A, E extends DomainError, R>(
+export const mapDomain = <A, E extends DomainError | HttpError, R>(
   effect: Effect.Effect<A, E, R>
-): Effect.Effect<A, HttpError, R> => Effect.catchAll(effect, (error) => Effect.flatMap(fromDomain(error), Effect.fail))
+): Effect.Effect<A, HttpError, R> =>
+  Effect.catchAll(
+    effect,
+    (error) => error instanceof HttpError ? Effect.fail(error) : Effect.flatMap(fromDomain(error), Effect.fail)
+  )
 
 /** The body of an error response. */
 export const body = (code: Code, message: string, context: RequestContext.RequestContext) => ({

@@ -4,50 +4,26 @@
  * wire errors. Core validates the values.
  */
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
-import type * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
-import { Analytics } from "@keymeter/core/Analytics"
 import { Apis } from "@keymeter/core/Apis"
 import { Identities } from "@keymeter/core/Identities"
 import { ExternalIdInput, KeyIdInput, ListKeysInput } from "@keymeter/core/Key"
 import { Keys } from "@keymeter/core/Keys"
-import { KeyVerifier } from "@keymeter/core/KeyVerifier"
 import { GetOverrideInput, ListOverridesInput } from "@keymeter/core/Override"
 import { Overrides } from "@keymeter/core/Overrides"
 import type { Principal } from "@keymeter/core/Permission"
-import { RateLimiter } from "@keymeter/core/RateLimiter"
-import { RecordVerificationsInput } from "@keymeter/core/Verification"
-import { VerificationQueryInput } from "@keymeter/core/VerificationQuery"
-import { Verifications } from "@keymeter/core/Verifications"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
 import { Api, CurrentPrincipal } from "./Api.js"
 import type { DomainError } from "./Errors.js"
-import { HttpError, mapDomain } from "./Errors.js"
+import { mapDomain } from "./Errors.js"
+import { HotRoutes, readQuery } from "./HotRoutes.js"
 import * as IdempotencyKey from "./internal/IdempotencyKey.js"
 import * as JsonBody from "./internal/JsonBody.js"
 import * as UrlParams from "./internal/UrlParams.js"
 
-const getVerificationsQuery = UrlParams.reader(VerificationQueryInput)
 const getOverrideQuery = UrlParams.reader(GetOverrideInput)
 const listOverridesQuery = UrlParams.reader(ListOverridesInput)
-const RECORD_FIELDS = Object.keys(RecordVerificationsInput.fields)
-
-/**
- * The batch of a recordVerifications body, or the 400 its envelope gets. The batch itself is
- * validated by core's hand-written decoder (it must run at millions of events per second).
- */
-export const recordBatch = (body: Record<string, unknown>): Either.Either<unknown, HttpError> => {
-  const unknown = Object.keys(body).filter((key) => !RECORD_FIELDS.includes(key))
-  if (unknown.length > 0) {
-    return Either.left(
-      new HttpError({ code: "BAD_REQUEST", message: unknown.map((k) => `${k}: is not a known field`).join("; ") })
-    )
-  }
-  return "verifications" in body
-    ? Either.right(body.verifications)
-    : Either.left(new HttpError({ code: "BAD_REQUEST", message: "verifications: is required" }))
-}
 
 /**
  * An answer core built already in its wire form (plain JSON values, fields in the order of the
@@ -59,21 +35,21 @@ export const wire = (body: unknown) => HttpServerResponse.unsafeJson(body)
 /** Handlers of the analytics routes. */
 export const AnalyticsLive = HttpApiBuilder.group(Api, "analytics", (handlers) =>
   Effect.gen(function*() {
-    const analytics = yield* Analytics
-    const verifications = yield* Verifications
+    const routes = yield* HotRoutes
     return handlers
       .handle("getVerifications", () =>
         Effect.gen(function*() {
           const principal = yield* CurrentPrincipal
-          return wire(yield* analytics.getVerifications(principal, yield* getVerificationsQuery))
+          const query = yield* readQuery(yield* HttpServerRequest.ParsedSearchParams)
+          return wire(yield* routes.getVerifications(principal, query))
         }).pipe(mapDomain))
       .handleRaw("recordVerifications", ({ request }) =>
         Effect.gen(function*() {
           const principal = yield* CurrentPrincipal
-          // The batch is validated by core's hand-written decoder (it must run at millions of
-          // events per second), so the envelope's fields are checked here.
-          const batch = yield* recordBatch(yield* JsonBody.readObject(request))
-          return wire(yield* mapDomain(verifications.record(principal, batch, IdempotencyKey.read(request.headers))))
+          const body = yield* JsonBody.readObject(request)
+          return wire(
+            yield* mapDomain(routes.recordVerifications(principal, body, IdempotencyKey.read(request.headers)))
+          )
         }))
   }))
 
@@ -81,7 +57,7 @@ export const AnalyticsLive = HttpApiBuilder.group(Api, "analytics", (handlers) =
 export const RatelimitsLive = HttpApiBuilder.group(Api, "ratelimits", (handlers) =>
   Effect.gen(function*() {
     const overrides = yield* Overrides
-    const limiter = yield* RateLimiter
+    const routes = yield* HotRoutes
     return handlers
       .handleRaw("setOverride", ({ request }) =>
         Effect.gen(function*() {
@@ -114,7 +90,7 @@ export const RatelimitsLive = HttpApiBuilder.group(Api, "ratelimits", (handlers)
         Effect.gen(function*() {
           const principal = yield* CurrentPrincipal
           const body = yield* JsonBody.readObject(request)
-          return wire(yield* mapDomain(limiter.limit(principal, body)))
+          return wire(yield* mapDomain(routes.limit(principal, body)))
         }))
   }))
 
@@ -139,7 +115,7 @@ const listKeysQuery = UrlParams.reader(ListKeysInput)
 export const KeysLive = HttpApiBuilder.group(Api, "keys", (handlers) =>
   Effect.gen(function*() {
     const keys = yield* Keys
-    const verifier = yield* KeyVerifier
+    const routes = yield* HotRoutes
     const withBody = <A>(
       request: HttpServerRequest.HttpServerRequest,
       act: (principal: Principal, body: Record<string, unknown>) => Effect.Effect<A, DomainError>
@@ -154,7 +130,7 @@ export const KeysLive = HttpApiBuilder.group(Api, "keys", (handlers) =>
           keys.create(principal, body, IdempotencyKey.read(request.headers))))
       .handleRaw("verifyKey", ({ request }) =>
         withBody(request, (principal, body) =>
-          verifier.verify(principal, body)).pipe(Effect.map(wire)))
+          routes.verifyKey(principal, body)).pipe(Effect.map(wire)))
       .handle("getKey", () =>
         Effect.gen(function*() {
           return yield* keys.get(yield* CurrentPrincipal, yield* getKeyQuery)

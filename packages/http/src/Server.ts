@@ -23,6 +23,7 @@ import * as Authorization from "./Authorization.js"
 import * as Docs from "./Docs.js"
 import * as Fallback from "./Fallback.js"
 import * as Handlers from "./Handlers.js"
+import { HotRoutes } from "./HotRoutes.js"
 import * as InFlightLimit from "./InFlightLimit.js"
 import * as FastLane from "./internal/FastLane.js"
 import { MaxBodyBytes } from "./internal/JsonBody.js"
@@ -64,7 +65,7 @@ export const DomainLive = (options: Options = {}) =>
     Layer.provide(Layer.succeed(KeyCacheCapacity, options.keyCacheSize ?? KeyCacheCapacity.defaultValue()))
   )
 
-/** The routes over the core services (`domain`: the same layer as a fast lane's, to share one instance). */
+/** The routes over the core services (`domain`: to share one instance with other layers). */
 export const ApiLive = (options: Options = {}, domain = DomainLive(options)) =>
   HttpApiBuilder.api(Api).pipe(
     Layer.provide([
@@ -77,7 +78,20 @@ export const ApiLive = (options: Options = {}, domain = DomainLive(options)) =>
     ]),
     Layer.provide(Authorization.layer),
     Layer.provide(Layer.succeed(MaxBodyBytes, options.maxBodyBytes ?? MaxBodyBytes.defaultValue())),
+    Layer.provideMerge(HotRoutes.Default),
     Layer.provideMerge(domain)
+  )
+
+/**
+ * The whole application a Node handler serves ({@link makeNodeHandler}): the routes, docs and
+ * fallbacks on a router, over the core services. Requires the Storage.
+ */
+export const AppLive = (options: Options = {}) =>
+  Layer.mergeAll(Docs.layer, Fallback.layer).pipe(
+    Layer.provideMerge(ApiLive(options)),
+    Layer.provideMerge(
+      Layer.mergeAll(HttpApiBuilder.Router.Live, HttpApiBuilder.Middleware.layer, NodeHttpServer.layerContext)
+    )
   )
 
 /**
@@ -90,73 +104,30 @@ export const middleware = (options: Options = {}, budgets?: InFlightLimit.Budget
   return <E, R>(app: HttpApp.Default<E, R>) => context(limit(app))
 }
 
-/** What a server's pipeline and its fast lane share: one domain, one set of in-flight counts. */
-interface Shared {
-  readonly domain: ReturnType<typeof DomainLive>
-  readonly budgets: InFlightLimit.Budgets
-}
-
 /**
- * Everything an `HttpServer` needs to serve keymeter: routes, docs, fallbacks. Requires the
- * Storage and an HttpServer.
+ * The HttpApi pipeline alone, for an `HttpServer` of any platform: routes, docs, fallbacks.
+ * Requires the Storage and an HttpServer. (On Node, {@link serveNode} serves the hot routes
+ * faster.)
  */
-export const serve = (options: Options = {}, shared?: Shared) =>
-  HttpApiBuilder.serve(middleware(options, shared?.budgets)).pipe(
+export const serve = (options: Options = {}) =>
+  HttpApiBuilder.serve(middleware(options)).pipe(
     Layer.provide(Docs.layer),
     Layer.provide(Fallback.layer),
-    Layer.provide(ApiLive(options, shared?.domain))
+    Layer.provide(ApiLive(options))
   )
 
 /**
- * The fast lane on `server` (see `internal/FastLane`): its requests are taken before the
- * pipeline's listener sees them; those it does not take, or hands back, go on to it.
- */
-const fastLane = (server: Server, options: Options, shared: Shared) =>
-  Layer.scopedDiscard(Effect.gen(function*() {
-    const runtime = yield* Effect.runtime<FastLane.Services>()
-    const take = FastLane.make({
-      runtime,
-      budgets: shared.budgets,
-      docsUrl: RequestContext.docsBase(options.docsUrl),
-      maxBodyBytes: options.maxBodyBytes ?? MaxBodyBytes.defaultValue()
-    })
-    const emit = server.emit as (event: string | symbol, ...args: Array<unknown>) => boolean
-    const patched = function(this: Server, event: string | symbol, ...args: Array<unknown>): boolean {
-      if (event === "request") {
-        const [req, res] = args as [IncomingMessage, ServerResponse]
-        if (options.pages?.(req, res)) return true
-        if (take(req, res, () => emit.call(server, "request", req, res))) return true
-      }
-      return emit.call(this, event, ...args)
-    }
-    server.emit = patched as typeof server.emit
-    yield* Effect.addFinalizer(() => Effect.sync(() => (server.emit = emit as typeof server.emit)))
-  })).pipe(Layer.provide(shared.domain))
-
-/**
- * {@link serve} for a Node `http.Server` (made by `NodeServer.make`), with the fast lane on it:
- * what the standalone server and the tests serve. Requires the Storage and the HttpServer over
- * that same `server`.
- */
-export const serveNode = (server: Server, options: Options = {}) => {
-  const shared: Shared = {
-    domain: DomainLive(options),
-    budgets: InFlightLimit.makeBudgets(options.maxInFlight ?? InFlightLimit.DEFAULT_MAX_IN_FLIGHT)
-  }
-  return Layer.merge(serve(options, shared), fastLane(server, options, shared))
-}
-
-/**
- * A Node `(req, res)` handler serving keymeter: the fast lane, and the pipeline for everything
- * else, sharing one set of in-flight counts. What an embedder mounts in a server of its own; needs
- * the HttpApi application's services (see `ApiLive`) in context.
+ * A Node `(req, res)` handler serving keymeter: the pages (the dashboard), the fast lane for the
+ * hot routes (see `internal/FastLane`), and the pipeline for everything else and for what the lane
+ * hands back, sharing one set of in-flight counts. What the standalone server listens with and
+ * what an embedder mounts in a server of its own; needs {@link AppLive} in context.
  */
 export const makeNodeHandler = (options: Options = {}) =>
   Effect.gen(function*() {
     const budgets = InFlightLimit.makeBudgets(options.maxInFlight ?? InFlightLimit.DEFAULT_MAX_IN_FLIGHT)
     const app = yield* HttpApiBuilder.httpApp
     const pipeline = yield* NodeHttpServer.makeHandler(app, middleware(options, budgets))
-    const take = FastLane.make({
+    const lane = FastLane.make({
       runtime: yield* Effect.runtime<FastLane.Services>(),
       budgets,
       docsUrl: RequestContext.docsBase(options.docsUrl),
@@ -164,9 +135,21 @@ export const makeNodeHandler = (options: Options = {}) =>
     })
     return (req: IncomingMessage, res: ServerResponse): void => {
       if (options.pages?.(req, res)) return
-      if (!take(req, res, () => pipeline(req, res))) pipeline(req, res)
+      if (!lane(req, res, () => pipeline(req, res))) pipeline(req, res)
     }
   })
+
+/**
+ * {@link makeNodeHandler} as the request listener of a Node `http.Server` (made by
+ * `NodeServer.make`, listening through `NodeHttpServer.layer`): what the standalone server and the
+ * tests serve. Requires the Storage.
+ */
+export const serveNode = (server: Server, options: Options = {}) =>
+  Layer.scopedDiscard(Effect.gen(function*() {
+    const handler = yield* makeNodeHandler(options)
+    server.on("request", handler)
+    yield* Effect.addFinalizer(() => Effect.sync(() => server.off("request", handler)))
+  })).pipe(Layer.provide(AppLive(options)))
 
 /** The standalone server: {@link serveNode} on a Node `http.Server` bound to `host:port`. */
 export const layer = (

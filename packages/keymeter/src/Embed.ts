@@ -9,8 +9,6 @@
  * const perDay = await keymeter.getVerifications({ apiId, groupBy: "day" })
  * ```
  */
-import { NodeHttpServer } from "@effect/platform-node"
-import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import { Analytics } from "@keymeter/core/Analytics"
 import type { ApiList, CreateApiInput } from "@keymeter/core/Api"
 import { Apis } from "@keymeter/core/Apis"
@@ -50,9 +48,7 @@ import { VerificationQueryInput } from "@keymeter/core/VerificationQuery"
 import { Verifications } from "@keymeter/core/Verifications"
 import { Workspace } from "@keymeter/core/Workspace"
 import { Dashboard } from "@keymeter/dashboard"
-import * as Docs from "@keymeter/http/Docs"
 import * as Errors from "@keymeter/http/Errors"
-import * as Fallback from "@keymeter/http/Fallback"
 import * as RequestContext from "@keymeter/http/RequestContext"
 import * as Server from "@keymeter/http/Server"
 import * as Cause from "effect/Cause"
@@ -287,13 +283,7 @@ export const createKeymeter = async (options: KeymeterOptions = {}): Promise<Key
   const workspaceId = options.workspaceId ?? Provisioning.DEFAULT_WORKSPACE_ID
   const principal = Auth.system(workspaceId)
 
-  const AppLive = Layer.mergeAll(Docs.layer, Fallback.layer).pipe(
-    Layer.provideMerge(Server.ApiLive(http)),
-    Layer.provideMerge(
-      Layer.mergeAll(HttpApiBuilder.Router.Live, HttpApiBuilder.Middleware.layer, NodeHttpServer.layerContext)
-    ),
-    Layer.provideMerge(storage)
-  )
+  const AppLive = Server.AppLive(http).pipe(Layer.provideMerge(storage))
   const runtime = ManagedRuntime.make(AppLive)
   const run = async <A, E>(effect: Effect.Effect<A, E, Layer.Layer.Success<typeof AppLive>>): Promise<A> => {
     const exit = await runtime.runPromiseExit(effect)
@@ -329,7 +319,9 @@ export const createKeymeter = async (options: KeymeterOptions = {}): Promise<Key
     record: (verifications, options) =>
       run(Effect.flatMap(Verifications, (service) => service.record(principal, verifications, options))),
     getVerifications: (query) =>
-      run(Effect.flatMap(Analytics, (analytics) => analytics.getVerifications(principal, verificationsQuery(query)))),
+      // A copy: a remembered answer is shared (and frozen), and callers may sort theirs.
+      run(Effect.flatMap(Analytics, (analytics) => analytics.getVerifications(principal, verificationsQuery(query))))
+        .then((answer) => Array.from(answer)),
     setOverride: (input, options) =>
       run(Effect.flatMap(Overrides, (overrides) => overrides.set(principal, input, options))),
     getOverride: (input) => run(Effect.flatMap(Overrides, (overrides) => overrides.get(principal, input))),

@@ -1,34 +1,21 @@
 /**
  * The hot routes served straight from Node's request: `GET /v1/analytics.getVerifications`,
  * `POST /v1/analytics.recordVerifications`, `POST /v1/ratelimits.limit` and
- * `POST /v1/keys.verifyKey`. The HttpApi pipeline
- * (router, middleware, schema decoding and encoding, a fiber and spans per request) cost ten times
- * the query itself; here a request runs one small effect on the domain services, with the same
- * checks in the same order and the same pieces (`bearer`, `JsonBody.parse`, `recordBatch`,
- * `IdempotencyKey.read`, `InFlightLimit`, `Errors.wireOf`), so its answers are byte for byte the
- * pipeline's. A request this lane does not take as it is (another media type, a chunked or
- * oversized body, a query string core would not read) goes to the pipeline untouched, which then
- * answers it, errors included.
+ * `POST /v1/keys.verifyKey`. The HttpApi pipeline (router, middleware, schema decoding and
+ * encoding, a fiber and spans per request) costs ten times the work of these routes; here a
+ * request calls the same route functions (`HotRoutes`) with the same checks in the same order and
+ * the same pieces (`bearer`, `JsonBody.parse`, `IdempotencyKey.read`, `InFlightLimit`,
+ * `Errors.wireOf`), so its answers are byte for byte the pipeline's. A request this lane does not
+ * take as it is (another media type, a chunked or oversized body, a query string the route would
+ * not read) goes to the pipeline untouched, which then answers it, errors included.
  *
- * Repeats run no effect at all: a key whose lookup Auth remembers is judged at once, and a
- * getVerifications answer is sent again for the same query string in the same workspace while the
- * store's revision says nothing was stored since (permissions checked each time).
+ * What core decides from memory (see core's `Decision`: a remembered root key, key, namespace,
+ * override, analytics answer) is answered without running an effect at all.
  */
-import { Analytics } from "@keymeter/core/Analytics"
 import { Auth } from "@keymeter/core/Auth"
 import * as Decision from "@keymeter/core/Decision"
-import { KeyVerifier } from "@keymeter/core/KeyVerifier"
 import type { Principal } from "@keymeter/core/Permission"
-import * as Permission from "@keymeter/core/Permission"
-import { RateLimiter } from "@keymeter/core/RateLimiter"
-import { Recorder } from "@keymeter/core/Recorder"
-import { VerificationStore } from "@keymeter/core/Storage"
-import * as Time from "@keymeter/core/Time"
-import { fieldKinds } from "@keymeter/core/Validation"
-import { VerificationQueryInput } from "@keymeter/core/VerificationQuery"
-import { Verifications } from "@keymeter/core/Verifications"
 import * as Cause from "effect/Cause"
-import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as DefaultServices from "effect/DefaultServices"
 import * as Effect from "effect/Effect"
@@ -42,16 +29,15 @@ import type { IncomingMessage, ServerResponse } from "node:http"
 import { bearer } from "../Authorization.js"
 import type { DomainError } from "../Errors.js"
 import { body as envelope, Codes, HttpError, wireOf } from "../Errors.js"
-import { recordBatch } from "../Handlers.js"
+import { HotRoutes, readQuery } from "../HotRoutes.js"
 import type { Budget, Budgets } from "../InFlightLimit.js"
 import { shed } from "../InFlightLimit.js"
 import { makeRequestId } from "../RequestContext.js"
 import * as IdempotencyKey from "./IdempotencyKey.js"
 import * as JsonBody from "./JsonBody.js"
-import * as UrlParams from "./UrlParams.js"
 
 /** The services the lane calls. */
-export type Services = Analytics | Verifications | RateLimiter | KeyVerifier | Recorder | Auth | VerificationStore
+export type Services = HotRoutes | Auth
 
 /** How the lane answers. */
 export interface Options {
@@ -69,20 +55,6 @@ class Json {
   constructor(readonly text: string) {}
 }
 
-/** A getVerifications answer kept for the same request: valid while the store's revision holds. */
-interface Remembered {
-  readonly revision: number
-  /** Unix ms from which it no longer holds (the hour ends, for a query whose `end` is now). */
-  readonly until: number
-  readonly apiId: string
-  readonly json: Json
-}
-
-/** Answers remembered at most, and the largest one remembered (bytes of JSON). */
-const REMEMBERED = 1_024
-const REMEMBERED_BYTES = 64 * 1024
-
-const QUERY_KINDS = fieldKinds(VerificationQueryInput)
 const DIGITS = /^[0-9]+$/
 
 const INTERNAL = "Internal server error; it was logged with this request id"
@@ -106,15 +78,13 @@ export const make = (options: Options) => {
     )
   })
   const runCallback = Runtime.runCallback(lean)
-  const clock = Context.get(FiberRefs.getOrDefault(full.fiberRefs, DefaultServices.currentServices), Clock.Clock)
-  const revision = Context.get(full.context, VerificationStore).revision
-  // Dashboards ask the same queries again and again: the answer of the same query string in the
-  // same workspace is sent again while the store has stored nothing since (its revision), after
-  // the same authentication and permission check. Stores others write to have no revision.
-  const remembered = new Map<string, Remembered>()
-  const remember = (key: string, entry: Remembered) => {
-    if (remembered.size >= REMEMBERED) remembered.delete(remembered.keys().next().value!)
-    remembered.set(key, entry)
+  // Answers core remembers (frozen, given to every caller of the same query) are serialised once.
+  const serialised = new WeakMap<object, Json>()
+  const jsonOf = (answer: unknown): unknown => {
+    if (typeof answer !== "object" || answer === null || !Object.isFrozen(answer)) return answer
+    let json = serialised.get(answer)
+    if (json === undefined) serialised.set(answer, json = new Json(JSON.stringify(answer)))
+    return json
   }
   const log = (effect: Effect.Effect<void>) => Runtime.runFork(full)(effect)
   const context = (requestId: string) => ({ requestId, docsUrl: options.docsUrl })
@@ -161,7 +131,7 @@ export const make = (options: Options) => {
         options.budgets.leave(budget)
         if (Exit.isSuccess(exit)) {
           if (exit.value === HAND_OVER) return fallback()
-          return send(res, requestId, { status: 200, body: exit.value })
+          return send(res, requestId, { status: 200, body: jsonOf(exit.value) })
         }
         const error = Cause.failureOption(exit.cause)
         if (error._tag === "Some") {
@@ -177,9 +147,7 @@ export const make = (options: Options) => {
     })
 
   const auth = Context.get(full.context, Auth)
-  const limiter = Context.get(full.context, RateLimiter)
-  const verifier = Context.get(full.context, KeyVerifier)
-  const recorder = Context.get(full.context, Recorder)
+  const routes = Context.get(full.context, HotRoutes)
 
   /**
    * The request's principal, or why it has none (401/403 as the pipeline's middleware answers):
@@ -191,20 +159,6 @@ export const make = (options: Options) => {
     return Decision.now(auth.authenticate(Redacted.make(key)))
   }
 
-  /**
-   * The remembered answer of the query string for this principal, if it still holds: the store has
-   * stored nothing since, and no verification waits to be stored (the read would count it).
-   */
-  const recall = (principal: Principal, search: string) => {
-    if (recorder.pending()) return undefined
-    const current = revision?.()
-    const hit = current === undefined ? undefined : remembered.get(`${principal.workspaceId}\n${search}`)
-    return hit !== undefined && hit.revision === current && clock.unsafeCurrentTimeMillis() < hit.until &&
-        Permission.allows(principal.permissions, Permission.required.readApi(hit.apiId))
-      ? hit.json
-      : undefined
-  }
-
   const getVerifications = (
     req: IncomingMessage,
     res: ServerResponse,
@@ -212,6 +166,13 @@ export const make = (options: Options) => {
     requestId: string,
     fallback: () => void
   ) => {
+    // The query as the pipeline would read it; anything it would refuse goes to the pipeline.
+    const raw: Record<string, string | Array<string>> = {}
+    for (const [name, value] of new URLSearchParams(search)) {
+      const seen = raw[name]
+      raw[name] = seen === undefined ? value : Array.isArray(seen) ? [...seen, value] : [seen, value]
+    }
+    const query = readQuery(raw)
     // Answered without an effect when the key and the answer are both remembered, or the key is
     // refused from what is remembered: the repeated dashboard query and the bad key stay cheap.
     const known = principalOf(req)
@@ -222,46 +183,24 @@ export const make = (options: Options) => {
           options.budgets.leave("others")
           return send(res, requestId, wireFailure(error.value, requestId))
         }
-      }
-      const json = Exit.isSuccess(known) ? recall(known.value as Principal, search) : undefined
-      if (json !== undefined) {
-        options.budgets.leave("others")
-        return send(res, requestId, { status: 200, body: json })
+      } else if (Either.isRight(query)) {
+        const answer = Decision.now(routes.getVerifications(known.value as Principal, query.right))
+        if (Decision.isDecided(answer) && Exit.isSuccess(answer)) {
+          options.budgets.leave("others")
+          return send(res, requestId, { status: 200, body: jsonOf(answer.value) })
+        }
+        return run(res, requestId, "others", answer, fallback)
       }
     }
     run(
       res,
       requestId,
       "others",
-      Effect.flatMap(known, (principal) => {
-        const json = recall(principal, search)
-        if (json !== undefined) return Effect.succeed(json)
-        // The query as the pipeline would read it; anything it would refuse goes to the pipeline.
-        const raw: Record<string, string | Array<string>> = {}
-        for (const [name, value] of new URLSearchParams(search)) {
-          const seen = raw[name]
-          raw[name] = seen === undefined ? value : Array.isArray(seen) ? [...seen, value] : [seen, value]
-        }
-        const input = UrlParams.parse(raw, QUERY_KINDS)
-        if (Either.isLeft(input)) return Effect.succeed<unknown>(HAND_OVER)
-        const current = revision?.()
-        const now = clock.unsafeCurrentTimeMillis()
-        return Effect.flatMap(Analytics, (analytics) => analytics.getVerifications(principal, input.right)).pipe(
-          Effect.map((answer) => {
-            const json = new Json(JSON.stringify(answer))
-            if (current !== undefined && json.text.length <= REMEMBERED_BYTES) {
-              const end = input.right.end
-              remember(`${principal.workspaceId}\n${search}`, {
-                revision: current,
-                until: end === undefined || end === null ? Time.truncateToHour(now) + Time.HOUR : Infinity,
-                apiId: String(input.right.apiId),
-                json
-              })
-            }
-            return json
-          })
-        )
-      }),
+      Effect.flatMap(
+        known,
+        (principal) =>
+          Either.isLeft(query) ? Effect.succeed<unknown>(HAND_OVER) : routes.getVerifications(principal, query.right)
+      ),
       fallback
     )
   }
@@ -365,18 +304,10 @@ export const make = (options: Options) => {
       res,
       requestId,
       route === "record"
-        ? (principal, body) =>
-          Either.match(recordBatch(body), {
-            onLeft: Effect.fail,
-            onRight: (batch) =>
-              Effect.flatMap(
-                Verifications,
-                (verifications) => verifications.record(principal, batch, IdempotencyKey.read(headers))
-              )
-          })
+        ? (principal, body) => routes.recordVerifications(principal, body, IdempotencyKey.read(headers))
         : route === "limit"
-        ? (principal, body) => limiter.limit(principal, body)
-        : (principal, body) => verifier.verify(principal, body),
+        ? (principal, body) => routes.limit(principal, body)
+        : (principal, body) => routes.verifyKey(principal, body),
       route !== "record"
     )
     return true

@@ -1,0 +1,66 @@
+/**
+ * The hot routes of `/v1` as functions of the caller and the request's input: the HttpApi
+ * handlers and the fast lane (`internal/FastLane`) both call these, so a route is wired to core
+ * once. Where core decides (see core's `Decision`), so do they: `Decision.now` answers a route
+ * without running an effect when memory holds what it needs.
+ */
+import { Analytics } from "@keymeter/core/Analytics"
+import type { KeyOptions } from "@keymeter/core/IdempotencyKeys"
+import { KeyVerifier } from "@keymeter/core/KeyVerifier"
+import type { Principal } from "@keymeter/core/Permission"
+import { RateLimiter } from "@keymeter/core/RateLimiter"
+import { fieldKinds } from "@keymeter/core/Validation"
+import { RecordVerificationsInput } from "@keymeter/core/Verification"
+import { VerificationQueryInput } from "@keymeter/core/VerificationQuery"
+import { Verifications } from "@keymeter/core/Verifications"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import { HttpError } from "./Errors.js"
+import * as UrlParams from "./internal/UrlParams.js"
+
+/** Query parameters as a router reads them: a name given several times holds an array. */
+export type QueryParams = Readonly<Record<string, string | ReadonlyArray<string>>>
+
+const QUERY_KINDS = fieldKinds(VerificationQueryInput)
+const RECORD_FIELDS = Object.keys(RecordVerificationsInput.fields)
+
+/**
+ * The batch of a recordVerifications body, or the 400 its envelope gets. The batch itself is
+ * validated by core's hand-written decoder (it must run at millions of events per second).
+ */
+const recordBatch = (body: Record<string, unknown>): Either.Either<unknown, HttpError> => {
+  const unknown = Object.keys(body).filter((key) => !RECORD_FIELDS.includes(key))
+  if (unknown.length > 0) {
+    return Either.left(
+      new HttpError({ code: "BAD_REQUEST", message: unknown.map((k) => `${k}: is not a known field`).join("; ") })
+    )
+  }
+  return "verifications" in body
+    ? Either.right(body.verifications)
+    : Either.left(new HttpError({ code: "BAD_REQUEST", message: "verifications: is required" }))
+}
+
+/** The hot routes over the core services. */
+export class HotRoutes extends Effect.Service<HotRoutes>()("@keymeter/http/HotRoutes", {
+  effect: Effect.gen(function*() {
+    const analytics = yield* Analytics
+    const verifications = yield* Verifications
+    const limiter = yield* RateLimiter
+    const verifier = yield* KeyVerifier
+    return {
+      /** `GET analytics.getVerifications`, its query string read by {@link readQuery}. */
+      getVerifications: (principal: Principal, query: Record<string, unknown>) =>
+        analytics.getVerifications(principal, query),
+      /** `POST analytics.recordVerifications`: a body of `verifications`, stored all or nothing. */
+      recordVerifications: (principal: Principal, body: Record<string, unknown>, options: KeyOptions) =>
+        Effect.flatMap(recordBatch(body), (batch) => verifications.record(principal, batch, options)),
+      /** `POST ratelimits.limit`. */
+      limit: (principal: Principal, body: Record<string, unknown>) => limiter.limit(principal, body),
+      /** `POST keys.verifyKey`. */
+      verifyKey: (principal: Principal, body: Record<string, unknown>) => verifier.verify(principal, body)
+    } as const
+  })
+}) {}
+
+/** The query of `getVerifications`: its parameters read as the values of core's query struct. */
+export const readQuery = (params: QueryParams) => UrlParams.parse(params, QUERY_KINDS)

@@ -47,12 +47,17 @@ export class Recorder extends Effect.Service<Recorder>()("@keymeter/core/Recorde
     const delay = yield* RecorderDelay
     // Done when someone waits for the writer; a new one for each batch.
     let hurry = Deferred.unsafeMake<void>(FiberId.none)
-    let writing = false
+    // Events queued and not yet written (or failed to be). Counted from the offer, not read off the
+    // queue: an event handed straight to the waiting writer is in no queue before it runs.
+    let outstanding = 0
 
     const write = (entries: ReadonlyArray<Entry>) => {
       const events: Array<Verification> = []
       for (const entry of entries) if (entry.event !== undefined) events.push(entry.event)
       return (events.length === 0 ? Effect.exit(Effect.void) : Effect.exit(store.append(events))).pipe(
+        Effect.tap(() => {
+          outstanding -= events.length
+        }),
         Effect.flatMap((exit) =>
           Effect.zipRight(
             exit._tag === "Failure"
@@ -74,13 +79,11 @@ export class Recorder extends Effect.Service<Recorder>()("@keymeter/core/Recorde
       Effect.gen(function*() {
         hurry = Deferred.unsafeMake<void>(FiberId.none)
         const entries = Array.from(yield* restore(Queue.takeBetween(queue, 1, BATCH)))
-        writing = true
         if (!urgent(entries) && entries.length < BATCH) {
           yield* Effect.exit(restore(Effect.raceFirst(Effect.sleep(delay), Deferred.await(hurry))))
           for (const entry of yield* Queue.takeUpTo(queue, BATCH - entries.length)) entries.push(entry)
         }
         yield* write(entries)
-        writing = false
       })
     ).pipe(Effect.forever, Effect.forkScoped)
     // On shutdown, what is still queued is stored before the store closes.
@@ -88,14 +91,26 @@ export class Recorder extends Effect.Service<Recorder>()("@keymeter/core/Recorde
       Effect.flatMap(Queue.takeAll(queue), (rest) => rest.length === 0 ? Effect.void : write(Array.from(rest)))
     )
 
+    /** Offers `entry`, waiting for room; an event given up on (interrupted) is no longer counted. */
+    const offer = (entry: Entry) =>
+      Effect.suspend(() => {
+        if (entry.event !== undefined) outstanding++
+        return Effect.onInterrupt(Queue.offer(queue, entry), () =>
+          Effect.sync(() => {
+            if (entry.event !== undefined) outstanding--
+          }))
+      })
+
     const decideRecord = (event: Verification): Effect.Effect<void> => {
       const entry = { event, stored: undefined }
-      return queue.unsafeOffer(entry) ? Exit.void : Effect.asVoid(Queue.offer(queue, entry))
+      if (!queue.unsafeOffer(entry)) return Effect.asVoid(offer(entry))
+      outstanding++
+      return Exit.void
     }
 
     const waitFor = (entry: Entry & { readonly stored: Deferred.Deferred<void, StorageError> }) =>
       Effect.zipRight(
-        Queue.offer(queue, entry),
+        offer(entry),
         Effect.zipRight(Effect.sync(() => Deferred.unsafeDone(hurry, Exit.void)), Deferred.await(entry.stored))
       )
 
@@ -111,10 +126,10 @@ export class Recorder extends Effect.Service<Recorder>()("@keymeter/core/Recorde
        */
       decideRecord,
       /** Whether events are queued or being written: a read now would not count them all. */
-      pending: (): boolean => writing || !isEmpty(queue),
+      pending: (): boolean => outstanding > 0,
       /** Completes once every event queued before it is stored (or failed to be). */
       flush: Effect.suspend(() =>
-        !writing && isEmpty(queue)
+        outstanding === 0
           ? Effect.void
           : Effect.flatMap(
             Deferred.make<void, StorageError>(),
@@ -124,9 +139,3 @@ export class Recorder extends Effect.Service<Recorder>()("@keymeter/core/Recorde
     } as const
   })
 }) {}
-
-/** Whether nothing is queued (a waiting taker counts as a negative size). */
-const isEmpty = (queue: Queue.Queue<Entry>) => {
-  const size = queue.unsafeSize()
-  return size._tag === "Some" && size.value <= 0
-}

@@ -1,5 +1,5 @@
-// Core's RateLimiter over the memory catalog: core cannot depend on an adapter, so its tests that need
-// a real catalog live with one.
+// RateLimiter over the memory storage (the adapter core's service tests run on; it is built with
+// them, see tsconfig.test.json).
 import { describe, expect, it } from "@effect/vitest"
 import * as Auth from "@keymeter/core/Auth"
 import * as Decision from "@keymeter/core/Decision"

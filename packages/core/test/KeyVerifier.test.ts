@@ -1,66 +1,15 @@
-// Core's Keys over the memory storage: issuing, managing and verifying keys, each outcome and the
-// order of checks, credits and limits taken together, overrides governing key limits, and every
-// verification counted by analytics.
+// KeyVerifier over the memory storage: each outcome and the order of checks, credits and limits
+// taken together, overrides governing key limits, refills, and every verification counted by
+// analytics.
 import { describe, expect, it } from "@effect/vitest"
 import { Analytics } from "@keymeter/core/Analytics"
-import { Api } from "@keymeter/core/Api"
 import * as Auth from "@keymeter/core/Auth"
-import * as Keymeter from "@keymeter/core/Keymeter"
-import { Keys } from "@keymeter/core/Keys"
-import { KeyVerifier, refillSince } from "@keymeter/core/KeyVerifier"
+import { refillSince } from "@keymeter/core/KeyVerifier"
 import { Overrides } from "@keymeter/core/Overrides"
 import { Catalog } from "@keymeter/core/Storage"
-import * as Windows from "@keymeter/core/Windows"
-import { Workspace } from "@keymeter/core/Workspace"
-import { MemoryStorage } from "@keymeter/storage-memory"
-import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
-import * as Layer from "effect/Layer"
-import * as Logger from "effect/Logger"
-import * as LogLevel from "effect/LogLevel"
-import * as Option from "effect/Option"
 import * as TestClock from "effect/TestClock"
-
-const WS = "ws_keys"
-const admin = Auth.system(WS)
-const NOW = Date.UTC(2026, 0, 15, 12)
-const Test = Keymeter.layer.pipe(Layer.provideMerge(MemoryStorage.layer))
-/** Windows that look shared (as Redis's do): no sync path, every take and give-back an effect. */
-const SharedWindows = Keymeter.layerWith(
-  Layer.sync(Windows.Windows, () => {
-    const local = Windows.makeLocal()
-    return {
-      shared: true,
-      takeAll: (requests, now) => Effect.suspend(() => local.takeAll(requests, now)),
-      refundAll: (taken, now) => Effect.suspend(() => local.refundAll(taken, now))
-    }
-  })
-)
-  .pipe(Layer.provideMerge(MemoryStorage.layer))
-
-const setup = Effect.gen(function*() {
-  const catalog = yield* Catalog
-  yield* catalog.putWorkspace(new Workspace({ id: WS, name: "keys" }))
-  yield* catalog.putWorkspace(new Workspace({ id: "ws_other", name: "other" }))
-  yield* catalog.putApi(new Api({ id: "api_a", workspaceId: WS, name: "a" }))
-  yield* catalog.putApi(new Api({ id: "api_b", workspaceId: WS, name: "b" }))
-  yield* catalog.putApi(new Api({ id: "api_o", workspaceId: "ws_other", name: "o" }))
-  yield* TestClock.setTime(NOW)
-  const keys = yield* Keys
-  const verifier = yield* KeyVerifier
-  return {
-    keys,
-    verifier,
-    // A new key's answer always holds its secret (only an idempotent repeat leaves it out).
-    create: (fields: object = {}, principal = admin) =>
-      Effect.map(keys.create(principal, { apiId: "api_a", ...fields }), (created) => ({
-        keyId: created.keyId,
-        key: created.key!
-      })),
-    verify: (key: string, fields: object = {}, principal = admin) =>
-      verifier.verify(principal, { key, ...fields }, { durable: true })
-  }
-})
+import { admin, NOW, setup, SharedWindows, Test, WS } from "./KeyFixture.js"
 
 /** Limits and credits taken together, all or none, whichever windows hold the limits. */
 const limitsAndCredits = Effect.gen(function*() {
@@ -98,29 +47,7 @@ const limitsAndCredits = Effect.gen(function*() {
   expect(unknown._tag).toBe("ValidationError")
 })
 
-describe("Keys", () => {
-  it.effect("creates a key whose secret is shown once and never again", () =>
-    Effect.gen(function*() {
-      const { create, keys } = yield* setup
-      const created = yield* create({ prefix: "acme", name: "first", meta: { plan: "pro" }, externalId: "user_42" })
-      expect(created.keyId).toMatch(/^key_[0-9A-Z]{26}$/)
-      expect(created.key).toMatch(/^acme_[1-9A-HJ-NP-Za-km-z]{20,}$/)
-      const view = yield* keys.get(admin, { keyId: created.keyId })
-      expect(view).toMatchObject({
-        keyId: created.keyId,
-        apiId: "api_a",
-        start: created.key.slice(0, 9),
-        name: "first",
-        meta: { plan: "pro" },
-        enabled: true,
-        identity: { externalId: "user_42" }
-      })
-      expect(JSON.stringify(view)).not.toContain(created.key.slice(5))
-      const other = yield* create({ externalId: "user_42" })
-      expect((yield* keys.get(admin, { keyId: other.keyId })).identity).toEqual(view.identity)
-      expect((yield* create({ byteLength: 64 })).key.length).toBeGreaterThan(80)
-    }).pipe(Effect.provide(Test)))
-
+describe("KeyVerifier", () => {
   it.effect("answers each outcome by its condition, first failure wins", () =>
     Effect.gen(function*() {
       const { create, keys, verify } = yield* setup
@@ -176,6 +103,7 @@ describe("Keys", () => {
 
   // The same through the path for windows outside this process (Redis): decided by takeAll, given
   // back by refundAll.
+
   it.effect("takes limits and credits together on shared windows: a refused call spends neither", () =>
     limitsAndCredits.pipe(Effect.provide(SharedWindows)))
 
@@ -249,74 +177,4 @@ describe("Keys", () => {
       const tagged = yield* analytics.getVerifications(admin, { apiId: "api_a", tag: ["path:/x"] })
       expect(tagged[0]!.total).toBe(3)
     }).pipe(Effect.provide(Test)))
-
-  it.effect("updates, lists, changes credits, and checks permissions per api", () =>
-    Effect.gen(function*() {
-      const { create, keys } = yield* setup
-      const first = yield* create({ name: "n", meta: { a: 1 }, credits: { remaining: 5 } })
-      const updated = yield* keys.update(admin, { keyId: first.keyId, name: null, meta: null, externalId: "cust_9" })
-      expect(updated.name).toBeUndefined()
-      expect(updated.meta).toBeUndefined()
-      expect(updated.identity?.externalId).toBe("cust_9")
-      expect(updated.credits).toEqual({ remaining: 5 })
-      expect(yield* keys.updateCredits(admin, { keyId: first.keyId, op: "increment", value: 3 })).toEqual({
-        remaining: 8
-      })
-      expect(yield* keys.updateCredits(admin, { keyId: first.keyId, op: "decrement", value: 100 })).toEqual({
-        remaining: 0
-      })
-      const cleared = yield* keys.update(admin, { keyId: first.keyId, credits: null })
-      expect(cleared.credits).toBeUndefined()
-      for (let i = 0; i < 4; i++) yield* create()
-      const page = yield* keys.list(admin, { apiId: "api_a", limit: 3 })
-      expect(page.keys).toHaveLength(3)
-      expect(page.total).toBe(5)
-      const rest = yield* keys.list(admin, { apiId: "api_a", limit: 3, cursor: page.cursor })
-      expect(rest.keys).toHaveLength(2)
-      expect(rest.cursor).toBeUndefined()
-      expect((yield* keys.list(admin, { apiId: "api_a", externalId: "cust_9" })).keys.map((k) => k.keyId)).toEqual([
-        first.keyId
-      ])
-      const bad = yield* Effect.flip(keys.list(admin, { apiId: "api_b", cursor: page.cursor }))
-      expect(bad._tag).toBe("ValidationError")
-      // Permissions per api: verify_key on api_b does not verify api_a's keys.
-      const verifier = { workspaceId: WS, rootKeyId: "rk", permissions: ["api.api_b.verify_key"] }
-      const refused = yield* Effect.flip((yield* KeyVerifier).verify(verifier, { key: (yield* create()).key }))
-      expect(refused._tag).toBe("InsufficientPermissions")
-      const reader = { workspaceId: WS, rootKeyId: "rk", permissions: ["api.api_a.read_key"] }
-      expect((yield* keys.get(reader, { keyId: first.keyId })).keyId).toBe(first.keyId)
-      expect((yield* Effect.flip(keys.delete(reader, { keyId: first.keyId })))._tag).toBe("InsufficientPermissions")
-      expect((yield* Effect.flip(keys.get(admin, { keyId: "key_nope" })))._tag).toBe("NotFound")
-      const catalog = yield* Catalog
-      expect(Option.isSome(yield* catalog.getKey(WS, first.keyId))).toBe(true)
-    }).pipe(Effect.provide(Test)))
-
-  it.effect("keeps a key's secret out of every log line and every later answer", () => {
-    const lines: Array<string> = []
-    const capture = Logger.make(({ cause, message }) => {
-      lines.push(`${JSON.stringify(message)} ${Cause.pretty(cause)}`)
-    })
-    return Effect.gen(function*() {
-      const { create, keys, verify } = yield* setup
-      const { key, keyId } = yield* create({ externalId: "user_log", credits: { remaining: 1 } })
-      const answers = [
-        yield* verify(key),
-        yield* verify(key),
-        yield* verify(key, { apiId: "api_b" }),
-        yield* Effect.either(verify(key, { ratelimits: [{ name: "missing" }] })),
-        yield* keys.get(admin, { keyId }),
-        yield* keys.list(admin, { apiId: "api_a" }),
-        yield* keys.update(admin, { keyId, enabled: false })
-      ]
-      yield* Effect.logDebug("a line, so that the capture is known to work")
-      const secretPart = key.slice(-16)
-      expect(lines.length).toBeGreaterThan(0)
-      for (const line of lines) expect(line).not.toContain(secretPart)
-      expect(JSON.stringify(answers)).not.toContain(secretPart)
-    }).pipe(
-      Effect.provide(Test),
-      Effect.provide(Logger.replace(Logger.defaultLogger, capture)),
-      Logger.withMinimumLogLevel(LogLevel.All)
-    )
-  })
 })

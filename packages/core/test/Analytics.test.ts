@@ -1,0 +1,99 @@
+// Analytics over the memory storage: answers, and the answers remembered for a repeated query
+// (given at once, shared and frozen) while nothing was stored, no verification waits to be stored,
+// the hour of an open-ended query lasts, and the caller may read the api.
+import { describe, expect, it } from "@effect/vitest"
+import { Analytics, RememberedAnswers } from "@keymeter/core/Analytics"
+import { Api } from "@keymeter/core/Api"
+import * as Auth from "@keymeter/core/Auth"
+import * as Decision from "@keymeter/core/Decision"
+import * as Keymeter from "@keymeter/core/Keymeter"
+import { Recorder } from "@keymeter/core/Recorder"
+import { Catalog } from "@keymeter/core/Storage"
+import * as Time from "@keymeter/core/Time"
+import * as Verification from "@keymeter/core/Verification"
+import { Verifications } from "@keymeter/core/Verifications"
+import { Workspace } from "@keymeter/core/Workspace"
+import { MemoryStorage } from "@keymeter/storage-memory"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Layer from "effect/Layer"
+import * as TestClock from "effect/TestClock"
+
+const WS = "ws_analytics"
+const admin = Auth.system(WS)
+const NOW = Date.UTC(2026, 0, 15, 12, 30)
+const Test = Keymeter.layer.pipe(Layer.provideMerge(MemoryStorage.layer))
+
+const setup = Effect.gen(function*() {
+  const catalog = yield* Catalog
+  yield* catalog.putWorkspace(new Workspace({ id: WS, name: "analytics" }))
+  yield* catalog.putApi(new Api({ id: "api_a", workspaceId: WS, name: "a" }))
+  yield* catalog.putApi(new Api({ id: "api_b", workspaceId: WS, name: "b" }))
+  yield* TestClock.setTime(NOW)
+  const analytics = yield* Analytics
+  const verifications = yield* Verifications
+  return {
+    analytics,
+    record: (keyId: string) =>
+      verifications.record(admin, [{ apiId: "api_a", keyId, outcome: "valid", time: NOW - 1000 }])
+  }
+})
+
+const query = { apiId: "api_a", groupBy: ["key"] }
+
+describe("Analytics", () => {
+  it.effect("gives a repeated query's answer at once while the store holds what it held", () =>
+    Effect.gen(function*() {
+      const { analytics, record } = yield* setup
+      yield* record("key_1")
+      const first = Decision.now(analytics.getVerifications(admin, query))
+      expect(Exit.isExit(first)).toBe(false)
+      const answer = yield* first
+      expect(answer).toMatchObject([{ keyId: "key_1", total: 1 }])
+      // Shared with every caller of the same query: frozen.
+      expect(Object.isFrozen(answer) && Object.isFrozen(answer[0])).toBe(true)
+      const again = Decision.now(analytics.getVerifications(admin, query))
+      expect(again).toEqual(Exit.succeed(answer))
+      // Another query is read.
+      expect(Exit.isExit(Decision.now(analytics.getVerifications(admin, { apiId: "api_b" })))).toBe(false)
+      // Something stored since: read again, and counted.
+      yield* record("key_2")
+      const after = Decision.now(analytics.getVerifications(admin, query))
+      expect(Exit.isExit(after)).toBe(false)
+      expect((yield* after).map((d) => d.keyId)).toEqual(["key_1", "key_2"])
+    }).pipe(Effect.provide(Test)))
+
+  it.effect("reads again when a verification waits to be stored, or the hour of an open-ended query ends", () =>
+    Effect.gen(function*() {
+      const { analytics } = yield* setup
+      const recorder = yield* Recorder
+      yield* analytics.getVerifications(admin, query)
+      expect(Exit.isExit(Decision.now(analytics.getVerifications(admin, query)))).toBe(true)
+      yield* recorder.record(
+        Verification.make({ time: NOW, workspaceId: WS, apiId: "api_a", keyId: "key_9", outcome: "valid" }),
+        false
+      )
+      const pending = Decision.now(analytics.getVerifications(admin, query))
+      expect(Exit.isExit(pending)).toBe(false)
+      expect(yield* pending).toMatchObject([{ keyId: "key_9", total: 1 }])
+      expect(Exit.isExit(Decision.now(analytics.getVerifications(admin, query)))).toBe(true)
+      yield* TestClock.setTime(Time.truncateToHour(NOW) + Time.HOUR)
+      expect(Exit.isExit(Decision.now(analytics.getVerifications(admin, query)))).toBe(false)
+    }).pipe(Effect.provide(Test)))
+
+  it.effect("checks the caller's permission on a remembered answer", () =>
+    Effect.gen(function*() {
+      const { analytics } = yield* setup
+      yield* analytics.getVerifications(admin, query)
+      const other = { workspaceId: WS, rootKeyId: "rk", permissions: ["api.api_b.read_api"] }
+      const refused = Decision.now(analytics.getVerifications(other, query))
+      expect((yield* Effect.flip(refused))._tag).toBe("InsufficientPermissions")
+    }).pipe(Effect.provide(Test)))
+
+  it.effect("remembers nothing when told so", () =>
+    Effect.gen(function*() {
+      const { analytics } = yield* setup
+      yield* analytics.getVerifications(admin, query)
+      expect(Exit.isExit(Decision.now(analytics.getVerifications(admin, query)))).toBe(false)
+    }).pipe(Effect.provide(Test), Effect.provide(Layer.succeed(RememberedAnswers, 0))))
+})

@@ -1,0 +1,105 @@
+// Keys over the memory storage: a key's secret shown once, updates, listing, credits, permissions
+// per api, and secrets kept out of logs.
+import { describe, expect, it } from "@effect/vitest"
+import { KeyVerifier } from "@keymeter/core/KeyVerifier"
+import { Catalog } from "@keymeter/core/Storage"
+import * as Cause from "effect/Cause"
+import * as Effect from "effect/Effect"
+import * as Logger from "effect/Logger"
+import * as LogLevel from "effect/LogLevel"
+import * as Option from "effect/Option"
+import { admin, setup, Test, WS } from "./KeyFixture.js"
+
+describe("Keys", () => {
+  it.effect("creates a key whose secret is shown once and never again", () =>
+    Effect.gen(function*() {
+      const { create, keys } = yield* setup
+      const created = yield* create({ prefix: "acme", name: "first", meta: { plan: "pro" }, externalId: "user_42" })
+      expect(created.keyId).toMatch(/^key_[0-9A-Z]{26}$/)
+      expect(created.key).toMatch(/^acme_[1-9A-HJ-NP-Za-km-z]{20,}$/)
+      const view = yield* keys.get(admin, { keyId: created.keyId })
+      expect(view).toMatchObject({
+        keyId: created.keyId,
+        apiId: "api_a",
+        start: created.key.slice(0, 9),
+        name: "first",
+        meta: { plan: "pro" },
+        enabled: true,
+        identity: { externalId: "user_42" }
+      })
+      expect(JSON.stringify(view)).not.toContain(created.key.slice(5))
+      const other = yield* create({ externalId: "user_42" })
+      expect((yield* keys.get(admin, { keyId: other.keyId })).identity).toEqual(view.identity)
+      expect((yield* create({ byteLength: 64 })).key.length).toBeGreaterThan(80)
+    }).pipe(Effect.provide(Test)))
+
+  it.effect("updates, lists, changes credits, and checks permissions per api", () =>
+    Effect.gen(function*() {
+      const { create, keys } = yield* setup
+      const first = yield* create({ name: "n", meta: { a: 1 }, credits: { remaining: 5 } })
+      const updated = yield* keys.update(admin, { keyId: first.keyId, name: null, meta: null, externalId: "cust_9" })
+      expect(updated.name).toBeUndefined()
+      expect(updated.meta).toBeUndefined()
+      expect(updated.identity?.externalId).toBe("cust_9")
+      expect(updated.credits).toEqual({ remaining: 5 })
+      expect(yield* keys.updateCredits(admin, { keyId: first.keyId, op: "increment", value: 3 })).toEqual({
+        remaining: 8
+      })
+      expect(yield* keys.updateCredits(admin, { keyId: first.keyId, op: "decrement", value: 100 })).toEqual({
+        remaining: 0
+      })
+      const cleared = yield* keys.update(admin, { keyId: first.keyId, credits: null })
+      expect(cleared.credits).toBeUndefined()
+      for (let i = 0; i < 4; i++) yield* create()
+      const page = yield* keys.list(admin, { apiId: "api_a", limit: 3 })
+      expect(page.keys).toHaveLength(3)
+      expect(page.total).toBe(5)
+      const rest = yield* keys.list(admin, { apiId: "api_a", limit: 3, cursor: page.cursor })
+      expect(rest.keys).toHaveLength(2)
+      expect(rest.cursor).toBeUndefined()
+      expect((yield* keys.list(admin, { apiId: "api_a", externalId: "cust_9" })).keys.map((k) => k.keyId)).toEqual([
+        first.keyId
+      ])
+      const bad = yield* Effect.flip(keys.list(admin, { apiId: "api_b", cursor: page.cursor }))
+      expect(bad._tag).toBe("ValidationError")
+      // Permissions per api: verify_key on api_b does not verify api_a's keys.
+      const verifier = { workspaceId: WS, rootKeyId: "rk", permissions: ["api.api_b.verify_key"] }
+      const refused = yield* Effect.flip((yield* KeyVerifier).verify(verifier, { key: (yield* create()).key }))
+      expect(refused._tag).toBe("InsufficientPermissions")
+      const reader = { workspaceId: WS, rootKeyId: "rk", permissions: ["api.api_a.read_key"] }
+      expect((yield* keys.get(reader, { keyId: first.keyId })).keyId).toBe(first.keyId)
+      expect((yield* Effect.flip(keys.delete(reader, { keyId: first.keyId })))._tag).toBe("InsufficientPermissions")
+      expect((yield* Effect.flip(keys.get(admin, { keyId: "key_nope" })))._tag).toBe("NotFound")
+      const catalog = yield* Catalog
+      expect(Option.isSome(yield* catalog.getKey(WS, first.keyId))).toBe(true)
+    }).pipe(Effect.provide(Test)))
+
+  it.effect("keeps a key's secret out of every log line and every later answer", () => {
+    const lines: Array<string> = []
+    const capture = Logger.make(({ cause, message }) => {
+      lines.push(`${JSON.stringify(message)} ${Cause.pretty(cause)}`)
+    })
+    return Effect.gen(function*() {
+      const { create, keys, verify } = yield* setup
+      const { key, keyId } = yield* create({ externalId: "user_log", credits: { remaining: 1 } })
+      const answers = [
+        yield* verify(key),
+        yield* verify(key),
+        yield* verify(key, { apiId: "api_b" }),
+        yield* Effect.either(verify(key, { ratelimits: [{ name: "missing" }] })),
+        yield* keys.get(admin, { keyId }),
+        yield* keys.list(admin, { apiId: "api_a" }),
+        yield* keys.update(admin, { keyId, enabled: false })
+      ]
+      yield* Effect.logDebug("a line, so that the capture is known to work")
+      const secretPart = key.slice(-16)
+      expect(lines.length).toBeGreaterThan(0)
+      for (const line of lines) expect(line).not.toContain(secretPart)
+      expect(JSON.stringify(answers)).not.toContain(secretPart)
+    }).pipe(
+      Effect.provide(Test),
+      Effect.provide(Logger.replace(Logger.defaultLogger, capture)),
+      Logger.withMinimumLogLevel(LogLevel.All)
+    )
+  })
+})

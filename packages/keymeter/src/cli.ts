@@ -4,18 +4,19 @@
  * (a SQLite file, the default, or a PostgreSQL database), importing that adapter (an optional
  * peer: without it, say what to install). JSON on stdout; errors on stderr with a non-zero exit.
  */
-import { Admin } from "@keymeter/core"
+import * as Admin from "@keymeter/core/Admin"
 import * as Effect from "effect/Effect"
 import * as Logger from "effect/Logger"
+import * as AdminCommandLine from "./AdminCommandLine.js"
 import * as StorageSpec from "./StorageSpec.js"
 
 const argv = process.argv.slice(2)
 if (argv.includes("--help") || argv.includes("-h") || argv.length === 0) {
-  process.stdout.write(Admin.USAGE + "\n")
+  process.stdout.write(AdminCommandLine.USAGE + "\n")
   process.exit(argv.length === 0 ? 2 : 0)
 }
 
-const target = Admin.catalogOf(argv, process.env)
+const target = AdminCommandLine.catalogOf(argv, process.env)
 const exit = await Effect.runPromiseExit(
   Effect.flatMap(
     "invalid" in target
@@ -23,7 +24,7 @@ const exit = await Effect.runPromiseExit(
         new Admin.AdminError({ message: target.invalid, usage: true })
       )
       : StorageSpec.adminCatalog(target),
-    (catalog) => Effect.provide(Admin.run(argv), catalog)
+    (catalog) => Effect.provide(Effect.flatMap(AdminCommandLine.commandOf(argv), Admin.run), catalog)
   ).pipe(
     // stdout is the command's JSON answer: what the adapters log (migrations, say) goes to stderr.
     Effect.provide(Logger.replace(Logger.defaultLogger, Logger.withConsoleError(Logger.logfmtLogger)))
@@ -36,7 +37,7 @@ if (exit._tag === "Success") {
   const failure = exit.cause._tag === "Fail" ? exit.cause.error as { message?: string; usage?: boolean } : undefined
   process.stderr.write(`keymeter: ${failure?.message ?? "unexpected failure"}\n`)
   if (failure === undefined) process.stderr.write(String(exit.cause) + "\n")
-  if (failure?.usage) process.stderr.write("\n" + Admin.USAGE + "\n")
+  if (failure?.usage) process.stderr.write("\n" + AdminCommandLine.USAGE + "\n")
   code = failure?.usage ? 2 : 1
 }
 // Done once the output is flushed: a PostgreSQL client's socket can outlive its closed pool and

@@ -1,6 +1,6 @@
 /**
- * The catalog half of the Storage port in SQL, shared by the adapters on SQL databases: the rows,
- * their mappers and the statements, with the few differences of a database passed in as its
+ * The catalog half of the Storage port in SQL, shared by the adapters on SQL databases: the
+ * statements (the rows and their mappers are in `internal/CatalogRows`), with the few differences of a database passed in as its
  * {@link Dialect} (how it stores booleans, finds a character, locks a row). Each write that must
  * be atomic is one statement or one transaction.
  */
@@ -8,16 +8,16 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import { Api } from "@keymeter/core/Api"
 import { StorageError } from "@keymeter/core/Errors"
-import type { Credits, KeyRatelimit, Refill } from "@keymeter/core/Key"
-import { changeBalance, Identity, Key, spend } from "@keymeter/core/Key"
+import type { Credits } from "@keymeter/core/Key"
+import { changeBalance, spend } from "@keymeter/core/Key"
 import { Namespace } from "@keymeter/core/Namespace"
-import { Override } from "@keymeter/core/Override"
-import { RootKey } from "@keymeter/core/RootKey"
 import type { PutResult } from "@keymeter/core/Storage"
 import { Catalog } from "@keymeter/core/Storage"
 import { Workspace } from "@keymeter/core/Workspace"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
+import type { IdentityRow, Int8, KeyRow, OverrideRow, RootKeyRow } from "./internal/CatalogRows.js"
+import { keyValues, toIdentity, toKey, toOverride, toRootKey } from "./internal/CatalogRows.js"
 
 /** What differs between the SQL databases the catalog runs on. */
 export interface Dialect {
@@ -40,135 +40,6 @@ export const storageError = (dialect: Pick<Dialect, "name">) => (error: SqlError
     Effect.logWarning(`${dialect.name} failure`, error.cause),
     Effect.fail(new StorageError({ message: `${dialect.name}: ${error.message}`, cause: error.cause }))
   )
-
-/** A boolean column: SQLite's 1 or 0, PostgreSQL's boolean. */
-type Bool = number | boolean
-
-/** An integer column: node-postgres reads int8 as a string (ms timestamps and counts fit a double). */
-type Int8 = number | string
-
-interface RootKeyRow {
-  readonly id: string
-  readonly workspace_id: string
-  readonly name: string
-  readonly hash: string
-  readonly permissions: string
-  readonly created_at: Int8
-  readonly expires_at: Int8 | null
-  readonly disabled: Bool
-}
-
-const toRootKey = (row: RootKeyRow) =>
-  new RootKey({
-    id: row.id,
-    workspaceId: row.workspace_id,
-    name: row.name,
-    hash: row.hash,
-    permissions: JSON.parse(row.permissions) as Array<string>,
-    createdAt: Number(row.created_at),
-    ...(row.expires_at !== null ? { expiresAt: Number(row.expires_at) } : {}),
-    disabled: Boolean(row.disabled)
-  })
-
-interface OverrideRow {
-  readonly id: string
-  readonly namespace_id: string
-  readonly identifier: string
-  readonly limit: Int8
-  readonly duration: Int8
-  readonly async: Bool
-  readonly created_at: Int8
-  readonly updated_at: Int8
-}
-
-/** An override row as the domain model. */
-export const toOverride = (row: OverrideRow) =>
-  new Override({
-    id: row.id,
-    namespaceId: row.namespace_id,
-    identifier: row.identifier,
-    limit: Number(row.limit),
-    duration: Number(row.duration),
-    async: Boolean(row.async),
-    createdAt: Number(row.created_at),
-    updatedAt: Number(row.updated_at)
-  })
-
-interface IdentityRow {
-  readonly id: string
-  readonly workspace_id: string
-  readonly external_id: string
-  readonly enabled: Bool
-  readonly created_at: Int8
-}
-
-const toIdentity = (row: IdentityRow) =>
-  new Identity({
-    id: row.id,
-    workspaceId: row.workspace_id,
-    externalId: row.external_id,
-    enabled: Boolean(row.enabled),
-    createdAt: Number(row.created_at)
-  })
-
-interface KeyRow {
-  readonly id: string
-  readonly workspace_id: string
-  readonly api_id: string
-  readonly hash: string
-  readonly start: string
-  readonly name: string | null
-  readonly meta: string | null
-  readonly permissions: string
-  readonly enabled: Bool
-  readonly expires: Int8 | null
-  readonly credited: Bool
-  readonly refill: string | null
-  readonly ratelimits: string
-  readonly identity_id: string | null
-  readonly created_at: Int8
-  readonly updated_at: Int8
-}
-
-const toKey = (row: KeyRow) =>
-  new Key({
-    id: row.id,
-    workspaceId: row.workspace_id,
-    apiId: row.api_id,
-    hash: row.hash,
-    start: row.start,
-    ...(row.name !== null ? { name: row.name } : {}),
-    ...(row.meta !== null ? { meta: JSON.parse(row.meta) as Record<string, unknown> } : {}),
-    permissions: JSON.parse(row.permissions) as Array<string>,
-    enabled: Boolean(row.enabled),
-    ...(row.expires !== null ? { expires: Number(row.expires) } : {}),
-    credited: Boolean(row.credited),
-    ...(row.refill !== null ? { refill: JSON.parse(row.refill) as Refill } : {}),
-    ratelimits: JSON.parse(row.ratelimits) as Array<KeyRatelimit>,
-    ...(row.identity_id !== null ? { identityId: row.identity_id } : {}),
-    createdAt: Number(row.created_at),
-    updatedAt: Number(row.updated_at)
-  }, { disableValidation: true })
-
-/** A key's columns, in the order of the `keys` table. */
-const keyValues = (key: Key, bool: Dialect["bool"]) => ({
-  id: key.id,
-  workspace_id: key.workspaceId,
-  api_id: key.apiId,
-  hash: key.hash,
-  start: key.start,
-  name: key.name ?? null,
-  meta: key.meta !== undefined ? JSON.stringify(key.meta) : null,
-  permissions: JSON.stringify(key.permissions),
-  enabled: bool(key.enabled),
-  expires: key.expires ?? null,
-  credited: bool(key.credited),
-  refill: key.refill !== undefined ? JSON.stringify(key.refill) : null,
-  ratelimits: JSON.stringify(key.ratelimits),
-  identity_id: key.identityId ?? null,
-  created_at: key.createdAt,
-  updated_at: key.updatedAt
-})
 
 /** The catalog on the SqlClient in context (migrated), in a database's dialect. */
 export const make = (dialect: Dialect) =>

@@ -4,6 +4,7 @@
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import { describe, expect, it } from "@effect/vitest"
+import { RememberedAnswers } from "@keymeter/core/Analytics"
 import * as Keymeter from "@keymeter/core/Keymeter"
 import { SqliteStorage, SqliteVerificationStore } from "@keymeter/storage-sqlite"
 import { Reference } from "@keymeter/testing"
@@ -32,7 +33,11 @@ const emptyRollups = Effect.gen(function*() {
 const fileHolding = (events: ReadonlyArray<Reference.RawEvent>, hotDays: number) =>
   Effect.gen(function*() {
     const filename = join(mkdtempSync(join(tmpdir(), "keymeter-hot-")), "k.db")
-    const open = Keymeter.layer.pipe(Layer.provideMerge(SqliteStorage.layer({ filename, hotDays })))
+    // Every query asks the store (rollups are emptied behind its back below): no answer remembered.
+    const open = Keymeter.layer.pipe(
+      Layer.provideMerge(SqliteStorage.layer({ filename, hotDays })),
+      Layer.provide(Layer.succeed(RememberedAnswers, 0))
+    )
     yield* Effect.zipRight(seedCatalog, store(events)).pipe(Effect.provide(open))
     return open
   })

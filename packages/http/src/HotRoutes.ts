@@ -1,6 +1,6 @@
 /**
  * The hot routes of `/v1` as functions of the caller and the request's input: the HttpApi
- * handlers and the fast lane (`internal/FastLane`) both call these, so a route is wired to core
+ * handlers and the fast lane (`FastLane`) both call these, so a route is wired to core
  * once. Where core decides (see core's `Decision`), so do they: `Decision.now` answers a route
  * without running an effect when memory holds what it needs.
  */

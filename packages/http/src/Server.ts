@@ -22,10 +22,10 @@ import { Api } from "./Api.js"
 import * as Authorization from "./Authorization.js"
 import * as Docs from "./Docs.js"
 import * as Fallback from "./Fallback.js"
+import * as FastLane from "./FastLane.js"
 import * as Handlers from "./Handlers.js"
 import { HotRoutes } from "./HotRoutes.js"
 import * as InFlightLimit from "./InFlightLimit.js"
-import * as FastLane from "./internal/FastLane.js"
 import { MaxBodyBytes } from "./internal/JsonBody.js"
 import * as NodeServer from "./NodeServer.js"
 import * as RequestContext from "./RequestContext.js"
@@ -118,7 +118,7 @@ export const serve = (options: Options = {}) =>
 
 /**
  * A Node `(req, res)` handler serving keymeter: the pages (the dashboard), the fast lane for the
- * hot routes (see `internal/FastLane`), and the pipeline for everything else and for what the lane
+ * hot routes (see `FastLane`), and the pipeline for everything else and for what the lane
  * hands back, sharing one set of in-flight counts. What the standalone server listens with and
  * what an embedder mounts in a server of its own; needs {@link AppLive} in context.
  */

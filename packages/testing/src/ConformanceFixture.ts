@@ -123,8 +123,10 @@ export const seedCatalog = Effect.gen(function*() {
   yield* catalog.putApi(new Api({ id: "api_b", workspaceId: OTHER_WS, name: "b" }))
 })
 
-/** Stores raw events (validated like any record call, tags normalised) straight into the adapter. */
-/** Stores `events` in batches, as recorded when the clock reads `now`. */
+/**
+ * Stores `events` in batches straight into the adapter, as recorded when the clock reads `now`
+ * (validated like any record call, tags normalised).
+ */
 export const store = (events: ReadonlyArray<Reference.RawEvent>, batch = 97, now = TO + 86400000) =>
   Effect.gen(function*() {
     const verifications = yield* VerificationStore

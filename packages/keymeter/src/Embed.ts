@@ -10,7 +10,7 @@
  * ```
  */
 import { Analytics } from "@keymeter/core/Analytics"
-import type { ApiList, CreateApiInput } from "@keymeter/core/Api"
+import type { CreateApiInput } from "@keymeter/core/Api"
 import { Apis } from "@keymeter/core/Apis"
 import * as Auth from "@keymeter/core/Auth"
 import type { Datapoint } from "@keymeter/core/Datapoint"
@@ -18,17 +18,16 @@ import * as Decision from "@keymeter/core/Decision"
 import { Identities } from "@keymeter/core/Identities"
 import type {
   CreateKeyInput,
-  IdentityView,
-  KeyPage,
-  KeyView,
+  ExternalIdInput,
+  KeyIdInput,
   ListKeysInput,
   UpdateCreditsInput,
+  UpdateIdentityInput,
   UpdateKeyInput
 } from "@keymeter/core/Key"
 import { Keys } from "@keymeter/core/Keys"
-import type { VerifyKeyInput, VerifyKeyResponse } from "@keymeter/core/KeyVerifier"
+import type { VerifyKeyInput } from "@keymeter/core/KeyVerifier"
 import { KeyVerifier } from "@keymeter/core/KeyVerifier"
-import type { Override, OverridePage, OverrideView } from "@keymeter/core/Override"
 import type {
   DeleteOverrideInput,
   GetOverrideInput,
@@ -37,7 +36,7 @@ import type {
 } from "@keymeter/core/Override"
 import { Overrides } from "@keymeter/core/Overrides"
 import * as Provisioning from "@keymeter/core/Provisioning"
-import type { LimitInput, LimitResponse } from "@keymeter/core/RateLimiter"
+import type { LimitInput } from "@keymeter/core/RateLimiter"
 import { RateLimiter } from "@keymeter/core/RateLimiter"
 import * as RootKey from "@keymeter/core/RootKey"
 import type { Catalog as CatalogTag, VerificationStore } from "@keymeter/core/Storage"
@@ -88,6 +87,9 @@ export interface KeymeterOptions {
 
 /** What a route takes from a caller: the encoded form of its input struct in core. */
 type InputOf<S extends Schema.Schema.Any> = Schema.Schema.Encoded<S>
+
+/** What a core service's method answers: the library's promise resolves with it. */
+type Answer<F> = F extends (...args: ReadonlyArray<any>) => Effect.Effect<infer A, infer _E, infer _R> ? A : never
 
 /** Array fields also take a single value. */
 type OneOrMany<T> = {
@@ -149,16 +151,14 @@ export interface Keymeter {
   /** The workspace the library methods act in. */
   readonly workspaceId: string
   /** The workspace's rate-limit namespaces, by name. */
-  readonly listNamespaces: () => Promise<{
-    readonly namespaces: ReadonlyArray<{ readonly namespaceId: string; readonly name: string }>
-  }>
+  readonly listNamespaces: () => Promise<Answer<Overrides["namespaces"]>>
   /** The workspace's apis, by id. */
-  readonly listApis: () => Promise<typeof ApiList.Type>
+  readonly listApis: () => Promise<Answer<Apis["list"]>>
   /** Creates an api; verifications are recorded against it. */
   readonly createApi: (
     input: InputOf<typeof CreateApiInput>,
     options?: WriteOptions
-  ) => Promise<{ readonly apiId: string }>
+  ) => Promise<Answer<Apis["create"]>>
   /**
    * Records 1 to 10,000 verifications, all or nothing; resolves once they are stored. With an
    * `idempotencyKey`, a retry of the same batch answers the same and stores nothing again.
@@ -166,14 +166,14 @@ export interface Keymeter {
   readonly record: (
     verifications: ReadonlyArray<VerificationInput>,
     options?: WriteOptions
-  ) => Promise<{ readonly recorded: number }>
+  ) => Promise<Answer<Verifications["record"]>>
   /** Keys this workspace issues and verifies, as the `keys.*` routes answer. */
   readonly keys: {
     /** A new key: its secret is in this answer only. */
     readonly create: (
       input: InputOf<typeof CreateKeyInput>,
       options?: WriteOptions
-    ) => Promise<{ readonly keyId: string; readonly key?: string }>
+    ) => Promise<Answer<Keys["create"]>>
     /**
      * Verifies a key and records the verification (with `durable`, once it is stored). Answers
      * one of the nine codes; rejects only for a malformed request.
@@ -181,37 +181,38 @@ export interface Keymeter {
     readonly verify: (
       input: InputOf<typeof VerifyKeyInput>,
       options?: { readonly durable?: boolean | undefined }
-    ) => Promise<VerifyKeyResponse>
-    readonly get: (input: { readonly keyId: string }) => Promise<KeyView>
-    readonly list: (input: InputOf<typeof ListKeysInput>) => Promise<typeof KeyPage.Type>
+    ) => Promise<Answer<KeyVerifier["verify"]>>
+    readonly get: (input: InputOf<typeof KeyIdInput>) => Promise<Answer<Keys["get"]>>
+    readonly list: (input: InputOf<typeof ListKeysInput>) => Promise<Answer<Keys["list"]>>
     /** Changes the fields given; `null` clears one. */
-    readonly update: (input: InputOf<typeof UpdateKeyInput>) => Promise<KeyView>
-    readonly delete: (input: { readonly keyId: string }) => Promise<void>
+    readonly update: (input: InputOf<typeof UpdateKeyInput>) => Promise<Answer<Keys["update"]>>
+    readonly delete: (input: InputOf<typeof KeyIdInput>) => Promise<void>
     readonly updateCredits: (
       input: InputOf<typeof UpdateCreditsInput>,
       options?: WriteOptions
-    ) => Promise<{ readonly remaining: number }>
+    ) => Promise<Answer<Keys["updateCredits"]>>
   }
   /** The end customers keys belong to (created with the first key of an `externalId`). */
   readonly identities: {
-    readonly get: (input: { readonly externalId: string }) => Promise<typeof IdentityView.Type>
+    readonly get: (input: InputOf<typeof ExternalIdInput>) => Promise<Answer<Identities["get"]>>
     /** Enables or disables an identity: a disabled one's keys verify as UNAUTHORIZED. */
-    readonly update: (
-      input: { readonly externalId: string; readonly enabled: boolean }
-    ) => Promise<typeof IdentityView.Type>
+    readonly update: (input: InputOf<typeof UpdateIdentityInput>) => Promise<Answer<Identities["update"]>>
   }
   /** Verification counts, exactly as `GET /v1/analytics.getVerifications` answers them. */
   readonly getVerifications: (query: VerificationsQuery) => Promise<Array<Datapoint>>
   /** Creates or overwrites the override of an identifier in a namespace. */
-  readonly setOverride: (input: InputOf<typeof SetOverrideInput>, options?: WriteOptions) => Promise<Override>
+  readonly setOverride: (
+    input: InputOf<typeof SetOverrideInput>,
+    options?: WriteOptions
+  ) => Promise<Answer<Overrides["set"]>>
   /** The override of exactly an identifier, or with `resolve: true` the one that applies to it. */
-  readonly getOverride: (input: ByNamespace<typeof GetOverrideInput>) => Promise<typeof OverrideView.Type>
+  readonly getOverride: (input: ByNamespace<typeof GetOverrideInput>) => Promise<Answer<Overrides["get"]>>
   /** A page of a namespace's overrides; pass the returned `cursor` for the next. */
-  readonly listOverrides: (input: ByNamespace<typeof ListOverridesInput>) => Promise<typeof OverridePage.Type>
+  readonly listOverrides: (input: ByNamespace<typeof ListOverridesInput>) => Promise<Answer<Overrides["list"]>>
   /** Deletes an override; it never applies again. */
   readonly deleteOverride: (input: ByNamespace<typeof DeleteOverrideInput>) => Promise<void>
   /** Takes `cost` (default 1) from an identifier's sliding window, applying the override that resolves. */
-  readonly limit: (input: InputOf<typeof LimitInput>) => Promise<LimitResponse>
+  readonly limit: (input: InputOf<typeof LimitInput>) => Promise<Answer<RateLimiter["limit"]>>
   /** Creates a root key for the HTTP API; the secret is returned here only. */
   readonly createRootKey: (input: {
     readonly permissions: ReadonlyArray<string>

@@ -2,7 +2,7 @@
  * How core decides on the hot paths, in one vocabulary (see docs/architecture.md):
  *
  * - a **lookup** reads a cache without I/O: the value remembered, or {@link Missing} carrying the
- *   effect that loads it (`CatalogCache.lookup`, `KeyCache.key`, `Overrides.resolve`);
+ *   effect that loads it (`CatalogCache.lookup`, `KeyCache.lookupKey`, `Overrides.resolve`);
  * - a **decision** is one synchronous function over what lookups give, returning a {@link Turn}:
  *   decided (an Exit), a {@link Missing} when a lookup missed, or an effect when the decision
  *   itself needs I/O (a credit spend, a shared window);

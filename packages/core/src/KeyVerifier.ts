@@ -188,10 +188,10 @@ export class KeyVerifier extends Effect.Service<KeyVerifier>()("@keymeter/core/K
       if (apiId !== undefined) {
         const denied = Decision.failed(auth.authorize(principal, Permission.required.verifyKey(apiId)))
         if (denied !== undefined) return denied
-        const unknownApi = apis.check(principal.workspaceId, apiId)
+        const unknownApi = apis.decideKnown(principal.workspaceId, apiId)
         if (unknownApi !== undefined) return unknownApi
       }
-      const found = cache.key(hash, () => catalog.findKeyByHash(hash))
+      const found = cache.lookupKey(hash, () => catalog.findKeyByHash(hash))
       if (found instanceof Missing) return found
       // Keys of nowhere the caller may see: counted under the api it named, if any.
       if (Option.isNone(found) || found.value.workspaceId !== principal.workspaceId) {
@@ -210,7 +210,7 @@ export class KeyVerifier extends Effect.Service<KeyVerifier>()("@keymeter/core/K
       if (typeof requested === "number") return Exit.fail(unknownRatelimit(request, requested))
       let identity: Identity | undefined
       if (key.identityId !== undefined) {
-        const known = cache.identity(key.identityId, () => catalog.getIdentity(key.workspaceId, key.identityId!))
+        const known = cache.lookupIdentity(key.identityId, () => catalog.getIdentity(key.workspaceId, key.identityId!))
         if (known instanceof Missing) return known
         identity = Option.getOrUndefined(known)
       }
@@ -218,7 +218,7 @@ export class KeyVerifier extends Effect.Service<KeyVerifier>()("@keymeter/core/K
       const end = { principal, request, now, key, identity, durable }
       if (code !== undefined) return answered(end, code, undefined)
       return Decision.andThen(
-        limiter.takeAll(key.workspaceId, limitsOf(key, identity, requested), now),
+        limiter.decideTakeAll(key.workspaceId, limitsOf(key, identity, requested), now),
         (taken) => afterLimits(end, taken)
       )
     }

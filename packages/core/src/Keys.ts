@@ -51,7 +51,7 @@ export class Keys extends Effect.Service<Keys>()("@keymeter/core/Keys", {
         ? Effect.succeed(undefined)
         : Effect.map(
           Decision.read(() =>
-            cache.identity(key.identityId!, () => catalog.getIdentity(key.workspaceId, key.identityId!))
+            cache.lookupIdentity(key.identityId!, () => catalog.getIdentity(key.workspaceId, key.identityId!))
           ),
           Option.getOrUndefined
         )

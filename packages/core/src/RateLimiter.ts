@@ -51,7 +51,7 @@ export const LimitResponse = Schema.Struct({
   overrideId: Schema.optional(Schema.String)
 }).annotations({ identifier: "LimitResponse" })
 
-/** One limit of a {@link RateLimiter} `takeAll` call, as a verification answers it. */
+/** One limit of a {@link RateLimiter} `decideTakeAll` call, as a verification answers it. */
 export interface TakenLimit {
   readonly name: string
   readonly limit: number
@@ -61,7 +61,7 @@ export interface TakenLimit {
   readonly overrideId?: string
 }
 
-/** One limit {@link RateLimiter} `takeAll` takes. */
+/** One limit {@link RateLimiter} `decideTakeAll` takes. */
 export interface TakeRequest {
   /** The namespace's name. */
   readonly name: string
@@ -71,7 +71,7 @@ export interface TakeRequest {
   readonly cost: number
 }
 
-/** What `takeAll` took: all its limits (`allowed`) or none. */
+/** What `decideTakeAll` took: all its limits (`allowed`) or none. */
 export interface Taken {
   readonly allowed: boolean
   readonly results: ReadonlyArray<TakenLimit>
@@ -212,7 +212,7 @@ export class RateLimiter extends Effect.Service<RateLimiter>()("@keymeter/core/R
      * was refused for another reason). No permission is checked: the caller did. A decision (see
      * `Decision`): what it takes is taken only once all it needs was found in memory.
      */
-    const takeAll = (
+    const decideTakeAll = (
       workspaceId: string,
       requests: ReadonlyArray<TakeRequest>,
       now: number
@@ -280,7 +280,7 @@ export class RateLimiter extends Effect.Service<RateLimiter>()("@keymeter/core/R
       }
     }
 
-    return { limit, takeAll } as const
+    return { limit, decideTakeAll } as const
   })
 }) {}
 

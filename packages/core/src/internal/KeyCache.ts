@@ -59,7 +59,7 @@ export class KeyMemory {
   }
 
   /** The key of `hash` (none: no key has it) when remembered, or what loads it with `read`. */
-  key<E, R>(hash: string, read: () => Effect.Effect<Option.Option<Key>, E, R>): Option.Option<Key> | Missing<E, R> {
+  lookupKey<E, R>(hash: string, read: () => Effect.Effect<Option.Option<Key>, E, R>): Option.Option<Key> | Missing<E, R> {
     const revision = this.current()
     const key = this.keys.get(hash)
     if (key !== undefined) {
@@ -82,7 +82,7 @@ export class KeyMemory {
   }
 
   /** The identity `id` (none: no such identity) when remembered, or what loads it with `read`. */
-  identity<E, R>(
+  lookupIdentity<E, R>(
     id: string,
     read: () => Effect.Effect<Option.Option<Identity>, E, R>
   ): Option.Option<Identity> | Missing<E, R> {

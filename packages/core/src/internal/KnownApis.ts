@@ -20,7 +20,7 @@ export const make = (catalog: Catalog["Type"]) => {
   const lookup = (workspaceId: string, apiId: string) =>
     cache.lookup(CompositeKey.make(workspaceId, apiId), () => catalog.getApi(workspaceId, apiId))
   /** Nothing when the workspace has the api; a NotFound (the field `apiId`) when not (a decision). */
-  const check = (workspaceId: string, apiId: string) => {
+  const decideKnown = (workspaceId: string, apiId: string) => {
     const api = lookup(workspaceId, apiId)
     if (api instanceof Decision.Missing) return api
     return Option.isNone(api)
@@ -29,8 +29,8 @@ export const make = (catalog: Catalog["Type"]) => {
   }
   /** Fails with NotFound (the field `apiId`) unless the workspace has the api. */
   const require = (workspaceId: string, apiId: string): Effect.Effect<void, NotFound | StorageError> =>
-    Decision.make<void, NotFound | StorageError, never>(() => check(workspaceId, apiId) ?? Exit.void)
+    Decision.make<void, NotFound | StorageError, never>(() => decideKnown(workspaceId, apiId) ?? Exit.void)
   /** The api, if the workspace has it. */
   const find = (workspaceId: string, apiId: string) => Decision.read(() => lookup(workspaceId, apiId))
-  return { lookup, check, require, find } as const
+  return { lookup, decideKnown, require, find } as const
 }

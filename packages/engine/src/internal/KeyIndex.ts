@@ -4,16 +4,10 @@
  * event). Entries are `localRow * 16 + outcome`, grouped by key and ascending by row, so a key's
  * outcomes over a row range are read without touching the chunk's columns.
  */
-import type { Chunk } from "./Run.js"
+import type { Chunk, KeyIndex } from "./Run.js"
 import { CHUNK_SIZE, lowerBound } from "./Run.js"
 
-export interface KeyIndex {
-  /** Key codes present in the chunk, ascending. */
-  readonly keys: Uint32Array
-  /** `entries[starts[i] .. starts[i + 1])` are the rows of `keys[i]`. */
-  readonly starts: Uint32Array
-  readonly entries: Uint32Array
-}
+export type { KeyIndex } from "./Run.js"
 
 /** Counting scratch, reused across builds (sized to the partition's key dictionary). */
 let scratch = new Uint32Array(1024)

@@ -5,11 +5,19 @@
  * demand) and has an hour index: for every distinct hour, its first row and its nine counters.
  */
 import { OUTCOMES } from "@keymeter/core/Aggregation"
-import type { KeyIndex } from "./KeyIndex.js"
 
 export const CHUNK_BITS = 16
 export const CHUNK_SIZE = 1 << CHUNK_BITS
 export const CHUNK_MASK = CHUNK_SIZE - 1
+
+/** The rows of each key in a full chunk (built by `KeyIndex.build`). */
+export interface KeyIndex {
+  /** Key codes present in the chunk, ascending. */
+  readonly keys: Uint32Array
+  /** `entries[starts[i] .. starts[i + 1])` are the rows of `keys[i]`. */
+  readonly starts: Uint32Array
+  readonly entries: Uint32Array
+}
 
 /** Columns of up to {@link CHUNK_SIZE} rows. */
 export class Chunk {

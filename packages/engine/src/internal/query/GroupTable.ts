@@ -53,7 +53,9 @@ export class GroupTable {
 
   /** Counts one event of `outcome` into the group (key, identity, tagset). */
   add(key: number, identity: number, tagset: number, outcome: number): void {
-    this.counts[this.slot(key, identity, tagset) * OUTCOMES + outcome]!++
+    // The slot first: finding it may grow the table, which replaces `counts`.
+    const slot = this.slot(key, identity, tagset)
+    this.counts[slot * OUTCOMES + outcome]!++
   }
 
   /** The slot of a group, added when new. */

@@ -1,0 +1,72 @@
+/**
+ * Rows: the answer's rows, bounded by maxRows (`TooManyRows`, caught by the engine: undefined). On
+ * every path with small bounds, the engine refuses only when the complete answer holds more rows
+ * than maxRows; the paths that build every row (series, scan, per tag) refuse exactly then, the
+ * top-N ones (contenders only) may answer more groups than that and say so in `groups`. Answers
+ * given within the cap are the naive reference's.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import type { Verification as Event } from "@keymeter/core/Verification"
+import * as FastCheck from "effect/FastCheck"
+import type { Input } from "./Fixture.js"
+import { answer, historyArb, queryArb, reference, replay, tally } from "./Fixture.js"
+
+/** Rows of the complete answer as an adapter gives it: one per non-empty (time bucket, group). */
+const completeRows = (events: ReadonlyArray<Event>, input: Input): number => {
+  const { limit: _, ...all } = input
+  const groupBy = input.groupBy ?? []
+  if (groupBy.length === 0) return 1
+  const points = reference(events, all)
+  const grouped = groupBy.some((g) => g === "key" || g === "identity" || g === "tag" || g === "tags")
+  // A plain series is zero-filled by core, not by the adapter.
+  return grouped ? points.length : points.filter((point) => point.total > 0).length
+}
+
+describe("Rows", () => {
+  it("refuses an answer only when it holds more rows than maxRows, on every path", () => {
+    const taken = tally()
+    FastCheck.assert(
+      FastCheck.property(
+        historyArb(),
+        FastCheck.array(FastCheck.tuple(queryArb(), FastCheck.integer({ min: 1, max: 12 })), {
+          minLength: 1,
+          maxLength: 6
+        }),
+        (history, queries) =>
+          replay(history, (engine, arrived) => {
+            for (const [input, maxRows] of queries) {
+              const { datapoints, result, trace } = answer(engine, input, maxRows)
+              const rows = completeRows(arrived, input)
+              const label = `${JSON.stringify(input)} within ${maxRows}`
+              const contendersOnly = trace.path === "topN" ||
+                (trace.path === "dayIndex" && !(input.groupBy ?? []).includes("tag"))
+              if (result === undefined) {
+                expect(rows, label).toBeGreaterThan(maxRows)
+                taken.add(`${trace.path} refused`)
+                continue
+              }
+              expect(result.size, label).toBeLessThanOrEqual(maxRows)
+              if (!contendersOnly) expect(rows, label).toBeLessThanOrEqual(maxRows)
+              else expect(result.groups, label).toBe(rows)
+              taken.add(`${trace.path} answered`)
+              if (datapoints !== undefined) expect(datapoints, label).toEqual(reference(arrived, input))
+            }
+          })
+      ),
+      { seed: 91, numRuns: 120 }
+    )
+    expect(taken.names()).toEqual([
+      "dayIndex answered",
+      "dayIndex refused",
+      "empty answered",
+      "postingSeries answered",
+      "postingSeries refused",
+      "scan answered",
+      "scan refused",
+      "topN answered",
+      "topN refused",
+      "totalsSeries answered",
+      "totalsSeries refused"
+    ])
+  })
+})

@@ -59,7 +59,10 @@ export class KeyMemory {
   }
 
   /** The key of `hash` (none: no key has it) when remembered, or what loads it with `read`. */
-  lookupKey<E, R>(hash: string, read: () => Effect.Effect<Option.Option<Key>, E, R>): Option.Option<Key> | Missing<E, R> {
+  lookupKey<E, R>(
+    hash: string,
+    read: () => Effect.Effect<Option.Option<Key>, E, R>
+  ): Option.Option<Key> | Missing<E, R> {
     const revision = this.current()
     const key = this.keys.get(hash)
     if (key !== undefined) {

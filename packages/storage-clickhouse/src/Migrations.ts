@@ -12,6 +12,7 @@
 import { COUNTER_COLUMNS } from "@keymeter/core/Aggregation"
 import { StorageError } from "@keymeter/core/Errors"
 import * as Effect from "effect/Effect"
+import * as Schedule from "effect/Schedule"
 import type { Connection } from "./internal/Connection.js"
 import { sql } from "./internal/Literal.js"
 
@@ -119,6 +120,47 @@ const idempotent = (db: Connection, statement: string) =>
     )
   )
 
+/**
+ * Earlier builds kept `keymeter_migrations` in a TinyLog table, which deadlocks or fails ("File not
+ * found") when servers read and write it at once. The first server to start on such a database
+ * renames it away (a rename succeeds once) and copies its rows into the MergeTree table; a server
+ * starting meanwhile may find no record and run the migrations again, which they allow.
+ */
+const leaveTinyLog = (db: Connection, database: string) =>
+  Effect.gen(function*() {
+    const engines = yield* db.query(
+      sql`SELECT engine FROM system.tables WHERE database = ${database} AND name = 'keymeter_migrations'`
+    )
+    if (engines[0]?.[0] !== "TinyLog") return
+    // A name of its own: a server stopped mid-way leaves a table aside, never one in the way.
+    const aside = `keymeter_migrations_tinylog_${Date.now()}_${Math.floor(Math.random() * 1e9)}`
+    const renamed = yield* db.command(`RENAME TABLE keymeter_migrations TO ${aside}`).pipe(
+      Effect.as(true),
+      Effect.catchAll(() => Effect.succeed(false))
+    )
+    if (!renamed) return
+    // Another server that also saw TinyLog may rename this new table away in turn: it copies it too.
+    yield* bookkeeping(db, db.command(`INSERT INTO keymeter_migrations SELECT id, name, applied_at FROM ${aside}`))
+    yield* db.command(`DROP TABLE ${aside}`)
+  })
+
+/**
+ * A read or write of `keymeter_migrations` after making sure it exists, again while another server
+ * has just renamed a TinyLog one away (see `leaveTinyLog`).
+ */
+const bookkeeping = <A>(db: Connection, statement: Effect.Effect<A, StorageError>) =>
+  db.command(CREATE_MIGRATIONS).pipe(
+    Effect.zipRight(statement),
+    Effect.retry({
+      times: 5,
+      schedule: Schedule.spaced("20 millis"),
+      while: (error) => /keymeter_migrations doesn't exist/.test(error.message)
+    })
+  )
+
+const CREATE_MIGRATIONS = "CREATE TABLE IF NOT EXISTS keymeter_migrations (id UInt32, name String, applied_at Int64) " +
+  "ENGINE = MergeTree ORDER BY id"
+
 /** Number of the newest migration this version knows. */
 export const LATEST = Math.max(...migrations.map((m) => m.id))
 
@@ -136,10 +178,8 @@ export const run = (admin: Connection, db: Connection, database: string) =>
       return yield* new StorageError({ message: `Not a usable ClickHouse database name: ${JSON.stringify(database)}` })
     }
     yield* admin.command(`CREATE DATABASE IF NOT EXISTS ${database}`)
-    yield* db.command(
-      "CREATE TABLE IF NOT EXISTS keymeter_migrations (id UInt32, name String, applied_at Int64) ENGINE = TinyLog"
-    )
-    const [[applied]] = (yield* db.query("SELECT max(id) FROM keymeter_migrations")) as [[number]]
+    yield* leaveTinyLog(db, database)
+    const [[applied]] = (yield* bookkeeping(db, db.query("SELECT max(id) FROM keymeter_migrations"))) as [[number]]
     if (applied > LATEST) {
       return yield* new StorageError({
         message: `This ClickHouse database has schema version ${applied}, written by a newer keymeter; this version ` +
@@ -154,8 +194,11 @@ export const run = (admin: Connection, db: Connection, database: string) =>
           discard: true
         })
       }
-      yield* db.command(
-        sql`INSERT INTO keymeter_migrations (id, name, applied_at) VALUES (${migration.id}, ${migration.name}, ${Date.now()})`
+      yield* bookkeeping(
+        db,
+        db.command(
+          sql`INSERT INTO keymeter_migrations (id, name, applied_at) VALUES (${migration.id}, ${migration.name}, ${Date.now()})`
+        )
       )
     }
   })

@@ -1,8 +1,8 @@
 // Analytics over the memory storage: answers, and the answers remembered for a repeated query
-// (given at once, shared and frozen) while nothing was stored, no verification waits to be stored,
+// from its second asking (given at once, shared and frozen) while nothing was stored, no verification waits to be stored,
 // the hour of an open-ended query lasts, and the caller may read the api.
 import { describe, expect, it } from "@effect/vitest"
-import { Analytics, RememberedAnswers } from "@keymeter/core/Analytics"
+import { Analytics, RememberedAnswers, stable } from "@keymeter/core/Analytics"
 import { Api } from "@keymeter/core/Api"
 import * as Auth from "@keymeter/core/Auth"
 import * as Decision from "@keymeter/core/Decision"
@@ -46,27 +46,36 @@ describe("Analytics", () => {
     Effect.gen(function*() {
       const { analytics, record } = yield* setup
       yield* record("key_1")
+      // Asked once: computed, and not kept (nor frozen).
+      const once = Decision.now(analytics.getVerifications(admin, query))
+      expect(Exit.isExit(once)).toBe(false)
+      const onceAnswer = yield* once
+      expect(onceAnswer).toMatchObject([{ keyId: "key_1", total: 1 }])
+      expect(Object.isFrozen(onceAnswer)).toBe(false)
+      // Asked again: computed, and kept from now on.
       const first = Decision.now(analytics.getVerifications(admin, query))
       expect(Exit.isExit(first)).toBe(false)
       const answer = yield* first
-      expect(answer).toMatchObject([{ keyId: "key_1", total: 1 }])
+      expect(answer).toEqual(onceAnswer)
       // Shared with every caller of the same query: frozen.
       expect(Object.isFrozen(answer) && Object.isFrozen(answer[0])).toBe(true)
       const again = Decision.now(analytics.getVerifications(admin, query))
       expect(again).toEqual(Exit.succeed(answer))
       // Another query is read.
       expect(Exit.isExit(Decision.now(analytics.getVerifications(admin, { apiId: "api_b" })))).toBe(false)
-      // Something stored since: read again, and counted.
+      // Something stored since: read again, and counted; kept again at once (it was asked before).
       yield* record("key_2")
       const after = Decision.now(analytics.getVerifications(admin, query))
       expect(Exit.isExit(after)).toBe(false)
       expect((yield* after).map((d) => d.keyId)).toEqual(["key_1", "key_2"])
+      expect(Exit.isExit(Decision.now(analytics.getVerifications(admin, query)))).toBe(true)
     }).pipe(Effect.provide(Test)))
 
   it.effect("reads again when a verification waits to be stored, or the hour of an open-ended query ends", () =>
     Effect.gen(function*() {
       const { analytics } = yield* setup
       const recorder = yield* Recorder
+      yield* analytics.getVerifications(admin, query)
       yield* analytics.getVerifications(admin, query)
       expect(Exit.isExit(Decision.now(analytics.getVerifications(admin, query)))).toBe(true)
       yield* recorder.record(
@@ -85,14 +94,35 @@ describe("Analytics", () => {
     Effect.gen(function*() {
       const { analytics } = yield* setup
       yield* analytics.getVerifications(admin, query)
+      yield* analytics.getVerifications(admin, query)
       const other = { workspaceId: WS, rootKeyId: "rk", permissions: ["api.api_b.read_api"] }
       const refused = Decision.now(analytics.getVerifications(other, query))
       expect((yield* Effect.flip(refused))._tag).toBe("InsufficientPermissions")
     }).pipe(Effect.provide(Test)))
 
+  it.effect("knows a stable query by identity, and any other by what it holds at each asking", () =>
+    Effect.gen(function*() {
+      const { analytics, record } = yield* setup
+      yield* record("key_1")
+      // A caller's own object, changed between askings: each asking is answered for what it holds.
+      const mutable: { apiId: string; groupBy: Array<string> } = { apiId: "api_a", groupBy: ["key"] }
+      yield* analytics.getVerifications(admin, mutable)
+      expect(yield* analytics.getVerifications(admin, mutable)).toMatchObject([{ keyId: "key_1" }])
+      mutable.apiId = "api_b"
+      expect(yield* analytics.getVerifications(admin, mutable)).toEqual([])
+      // A stable one cannot change: frozen all through.
+      const fixed = stable({ apiId: "api_a", groupBy: ["key"] })
+      expect(Object.isFrozen(fixed) && Object.isFrozen(fixed.groupBy)).toBe(true)
+      expect(() => fixed.groupBy.push("day")).toThrow()
+      expect(Decision.now(analytics.getVerifications(admin, fixed))).toEqual(
+        Exit.succeed([expect.objectContaining({ keyId: "key_1" })])
+      )
+    }).pipe(Effect.provide(Test)))
+
   it.effect("remembers nothing when told so", () =>
     Effect.gen(function*() {
       const { analytics } = yield* setup
+      yield* analytics.getVerifications(admin, query)
       yield* analytics.getVerifications(admin, query)
       expect(Exit.isExit(Decision.now(analytics.getVerifications(admin, query)))).toBe(false)
     }).pipe(Effect.provide(Test), Effect.provide(Layer.succeed(RememberedAnswers, 0))))

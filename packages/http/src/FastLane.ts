@@ -12,6 +12,7 @@
  * What core decides from memory (see core's `Decision`: a remembered root key, key, namespace,
  * override, analytics answer) is answered without running an effect at all.
  */
+import * as Analytics from "@keymeter/core/Analytics"
 import { Auth } from "@keymeter/core/Auth"
 import * as Decision from "@keymeter/core/Decision"
 import type { Principal } from "@keymeter/core/Permission"
@@ -56,6 +57,10 @@ class Json {
 }
 
 const DIGITS = /^[0-9]+$/
+
+/** Query strings kept read, and the longest kept (a dashboard's are a few hundred characters). */
+const REMEMBERED_QUERIES = 1_024
+const REMEMBERED_QUERY_LENGTH = 1_024
 
 const INTERNAL = "Internal server error; it was logged with this request id"
 
@@ -159,6 +164,26 @@ export const make = (options: Options) => {
     return Decision.now(auth.authenticate(Redacted.make(key)))
   }
 
+  // The query strings dashboards repeat, read once: the same stable query object each time.
+  const queries = new Map<string, ReturnType<typeof readQuery>>()
+  /** The query as the pipeline would read it; anything it would refuse goes to the pipeline. */
+  const queryOf = (search: string) => {
+    let query = queries.get(search)
+    if (query === undefined) {
+      const raw: Record<string, string | Array<string>> = {}
+      for (const [name, value] of new URLSearchParams(search)) {
+        const seen = raw[name]
+        raw[name] = seen === undefined ? value : Array.isArray(seen) ? [...seen, value] : [seen, value]
+      }
+      query = Either.map(readQuery(raw), Analytics.stable)
+      if (search.length <= REMEMBERED_QUERY_LENGTH) {
+        if (queries.size >= REMEMBERED_QUERIES) queries.clear()
+        queries.set(search, query)
+      }
+    }
+    return query
+  }
+
   const getVerifications = (
     req: IncomingMessage,
     res: ServerResponse,
@@ -166,13 +191,7 @@ export const make = (options: Options) => {
     requestId: string,
     fallback: () => void
   ) => {
-    // The query as the pipeline would read it; anything it would refuse goes to the pipeline.
-    const raw: Record<string, string | Array<string>> = {}
-    for (const [name, value] of new URLSearchParams(search)) {
-      const seen = raw[name]
-      raw[name] = seen === undefined ? value : Array.isArray(seen) ? [...seen, value] : [seen, value]
-    }
-    const query = readQuery(raw)
+    const query = queryOf(search)
     // Answered without an effect when the key and the answer are both remembered, or the key is
     // refused from what is remembered: the repeated dashboard query and the bad key stay cheap.
     const known = principalOf(req)

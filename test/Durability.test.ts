@@ -76,4 +76,33 @@ describe("durability on SQLite", () => {
     }
     expect(acknowledged.size).toBeGreaterThanOrEqual(150)
   })
+
+  it("a server killed with SIGKILL is replaced at once, twenty times in a row", async () => {
+    const db = join(mkdtempSync(join(tmpdir(), "keymeter-restart-")), "keymeter.db")
+    for (let round = 0; round < 20; round++) {
+      const started = await serve(db)
+      expect(await record(started.base, round)).toBe(200)
+      started.server.child.kill("SIGKILL")
+      await started.server.exited
+      running.pop()
+    }
+    const last = await serve(db)
+    const reply = await fetch(`${last.base}/v1/analytics.getVerifications?apiId=api_main&start=0&groupBy=key`, {
+      headers: { authorization: "Bearer sk_acme_reader" }
+    })
+    expect(((await reply.json()) as Array<unknown>).length).toBe(20)
+  }, 120_000)
+
+  it("of two servers racing for one file, one serves and the other says why it cannot", async () => {
+    const db = join(mkdtempSync(join(tmpdir(), "keymeter-race-")), "keymeter.db")
+    const outcomes = await Promise.allSettled([serve(db), serve(db)])
+    const served = outcomes.filter((o) => o.status === "fulfilled")
+    const refused = outcomes.flatMap((o) => o.status === "rejected" ? [String(o.reason)] : [])
+    expect(served.length).toBe(1)
+    expect(refused).toEqual([
+      expect.stringMatching(
+        new RegExp(`exited with 1 before it was ready[^]*Another keymeter server is writing to ${db}`)
+      )
+    ])
+  }, 60_000)
 })

@@ -47,7 +47,7 @@ export interface Server {
 export const start = async (storage: string, env: Record<string, string> = {}): Promise<Server> => {
   build()
   if (storage.startsWith("sqlite:")) {
-    for (const suffix of ["", "-wal", "-shm", ".lock"]) {
+    for (const suffix of ["", "-wal", "-shm", "-lock"]) {
       rmSync(storage.slice("sqlite:".length) + suffix, { force: true })
     }
   }

@@ -198,7 +198,7 @@ if (values.engine === "duckdb") {
       ClickhouseVerificationStore.layer({ url: `${clickhouseUrl}/${database}` })
     )
   } else {
-    for (const suffix of ["", "-wal", "-shm", ".lock"]) rmSync(file + suffix, { force: true })
+    for (const suffix of ["", "-wal", "-shm", "-lock"]) rmSync(file + suffix, { force: true })
     storage = SqliteStorage.layer({ filename: file })
   }
   const keymeter = await Library.open(storage)

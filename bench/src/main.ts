@@ -91,7 +91,7 @@ const runVerify = (storage: string, keys: number): VerifyResult => {
   const out = here(`../data/verify-${storage.split(":")[0]}.json`)
   mkdirSync(here("../data"), { recursive: true })
   if (storage.startsWith("sqlite:")) {
-    for (const suffix of ["", "-wal", "-shm", ".lock"]) {
+    for (const suffix of ["", "-wal", "-shm", "-lock"]) {
       rmSync(storage.slice("sqlite:".length) + suffix, { force: true })
     }
   }

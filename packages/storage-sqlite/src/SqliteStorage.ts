@@ -8,11 +8,11 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import type { StorageError } from "@keymeter/core/Errors"
 import type { Catalog, VerificationStore } from "@keymeter/core/Storage"
 import * as Context from "effect/Context"
-import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import { mkdirSync, readFileSync, rmSync, unlinkSync, writeFileSync } from "node:fs"
+import { chmodSync, mkdirSync } from "node:fs"
 import { dirname } from "node:path"
+import * as WriterLock from "./internal/WriterLock.js"
 import * as Migrations from "./Migrations.js"
 import * as SqliteCatalog from "./SqliteCatalog.js"
 import * as SqliteVerificationStore from "./SqliteVerificationStore.js"
@@ -40,46 +40,11 @@ export interface Options {
 export type OpenError = FileInUse | Migrations.SchemaError | StorageError
 
 /** The file is being written by another keymeter server. */
-export class FileInUse extends Data.TaggedError("FileInUse")<{ readonly message: string }> {}
+export const FileInUse = WriterLock.FileInUse
+export type FileInUse = WriterLock.FileInUse
 
-const isAlive = (pid: number) => {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "EPERM"
-  }
-}
-
-/**
- * One writer per file: a `<file>.lock` holding the writer's pid, taken over when that process is
- * gone (it was killed).
- */
-const writerLock = (filename: string) =>
-  filename === ":memory:"
-    ? Effect.void
-    : Effect.acquireRelease(
-      Effect.suspend(() => {
-        const path = `${filename}.lock`
-        for (;;) {
-          try {
-            writeFileSync(path, String(process.pid), { flag: "wx" })
-            return Effect.succeed(path)
-          } catch (error) {
-            if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error
-            const holder = Number(readFileSync(path, "utf8"))
-            // This process counts too: two stores on one file in one process must not both write.
-            if (Number.isInteger(holder) && holder > 0 && isAlive(holder)) {
-              return Effect.fail(
-                new FileInUse({ message: `Another keymeter server (pid ${holder}) is writing to ${filename}` })
-              )
-            }
-            unlinkSync(path)
-          }
-        }
-      }),
-      (path) => Effect.sync(() => rmSync(path, { force: true }))
-    )
+/** One writer per file (see `internal/WriterLock`). */
+const writerLock = (filename: string) => filename === ":memory:" ? Effect.void : WriterLock.acquire(filename)
 
 /** The SqlClient on the file, with the connection settings applied and the schema migrated. */
 export const layerClient = (options: Options) =>
@@ -98,13 +63,27 @@ export const layerClient = (options: Options) =>
       new Migrations.SchemaError({ message: `Could not open the database: ${String(error.cause ?? error.message)}` })))
   ).pipe(Layer.provideMerge(clientLayer(options.filename)))
 
+/** `filename` and its companions made readable by their owner only, where they exist. */
+const ownerOnly = (filename: string) => {
+  for (const suffix of ["", "-wal", "-shm"]) {
+    try {
+      chmodSync(filename + suffix, 0o600)
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error
+    }
+  }
+}
+
 /** The client on `filename`; a file that cannot be opened is a SchemaError, not a defect. */
 const clientLayer = (filename: string) =>
   Layer.scopedContext(
     Effect.suspend(() => {
-      if (filename !== ":memory:") mkdirSync(dirname(filename), { recursive: true })
+      // Owner-only: the file holds hashes of secrets. SQLite gives `-wal` and `-shm` its mode.
+      if (filename !== ":memory:") mkdirSync(dirname(filename), { recursive: true, mode: 0o700 })
       // WAL is switched on by layerClient, once the file is known to be keymeter's.
-      return SqliteClient.make({ filename, disableWAL: true })
+      return SqliteClient.make({ filename, disableWAL: true }).pipe(
+        Effect.tap(() => filename === ":memory:" ? undefined : ownerOnly(filename))
+      )
     }).pipe(
       Effect.catchAllDefect((defect) =>
         new Migrations.SchemaError({

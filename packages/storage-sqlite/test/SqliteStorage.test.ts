@@ -14,7 +14,7 @@ import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import { createHash } from "node:crypto"
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs"
+import { existsSync, mkdtempSync, readFileSync, statSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 
@@ -179,18 +179,59 @@ describe("SqliteStorage", () => {
       expect(yield* applicationId).toBe(Migrations.APPLICATION_ID)
     }))
 
-  it.effect("lets one server write a file: a second is refused, a dead one's lock is taken over", () =>
+  it.live(
+    "lets one server write a file: a second is refused after waiting, a released lock is taken at once",
+    () =>
+      Effect.gen(function*() {
+        const filename = tempFile()
+        const started = Date.now()
+        const second = yield* Effect.either(
+          Effect.void.pipe(Effect.provide(SqliteStorage.layer({ filename })))
+        ).pipe(Effect.provide(SqliteStorage.layer({ filename })))
+        expect(Either.isLeft(second) && second.left._tag).toBe("FileInUse")
+        expect(Either.isLeft(second) && second.left.message).toMatch(
+          new RegExp(`Another keymeter server is writing to ${filename} \\(it holds ${filename}-lock\\)`)
+        )
+        // It waited for the holder before refusing (a supervisor's restart races the dying process).
+        expect(Date.now() - started).toBeGreaterThanOrEqual(4_000)
+        // Released with the first store: taken at once, with the lock's file still there.
+        expect(existsSync(`${filename}-lock`)).toBe(true)
+        const again = Date.now()
+        yield* Effect.void.pipe(Effect.provide(SqliteStorage.layer({ filename })))
+        expect(Date.now() - again).toBeLessThan(2_000)
+      }),
+    20_000
+  )
+
+  it.effect("ignores a pid-file lock of earlier builds, whoever it names", () =>
     Effect.gen(function*() {
       const filename = tempFile()
-      const second = yield* Effect.either(
-        Effect.void.pipe(Effect.provide(SqliteStorage.layer({ filename })))
-      ).pipe(Effect.provide(SqliteStorage.layer({ filename })))
-      expect(Either.isLeft(second) && second.left._tag).toBe("FileInUse")
-      expect(Either.isLeft(second) && second.left.message).toMatch(new RegExp(`pid ${process.pid}`))
-      // A lock left by a process that is gone (pid 2^22 + 1 is beyond Linux's pid range).
-      writeFileSync(`${filename}.lock`, String(4194305))
-      yield* Effect.void.pipe(Effect.provide(SqliteStorage.layer({ filename })))
-      expect(() => readFileSync(`${filename}.lock`)).toThrow()
+      // This very process, and a live unrelated one (pid 1): neither holds the file.
+      for (const pid of [process.pid, 1]) {
+        writeFileSync(`${filename}.lock`, String(pid))
+        const workspace = yield* Effect.flatMap(Catalog, (catalog) =>
+          catalog.putWorkspace(new Workspace({ id: `ws_${pid}`, name: "w" }))).pipe(
+            Effect.provide(SqliteStorage.layer({ filename }))
+          )
+        expect(workspace).toBe("created")
+      }
+    }))
+
+  it.effect("keeps the file, its companions and its folder to their owner", () =>
+    Effect.gen(function*() {
+      const folder = join(mkdtempSync(join(tmpdir(), "keymeter-sqlite-")), "data")
+      const filename = join(folder, "k.db")
+      yield* Effect.flatMap(VerificationStore, (store) => store.append([event(T0, "k1")])).pipe(
+        Effect.flatMap(() =>
+          Effect.sync(() => {
+            expect(statSync(folder).mode & 0o777).toBe(0o700)
+            for (const suffix of ["", "-wal", "-shm", "-lock"]) {
+              expect([suffix, statSync(filename + suffix).mode & 0o777]).toEqual([suffix, 0o600])
+            }
+          })
+        ),
+        Effect.provide(SqliteStorage.layer({ filename }))
+      )
     }))
 
   it.live("commits concurrent appends together; a failed transaction fails every caller in it, storing none", () =>

@@ -40,7 +40,8 @@ export const Codes = {
   },
   METHOD_NOT_ALLOWED: {
     status: 405,
-    when: "The route exists but not for this method; the Allow header lists the methods."
+    when:
+      "The route exists but not for this method, or the method (CONNECT, DELETE, ...) is one keymeter serves on no route; the Allow header lists the methods."
   },
   REQUEST_TIMEOUT: {
     status: 408,
@@ -54,6 +55,10 @@ export const Codes = {
   },
   PAYLOAD_TOO_LARGE: { status: 413, when: "The request body is over the configured limit (1 MiB by default)." },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, when: "A POST body whose Content-Type is missing or not application/json." },
+  EXPECTATION_FAILED: {
+    status: 417,
+    when: "The request's Expect header asks for something other than 100-continue; the connection is closed."
+  },
   IDEMPOTENCY_KEY_REUSED: {
     status: 422,
     when:

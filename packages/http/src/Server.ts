@@ -133,8 +133,9 @@ export const makeNodeHandler = (options: Options = {}) =>
       docsUrl: RequestContext.docsBase(options.docsUrl),
       maxBodyBytes: options.maxBodyBytes ?? MaxBodyBytes.defaultValue()
     })
+    const screen = NodeServer.screen(RequestContext.docsBase(options.docsUrl))
     return (req: IncomingMessage, res: ServerResponse): void => {
-      if (options.pages?.(req, res)) return
+      if (screen(req, res) || options.pages?.(req, res)) return
       if (!lane(req, res, () => pipeline(req, res))) pipeline(req, res)
     }
   })

@@ -88,6 +88,48 @@ layer(TestServer.layer(MemoryStorage.layer, { headersTimeoutMs: 1_000, requestTi
         expect((yield* request("/v1/analytics.getVerifications?apiId=api_a1", { key: keys.reader })).status).toBe(200)
       }))
 
+    it.effect("answers what Node would answer bare, or not at all, in the envelope too (a corpus of raw requests)", () =>
+      Effect.gen(function*() {
+        const corpus: ReadonlyArray<readonly [string, number, string]> = [
+          // Node answers 417 itself to an expectation other than 100-continue.
+          [
+            `GET /v1/analytics.getVerifications?apiId=api_a1 HTTP/1.1\r\n${HEAD}Expect: something-else\r\n\r\n`,
+            417,
+            "EXPECTATION_FAILED"
+          ],
+          [`${CREATE_API}Expect: 200-ok\r\nContent-Length: 2\r\n\r\n{}`, 417, "EXPECTATION_FAILED"],
+          // HTTP/1.1 without Host: Node answers a bare 400.
+          [
+            `GET /v1/analytics.getVerifications?apiId=api_a1 HTTP/1.1\r\nAuthorization: Bearer ${keys.admin}\r\n\r\n`,
+            400,
+            "BAD_REQUEST"
+          ],
+          // CONNECT: Node closes the socket without a word.
+          ["CONNECT 127.0.0.1:443 HTTP/1.1\r\nHost: 127.0.0.1:443\r\n\r\n", 405, "METHOD_NOT_ALLOWED"],
+          // Methods keymeter does not serve, known to Node or not, on known paths and others.
+          [`DELETE /v1/apis.createApi HTTP/1.1\r\n${HEAD}\r\n`, 405, "METHOD_NOT_ALLOWED"],
+          [`PROPFIND / HTTP/1.1\r\n${HEAD}\r\n`, 405, "METHOD_NOT_ALLOWED"],
+          [`PATCH /v1/keys.updateKey HTTP/1.1\r\n${HEAD}Content-Length: 2\r\n\r\n{}`, 405, "METHOD_NOT_ALLOWED"],
+          [`BREW /pot HTTP/1.1\r\n${HEAD}\r\n`, 405, "METHOD_NOT_ALLOWED"],
+          ["GET /v1/analytics.getVerifications HTTP/9.9\r\nHost: x\r\n\r\n", 400, "BAD_REQUEST"],
+          ["GET / HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n", 400, "BAD_REQUEST"]
+        ]
+        for (const [raw, status, code] of corpus) {
+          const answer = yield* exchange(raw)
+          expect(answer, raw).not.toBe("")
+          expectEnvelope(answer, status, code)
+          if (status === 405) expect(answer).toMatch(/^allow: GET, HEAD, POST$/im)
+        }
+        // HTTP/1.0 may leave Host out.
+        const old = parse(
+          yield* exchange(
+            `GET /v1/analytics.getVerifications?apiId=api_a1 HTTP/1.0\r\nAuthorization: Bearer ${keys.admin}\r\n\r\n`
+          )
+        )
+        expect(old.status).toBe(200)
+        expect((yield* request("/v1/analytics.getVerifications?apiId=api_a1", { key: keys.reader })).status).toBe(200)
+      }))
+
     it.effect("answers 408 to a client whose headers or body are too slow", () =>
       Effect.gen(function*() {
         // Headers that never end.

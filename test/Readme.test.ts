@@ -1,11 +1,14 @@
 /**
- * The README's curl walkthrough, run as written: each shell block of "Five minutes with curl"
- * against the standalone server with the example provisioning, its output held to the answer
- * the README prints under it (the `# ...` lines).
+ * The README's commands, run as written: each shell block of "Five minutes with curl" against the
+ * standalone server with the example provisioning, its output held to the answer the README
+ * prints under it (the `# ...` lines); the admin CLI's block through `npx keymeter` (optional
+ * `[...]` parts left out); and `npx keymeter-server`. In the repository after `npm ci`, as a
+ * newcomer runs them.
  */
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
-import { execFile } from "node:child_process"
-import { readFileSync } from "node:fs"
+import { execFile, spawn } from "node:child_process"
+import { mkdtempSync, readFileSync } from "node:fs"
+import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { promisify } from "node:util"
 import type { Running } from "./Spawn.js"
@@ -18,10 +21,17 @@ interface Step {
   readonly expected: string
 }
 
+const readme = () => readFileSync(join(root, "README.md"), "utf8")
+
+/** The lines of the admin CLI's shell block. */
+const cliLines = () => {
+  const section = readme().split(/^### Admin CLI$/m)[1]!.split(/^#+ /m)[0]!
+  return /^```sh\n([\s\S]*?)^```$/m.exec(section)![1]!.trim().split("\n")
+}
+
 /** The walkthrough's shell blocks but the one that starts the server, with their printed answers. */
 const walkthrough = (): Array<Step> => {
-  const readme = readFileSync(join(root, "README.md"), "utf8")
-  const section = readme.split(/^## Five minutes with curl$/m)[1]!.split(/^## /m)[0]!
+  const section = readme().split(/^## Five minutes with curl$/m)[1]!.split(/^## /m)[0]!
   return [...section.matchAll(/^```sh\n([\s\S]*?)^```$/gm)]
     .map((block) => block[1]!.split("\n"))
     .filter((lines) => !lines.some((line) => line.includes("npm start")))
@@ -84,4 +94,49 @@ describe("README walkthrough", () => {
       expect(holdsInOrder(stdout, fields), `${step.script}\nprinted:\n${stdout}`).toBe("ok")
     }
   })
+})
+
+describe("README commands", () => {
+  it("the admin CLI's block runs as written through npx keymeter, each line printing JSON", async () => {
+    const env = {
+      ...process.env,
+      KEYMETER_STORAGE: `sqlite:${join(mkdtempSync(join(tmpdir(), "keymeter-readme-")), "k.db")}`
+    }
+    const lines = cliLines()
+    expect(lines.length).toBeGreaterThanOrEqual(6)
+    let rootKeyId = ""
+    for (const line of lines) {
+      expect(line).toMatch(/^npx keymeter /)
+      // Optional parts: a placeholder (`[--permission ...]`, `<unix ms>`) left out, a value given kept.
+      const command = line.replace(/ \[([^\]]*)\]/g, (_, part: string) => /\.\.\.|</.test(part) ? "" : ` ${part}`)
+        .replace("rk_...", rootKeyId)
+      const { stdout } = await run("bash", ["-euo", "pipefail", "-c", command], { cwd: root, env })
+      const printed = JSON.parse(stdout)
+      if (/root-key create/.test(command)) rootKeyId = printed.id
+    }
+    expect(rootKeyId).toMatch(/^rk_/)
+  }, 120_000)
+
+  it("npx keymeter-server starts the server", async () => {
+    const port = await freePort()
+    const child = spawn("bash", ["-c", "exec npx keymeter-server"], {
+      cwd: root,
+      env: { ...process.env, PORT: String(port), KEYMETER_STORAGE: "memory" },
+      detached: true,
+      stdio: ["ignore", "pipe", "pipe"]
+    })
+    let output = ""
+    child.stdout!.on("data", (chunk) => (output += chunk))
+    child.stderr!.on("data", (chunk) => (output += chunk))
+    try {
+      for (let waited = 0; !output.includes("Listening on") && waited < 20_000; waited += 100) {
+        await new Promise((resolve) => setTimeout(resolve, 100))
+      }
+      expect(output).toContain(`Listening on http://127.0.0.1:${port}`)
+      expect((await fetch(`http://127.0.0.1:${port}/v1/analytics.getVerifications`)).status).toBe(401)
+    } finally {
+      // npx runs the server as its child: the whole group is stopped.
+      process.kill(-child.pid!, "SIGTERM")
+    }
+  }, 30_000)
 })

@@ -7,12 +7,12 @@ import { MAX_NAME_LENGTH } from "./Namespace.js"
 import { MAX_DURATION, MAX_IDENTIFIER_LENGTH, MIN_DURATION, MIN_IDENTIFIER_LENGTH } from "./OverrideBounds.js"
 import { boundedString, expected } from "./Validation.js"
 
-export { MAX_DURATION, MAX_IDENTIFIER_LENGTH, MIN_DURATION, MIN_IDENTIFIER_LENGTH } from "./OverrideBounds.js"
+export { MAX_DURATION, MAX_IDENTIFIER_LENGTH, MAX_TIME, MIN_DURATION, MIN_IDENTIFIER_LENGTH } from "./OverrideBounds.js"
 
 /** A limit's window: an integer of milliseconds from {@link MIN_DURATION} to {@link MAX_DURATION}. */
 export const Duration = expected(
   Schema.Number.pipe(Schema.int(), Schema.between(MIN_DURATION, MAX_DURATION)),
-  `must be an integer of milliseconds from ${MIN_DURATION} to ${MAX_DURATION} (30 days)`
+  `must be an integer of milliseconds from ${MIN_DURATION} to ${MAX_DURATION} (2^53-1)`
 )
 
 /** A stored override. */

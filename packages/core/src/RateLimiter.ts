@@ -19,7 +19,7 @@ import * as CompositeKey from "./internal/CompositeKey.js"
 import { SlidingWindows } from "./internal/slidingWindow.js"
 import { MAX_NAME_LENGTH, Namespace } from "./Namespace.js"
 import type { Override } from "./Override.js"
-import { Duration, MAX_IDENTIFIER_LENGTH } from "./Override.js"
+import { Duration, MAX_IDENTIFIER_LENGTH, MAX_TIME } from "./Override.js"
 import { Overrides } from "./Overrides.js"
 import type { Principal } from "./Permission.js"
 import * as Permission from "./Permission.js"
@@ -88,6 +88,9 @@ interface Resolved {
 
 /** An answer of {@link RateLimiter}. */
 export type LimitResponse = Schema.Schema.Type<typeof LimitResponse>
+
+/** A window's reset as a valid time: windows up to 2^53-1 ms end past the last Date. */
+const validReset = (reset: number) => Math.min(reset, MAX_TIME)
 
 /** The fast check of a body (see `Checker`): what the schema would decode to itself. */
 const checkLimit = Checker.compile(LimitInput)
@@ -176,7 +179,7 @@ export class RateLimiter extends Effect.Service<RateLimiter>()("@keymeter/core/R
       success: decision.success,
       limit,
       remaining: decision.remaining,
-      reset: decision.reset,
+      reset: validReset(decision.reset),
       ...(override !== undefined ? { overrideId: override.id } : {})
     })
 
@@ -256,7 +259,7 @@ export class RateLimiter extends Effect.Service<RateLimiter>()("@keymeter/core/R
           name: request.name,
           limit: window.limit,
           remaining: decision.remaining,
-          reset: decision.reset,
+          reset: validReset(decision.reset),
           exceeded: !decision.success,
           ...(override !== undefined ? { overrideId: override.id } : {})
         }

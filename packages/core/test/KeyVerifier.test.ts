@@ -134,6 +134,30 @@ describe("KeyVerifier", () => {
       expect(yield* verify(one.key)).toMatchObject({ code: "RATE_LIMITED", ratelimits: [{ limit: 0 }] })
     }).pipe(Effect.provide(Test)))
 
+  it.effect("takes key limits of any window up to 2^53-1 ms, answering a reset that is a valid time", () =>
+    Effect.gen(function*() {
+      const { create, verify } = yield* setup
+      const YEAR = 365 * 86_400_000
+      const { key } = yield* create({
+        ratelimits: [
+          { name: "yearly", limit: 1000, duration: YEAR, autoApply: true },
+          { name: "forever", limit: 5, duration: Number.MAX_SAFE_INTEGER, autoApply: true }
+        ]
+      })
+      expect(yield* verify(key)).toMatchObject({
+        code: "VALID",
+        ratelimits: [{ name: "yearly", remaining: 999, reset: NOW + YEAR }, {
+          name: "forever",
+          remaining: 4,
+          reset: 8_640_000_000_000_000
+        }]
+      })
+      const tooLong = yield* Effect.flip(
+        create({ ratelimits: [{ name: "x", limit: 1, duration: Number.MAX_SAFE_INTEGER + 1 }] })
+      )
+      expect(tooLong.message).toMatch(/duration: must be an integer of milliseconds from 1000 to 9007199254740991/)
+    }).pipe(Effect.provide(Test)))
+
   it.effect("refills credits at the day's or the month's refill time (UTC)", () =>
     Effect.gen(function*() {
       const { create, verify } = yield* setup

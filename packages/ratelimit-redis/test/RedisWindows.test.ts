@@ -67,6 +67,19 @@ describe.skipIf(skip !== undefined)("Redis windows", () => {
       )
     ))
 
+  it.scopedLive("takes windows of a year and of 2^53-1 ms as the windows of a process do", () =>
+    Effect.gen(function*() {
+      const redis = yield* windows()
+      const local = Windows.makeLocal()
+      const now = 1_800_000_000_000
+      for (const duration of [365 * 86_400_000, Number.MAX_SAFE_INTEGER]) {
+        for (let i = 0; i < 3; i++) {
+          const request = [{ key: `long_${duration}`, limit: 2, duration, cost: 1 }]
+          expect(yield* redis.takeAll(request, now + i)).toEqual(yield* local.takeAll(request, now + i))
+        }
+      }
+    }))
+
   it.scopedLive("takes several limits together or not at all, and gives them back", () =>
     Effect.gen(function*() {
       const redis = yield* windows()

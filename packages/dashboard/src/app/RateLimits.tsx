@@ -87,7 +87,7 @@ const problemsOf = (draft: Draft, newNamespace: boolean): Partial<Record<keyof D
     draft.duration.trim() === "" || !Number.isSafeInteger(duration) || duration < MIN_DURATION ||
     duration > MAX_DURATION
   ) {
-    problems.duration = "The window is from 1 second to 30 days, in whole milliseconds."
+    problems.duration = "The window is 1 second or more, in whole milliseconds."
   }
   return problems
 }

@@ -67,6 +67,25 @@ export class Keys extends Effect.Service<Keys>()("@keymeter/core/Keys", {
         return key.value
       })
 
+    /**
+     * A key's limits take from the windows of the namespaces they name, under its identity's
+     * external id when it has one (see `KeyVerifier`), shared with everyone limiting that
+     * identifier there. So whoever gives a key limits, or attaches a limited key to an identity,
+     * must hold the limit permission of each namespace named, or `ratelimit.*.limit` for a name
+     * that has none yet (verifications create it), as `ratelimits.limit` would ask.
+     */
+    const authorizeLimits = (principal: Principal, names: ReadonlyArray<string>) =>
+      Effect.forEach(
+        new Set(names),
+        (name) =>
+          Effect.flatMap(catalog.findNamespaceByName(principal.workspaceId, name), (found) =>
+            auth.authorize(
+              principal,
+              Permission.required.limit(Option.isSome(found) ? found.value.id : "*")
+            )),
+        { discard: true }
+      )
+
     const view = (key: Key) =>
       Effect.gen(function*() {
         const identity = yield* identityOf(key)
@@ -83,6 +102,7 @@ export class Keys extends Effect.Service<Keys>()("@keymeter/core/Keys", {
         const request = yield* decodeCreate(input)
         yield* auth.authorize(principal, Permission.required.createKey(request.apiId))
         yield* requireApi(principal, request.apiId)
+        yield* authorizeLimits(principal, (request.ratelimits ?? []).map((limit) => limit.name))
         return yield* receipts.once<{ readonly keyId: string; readonly key?: string }, StorageError, never>(
           {
             workspaceId: principal.workspaceId,
@@ -169,6 +189,10 @@ export class Keys extends Effect.Service<Keys>()("@keymeter/core/Keys", {
       Effect.gen(function*() {
         const request = yield* decodeUpdate(input)
         const key = yield* keyFor(principal, request.keyId, Permission.required.updateKey)
+        const attaching = typeof request.externalId === "string"
+        if (request.ratelimits !== undefined || attaching) {
+          yield* authorizeLimits(principal, (request.ratelimits ?? key.ratelimits).map((limit) => limit.name))
+        }
         const now = yield* Clock.currentTimeMillis
         let identityId = key.identityId
         if (request.externalId === null) identityId = undefined

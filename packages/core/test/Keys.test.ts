@@ -2,6 +2,7 @@
 // per api, and secrets kept out of logs.
 import { describe, expect, it } from "@effect/vitest"
 import { KeyVerifier } from "@keymeter/core/KeyVerifier"
+import { RateLimiter } from "@keymeter/core/RateLimiter"
 import { Catalog } from "@keymeter/core/Storage"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
@@ -72,6 +73,51 @@ describe("Keys", () => {
       expect((yield* Effect.flip(keys.get(admin, { keyId: "key_nope" })))._tag).toBe("NotFound")
       const catalog = yield* Catalog
       expect(Option.isSome(yield* catalog.getKey(WS, first.keyId))).toBe(true)
+    }).pipe(Effect.provide(Test)))
+
+  it.effect("lets a key's limits take only from namespaces its issuer may limit in", () =>
+    Effect.gen(function*() {
+      const { create, keys } = yield* setup
+      const limiter = yield* RateLimiter
+      const catalog = yield* Catalog
+      // The admin's namespace "email", with user_42's window in it.
+      yield* limiter.limit(admin, { namespace: "email", identifier: "user_42", limit: 10, duration: 60_000 })
+      const email = Option.getOrThrow(yield* catalog.findNamespaceByName(WS, "email"))
+      const issuer = (...more: Array<string>) => ({
+        workspaceId: WS,
+        rootKeyId: "rk_issuer",
+        permissions: ["api.api_a.create_key", "api.api_a.update_key", "api.api_a.verify_key", ...more]
+      })
+      const limits = (name: string) => [{ name, limit: 1_000_000, duration: 60_000, autoApply: true }]
+      const refusal = (effect: Effect.Effect<unknown, { _tag: string; message: string }>) =>
+        Effect.map(Effect.flip(effect), (error) => [error._tag, error.message])
+      // An existing namespace needs its limit permission; a new one, ratelimit.*.limit.
+      expect(yield* refusal(create({ externalId: "user_42", ratelimits: limits("email") }, issuer()))).toEqual([
+        "InsufficientPermissions",
+        expect.stringMatching(/ratelimit\.\*\.limit|ratelimit\.rlns_/)
+      ])
+      expect((yield* refusal(create({ ratelimits: limits("brand_new") }, issuer())))[0]).toBe("InsufficientPermissions")
+      expect(Option.isNone(yield* catalog.findNamespaceByName(WS, "brand_new"))).toBe(true)
+      // The same when limits are set by an update, or a limited key is attached to an identity.
+      const plain = yield* create({}, issuer())
+      expect((yield* refusal(keys.update(issuer(), { keyId: plain.keyId, ratelimits: limits("email") })))[0]).toBe(
+        "InsufficientPermissions"
+      )
+      const allowed = issuer(`ratelimit.${email.id}.limit`)
+      const limited = yield* create({ ratelimits: limits("email") }, allowed)
+      expect((yield* refusal(keys.update(issuer(), { keyId: limited.keyId, externalId: "user_42" })))[0]).toBe(
+        "InsufficientPermissions"
+      )
+      // A key without limits is attached to an identity with update_key alone.
+      expect((yield* keys.update(issuer(), { keyId: plain.keyId, externalId: "user_42" })).identity?.externalId).toBe(
+        "user_42"
+      )
+      // With the namespace's permission, all of it is allowed.
+      yield* keys.update(allowed, { keyId: limited.keyId, externalId: "user_42" })
+      yield* create({ ratelimits: limits("brand_new") }, issuer("ratelimit.*.limit"))
+      // Nothing the refused calls did reached user_42's window in "email".
+      expect(yield* limiter.limit(admin, { namespace: "email", identifier: "user_42", limit: 10, duration: 60_000 }))
+        .toMatchObject({ success: true, remaining: 8 })
     }).pipe(Effect.provide(Test)))
 
   it.effect("keeps a key's secret out of every log line and every later answer", () => {

@@ -70,6 +70,12 @@ export interface AggregationResult {
   readonly tags?: ReadonlyArray<ReadonlyArray<string>> | undefined
 }
 
+/**
+ * Most buckets of a time series (zero-filled, so its cost is its window, not its data): bounds
+ * what one read costs to build and send, whatever the datapoint cap.
+ */
+export const MAX_SERIES_BUCKETS = 10_000
+
 /** The failure for an answer over the cap, with advice on narrowing the query. */
 export const tooLarge = (query: VerificationQuery, cap: number): QueryTooLarge => {
   const advice = query.timeUnit === "hour"
@@ -197,7 +203,14 @@ const zeroFill = (
   }
   const last = Time.bucketStart(unit, query.end)
   const size = Time.bucketCount(unit, first, last)
-  if (size > cap) return Either.left(tooLarge(query, cap))
+  if (size > Math.min(cap, MAX_SERIES_BUCKETS)) {
+    return Either.left(
+      size > cap ? tooLarge(query, cap) : new QueryTooLarge({
+        message: `A time series holds at most ${MAX_SERIES_BUCKETS} buckets (about 416 days of hours, 27 years ` +
+          `of days); this one would hold ${size}: narrow the window or use a coarser time unit`
+      })
+    )
+  }
   const time = new Float64Array(size)
   for (let i = 0, t = first; i < size; i++, t = Time.nextBucket(unit, t)) time[i] = t
   const counts = new Float64Array(size * OUTCOMES)

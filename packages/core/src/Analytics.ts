@@ -10,6 +10,7 @@ import { Auth } from "./Auth.js"
 import type { Datapoint } from "./Datapoint.js"
 import * as Decision from "./Decision.js"
 import type { InsufficientPermissions, NotFound, QueryTooLarge, StorageError, ValidationError } from "./Errors.js"
+import { Busy } from "./Errors.js"
 import * as CompositeKey from "./internal/CompositeKey.js"
 import * as KnownApis from "./internal/KnownApis.js"
 import type { Principal } from "./Permission.js"
@@ -23,6 +24,14 @@ import * as VerificationQuery from "./VerificationQuery.js"
 /** Largest answer, in datapoints before `limit`, that a query may produce. */
 export class MaxDatapoints extends Context.Reference<MaxDatapoints>()("@keymeter/core/Analytics/MaxDatapoints", {
   defaultValue: () => 100_000
+}) {}
+
+/**
+ * Analytics reads a workspace may have at work at once (computing, not remembered answers); more
+ * fail with `Busy` at once. One workspace's large reads then cannot take the whole server.
+ */
+export class MaxReadsAtOnce extends Context.Reference<MaxReadsAtOnce>()("@keymeter/core/Analytics/MaxReadsAtOnce", {
+  defaultValue: () => 4
 }) {}
 
 /**
@@ -47,7 +56,7 @@ interface Remembered {
 }
 
 /** How a query fails. */
-type QueryError = ValidationError | InsufficientPermissions | NotFound | QueryTooLarge | StorageError
+type QueryError = ValidationError | InsufficientPermissions | NotFound | QueryTooLarge | StorageError | Busy
 
 /** `value` and everything in it, frozen. */
 const freeze = <A>(value: A): A => {
@@ -79,6 +88,30 @@ export class Analytics extends Effect.Service<Analytics>()("@keymeter/core/Analy
     const catalog = yield* Catalog
     const auth = yield* Auth
     const cap = yield* MaxDatapoints
+    const maxReads = yield* MaxReadsAtOnce
+    /** Reads at work per workspace. */
+    const reading = new Map<string, number>()
+    /** Runs `read` as one of the workspace's reads at work, or fails with Busy when it has its fill. */
+    const oneRead = <A, E>(workspaceId: string, read: Effect.Effect<A, E>): Effect.Effect<A, E | Busy> =>
+      Effect.suspend((): Effect.Effect<A, E | Busy> => {
+        const now = reading.get(workspaceId) ?? 0
+        if (now >= maxReads) {
+          return Effect.fail(
+            new Busy({
+              message: `This workspace has ${maxReads} analytics reads at work already; retry in a moment`
+            })
+          )
+        }
+        reading.set(workspaceId, now + 1)
+        return Effect.ensuring(
+          read,
+          Effect.sync(() => {
+            const left = reading.get(workspaceId)! - 1
+            if (left === 0) reading.delete(workspaceId)
+            else reading.set(workspaceId, left)
+          })
+        )
+      })
     const clock = yield* Effect.clock
     const decode = Validation.decode(VerificationQuery.VerificationQueryInput)
     const apis = KnownApis.make(catalog)
@@ -124,14 +157,19 @@ export class Analytics extends Effect.Service<Analytics>()("@keymeter/core/Analy
         const query = yield* VerificationQuery.normalize(decoded, now)
         yield* auth.authorize(principal, Permission.required.readApi(query.apiId))
         yield* apis.require(principal.workspaceId, query.apiId)
-        // Verifications made before this read are counted by it.
-        yield* recorder.flush
-        const before = revision?.()
-        const result = yield* store.aggregate({ ...query, workspaceId: principal.workspaceId, maxRows: cap })
-        const rows = query.groupByTag === "tag" && result.tags !== undefined
-          ? Aggregation.expandTags(query, result)
-          : result
-        const answer = yield* Aggregation.finalize(query, rows, cap)
+        const [before, answer] = yield* oneRead(
+          principal.workspaceId,
+          Effect.gen(function*() {
+            // Verifications made before this read are counted by it.
+            yield* recorder.flush
+            const before = revision?.()
+            const result = yield* store.aggregate({ ...query, workspaceId: principal.workspaceId, maxRows: cap })
+            const rows = query.groupByTag === "tag" && result.tags !== undefined
+              ? Aggregation.expandTags(query, result)
+              : result
+            return [before, yield* Aggregation.finalize(query, rows, cap)] as const
+          })
+        )
         if (key === undefined || before === undefined || answer.length > REMEMBERED_DATAPOINTS) return answer
         // Remembered from its second asking: freezing and keeping an answer asked once (a dashboard
         // nobody shares, a window that moves) costs that request a third of its time.

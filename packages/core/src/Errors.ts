@@ -42,6 +42,14 @@ export class QueryTooLarge extends Schema.TaggedError<QueryTooLarge>()("QueryToo
   message: Schema.String
 }) {}
 
+/**
+ * The workspace has as many analytics reads at work as it may have at once (see
+ * `Analytics.MaxReadsAtOnce`); nothing was read; retry shortly.
+ */
+export class Busy extends Schema.TaggedError<Busy>()("Busy", {
+  message: Schema.String
+}) {}
+
 /** The store could not be read or written; nothing was changed by the failed operation. */
 export class StorageError extends Schema.TaggedError<StorageError>()("StorageError", {
   message: Schema.String,

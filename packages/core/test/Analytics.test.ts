@@ -2,13 +2,13 @@
 // from its second asking (given at once, shared and frozen) while nothing was stored, no verification waits to be stored,
 // the hour of an open-ended query lasts, and the caller may read the api.
 import { describe, expect, it } from "@effect/vitest"
-import { Analytics, RememberedAnswers, stable } from "@keymeter/core/Analytics"
+import { Analytics, MaxReadsAtOnce, RememberedAnswers, stable } from "@keymeter/core/Analytics"
 import { Api } from "@keymeter/core/Api"
 import * as Auth from "@keymeter/core/Auth"
 import * as Decision from "@keymeter/core/Decision"
 import * as Keymeter from "@keymeter/core/Keymeter"
 import { Recorder } from "@keymeter/core/Recorder"
-import { Catalog } from "@keymeter/core/Storage"
+import { Catalog, VerificationStore } from "@keymeter/core/Storage"
 import * as Time from "@keymeter/core/Time"
 import * as Verification from "@keymeter/core/Verification"
 import { Verifications } from "@keymeter/core/Verifications"
@@ -16,6 +16,7 @@ import { Workspace } from "@keymeter/core/Workspace"
 import { MemoryStorage } from "@keymeter/storage-memory"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as TestClock from "effect/TestClock"
 
@@ -40,6 +41,16 @@ const setup = Effect.gen(function*() {
 })
 
 const query = { apiId: "api_a", groupBy: ["key"] }
+
+/** The memory storage with reads that take 200 ms: reads at work overlap. */
+const SlowStorage = Layer.effect(
+  VerificationStore,
+  Effect.map(VerificationStore, (store) => ({
+    ...store,
+    aggregate: (q: Parameters<typeof store.aggregate>[0]) =>
+      Effect.zipRight(Effect.sleep("200 millis"), store.aggregate(q))
+  }))
+).pipe(Layer.provideMerge(MemoryStorage.layer))
 
 describe("Analytics", () => {
   it.effect("gives a repeated query's answer at once while the store holds what it held", () =>
@@ -118,6 +129,53 @@ describe("Analytics", () => {
         Exit.succeed([expect.objectContaining({ keyId: "key_1" })])
       )
     }).pipe(Effect.provide(Test)))
+
+  it.effect("bounds a time series at 10,000 buckets, whatever the datapoint cap", () =>
+    Effect.gen(function*() {
+      const { analytics, record } = yield* setup
+      yield* record("key_1")
+      const hours = (days: number) =>
+        analytics.getVerifications(admin, { apiId: "api_a", groupBy: ["hour"], start: NOW - days * Time.DAY })
+      expect((yield* hours(416)).length).toBeLessThanOrEqual(10_000)
+      const refused = yield* Effect.flip(hours(11 * 365))
+      expect([refused._tag, refused.message]).toEqual([
+        "QueryTooLarge",
+        expect.stringMatching(/^A time series holds at most 10000 buckets .*this one would hold 96\d{3}/)
+      ])
+      // Grouped by key too, the buckets are those with data: not bounded by the window.
+      expect(
+        yield* analytics.getVerifications(admin, {
+          apiId: "api_a",
+          groupBy: ["hour", "key"],
+          start: NOW - 11 * 365 * Time.DAY
+        })
+      ).toHaveLength(1)
+    }).pipe(Effect.provide(Test)))
+
+  it.effect("lets a workspace have MaxReadsAtOnce reads at work; more fail Busy, other workspaces unaffected", () =>
+    Effect.gen(function*() {
+      const { analytics } = yield* setup
+      const catalog = yield* Catalog
+      yield* catalog.putWorkspace(new Workspace({ id: "ws_other", name: "other" }))
+      yield* catalog.putApi(new Api({ id: "api_o", workspaceId: "ws_other", name: "o" }))
+      // Distinct windows, so that none is a remembered answer.
+      const read = (principal: typeof admin, apiId: string, n: number) =>
+        analytics.getVerifications(principal, { apiId, start: NOW - (n + 1) * Time.HOUR })
+      const slow = yield* Effect.forkAll([1, 2].map((n) => read(admin, "api_a", n)))
+      yield* TestClock.adjust("10 millis")
+      const busy = yield* Effect.flip(read(admin, "api_a", 3))
+      expect([busy._tag, busy.message]).toEqual(["Busy", expect.stringMatching(/2 analytics reads at work already/)])
+      const other = yield* Effect.fork(read(Auth.system("ws_other"), "api_o", 4))
+      yield* TestClock.adjust("300 millis")
+      expect(yield* Fiber.join(other)).toEqual([expect.objectContaining({ total: 0 })])
+      expect((yield* Fiber.join(slow)).length).toBe(2)
+      const after = yield* Effect.fork(read(admin, "api_a", 5))
+      yield* TestClock.adjust("300 millis")
+      expect(yield* Fiber.join(after)).toHaveLength(1)
+    }).pipe(
+      Effect.provide(Keymeter.layer.pipe(Layer.provideMerge(SlowStorage))),
+      Effect.provide(Layer.succeed(MaxReadsAtOnce, 2))
+    ))
 
   it.effect("remembers nothing when told so", () =>
     Effect.gen(function*() {

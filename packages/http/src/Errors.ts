@@ -67,7 +67,7 @@ export const Codes = {
   RATE_LIMITED: {
     status: 429,
     when:
-      "The server's own protective limit: it is serving as many requests at once as it takes (KEYMETER_MAX_IN_FLIGHT, 256 by default). Nothing was read or changed; retry after the Retry-After header's seconds."
+      "The server's own protective limits: it is serving as many requests at once as it takes (KEYMETER_MAX_IN_FLIGHT, 256 by default), or the workspace has as many analytics reads at work as it may (KEYMETER_MAX_ANALYTICS_READS, 4 by default). Nothing was read or changed; retry after the Retry-After header's seconds."
   },
   HEADERS_TOO_LARGE: {
     status: 431,
@@ -110,6 +110,7 @@ export type DomainError =
   | DomainErrors.StorageError
   | DomainErrors.IdempotencyKeyReused
   | DomainErrors.IdempotencyKeyInUse
+  | DomainErrors.Busy
   | ProvisioningError
 
 /** The wire code of each domain error. */
@@ -123,7 +124,8 @@ export const DomainCodes: { readonly [Tag in DomainError["_tag"]]: Code } = {
   NotFound: "NOT_FOUND",
   StorageError: "SERVICE_UNAVAILABLE",
   IdempotencyKeyReused: "IDEMPOTENCY_KEY_REUSED",
-  IdempotencyKeyInUse: "IDEMPOTENCY_KEY_IN_USE"
+  IdempotencyKeyInUse: "IDEMPOTENCY_KEY_IN_USE",
+  Busy: "RATE_LIMITED"
 }
 
 /** What a caller is told of a storage failure; its cause is logged, never shown. */

@@ -58,11 +58,18 @@ class Json {
 
 const DIGITS = /^[0-9]+$/
 
+/** Answers of more items than this are streamed, this many items a slice (about 170 KB). */
+const STREAMED_FROM = 2_000
+const STREAM_SLICE = 1_000
+
 /** Query strings kept read, and the longest kept (a dashboard's are a few hundred characters). */
 const REMEMBERED_QUERIES = 1_024
 const REMEMBERED_QUERY_LENGTH = 1_024
 
 const INTERNAL = "Internal server error; it was logged with this request id"
+
+/** What every 429 says: when to retry. */
+const RETRY = { "retry-after": "1" }
 
 /** Serves a request if it is one the lane takes; false (the request untouched) otherwise. */
 export const make = (options: Options) => {
@@ -95,6 +102,9 @@ export const make = (options: Options) => {
   const context = (requestId: string) => ({ requestId, docsUrl: options.docsUrl })
 
   const send = (res: ServerResponse, requestId: string, answer: Answer) => {
+    if (Array.isArray(answer.body) && answer.body.length > STREAMED_FROM) {
+      return stream(res, requestId, answer.status, answer.body)
+    }
     const text = answer.body instanceof Json ? answer.body.text : JSON.stringify(
       answer.body instanceof HttpError
         ? envelope(answer.body.code, answer.body.message, context(requestId))
@@ -109,13 +119,38 @@ export const make = (options: Options) => {
     res.end(text)
   }
 
+  /**
+   * A large array answer written a slice at a time, each once the last has left (the socket
+   * drained), other requests served in between: the loop is never held for the whole answer, and
+   * a slow reader holds one slice in memory, not the answer's whole text.
+   */
+  const stream = (res: ServerResponse, requestId: string, status: number, items: ReadonlyArray<unknown>) => {
+    res.writeHead(status, { "content-type": "application/json", "x-request-id": requestId })
+    let next = 0
+    const slice = (): void => {
+      if (res.destroyed) return
+      const end = Math.min(next + STREAM_SLICE, items.length)
+      const text = JSON.stringify(items.slice(next, end))
+      const part = (next === 0 ? "[" : ",") + text.slice(1, -1) + (end === items.length ? "]" : "")
+      next = end
+      if (next === items.length) res.end(part)
+      else if (res.write(part)) setImmediate(slice)
+      else res.once("drain", () => setImmediate(slice))
+    }
+    slice()
+  }
+
   const failure = (error: HttpError): Answer => ({ status: Codes[error.code].status, body: error })
 
   /** The answer of a failure, built without an HttpError for domain errors (it costs a stack trace). */
   const wireFailure = (error: DomainError | HttpError, requestId: string): Answer => {
     if (error instanceof HttpError) return failure(error)
     const { code, message } = wireOf(error)
-    return { status: Codes[code].status, body: envelope(code, message, context(requestId)) }
+    return {
+      status: Codes[code].status,
+      body: envelope(code, message, context(requestId)),
+      ...(code === "RATE_LIMITED" ? { headers: RETRY } : {})
+    }
   }
 
   /**

@@ -45,7 +45,12 @@ export const middleware =
     Effect.gen(function*() {
       const requestId = makeRequestId()
       yield* HttpApp.appendPreResponseHandler((_, response) =>
-        Effect.succeed(HttpServerResponse.setHeader(response, "x-request-id", requestId))
+        Effect.succeed(
+          // Every 429 says when to retry, whichever limit answered it.
+          response.status === 429 && response.headers["retry-after"] === undefined
+            ? HttpServerResponse.setHeaders(response, { "x-request-id": requestId, "retry-after": "1" })
+            : HttpServerResponse.setHeader(response, "x-request-id", requestId)
+        )
       )
       const response = yield* Effect.locally(app, CurrentRequestContext, { requestId, docsUrl: options.docsUrl })
       return HttpServerResponse.setHeader(response, "x-request-id", requestId)

@@ -7,7 +7,7 @@ import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import type * as HttpApp from "@effect/platform/HttpApp"
 import * as HttpServer from "@effect/platform/HttpServer"
 import type { ServeError } from "@effect/platform/HttpServerError"
-import { MaxDatapoints } from "@keymeter/core/Analytics"
+import { MaxDatapoints, MaxReadsAtOnce } from "@keymeter/core/Analytics"
 import type { StorageError } from "@keymeter/core/Errors"
 import * as Idempotency from "@keymeter/core/Idempotency"
 import * as Keymeter from "@keymeter/core/Keymeter"
@@ -38,6 +38,8 @@ export interface Options {
   readonly maxBodyBytes?: number | undefined
   /** Largest analytics answer before `limit` (default 100,000 datapoints). */
   readonly maxDatapoints?: number | undefined
+  /** Analytics reads one workspace may have at work at once; more are answered 429 (default 4). */
+  readonly maxAnalyticsReads?: number | undefined
   /** How long idempotency keys are remembered, in ms (default 24 hours, at most 30 days). */
   readonly idempotencyWindowMs?: number | undefined
   /** Longest a verification's event waits to be stored, in ms (default 100): what a crash can lose. */
@@ -60,6 +62,7 @@ export interface Options {
 export const DomainLive = (options: Options = {}) =>
   Keymeter.layerWith(options.windows ?? Windows.layerLocal).pipe(
     Layer.provide(Layer.succeed(MaxDatapoints, options.maxDatapoints ?? MaxDatapoints.defaultValue())),
+    Layer.provide(Layer.succeed(MaxReadsAtOnce, options.maxAnalyticsReads ?? MaxReadsAtOnce.defaultValue())),
     Layer.provide(Layer.succeed(Idempotency.Window, options.idempotencyWindowMs ?? Idempotency.DEFAULT_WINDOW_MS)),
     Layer.provide(Layer.succeed(RecorderDelay, options.recordDelayMs ?? RecorderDelay.defaultValue())),
     Layer.provide(Layer.succeed(KeyCacheCapacity, options.keyCacheSize ?? KeyCacheCapacity.defaultValue()))

@@ -238,4 +238,28 @@ layer(TestServer.layer(MemoryStorage.layer, options))("the fast lane", (it) => {
         expect(viaLane.idShape).toBe(true)
       }
     }))
+
+  it.scoped("streams a large answer a slice at a time, the same answer the pipeline gives whole", () =>
+    Effect.gen(function*() {
+      // Both fresh: the other test recorded verifications on this layer's server.
+      const lane = Context.get(yield* Layer.build(TestServer.layer(MemoryStorage.layer, options)), BaseUrl)
+      const pipeline = Context.get(
+        yield* Layer.build(TestServer.layer(MemoryStorage.layer, { ...options, fastLane: false })),
+        BaseUrl
+      )
+      // 9,000 hours: zero-filled, well over the 2,000 datapoints from which answers are streamed.
+      const path = `/v1/analytics.getVerifications?apiId=api_a2&groupBy=hour&start=0&end=${9_000 * 3_600_000}`
+      const fetchBoth = (base: string) =>
+        Effect.promise(async () => {
+          const response = await fetch(`${base}${path}`, { headers: { authorization: `Bearer ${keys.admin}` } })
+          return { response, body: await response.json() as Array<{ time: number; total: number }> }
+        })
+      const viaLane = yield* fetchBoth(lane)
+      const viaPipeline = yield* fetchBoth(pipeline)
+      expect(viaLane.response.status, JSON.stringify(viaLane.body).slice(0, 300)).toBe(200)
+      expect(viaLane.response.headers.get("transfer-encoding")).toBe("chunked")
+      expect(viaLane.response.headers.get("x-request-id")).toMatch(/^req_/)
+      expect(viaLane.body.length).toBeGreaterThan(8_990)
+      expect(viaLane.body).toEqual(viaPipeline.body)
+    }))
 })

@@ -1,6 +1,7 @@
 /**
  * Configuration of the standalone server, from the environment.
  */
+import { MaxReadsAtOnce } from "@keymeter/core/Analytics"
 import * as Idempotency from "@keymeter/core/Idempotency"
 import { KeyCacheCapacity } from "@keymeter/core/Keys"
 import * as InFlightLimit from "@keymeter/http/InFlightLimit"
@@ -37,6 +38,10 @@ export const config = Config.all({
   maxDatapoints: Config.integer("KEYMETER_MAX_DATAPOINTS").pipe(
     Config.validate({ message: "must be at least 1", validation: (n) => n >= 1 }),
     Config.withDefault(100_000)
+  ),
+  maxAnalyticsReads: Config.integer("KEYMETER_MAX_ANALYTICS_READS").pipe(
+    Config.validate({ message: "must be at least 1", validation: (n) => n >= 1 }),
+    Config.withDefault(MaxReadsAtOnce.defaultValue())
   ),
   headersTimeoutMs: Config.integer("KEYMETER_HEADERS_TIMEOUT_MS").pipe(
     Config.validate({ message: "must be at least 1000", validation: (n) => n >= 1000 }),

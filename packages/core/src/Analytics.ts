@@ -31,7 +31,7 @@ export class MaxDatapoints extends Context.Reference<MaxDatapoints>()("@keymeter
  * fail with `Busy` at once. One workspace's large reads then cannot take the whole server.
  */
 export class MaxReadsAtOnce extends Context.Reference<MaxReadsAtOnce>()("@keymeter/core/Analytics/MaxReadsAtOnce", {
-  defaultValue: () => 4
+  defaultValue: () => 8
 }) {}
 
 /**

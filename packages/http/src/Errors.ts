@@ -67,7 +67,7 @@ export const Codes = {
   RATE_LIMITED: {
     status: 429,
     when:
-      "The server's own protective limits: it is serving as many requests at once as it takes (KEYMETER_MAX_IN_FLIGHT, 256 by default), or the workspace has as many analytics reads at work as it may (KEYMETER_MAX_ANALYTICS_READS, 4 by default). Nothing was read or changed; retry after the Retry-After header's seconds."
+      "The server's own protective limits: it is serving as many requests at once as it takes (KEYMETER_MAX_IN_FLIGHT, 256 by default), or the workspace has as many analytics reads at work as it may (KEYMETER_MAX_ANALYTICS_READS, 8 by default). Nothing was read or changed; retry after the Retry-After header's seconds."
   },
   HEADERS_TOO_LARGE: {
     status: 431,

@@ -38,7 +38,7 @@ export interface Options {
   readonly maxBodyBytes?: number | undefined
   /** Largest analytics answer before `limit` (default 100,000 datapoints). */
   readonly maxDatapoints?: number | undefined
-  /** Analytics reads one workspace may have at work at once; more are answered 429 (default 4). */
+  /** Analytics reads one workspace may have at work at once; more are answered 429 (default 8). */
   readonly maxAnalyticsReads?: number | undefined
   /** How long idempotency keys are remembered, in ms (default 24 hours, at most 30 days). */
   readonly idempotencyWindowMs?: number | undefined

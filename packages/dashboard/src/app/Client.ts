@@ -13,14 +13,24 @@ export class ApiError extends Error {
   }
 }
 
+/** Tries of a read the server refused for now (429: its limits), each after its Retry-After. */
+const READ_TRIES = 4
+
 const send = async <A>(key: string, path: string, init: RequestInit = {}): Promise<A> => {
-  const reply = await fetch(`${base}${path}`, {
-    ...init,
-    headers: {
-      authorization: `Bearer ${key}`,
-      ...(init.body !== undefined ? { "content-type": "application/json" } : {})
-    }
-  })
+  let reply: Response
+  for (let tried = 1;; tried++) {
+    reply = await fetch(`${base}${path}`, {
+      ...init,
+      headers: {
+        authorization: `Bearer ${key}`,
+        ...(init.body !== undefined ? { "content-type": "application/json" } : {})
+      }
+    })
+    // Reads only: a write the server refused is shown, not repeated behind the user's back.
+    if (reply.status !== 429 || init.method !== undefined || tried === READ_TRIES) break
+    const wait = Number(reply.headers.get("retry-after") ?? 1)
+    await new Promise((resolve) => setTimeout(resolve, Math.min(Number.isFinite(wait) ? wait : 1, 5) * 1000))
+  }
   const body = await reply.json().catch(() => undefined)
   if (!reply.ok) {
     throw new ApiError(reply.status, body?.error?.code ?? "ERROR", body?.error?.message ?? `HTTP ${reply.status}`)

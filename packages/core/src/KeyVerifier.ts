@@ -23,7 +23,7 @@ import { Auth } from "./Auth.js"
 import * as Checker from "./Checker.js"
 import * as Decision from "./Decision.js"
 import { Missing } from "./Decision.js"
-import type { InsufficientPermissions, NotFound, StorageError } from "./Errors.js"
+import type { Busy, InsufficientPermissions, NotFound, StorageError } from "./Errors.js"
 import { ValidationError } from "./Errors.js"
 import { KeyCache } from "./internal/KeyCache.js"
 import * as KnownApis from "./internal/KnownApis.js"
@@ -224,7 +224,7 @@ export class KeyVerifier extends Effect.Service<KeyVerifier>()("@keymeter/core/K
     }
 
     /** The end of a verification whose limits were taken: credits spent (or not), recorded, answered. */
-    const afterLimits = (end: End, taken: Taken): Decision.Turn<VerifyKeyResponse, StorageError> =>
+    const afterLimits = (end: End, taken: Taken): Decision.Turn<VerifyKeyResponse, StorageError | Busy> =>
       !taken.allowed
         ? answered(end, "RATE_LIMITED", taken.results)
         : end.key.credited
@@ -292,7 +292,7 @@ export class KeyVerifier extends Effect.Service<KeyVerifier>()("@keymeter/core/K
 }) {}
 
 /** How a verification fails: a request the caller got wrong, or storage. */
-type VerifyError = ValidationError | InsufficientPermissions | NotFound | StorageError
+type VerifyError = ValidationError | InsufficientPermissions | NotFound | StorageError | Busy
 
 /** What the end of a verification knows. */
 interface End {

@@ -11,7 +11,7 @@ import { Auth } from "./Auth.js"
 import * as Checker from "./Checker.js"
 import * as Decision from "./Decision.js"
 import { Missing } from "./Decision.js"
-import type { InsufficientPermissions, StorageError } from "./Errors.js"
+import type { Busy, InsufficientPermissions, StorageError } from "./Errors.js"
 import { ValidationError } from "./Errors.js"
 import * as Ids from "./Ids.js"
 import { CatalogCache } from "./internal/CatalogCache.js"
@@ -106,7 +106,7 @@ export class RateLimiter extends Effect.Service<RateLimiter>()("@keymeter/core/R
     // With shared windows, `async: true` overrides are decided here, from this process's view of
     // their windows, which each decision then brings up to date with the shared one in the
     // background: no wait for the store, at the price of some overshoot (see the README).
-    const nearby = new SlidingWindows()
+    const nearby = new SlidingWindows(yield* Windows.MaxWindows)
     const decode = Validation.decode(LimitInput)
     const namespaces = new CatalogCache<Option.Option<Namespace>>(catalog.revision)
 
@@ -151,7 +151,7 @@ export class RateLimiter extends Effect.Service<RateLimiter>()("@keymeter/core/R
     const decideLimit = (
       principal: Principal,
       request: Schema.Schema.Type<typeof LimitInput>
-    ): Decision.Turn<LimitResponse, ValidationError | InsufficientPermissions | StorageError> => {
+    ): Decision.Turn<LimitResponse, ValidationError | InsufficientPermissions | StorageError | Busy> => {
       if (request.namespace.includes("*")) return STAR
       const found = namespaceNamed(
         principal.workspaceId,
@@ -167,10 +167,16 @@ export class RateLimiter extends Effect.Service<RateLimiter>()("@keymeter/core/R
       const now = clock.unsafeCurrentTimeMillis()
       const key = Windows.keyOf(namespace.id, request.identifier)
       const cost = request.cost ?? 1
-      if (override?.async && windows.shared) return Exit.succeed(decideNearby(key, cost, override, now))
+      if (override?.async && windows.shared) return decideNearby(principal.workspaceId, key, cost, override, now)
       const applied = override ?? request
       return Decision.andThen(
-        windows.takeAll([{ key, limit: applied.limit, duration: applied.duration, cost }], now),
+        windows.takeAll([{
+          key,
+          owner: principal.workspaceId,
+          limit: applied.limit,
+          duration: applied.duration,
+          cost
+        }], now),
         ([decision]) => Exit.succeed(answerOf(decision!, applied.limit, override))
       )
     }
@@ -188,24 +194,39 @@ export class RateLimiter extends Effect.Service<RateLimiter>()("@keymeter/core/R
      * to the shared window (or only reads it, when refused) and raises the view to what all
      * servers took.
      */
-    const decideNearby = (key: string, cost: number, override: Override, now: number): LimitResponse => {
-      const decision = nearby.take(key, now, override.limit, override.duration, cost)
+    const decideNearby = (
+      owner: string,
+      key: string,
+      cost: number,
+      override: Override,
+      now: number
+    ): Exit.Exit<LimitResponse, Busy> => {
+      const taken = Windows.takeAllFrom(nearby, [{
+        key,
+        owner,
+        limit: override.limit,
+        duration: override.duration,
+        cost
+      }], now)
+      if (!Array.isArray(taken)) return Exit.fail(taken as Busy)
+      const decision = taken[0]!
       Effect.runFork(
         Effect.suspend(() =>
           windows.takeAll([{
             key,
+            owner,
             limit: Number.MAX_SAFE_INTEGER,
             duration: override.duration,
             cost: decision.success ? cost : 0
           }], now)
         ).pipe(
           Effect.map(([shared]) =>
-            nearby.catchUp(key, now, Number.MAX_SAFE_INTEGER - shared!.remaining, override.duration)
+            nearby.catchUp(key, now, Number.MAX_SAFE_INTEGER - shared!.remaining, override.duration, owner)
           ),
           Effect.ignore
         )
       )
-      return answerOf(decision, override.limit, override)
+      return Exit.succeed(answerOf(decision, override.limit, override))
     }
 
     /**
@@ -219,7 +240,7 @@ export class RateLimiter extends Effect.Service<RateLimiter>()("@keymeter/core/R
       workspaceId: string,
       requests: ReadonlyArray<TakeRequest>,
       now: number
-    ): Decision.Turn<Taken, StorageError> => {
+    ): Decision.Turn<Taken, StorageError | Busy> => {
       if (requests.length === 0) return NOTHING_TAKEN
       const resolved: Array<Resolved> = []
       for (const request of requests) {
@@ -233,6 +254,7 @@ export class RateLimiter extends Effect.Service<RateLimiter>()("@keymeter/core/R
           override,
           window: {
             key: Windows.keyOf(found.value.id, request.identifier),
+            owner: workspaceId,
             limit: applied.limit,
             duration: applied.duration,
             cost: request.cost

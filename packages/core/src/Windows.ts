@@ -10,16 +10,20 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import type { StorageError } from "./Errors.js"
+import { Busy } from "./Errors.js"
 import * as CompositeKey from "./internal/CompositeKey.js"
 import type { Decision } from "./internal/slidingWindow.js"
+import type { Capacity } from "./internal/slidingWindow.js"
 import { SlidingWindows } from "./internal/slidingWindow.js"
 
-export type { Decision } from "./internal/slidingWindow.js"
+export type { Capacity, Decision } from "./internal/slidingWindow.js"
 
 /** One window to take from. */
 export interface WindowRequest {
   /** The window's key: {@link keyOf} its namespace and identifier. */
   readonly key: string
+  /** The workspace whose window it is: windows in this process are counted per workspace. */
+  readonly owner: string
   readonly limit: number
   readonly duration: number
   readonly cost: number
@@ -32,12 +36,13 @@ export class Windows extends Context.Tag("@keymeter/core/Windows")<Windows, {
    * Takes each request's cost from its window at `now`, all or none: when any would be refused,
    * nothing is taken, and each decision says how its window stands. A decision (see the
    * `Decision` module): windows in this process are taken when it is called (an Exit), shared
-   * ones when its effect runs.
+   * ones when its effect runs. Fails with Busy when a new window would pass the live windows'
+   * caps ({@link MaxWindows}).
    */
   readonly takeAll: (
     requests: ReadonlyArray<WindowRequest>,
     now: number
-  ) => Effect.Effect<ReadonlyArray<Decision>, StorageError>
+  ) => Effect.Effect<ReadonlyArray<Decision>, StorageError | Busy>
   /** Gives back what a `takeAll` at `now` took (a call refused afterwards for another reason). */
   readonly refundAll: (
     taken: ReadonlyArray<{ readonly key: string; readonly cost: number }>,
@@ -55,18 +60,36 @@ export const givenBack = <D extends { readonly remaining: number }>(decision: D,
 })
 
 /**
+ * Live rate-limit windows this process keeps at most, in all and per workspace (about 600 bytes
+ * each, and 16 bytes per request a window counts, up to about 2,000 entries): a new window past
+ * either cap fails with Busy until windows expire. Windows shared through Redis live there.
+ */
+export class MaxWindows extends Context.Reference<MaxWindows>()("@keymeter/core/Windows/MaxWindows", {
+  defaultValue: (): Capacity => ({ total: 1_000_000, perOwner: 100_000 })
+}) {}
+
+/**
  * Takes each request's cost from `windows` at `now`, all or none: when any is refused, what the
- * others took is given back and their decisions say how their windows stand.
+ * others took is given back and their decisions say how their windows stand. Busy, taking
+ * nothing, when a new window has no room.
  */
 export const takeAllFrom = (
   windows: SlidingWindows,
   requests: ReadonlyArray<WindowRequest>,
   now: number
-): ReadonlyArray<Decision> => {
+): ReadonlyArray<Decision> | Busy => {
+  for (const r of requests) {
+    if (!windows.admits(r.key, r.owner, now)) {
+      return new Busy({
+        message: `Too many rate-limit windows are live (at most ${windows.capacity.total} in all, ` +
+          `${windows.capacity.perOwner} per workspace); retry once some have expired`
+      })
+    }
+  }
   const decisions: Array<Decision> = []
   let allowed = true
   for (const r of requests) {
-    const decision = windows.take(r.key, now, r.limit, r.duration, r.cost)
+    const decision = windows.take(r.key, now, r.limit, r.duration, r.cost, r.owner)
     if (!decision.success) allowed = false
     decisions.push(decision)
   }
@@ -79,15 +102,24 @@ export const takeAllFrom = (
   })
 }
 
-/** Windows of this process, all or none over several. */
-export const makeLocal = (windows: SlidingWindows = new SlidingWindows()): Windows["Type"] => ({
-  shared: false,
-  takeAll: (requests, now) => Exit.succeed(takeAllFrom(windows, requests, now)),
-  refundAll: (taken, now) =>
-    Effect.sync(() => {
-      for (const { cost, key } of taken) windows.refund(key, now, cost)
-    })
-})
+/** Windows of this process, all or none over several, at most `capacity` of them live. */
+export const makeLocal = (capacity?: Capacity): Windows["Type"] => {
+  const windows = new SlidingWindows(capacity)
+  return {
+    shared: false,
+    takeAll: (requests, now) => {
+      const taken = takeAllFrom(windows, requests, now)
+      return taken instanceof Busy ? Exit.fail(taken) : Exit.succeed(taken)
+    },
+    refundAll: (taken, now) =>
+      Effect.sync(() => {
+        for (const { cost, key } of taken) windows.refund(key, now, cost)
+      })
+  }
+}
 
 /** The windows in this process (the default). */
-export const layerLocal: Layer.Layer<Windows> = Layer.sync(Windows, () => makeLocal())
+export const layerLocal: Layer.Layer<Windows> = Layer.effect(
+  Windows,
+  Effect.map(MaxWindows, makeLocal)
+)

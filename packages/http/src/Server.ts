@@ -40,6 +40,11 @@ export interface Options {
   readonly maxDatapoints?: number | undefined
   /** Analytics reads one workspace may have at work at once; more are answered 429 (default 8). */
   readonly maxAnalyticsReads?: number | undefined
+  /**
+   * Live rate-limit windows kept in this process, in all and per workspace (default 1,000,000
+   * and 100,000); a new one past either is answered 429.
+   */
+  readonly maxWindows?: Windows.Capacity | undefined
   /** How long idempotency keys are remembered, in ms (default 24 hours, at most 30 days). */
   readonly idempotencyWindowMs?: number | undefined
   /** Longest a verification's event waits to be stored, in ms (default 100): what a crash can lose. */
@@ -63,6 +68,7 @@ export const DomainLive = (options: Options = {}) =>
   Keymeter.layerWith(options.windows ?? Windows.layerLocal).pipe(
     Layer.provide(Layer.succeed(MaxDatapoints, options.maxDatapoints ?? MaxDatapoints.defaultValue())),
     Layer.provide(Layer.succeed(MaxReadsAtOnce, options.maxAnalyticsReads ?? MaxReadsAtOnce.defaultValue())),
+    Layer.provide(Layer.succeed(Windows.MaxWindows, options.maxWindows ?? Windows.MaxWindows.defaultValue())),
     Layer.provide(Layer.succeed(Idempotency.Window, options.idempotencyWindowMs ?? Idempotency.DEFAULT_WINDOW_MS)),
     Layer.provide(Layer.succeed(RecorderDelay, options.recordDelayMs ?? RecorderDelay.defaultValue())),
     Layer.provide(Layer.succeed(KeyCacheCapacity, options.keyCacheSize ?? KeyCacheCapacity.defaultValue()))

@@ -333,3 +333,25 @@ layer(TestServer.layer(MemoryStorage.layer), { excludeTestServices: true })("HTT
       expect(inB.body).toMatchObject({ success: false, limit: 0 })
     }))
 })
+
+layer(TestServer.layer(MemoryStorage.layer, { maxWindows: { total: 100, perOwner: 2 } }), {
+  excludeTestServices: true
+})("HTTP ratelimits routes, windows capped", (it) => {
+  it.effect("answers 429 with Retry-After for a new window past the workspace's cap, and serves live ones", () =>
+    Effect.gen(function*() {
+      const limit = (identifier: string) =>
+        post(
+          "/v1/ratelimits.limit",
+          { namespace: "capped", identifier, limit: 5, duration: 60_000 },
+          keys.limiter
+        )
+      expect((yield* limit("u_1")).status).toBe(200)
+      expect((yield* limit("u_2")).status).toBe(200)
+      const refused = yield* limit("u_3")
+      expect(refused.status).toBe(429)
+      expect(refused.body.error.code).toBe("RATE_LIMITED")
+      expect(refused.body.error.message).toMatch(/Too many rate-limit windows are live/)
+      expect(refused.headers.get("retry-after")).toBe("1")
+      expect((yield* limit("u_1")).body).toMatchObject({ success: true, remaining: 3 })
+    }))
+})

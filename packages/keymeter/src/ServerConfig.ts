@@ -4,6 +4,7 @@
 import { MaxReadsAtOnce } from "@keymeter/core/Analytics"
 import * as Idempotency from "@keymeter/core/Idempotency"
 import { KeyCacheCapacity } from "@keymeter/core/Keys"
+import { MaxWindows } from "@keymeter/core/Windows"
 import * as InFlightLimit from "@keymeter/http/InFlightLimit"
 import * as NodeServer from "@keymeter/http/NodeServer"
 import * as Config from "effect/Config"
@@ -43,6 +44,16 @@ export const config = Config.all({
     Config.validate({ message: "must be at least 1", validation: (n) => n >= 1 }),
     Config.withDefault(MaxReadsAtOnce.defaultValue())
   ),
+  maxWindows: Config.all({
+    total: Config.integer("KEYMETER_MAX_WINDOWS").pipe(
+      Config.validate({ message: "must be at least 1", validation: (n) => n >= 1 }),
+      Config.withDefault(MaxWindows.defaultValue().total)
+    ),
+    perOwner: Config.integer("KEYMETER_MAX_WINDOWS_PER_WORKSPACE").pipe(
+      Config.validate({ message: "must be at least 1", validation: (n) => n >= 1 }),
+      Config.withDefault(MaxWindows.defaultValue().perOwner)
+    )
+  }),
   headersTimeoutMs: Config.integer("KEYMETER_HEADERS_TIMEOUT_MS").pipe(
     Config.validate({ message: "must be at least 1000", validation: (n) => n >= 1000 }),
     Config.withDefault(NodeServer.DEFAULT_HEADERS_TIMEOUT_MS)

@@ -139,9 +139,10 @@ export const make = (options: Options) =>
       }),
       (redis) => Effect.promise(() => redis.quit().catch(() => redis.disconnect()))
     )
-    const local = Windows.makeLocal()
+    // With fallback "local": this server's own windows, bounded as the default ones are.
+    const local = Windows.makeLocal(yield* Windows.MaxWindows)
     let warnedAt = -Infinity
-    const failed = <A>(cause: unknown, instead: Effect.Effect<A, StorageError>) => {
+    const failed = <A, E>(cause: unknown, instead: Effect.Effect<A, E>): Effect.Effect<A, E | StorageError> => {
       if (fallback === "closed") {
         return Effect.fail(new StorageError({ message: `Redis: ${describe(cause)}`, cause }))
       }

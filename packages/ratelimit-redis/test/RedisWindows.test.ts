@@ -57,7 +57,7 @@ describe.skipIf(skip !== undefined)("Redis windows", () => {
             let now = 1_800_000_000_000
             for (const { cost, dt, duration, key, limit } of steps) {
               now += dt
-              const request = [{ key, limit, duration, cost }]
+              const request = [{ key, owner: "ws", limit, duration, cost }]
               const want = yield* local.takeAll(request, now)
               const got = yield* redis.takeAll(request, now)
               expect(got, JSON.stringify({ now, key, limit, duration, cost })).toEqual(want)
@@ -74,7 +74,7 @@ describe.skipIf(skip !== undefined)("Redis windows", () => {
       const now = 1_800_000_000_000
       for (const duration of [365 * 86_400_000, Number.MAX_SAFE_INTEGER]) {
         for (let i = 0; i < 3; i++) {
-          const request = [{ key: `long_${duration}`, limit: 2, duration, cost: 1 }]
+          const request = [{ key: `long_${duration}`, owner: "ws", limit: 2, duration, cost: 1 }]
           expect(yield* redis.takeAll(request, now + i)).toEqual(yield* local.takeAll(request, now + i))
         }
       }
@@ -85,8 +85,8 @@ describe.skipIf(skip !== undefined)("Redis windows", () => {
       const redis = yield* windows()
       const now = 1_800_000_000_000
       const both = (cost: number) => [
-        { key: "minute", limit: 10, duration: 60_000, cost },
-        { key: "second", limit: 3, duration: 1_000, cost }
+        { key: "minute", owner: "ws", limit: 10, duration: 60_000, cost },
+        { key: "second", owner: "ws", limit: 3, duration: 1_000, cost }
       ]
       expect(yield* redis.takeAll(both(3), now)).toEqual([
         { success: true, remaining: 7, reset: now + 60_000 },
@@ -113,12 +113,13 @@ describe.skipIf(skip !== undefined)("Redis windows", () => {
       const now = Date.now()
       const decisions = yield* Effect.all(
         Array.from({ length: 300 }, (_, i) =>
-          servers[i % 3]!.takeAll([{ key: "user_1", limit: 100, duration: 60_000, cost: 1 }], now + (i % 7))),
+          servers[i % 3]!.takeAll(
+            [{ key: "user_1", owner: "ws", limit: 100, duration: 60_000, cost: 1 }],
+            now + (i % 7)
+          )),
         { concurrency: "unbounded" }
       )
-      expect(decisions.filter(([d]) =>
-        d!.success
-      )).toHaveLength(100)
+      expect(decisions.filter(([d]) => d!.success)).toHaveLength(100)
     }))
 
   it.scopedLive("when Redis goes away: fails closed by default, or decides alone with fallback local", () =>
@@ -126,7 +127,7 @@ describe.skipIf(skip !== undefined)("Redis windows", () => {
       const own = yield* ownRedis
       const closed = yield* RedisWindows.make({ url: own.url })
       const alone = yield* RedisWindows.make({ url: own.url, fallback: "local" })
-      const request = [{ key: "k", limit: 1, duration: 60_000, cost: 1 }]
+      const request = [{ key: "k", owner: "ws", limit: 1, duration: 60_000, cost: 1 }]
       expect((yield* closed.takeAll(request, 1_000))[0]!.success).toBe(true)
       own.child.kill("SIGKILL")
       yield* Effect.sleep(200)

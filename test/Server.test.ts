@@ -163,13 +163,29 @@ describe("standalone server (npm start)", () => {
     const cases: ReadonlyArray<readonly [Record<string, string>, RegExp]> = [
       [{ KEYMETER_STORAGE: "mysql://x" }, /keymeter: KEYMETER_STORAGE must be "memory", "sqlite:<path>" or "postgres:/],
       [{ KEYMETER_STORAGE: "postgres://x" }, /keymeter: KEYMETER_STORAGE: not a usable PostgreSQL URL/],
+      // Malformed settings holding a password: at most their scheme and host are shown.
+      [
+        { KEYMETER_STORAGE: "postgres://keymeter:secret@/keymeter" },
+        /keymeter: KEYMETER_STORAGE: not a usable PostgreSQL URL .*got "postgres:…"/
+      ],
+      [{ KEYMETER_STORAGE: "mysql://root:secret@db:3306/x" }, /got "mysql:\/\/db:3306"/],
+      [{ KEYMETER_STORAGE: "memory", KEYMETER_RATELIMIT: "redis//:secret@cache" }, /got "\(not a URL\)"/],
+      [
+        { KEYMETER_STORAGE: "memory", KEYMETER_ANALYTICS: "clickhouse:ftp://u:secret@ch:21/x" },
+        /KEYMETER_ANALYTICS: A ClickHouse URL must be http:\/\/ or https:\/\/, got "ftp:\/\/ch"/
+      ],
+      [
+        { KEYMETER_STORAGE: "memory", KEYMETER_ANALYTICS: "clickhouse:u:secret@ch" },
+        /KEYMETER_ANALYTICS: (Not a ClickHouse URL|A ClickHouse URL must be)/
+      ],
+      [{ KEYMETER_STORAGE: "memory", KEYMETER_ANALYTICS: "cockroach://u:secret@h" }, /got "cockroach:\/\/h"/],
       [
         { KEYMETER_STORAGE: "memory", KEYMETER_RATELIMIT: "memcached://127.0.0.1:1" },
         /keymeter: KEYMETER_RATELIMIT must be "redis:\/\/<host>:<port>\/<db>"/
       ],
       [
         { KEYMETER_STORAGE: "memory", KEYMETER_RATELIMIT: "redis://:secret@127.0.0.1:1/0" },
-        /keymeter: Redis is unreachable at redis:\/\/:\*\*\*@127\.0\.0\.1:1\/0/
+        /keymeter: Redis is unreachable at redis:\/\/127\.0\.0\.1:1: /
       ],
       [
         {

@@ -72,5 +72,15 @@ export class IdempotencyKeyInUse extends Schema.TaggedError<IdempotencyKeyInUse>
   message: Schema.String
 }) {}
 
-/** A URL (`postgres://`, `redis://`, …) as shown in messages and logs: without its password. */
-export const redactUrl = (text: string) => text.replace(/^([a-z]+:\/\/[^:/@]*):[^@/]*@/i, "$1:***@")
+/**
+ * What messages and logs show of a connection setting (`postgres://`, `redis://`, …): its scheme
+ * and host at most, never its user, password, path or query; of a value that is not a URL with a
+ * host, its scheme at most. A malformed setting may hold a password anywhere.
+ */
+export const redactUrl = (text: string): string => {
+  const value = text.trim()
+  const url = URL.canParse(value) ? new URL(value) : undefined
+  if (url !== undefined && url.host !== "") return `${url.protocol}//${url.host}`
+  const scheme = /^[a-z][a-z0-9+.-]{0,31}:/i.exec(value)?.[0]
+  return scheme !== undefined ? `${scheme}…` : "(not a URL)"
+}

@@ -3,6 +3,7 @@
  * database) and which of core's admin commands (`Admin.Command`) it asks for.
  */
 import * as Admin from "@keymeter/core/Admin"
+import { redactUrl } from "@keymeter/core/Errors"
 import * as Either from "effect/Either"
 import { parseArgs } from "node:util"
 
@@ -42,7 +43,7 @@ export const catalogOf = (
   const storage = at("--storage")
   if (storage !== undefined) {
     return named(storage) ??
-      { invalid: `--storage must be sqlite:<path> or a postgres:// URL, got ${JSON.stringify(storage)}` }
+      { invalid: `--storage must be sqlite:<path> or a postgres:// URL, got ${JSON.stringify(redactUrl(storage))}` }
   }
   // The server's variable, when it names a catalog (with memory, the default file).
   return (env.KEYMETER_STORAGE !== undefined ? named(env.KEYMETER_STORAGE) : undefined) ?? { sqlite: DEFAULT_FILE }

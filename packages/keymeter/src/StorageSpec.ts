@@ -82,7 +82,9 @@ export const parseAnalytics = (spec: string): AnalyticsSpec | InvalidStorageSpec
   const value = spec.trim()
   if (value.startsWith("clickhouse:")) return { _tag: "clickhouse", url: value.slice("clickhouse:".length) }
   return new InvalidStorageSpec({
-    message: `KEYMETER_ANALYTICS must be "clickhouse:http://<host>:<port>/<database>", got ${JSON.stringify(spec)}`
+    message: `KEYMETER_ANALYTICS must be "clickhouse:http://<host>:<port>/<database>", got ${
+      JSON.stringify(redactUrl(spec))
+    }`
   })
 }
 

@@ -59,6 +59,10 @@ describe("AdminCommandLine", () => {
     expect(AdminCommandLine.catalogOf(["--db", "k.db", "workspace", "list"], {})).toEqual({ sqlite: "k.db" })
     expect(AdminCommandLine.catalogOf(["--storage", "postgres://h/db"], {})).toEqual({ postgres: "postgres://h/db" })
     expect(AdminCommandLine.catalogOf(["--storage", "memory"], {})).toHaveProperty("invalid")
+    // A malformed setting is shown by its scheme and host at most: it may hold a password.
+    expect(AdminCommandLine.catalogOf(["--storage", "mysql://root:hunter2@db/x"], {})).toEqual({
+      invalid: "--storage must be sqlite:<path> or a postgres:// URL, got \"mysql://db\""
+    })
     expect(AdminCommandLine.catalogOf([], { KEYMETER_STORAGE: "sqlite:x.db" })).toEqual({ sqlite: "x.db" })
     expect(AdminCommandLine.catalogOf([], { KEYMETER_STORAGE: "memory" })).toEqual({
       sqlite: AdminCommandLine.DEFAULT_FILE

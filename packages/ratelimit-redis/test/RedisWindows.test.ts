@@ -143,7 +143,7 @@ describe.skipIf(skip !== undefined)("Redis windows", () => {
     Effect.gen(function*() {
       const port = yield* Effect.promise(Ports.freePort)
       const error = yield* Effect.flip(RedisWindows.make({ url: `redis://:hunter2@127.0.0.1:${port}/0` }))
-      expect(error.message).toMatch(new RegExp(`^Redis is unreachable at redis://:\\*\\*\\*@127\\.0\\.0\\.1:${port}/0`))
+      expect(error.message).toMatch(new RegExp(`^Redis is unreachable at redis://127\\.0\\.0\\.1:${port}: `))
       expect(error.message).not.toContain("hunter2")
     }))
 })

@@ -12,7 +12,7 @@
  */
 import type { AggregationQuery, AggregationResult } from "@keymeter/core/Aggregation"
 import { OUTCOMES, tooLarge } from "@keymeter/core/Aggregation"
-import { IdempotencyKeyInUse, StorageError } from "@keymeter/core/Errors"
+import { IdempotencyKeyInUse, redactUrl, StorageError } from "@keymeter/core/Errors"
 import * as GroupCommit from "@keymeter/core/GroupCommit"
 import type { Receipt } from "@keymeter/core/Idempotency"
 import * as Ids from "@keymeter/core/Ids"
@@ -60,10 +60,10 @@ export const parseUrl = (url: string): Connection.Target | StorageError => {
   try {
     parsed = new URL(url)
   } catch {
-    return invalid(`Not a ClickHouse URL: ${JSON.stringify(url)} (expected http://host:8123/<database>)`)
+    return invalid(`Not a ClickHouse URL: ${JSON.stringify(redactUrl(url))} (expected http://host:8123/<database>)`)
   }
   if (parsed.protocol !== "http:" && parsed.protocol !== "https:") {
-    return invalid(`A ClickHouse URL must be http:// or https://, got ${JSON.stringify(url)}`)
+    return invalid(`A ClickHouse URL must be http:// or https://, got ${JSON.stringify(redactUrl(url))}`)
   }
   const database = decodeURIComponent(parsed.pathname.replace(/^\/+|\/+$/g, "")) || "keymeter"
   if (!Migrations.isDatabaseName(database)) {

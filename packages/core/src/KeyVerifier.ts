@@ -5,8 +5,9 @@
  * answered without I/O but for its credits.
  *
  * The order of checks, first failure wins:
- *   1. NOT_FOUND: no key has this secret (never created, or deleted);
- *   2. FORBIDDEN: the key is another workspace's, or another api's than the `apiId` asked;
+ *   1. NOT_FOUND: no key of the caller's workspace has this secret (never created, deleted, or
+ *      another workspace's: answered alike, so a secret is never told valid elsewhere);
+ *   2. FORBIDDEN: the key is another api's than the `apiId` asked (nothing of the key answered);
  *   3. UNAUTHORIZED: the key's identity is disabled (`Identities.update`);
  *   4. DISABLED: the key is disabled;
  *   5. EXPIRED: its `expires` is not after now;
@@ -193,12 +194,12 @@ export class KeyVerifier extends Effect.Service<KeyVerifier>()("@keymeter/core/K
       }
       const found = cache.lookupKey(hash, () => catalog.findKeyByHash(hash))
       if (found instanceof Missing) return found
-      // Keys of nowhere the caller may see: counted under the api it named, if any.
+      // Keys of nowhere the caller may see, another workspace's alike: counted under the api it
+      // named, if any.
       if (Option.isNone(found) || found.value.workspaceId !== principal.workspaceId) {
-        const answer: VerifyKeyResponse = { valid: false, code: Option.isNone(found) ? "NOT_FOUND" : "FORBIDDEN" }
-        if (apiId === undefined) return Exit.succeed(answer)
-        const event = eventOf(principal, request, now, apiId, UNKNOWN_KEY_ID, answer.code, undefined)
-        return recorded(event, durable, answer)
+        if (apiId === undefined) return NOT_FOUND
+        const event = eventOf(principal, request, now, apiId, UNKNOWN_KEY_ID, "NOT_FOUND", undefined)
+        return recorded(event, durable, NOT_FOUND.value)
       }
       const key = found.value
       if (apiId === undefined) {
@@ -373,25 +374,29 @@ const precheck = (key: Key, identity: Identity | undefined, request: VerifyKeyIn
     ? "INSUFFICIENT_PERMISSIONS" as const
     : undefined
 
+const NOT_FOUND = Exit.succeed<VerifyKeyResponse>({ valid: false, code: "NOT_FOUND" })
+
+/** The answer of a verification: the key's fields, but none for another api's key (FORBIDDEN). */
 const answerOf = (
   key: Key,
   identity: Identity | undefined,
   code: Code,
   limits: ReadonlyArray<TakenLimit> | undefined,
   remaining: number | undefined
-): VerifyKeyResponse => ({
-  valid: code === "VALID",
-  code,
-  keyId: key.id,
-  ...(key.name !== undefined ? { name: key.name } : {}),
-  ...(key.meta !== undefined ? { meta: key.meta } : {}),
-  ...(key.expires !== undefined ? { expires: key.expires } : {}),
-  ...(remaining !== undefined ? { credits: { remaining } } : {}),
-  ...(limits !== undefined && limits.length > 0 ? { ratelimits: limits } : {}),
-  permissions: key.permissions,
-  enabled: key.enabled,
-  ...(identity !== undefined ? { identity: { id: identity.id, externalId: identity.externalId } } : {})
-})
+): VerifyKeyResponse =>
+  code === "FORBIDDEN" ? { valid: false, code } : ({
+    valid: code === "VALID",
+    code,
+    keyId: key.id,
+    ...(key.name !== undefined ? { name: key.name } : {}),
+    ...(key.meta !== undefined ? { meta: key.meta } : {}),
+    ...(key.expires !== undefined ? { expires: key.expires } : {}),
+    ...(remaining !== undefined ? { credits: { remaining } } : {}),
+    ...(limits !== undefined && limits.length > 0 ? { ratelimits: limits } : {}),
+    permissions: key.permissions,
+    enabled: key.enabled,
+    ...(identity !== undefined ? { identity: { id: identity.id, externalId: identity.externalId } } : {})
+  })
 
 const unknownRatelimit = (request: VerifyKeyInput, i: number) =>
   new ValidationError({

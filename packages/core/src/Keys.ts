@@ -4,6 +4,7 @@
  */
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
 import { Auth } from "./Auth.js"
 import * as Cursor from "./Cursor.js"
@@ -56,14 +57,23 @@ export class Keys extends Effect.Service<Keys>()("@keymeter/core/Keys", {
           Option.getOrUndefined
         )
 
-    /** The key `keyId` of the caller's workspace, after checking `permission` on its api. */
+    /**
+     * The key `keyId` of the caller's workspace, after checking `permission` on its api. A key of
+     * an api the caller may not act on is answered as one that does not exist, so a narrow root key
+     * learns nothing of other apis' keys; a root key holding the permission for no api at all is
+     * refused outright (it could not act on any key).
+     */
     const keyFor = (principal: Principal, keyId: string, permission: (apiId: string) => ReadonlyArray<string>) =>
       Effect.gen(function*() {
+        const action = permission("*")[0]!.slice("api.*.".length)
+        const onSomeApi = principal.permissions.some((p) =>
+          p === "*" || (p.startsWith("api.") && p.endsWith(`.${action}`))
+        )
+        if (!onSomeApi) yield* auth.authorize(principal, permission("*"))
         const key = yield* catalog.getKey(principal.workspaceId, keyId)
-        if (Option.isNone(key)) {
+        if (Option.isNone(key) || Exit.isFailure(auth.authorize(principal, permission(key.value.apiId)))) {
           return yield* new NotFound({ message: `keyId: no key ${JSON.stringify(keyId)} in this workspace` })
         }
-        yield* auth.authorize(principal, permission(key.value.apiId))
         return key.value
       })
 

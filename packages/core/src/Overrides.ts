@@ -219,6 +219,10 @@ export class Overrides extends Effect.Service<Overrides>()("@keymeter/core/Overr
         const override = decoded.resolve === true
           ? yield* Decision.read(() => resolve(namespace, decoded.identifier))
           : Option.getOrUndefined(yield* catalog.getOverride(namespace.id, decoded.identifier))
+        // Resolved in a pattern namespace: shown only to a caller that may read that one too.
+        if (override !== undefined && override.namespaceId !== namespace.id) {
+          yield* auth.authorize(principal, Permission.required.readOverride(override.namespaceId))
+        }
         if (override === undefined) {
           return yield* new NotFound({
             message: decoded.resolve === true

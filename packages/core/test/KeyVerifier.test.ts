@@ -55,9 +55,13 @@ describe("KeyVerifier", () => {
       const valid = yield* create({ permissions: ["read", "write"] })
       expect(yield* verify(valid.key)).toMatchObject({ valid: true, code: "VALID", keyId: valid.keyId })
       expect(yield* verify("sk_nothing", { apiId: "api_a" })).toEqual({ valid: false, code: "NOT_FOUND" })
-      expect((yield* verify(valid.key, { apiId: "api_b" })).code).toBe("FORBIDDEN")
+      // Another api's key: FORBIDDEN, and nothing of the key (its id, name, meta, ...) shown.
+      const named = yield* create({ name: "secret plan", meta: { plan: "gold" }, externalId: "cust_x" })
+      expect(yield* verify(named.key, { apiId: "api_b" })).toEqual({ valid: false, code: "FORBIDDEN" })
+      // Another workspace's key: as a key that does not exist, so no secret is told valid elsewhere.
       const foreign = yield* keys.create(Auth.system("ws_other"), { apiId: "api_o" })
-      expect(yield* verify(foreign.key!)).toEqual({ valid: false, code: "FORBIDDEN" })
+      expect(yield* verify(foreign.key!)).toEqual({ valid: false, code: "NOT_FOUND" })
+      expect(yield* verify(foreign.key!, { apiId: "api_a" })).toEqual(yield* verify("sk_nothing", { apiId: "api_a" }))
       expect((yield* verify(valid.key, { permissions: { and: ["read", "write"] } })).code).toBe("VALID")
       expect((yield* verify(valid.key, { permissions: { and: ["read", "admin"] } })).code).toBe(
         "INSUFFICIENT_PERMISSIONS"

@@ -70,6 +70,15 @@ describe("Keys", () => {
       const reader = { workspaceId: WS, rootKeyId: "rk", permissions: ["api.api_a.read_key"] }
       expect((yield* keys.get(reader, { keyId: first.keyId })).keyId).toBe(first.keyId)
       expect((yield* Effect.flip(keys.delete(reader, { keyId: first.keyId })))._tag).toBe("InsufficientPermissions")
+      // A key of an api the caller may not read is answered as an unknown one: alike, word for word.
+      const otherApi = { workspaceId: WS, rootKeyId: "rk", permissions: ["api.api_b.read_key"] }
+      const hidden = yield* Effect.flip(keys.get(otherApi, { keyId: first.keyId }))
+      const unknown = yield* Effect.flip(keys.get(otherApi, { keyId: "key_nope" }))
+      expect([hidden._tag, hidden.message.replace(first.keyId, "<id>")]).toEqual([
+        unknown._tag,
+        unknown.message.replace("key_nope", "<id>")
+      ])
+      expect(hidden._tag).toBe("NotFound")
       expect((yield* Effect.flip(keys.get(admin, { keyId: "key_nope" })))._tag).toBe("NotFound")
       const catalog = yield* Catalog
       expect(Option.isSome(yield* catalog.getKey(WS, first.keyId))).toBe(true)

@@ -98,6 +98,32 @@ describe("RateLimiter", () => {
       expect(yield* limit({ namespace: "other" })).toMatchObject({ limit: 3 })
     }).pipe(Effect.provide(Test)))
 
+  it.effect("shows an override resolved in a pattern namespace only to a key that may read that one", () =>
+    Effect.gen(function*() {
+      const { limit, overrides } = yield* setup
+      const catalog = yield* Catalog
+      yield* overrides.set(admin, { namespaceName: "api*", identifier: "user_1", limit: 50, duration: 60_000 })
+      yield* limit({ namespace: "api.v2" })
+      const pattern = yield* catalog.findNamespaceByName(WS, "api*")
+      const own = yield* catalog.findNamespaceByName(WS, "api.v2")
+      if (pattern._tag === "None" || own._tag === "None") return expect.unreachable()
+      const ask = (permissions: Array<string>) =>
+        Effect.either(
+          overrides.get({ workspaceId: WS, rootKeyId: "rk", permissions }, {
+            namespaceName: "api.v2",
+            identifier: "user_1",
+            resolve: true
+          })
+        )
+      const narrow = yield* ask([`ratelimit.${own.value.id}.read_override`])
+      expect(Either.isLeft(narrow) && narrow.left._tag).toBe("InsufficientPermissions")
+      const both = yield* ask([
+        `ratelimit.${own.value.id}.read_override`,
+        `ratelimit.${pattern.value.id}.read_override`
+      ])
+      expect(Either.isRight(both) && both.right).toMatchObject({ identifier: "user_1", limit: 50 })
+    }).pipe(Effect.provide(Test)))
+
   it.effect("creates a namespace on first use, which needs ratelimit.*.limit", () =>
     Effect.gen(function*() {
       yield* setup

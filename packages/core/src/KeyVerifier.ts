@@ -199,7 +199,7 @@ export class KeyVerifier extends Effect.Service<KeyVerifier>()("@keymeter/core/K
       if (Option.isNone(found) || found.value.workspaceId !== principal.workspaceId) {
         if (apiId === undefined) return NOT_FOUND
         const event = eventOf(principal, request, now, apiId, UNKNOWN_KEY_ID, "NOT_FOUND", undefined)
-        return recorded(event, durable, NOT_FOUND.value)
+        return recorded(event, durable, NOT_FOUND_ANSWER)
       }
       const key = found.value
       if (apiId === undefined) {
@@ -374,7 +374,8 @@ const precheck = (key: Key, identity: Identity | undefined, request: VerifyKeyIn
     ? "INSUFFICIENT_PERMISSIONS" as const
     : undefined
 
-const NOT_FOUND = Exit.succeed<VerifyKeyResponse>({ valid: false, code: "NOT_FOUND" })
+const NOT_FOUND_ANSWER: VerifyKeyResponse = { valid: false, code: "NOT_FOUND" }
+const NOT_FOUND = Exit.succeed(NOT_FOUND_ANSWER)
 
 /** The answer of a verification: the key's fields, but none for another api's key (FORBIDDEN). */
 const answerOf = (

@@ -36,6 +36,7 @@ import { shed } from "./InFlightLimit.js"
 import * as IdempotencyKey from "./internal/IdempotencyKey.js"
 import * as JsonBody from "./internal/JsonBody.js"
 import { makeRequestId } from "./RequestContext.js"
+import * as SafeHeaders from "./SafeHeaders.js"
 
 /** The services the lane calls. */
 export type Services = HotRoutes | Auth
@@ -112,6 +113,7 @@ export const make = (options: Options) => {
     )
     res.writeHead(answer.status, {
       ...answer.headers,
+      ...SafeHeaders.API,
       "content-type": "application/json",
       "content-length": Buffer.byteLength(text),
       "x-request-id": requestId
@@ -125,7 +127,7 @@ export const make = (options: Options) => {
    * a slow reader holds one slice in memory, not the answer's whole text.
    */
   const stream = (res: ServerResponse, requestId: string, status: number, items: ReadonlyArray<unknown>) => {
-    res.writeHead(status, { "content-type": "application/json", "x-request-id": requestId })
+    res.writeHead(status, { ...SafeHeaders.API, "content-type": "application/json", "x-request-id": requestId })
     let next = 0
     const slice = (): void => {
       if (res.destroyed) return

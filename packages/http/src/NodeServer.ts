@@ -10,6 +10,7 @@ import type { Duplex } from "node:stream"
 import type { Code } from "./Errors.js"
 import { body, Codes } from "./Errors.js"
 import { docsBase, makeRequestId } from "./RequestContext.js"
+import * as SafeHeaders from "./SafeHeaders.js"
 
 /** Deadlines and links of the server. */
 export interface Options {
@@ -71,6 +72,7 @@ const endSocket = (socket: Duplex, docsUrl: string, code: Code, message: string)
   socket.end(
     `HTTP/1.1 ${status} ${STATUS_TEXT[status] ?? "Error"}\r\n` +
       "content-type: application/json\r\n" +
+      Object.entries(SafeHeaders.API).map(([name, value]) => `${name}: ${value}\r\n`).join("") +
       `content-length: ${Buffer.byteLength(json)}\r\n` +
       `x-request-id: ${requestId}\r\n` +
       (status === 405 ? `allow: ${ALLOW}\r\n` : "") +
@@ -84,6 +86,7 @@ const endResponse = (res: ServerResponse, docsUrl: string, code: Code, message: 
   const json = JSON.stringify(body(code, message, { requestId, docsUrl }))
   res.shouldKeepAlive = false
   res.writeHead(Codes[code].status, {
+    ...SafeHeaders.API,
     "content-type": "application/json",
     "content-length": Buffer.byteLength(json),
     "x-request-id": requestId,

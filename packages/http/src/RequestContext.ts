@@ -10,6 +10,7 @@ import * as Ids from "@keymeter/core/Ids"
 import * as Effect from "effect/Effect"
 import * as FiberRef from "effect/FiberRef"
 import { globalValue } from "effect/GlobalValue"
+import * as SafeHeaders from "./SafeHeaders.js"
 
 /** What every response and error body of one request refers to. */
 export interface RequestContext {
@@ -44,13 +45,13 @@ export const middleware =
   <E, R>(app: HttpApp.Default<E, R>): HttpApp.Default<E, R | HttpServerRequest.HttpServerRequest> =>
     Effect.gen(function*() {
       const requestId = makeRequestId()
-      yield* HttpApp.appendPreResponseHandler((_, response) =>
-        Effect.succeed(
+      yield* HttpApp.appendPreResponseHandler((request, response) =>
+        Effect.succeed(HttpServerResponse.setHeaders(response, {
+          ...SafeHeaders.of(request.url.split("?")[0]!),
+          "x-request-id": requestId,
           // Every 429 says when to retry, whichever limit answered it.
-          response.status === 429 && response.headers["retry-after"] === undefined
-            ? HttpServerResponse.setHeaders(response, { "x-request-id": requestId, "retry-after": "1" })
-            : HttpServerResponse.setHeader(response, "x-request-id", requestId)
-        )
+          ...(response.status === 429 && response.headers["retry-after"] === undefined ? { "retry-after": "1" } : {})
+        }))
       )
       const response = yield* Effect.locally(app, CurrentRequestContext, { requestId, docsUrl: options.docsUrl })
       return HttpServerResponse.setHeader(response, "x-request-id", requestId)

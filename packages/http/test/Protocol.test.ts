@@ -130,6 +130,30 @@ layer(TestServer.layer(MemoryStorage.layer, { headersTimeoutMs: 1_000, requestTi
         expect((yield* request("/v1/analytics.getVerifications?apiId=api_a1", { key: keys.reader })).status).toBe(200)
       }))
 
+    it.effect("marks every API answer not to be cached nor sniffed, and the docs not to be framed", () =>
+      Effect.gen(function*() {
+        const answers = [
+          yield* request("/v1/analytics.getVerifications?apiId=api_a1", { key: keys.reader }),
+          yield* request("/v1/analytics.getVerifications?apiId=api_a1", { key: "sk_nope" }),
+          yield* request("/v1/apis.listApis", { key: keys.admin }),
+          yield* request("/v1/nowhere", { key: keys.admin })
+        ]
+        for (const answer of answers) {
+          expect(answer.headers.get("cache-control")).toBe("no-store")
+          expect(answer.headers.get("x-content-type-options")).toBe("nosniff")
+        }
+        const raw = yield* exchange(`DELETE /v1/apis.createApi HTTP/1.1\r\n${HEAD}\r\n`)
+        expect(raw).toMatch(/^cache-control: no-store$/im)
+        expect(raw).toMatch(/^x-content-type-options: nosniff$/im)
+        for (const page of ["/docs", "/docs/errors/BAD_REQUEST"]) {
+          const docs = yield* request(page)
+          expect(docs.status).toBe(200)
+          expect(docs.headers.get("content-security-policy")).toMatch(/frame-ancestors 'none'/)
+          expect(docs.headers.get("content-security-policy")).toMatch(/default-src 'none'/)
+          expect(docs.headers.get("x-content-type-options")).toBe("nosniff")
+        }
+      }))
+
     it.effect("answers 408 to a client whose headers or body are too slow", () =>
       Effect.gen(function*() {
         // Headers that never end.

@@ -49,6 +49,7 @@ import { Workspace } from "@keymeter/core/Workspace"
 import { Dashboard } from "@keymeter/dashboard"
 import * as Errors from "@keymeter/http/Errors"
 import * as RequestContext from "@keymeter/http/RequestContext"
+import * as SafeHeaders from "@keymeter/http/SafeHeaders"
 import * as Server from "@keymeter/http/Server"
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
@@ -376,7 +377,11 @@ export const createKeymeter = async (options: KeymeterOptions = {}): Promise<Key
         }
         if (next !== undefined) return next()
         const requestId = RequestContext.makeRequestId()
-        res.writeHead(Errors.Codes.NOT_FOUND.status, { "content-type": "application/json", "x-request-id": requestId })
+        res.writeHead(Errors.Codes.NOT_FOUND.status, {
+          ...SafeHeaders.API,
+          "content-type": "application/json",
+          "x-request-id": requestId
+        })
         res.end(JSON.stringify(Errors.body("NOT_FOUND", `No route for ${req.method} ${url}`, { docsUrl, requestId })))
       }
     },

@@ -27,6 +27,11 @@ export class Auth extends Context.Tag("@keymeter/core/Auth")<
     readonly authenticate: (
       secret: Redacted.Redacted<string>
     ) => Effect.Effect<Principal, Unauthenticated | KeyForbidden | StorageError>
+    /**
+     * Whether `secret` was a valid root key when last looked up, whatever changed since: lets a
+     * client past its budget of unknown keys (the http layer's) keep using its real ones.
+     */
+    readonly wasValid: (secret: string) => boolean
     /** Succeeds when the principal holds any of `anyOf` (or `*`): decided at once, an Exit. */
     readonly authorize: (
       principal: Principal,
@@ -93,6 +98,7 @@ export const make = Effect.gen(function*() {
         return lookup instanceof Decision.Missing ? lookup : judge(lookup)
       })
     },
+    wasValid: (secret) => lookups.hint(RootKey.hash(secret))?.key !== undefined,
     authorize: (principal, anyOf) =>
       Permission.allows(principal.permissions, anyOf)
         ? Exit.void

@@ -1,12 +1,12 @@
 /**
- * The `Authorization` middleware, on core's Auth port: checks the `Bearer` scheme, then the key.
+ * The `Authorization` middleware: checks the `Bearer` scheme, then the key (through `AuthGate`).
  */
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
-import { Auth } from "@keymeter/core/Auth"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import * as Redacted from "effect/Redacted"
+import * as Option from "effect/Option"
 import { Authorization } from "./Api.js"
+import { AuthGate } from "./AuthGate.js"
 import { HttpError, mapDomain } from "./Errors.js"
 
 const BEARER = /^Bearer[ \t]+([^\s]+)[ \t]*$/i
@@ -29,17 +29,17 @@ const MALFORMED = new HttpError({
 })
 
 /** Authenticates every /v1 request before anything else is looked at. */
-export const layer: Layer.Layer<Authorization, never, Auth> = Layer.effect(
+export const layer: Layer.Layer<Authorization, never, AuthGate> = Layer.effect(
   Authorization,
   Effect.gen(function*() {
-    const auth = yield* Auth
+    const gate = yield* AuthGate
     return Authorization.of({
       rootKey: () =>
         Effect.gen(function*() {
           const request = yield* HttpServerRequest.HttpServerRequest
           const key = bearer(request.headers["authorization"])
           if (typeof key !== "string") return yield* key
-          return yield* mapDomain(auth.authenticate(Redacted.make(key)))
+          return yield* mapDomain(gate.authenticate(Option.getOrUndefined(request.remoteAddress), key))
         })
     })
   })

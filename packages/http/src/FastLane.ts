@@ -13,7 +13,6 @@
  * override, analytics answer) is answered without running an effect at all.
  */
 import * as Analytics from "@keymeter/core/Analytics"
-import { Auth } from "@keymeter/core/Auth"
 import * as Decision from "@keymeter/core/Decision"
 import type { Principal } from "@keymeter/core/Permission"
 import * as Cause from "effect/Cause"
@@ -24,9 +23,9 @@ import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import * as FiberId from "effect/FiberId"
 import * as FiberRefs from "effect/FiberRefs"
-import * as Redacted from "effect/Redacted"
 import * as Runtime from "effect/Runtime"
 import type { IncomingMessage, ServerResponse } from "node:http"
+import { AuthGate } from "./AuthGate.js"
 import { bearer } from "./Authorization.js"
 import type { DomainError } from "./Errors.js"
 import { body as envelope, Codes, HttpError, wireOf } from "./Errors.js"
@@ -39,7 +38,7 @@ import { makeRequestId } from "./RequestContext.js"
 import * as SafeHeaders from "./SafeHeaders.js"
 
 /** The services the lane calls. */
-export type Services = HotRoutes | Auth
+export type Services = HotRoutes | AuthGate
 
 /** How the lane answers. */
 export interface Options {
@@ -112,6 +111,8 @@ export const make = (options: Options) => {
         : answer.body
     )
     res.writeHead(answer.status, {
+      // Every 429 says when to retry, whichever limit answered it.
+      ...(answer.status === 429 ? RETRY : {}),
       ...answer.headers,
       ...SafeHeaders.API,
       "content-type": "application/json",
@@ -148,11 +149,7 @@ export const make = (options: Options) => {
   const wireFailure = (error: DomainError | HttpError, requestId: string): Answer => {
     if (error instanceof HttpError) return failure(error)
     const { code, message } = wireOf(error)
-    return {
-      status: Codes[code].status,
-      body: envelope(code, message, context(requestId)),
-      ...(code === "RATE_LIMITED" ? { headers: RETRY } : {})
-    }
+    return { status: Codes[code].status, body: envelope(code, message, context(requestId)) }
   }
 
   /**
@@ -188,7 +185,7 @@ export const make = (options: Options) => {
       }
     })
 
-  const auth = Context.get(full.context, Auth)
+  const gate = Context.get(full.context, AuthGate)
   const routes = Context.get(full.context, HotRoutes)
 
   /**
@@ -198,7 +195,7 @@ export const make = (options: Options) => {
   const principalOf = (req: IncomingMessage): Effect.Effect<Principal, DomainError | HttpError> => {
     const key = bearer(req.headers.authorization)
     if (typeof key !== "string") return Exit.fail(key)
-    return Decision.now(auth.authenticate(Redacted.make(key)))
+    return gate.authenticate(req.socket.remoteAddress, key)
   }
 
   // The query strings dashboards repeat, read once: the same stable query object each time.

@@ -19,6 +19,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type { IncomingMessage, Server, ServerResponse } from "node:http"
 import { Api } from "./Api.js"
+import { AuthGate, MaxAuthFailures } from "./AuthGate.js"
 import * as Authorization from "./Authorization.js"
 import * as Docs from "./Docs.js"
 import * as Fallback from "./Fallback.js"
@@ -38,6 +39,8 @@ export interface Options {
   readonly maxBodyBytes?: number | undefined
   /** Largest analytics answer before `limit` (default 100,000 datapoints). */
   readonly maxDatapoints?: number | undefined
+  /** Unknown root keys one client (address) may send per minute; then 429 for the minute (default 100). */
+  readonly maxAuthFailures?: number | undefined
   /** Analytics reads one workspace may have at work at once; more are answered 429 (default 8). */
   readonly maxAnalyticsReads?: number | undefined
   /**
@@ -87,7 +90,8 @@ export const ApiLive = (options: Options = {}, domain = DomainLive(options)) =>
     ]),
     Layer.provide(Authorization.layer),
     Layer.provide(Layer.succeed(MaxBodyBytes, options.maxBodyBytes ?? MaxBodyBytes.defaultValue())),
-    Layer.provideMerge(HotRoutes.Default),
+    Layer.provideMerge(Layer.merge(HotRoutes.Default, AuthGate.Default)),
+    Layer.provide(Layer.succeed(MaxAuthFailures, options.maxAuthFailures ?? MaxAuthFailures.defaultValue())),
     Layer.provideMerge(domain)
   )
 

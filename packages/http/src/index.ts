@@ -3,6 +3,7 @@
  * layers. The standalone server and the promise facade are in the `keymeter` package.
  */
 export * as Api from "./Api.js"
+export * as AuthGate from "./AuthGate.js"
 export * as Authorization from "./Authorization.js"
 export * as Docs from "./Docs.js"
 export * as Errors from "./Errors.js"

@@ -5,6 +5,7 @@ import { MaxReadsAtOnce } from "@keymeter/core/Analytics"
 import * as Idempotency from "@keymeter/core/Idempotency"
 import { KeyCacheCapacity } from "@keymeter/core/Keys"
 import { MaxWindows } from "@keymeter/core/Windows"
+import { MaxAuthFailures } from "@keymeter/http/AuthGate"
 import * as InFlightLimit from "@keymeter/http/InFlightLimit"
 import * as NodeServer from "@keymeter/http/NodeServer"
 import * as Config from "effect/Config"
@@ -39,6 +40,10 @@ export const config = Config.all({
   maxDatapoints: Config.integer("KEYMETER_MAX_DATAPOINTS").pipe(
     Config.validate({ message: "must be at least 1", validation: (n) => n >= 1 }),
     Config.withDefault(100_000)
+  ),
+  maxAuthFailures: Config.integer("KEYMETER_MAX_AUTH_FAILURES").pipe(
+    Config.validate({ message: "must be at least 1", validation: (n) => n >= 1 }),
+    Config.withDefault(MaxAuthFailures.defaultValue())
   ),
   maxAnalyticsReads: Config.integer("KEYMETER_MAX_ANALYTICS_READS").pipe(
     Config.validate({ message: "must be at least 1", validation: (n) => n >= 1 }),

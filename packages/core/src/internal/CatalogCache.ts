@@ -7,12 +7,29 @@
 import * as Effect from "effect/Effect"
 import { Missing } from "../Decision.js"
 
-/** Entries kept at most; past it they are all dropped. */
+/** Entries kept at most; past it the least recently used goes. */
 const MAX_ENTRIES = 10_000
 
+interface Entry<A> {
+  readonly revision: number | undefined
+  readonly value: A
+  /** When it was last moved to the young end (see `lookup`). */
+  readonly used: number
+}
+
 export class CatalogCache<A> {
-  private readonly entries = new Map<string, { readonly revision: number | undefined; readonly value: A }>()
+  /** In order of use, least recent first (a Map keeps insertion order). */
+  private readonly entries = new Map<string, Entry<A>>()
+  private uses = 0
   constructor(private readonly revision: (() => number) | undefined) {}
+
+  /**
+   * The value last read for `key`, whatever the catalog's revision since: a hint (was this a known
+   * key?), never an answer.
+   */
+  hint(key: string): A | undefined {
+    return this.entries.get(key)?.value
+  }
 
   /** The value remembered for `key`, or what loads it with `read` (see `Decision`). */
   lookup<E, R>(key: string, read: () => Effect.Effect<A, E, R>): A | Missing<E, R> {
@@ -23,11 +40,22 @@ export class CatalogCache<A> {
         this.entries.delete(key)
         return hit.value
       }
-      if (hit.revision === revision) return hit.value
+      if (hit.revision === revision) {
+        // Moved to the young end once it is in the older half: a flood of new keys (unknown
+        // root keys, say) pushes out the idle ones, never those in use; most hits move nothing.
+        if (++this.uses - hit.used > MAX_ENTRIES / 2) {
+          this.entries.delete(key)
+          this.entries.set(key, { ...hit, used: this.uses })
+        }
+        return hit.value
+      }
     }
     return new Missing(Effect.map(read(), (value) => {
-      if (this.entries.size >= MAX_ENTRIES) this.entries.clear()
-      this.entries.set(key, { revision, value })
+      if (this.entries.size >= MAX_ENTRIES && !this.entries.has(key)) {
+        this.entries.delete(this.entries.keys().next().value!)
+      }
+      this.entries.delete(key)
+      this.entries.set(key, { revision, value, used: ++this.uses })
     }))
   }
 }

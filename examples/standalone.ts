@@ -4,8 +4,8 @@
  *
  *   node --conditions=@keymeter/source --import tsx examples/standalone.ts
  *
- * It provisions examples/provision.json (workspace ws_acme, root keys sk_acme_admin and
- * sk_acme_reader, api api_main, namespace email) and listens on PORT (default 8787).
+ * It provisions examples/provision.json (workspace ws_acme, root keys sk_acme_admin_8f3e1c7a9b2d4e6f0a1c and
+ * sk_acme_reader_5d2b9e4f7c1a3e8b6d0f, api api_main, namespace email) and listens on PORT (default 8787).
  */
 import { NodeRuntime } from "@effect/platform-node"
 import { Server } from "@keymeter/http"

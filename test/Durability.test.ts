@@ -24,7 +24,7 @@ const serve = async (db: string) => {
 const record = (base: string, batch: number) =>
   fetch(`${base}/v1/analytics.recordVerifications`, {
     method: "POST",
-    headers: { authorization: "Bearer sk_acme_admin", "content-type": "application/json" },
+    headers: { authorization: "Bearer sk_acme_admin_8f3e1c7a9b2d4e6f0a1c", "content-type": "application/json" },
     body: JSON.stringify({
       verifications: Array.from({ length: PER_BATCH }, (_, i) => ({
         apiId: "api_main",
@@ -61,7 +61,7 @@ describe("durability on SQLite", () => {
 
     const second = await serve(db)
     const reply = await fetch(`${second.base}/v1/analytics.getVerifications?apiId=api_main&start=0&groupBy=key`, {
-      headers: { authorization: "Bearer sk_acme_reader" }
+      headers: { authorization: "Bearer sk_acme_reader_5d2b9e4f7c1a3e8b6d0f" }
     })
     expect(reply.status).toBe(200)
     const counted = new Map(
@@ -88,7 +88,7 @@ describe("durability on SQLite", () => {
     }
     const last = await serve(db)
     const reply = await fetch(`${last.base}/v1/analytics.getVerifications?apiId=api_main&start=0&groupBy=key`, {
-      headers: { authorization: "Bearer sk_acme_reader" }
+      headers: { authorization: "Bearer sk_acme_reader_5d2b9e4f7c1a3e8b6d0f" }
     })
     expect(((await reply.json()) as Array<unknown>).length).toBe(20)
   }, 120_000)

@@ -42,12 +42,12 @@ describe("examples", () => {
     const base = server.match[1]
     const record = await fetch(`${base}/v1/analytics.recordVerifications`, {
       method: "POST",
-      headers: { authorization: "Bearer sk_acme_admin", "content-type": "application/json" },
+      headers: { authorization: "Bearer sk_acme_admin_8f3e1c7a9b2d4e6f0a1c", "content-type": "application/json" },
       body: JSON.stringify({ verifications: [{ apiId: "api_main", keyId: "key_1", outcome: "valid" }] })
     })
     expect(await record.json()).toEqual({ recorded: 1 })
     const read = await fetch(`${base}/v1/analytics.getVerifications?apiId=api_main&groupBy=day`, {
-      headers: { authorization: "Bearer sk_acme_reader" }
+      headers: { authorization: "Bearer sk_acme_reader_5d2b9e4f7c1a3e8b6d0f" }
     })
     const days = (await read.json()) as Array<{ total: number }>
     expect(days.at(-1)!.total).toBe(1)

@@ -54,7 +54,7 @@ const attempt = (base: string, batch: number) =>
   fetch(`${base}/v1/analytics.recordVerifications`, {
     method: "POST",
     headers: {
-      authorization: "Bearer sk_acme_admin",
+      authorization: "Bearer sk_acme_admin_8f3e1c7a9b2d4e6f0a1c",
       "content-type": "application/json",
       "idempotency-key": `batch-${batch}`
     },
@@ -120,7 +120,7 @@ const crashes = async (analytics: string | undefined) => {
 
   expect(unexpected).toEqual([])
   const reply = await fetch(`${current.base}/v1/analytics.getVerifications?apiId=api_main&start=0&groupBy=key`, {
-    headers: { authorization: "Bearer sk_acme_reader" }
+    headers: { authorization: "Bearer sk_acme_reader_5d2b9e4f7c1a3e8b6d0f" }
   })
   expect(reply.status).toBe(200)
   const counted = new Map(

@@ -11,7 +11,7 @@ import { type Running, serveKeymeter, stop } from "./Spawn.js"
 
 const skip = ClickhouseTestServer.skip() ?? PostgresTestServer.skip() ?? RedisTestServer.skip()
 
-const AUTH = { authorization: "Bearer sk_acme_admin", "content-type": "application/json" }
+const AUTH = { authorization: "Bearer sk_acme_admin_8f3e1c7a9b2d4e6f0a1c", "content-type": "application/json" }
 const run = `${process.pid}_${Date.now()}`
 
 describe.skipIf(skip !== undefined)("three servers sharing PostgreSQL, Redis and ClickHouse", () => {

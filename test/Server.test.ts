@@ -90,7 +90,7 @@ describe("standalone server (npm start)", () => {
     expect(server.output()).not.toMatch(/sk_[A-Za-z0-9_-]{43}/)
     expect(server.output()).toMatch(/Provisioned 1 workspace\(s\), 2 root key\(s\), 1 api\(s\), 1 namespace\(s\)/)
     const reply = await fetch(`${base}/v1/analytics.getVerifications?apiId=api_main`, {
-      headers: { authorization: "Bearer sk_acme_reader" }
+      headers: { authorization: "Bearer sk_acme_reader_5d2b9e4f7c1a3e8b6d0f" }
     })
     expect(reply.status).toBe(200)
   })
@@ -105,7 +105,7 @@ describe("standalone server (npm start)", () => {
       const req = httpRequest(`${base}/v1/analytics.recordVerifications`, {
         method: "POST",
         headers: {
-          authorization: "Bearer sk_acme_admin",
+          authorization: "Bearer sk_acme_admin_8f3e1c7a9b2d4e6f0a1c",
           "content-type": "application/json",
           "transfer-encoding": "chunked"
         }
@@ -272,7 +272,7 @@ describe.skipIf(ClickhouseTestServer.skip() !== undefined)("standalone server on
       KEYMETER_PROVISION: "examples/provision.json"
     }
     try {
-      const auth = { authorization: "Bearer sk_acme_admin", "content-type": "application/json" }
+      const auth = { authorization: "Bearer sk_acme_admin_8f3e1c7a9b2d4e6f0a1c", "content-type": "application/json" }
       const first = await serve(env)
       const recorded = await fetch(`${first.base}/v1/analytics.recordVerifications`, {
         method: "POST",

@@ -11,7 +11,7 @@ import { fileURLToPath } from "node:url"
 import type { Dataset } from "./Dataset.js"
 import { apiId, APIS, input } from "./Dataset.js"
 
-export const ROOT_KEY = "sk_bench_root_key"
+export const ROOT_KEY = "sk_bench_root_key_0123456789abcdef"
 const root = fileURLToPath(new URL("../..", import.meta.url))
 
 let built = false

@@ -126,7 +126,7 @@ const fire = (url: string, secrets: ReadonlyArray<string>, seconds: number) =>
       method: "POST",
       connections: 16,
       duration: seconds,
-      headers: { authorization: "Bearer sk_acme_admin", "content-type": "application/json" },
+      headers: { authorization: "Bearer sk_acme_admin_8f3e1c7a9b2d4e6f0a1c", "content-type": "application/json" },
       requests: [{
         setupRequest: (request: Record<string, any>) => ({
           ...request,
@@ -183,7 +183,7 @@ export const run = async (seconds: number, log: (line: string) => void): Promise
     for (let i = 0; i < 300; i++) {
       const reply = await fetch(`${servers[i % 3]!.base}/v1/keys.createKey`, {
         method: "POST",
-        headers: { authorization: "Bearer sk_acme_admin", "content-type": "application/json" },
+        headers: { authorization: "Bearer sk_acme_admin_8f3e1c7a9b2d4e6f0a1c", "content-type": "application/json" },
         body: JSON.stringify({
           apiId: "api_main",
           externalId: `customer_${i % 30}`,

@@ -21,7 +21,7 @@ export class ProvisioningError extends Schema.TaggedError<ProvisioningError>()("
 const Name = Validation.wellFormed(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(255)))
 
 /** Shortest root key secret accepted from a provisioning document. */
-export const MIN_SECRET_LENGTH = 8
+export const MIN_SECRET_LENGTH = 32
 
 /** Schema of a provisioning document. */
 export const ProvisioningDocument = Schema.Struct({
@@ -29,7 +29,12 @@ export const ProvisioningDocument = Schema.Struct({
     id: Name,
     name: Name,
     rootKeys: Schema.optional(Schema.Array(Schema.Struct({
-      key: Schema.String.pipe(Schema.minLength(MIN_SECRET_LENGTH)),
+      // Only an unsalted hash of it is stored: short secrets would be guessed from a copied file.
+      key: Schema.String.pipe(
+        Schema.minLength(MIN_SECRET_LENGTH, {
+          message: () => `must have at least ${MIN_SECRET_LENGTH} characters (only its hash is stored)`
+        })
+      ),
       name: Schema.optional(Name),
       permissions: Schema.Array(Schema.String.pipe(Schema.minLength(1))),
       expiresAt: Schema.optional(Schema.Number.pipe(Schema.int(), Schema.nonNegative())),

@@ -16,8 +16,8 @@ const document: Provisioning.ProvisioningDocument = {
     id: "ws_acme",
     name: "Acme",
     rootKeys: [
-      { key: "sk_acme_admin", permissions: ["*"] },
-      { key: "sk_acme_reader", permissions: ["api.*.read_api"] }
+      { key: "sk_acme_admin_8f3e1c7a9b2d4e6f0a1c", permissions: ["*"] },
+      { key: "sk_acme_reader_5d2b9e4f7c1a3e8b6d0f", permissions: ["api.*.read_api"] }
     ],
     apis: [{ id: "api_main", name: "main" }],
     namespaces: [{ id: "rlns_email", name: "email" }]
@@ -38,7 +38,7 @@ describe("Provisioning", () => {
       expect(second.map((k) => k.id)).toEqual(first.map((k) => k.id))
       expect(second).toHaveLength(2)
       expect(JSON.stringify(second)).not.toContain("sk_acme")
-      const principal = yield* auth.authenticate(Redacted.make("sk_acme_reader"))
+      const principal = yield* auth.authenticate(Redacted.make("sk_acme_reader_5d2b9e4f7c1a3e8b6d0f"))
       expect(principal).toMatchObject({ workspaceId: "ws_acme", permissions: ["api.*.read_api"] })
       expect(Option.isSome(yield* catalog.getApi("ws_acme", "api_main"))).toBe(true)
       expect(Option.map(yield* catalog.findNamespaceByName("ws_acme", "email"), (n) => n.id)).toEqual(
@@ -46,9 +46,14 @@ describe("Provisioning", () => {
       )
       // Changed permissions are applied to the same key.
       yield* Provisioning.apply({
-        workspaces: [{ ...document.workspaces[0]!, rootKeys: [{ key: "sk_acme_reader", permissions: ["*"] }] }]
+        workspaces: [{
+          ...document.workspaces[0]!,
+          rootKeys: [{ key: "sk_acme_reader_5d2b9e4f7c1a3e8b6d0f", permissions: ["*"] }]
+        }]
       })
-      expect((yield* auth.authenticate(Redacted.make("sk_acme_reader"))).permissions).toEqual(["*"])
+      expect((yield* auth.authenticate(Redacted.make("sk_acme_reader_5d2b9e4f7c1a3e8b6d0f"))).permissions).toEqual([
+        "*"
+      ])
     }).pipe(Effect.provide(Test)))
 
   it.effect("refuses ids and secrets that belong to another workspace", () =>
@@ -58,7 +63,11 @@ describe("Provisioning", () => {
         Effect.either(Provisioning.apply({ workspaces: [workspace] }))
       const api = yield* steal({ id: "ws_other", name: "O", apis: [{ id: "api_main", name: "x" }] })
       expect(Either.isLeft(api) && api.left.message).toMatch(/api api_main belongs to another workspace/)
-      const key = yield* steal({ id: "ws_other", name: "O", rootKeys: [{ key: "sk_acme_admin", permissions: [] }] })
+      const key = yield* steal({
+        id: "ws_other",
+        name: "O",
+        rootKeys: [{ key: "sk_acme_admin_8f3e1c7a9b2d4e6f0a1c", permissions: [] }]
+      })
       expect(Either.isLeft(key) && key.left.message).toMatch(/already a root key of another workspace/)
       const name = yield* steal({ ...document.workspaces[0]!, namespaces: [{ id: "rlns_other", name: "email" }] })
       expect(Either.isLeft(name) && name.left.message).toMatch(/clashes/)
@@ -67,9 +76,19 @@ describe("Provisioning", () => {
   it.effect("validates the document and names the bad entry", () =>
     Effect.gen(function*() {
       const result = yield* Effect.either(
-        Provisioning.decode({ workspaces: [{ id: "w", name: "n", rootKeys: [{ key: "short", permissions: [] }] }] })
+        Provisioning.decode({
+          workspaces: [{ id: "w", name: "n", rootKeys: [{ key: "sk_".padEnd(31, "x"), permissions: [] }] }]
+        })
       )
-      expect(Either.isLeft(result) && result.left.message).toMatch(/workspaces\[0\]\.rootKeys\[0\]\.key/)
+      expect(Either.isLeft(result) && result.left.message).toMatch(
+        /workspaces\[0\]\.rootKeys\[0\]\.key: must have at least 32 characters/
+      )
+      const long = yield* Effect.either(
+        Provisioning.decode({
+          workspaces: [{ id: "w", name: "n", rootKeys: [{ key: "sk_".padEnd(32, "x"), permissions: [] }] }]
+        })
+      )
+      expect(Either.isRight(long)).toBe(true)
     }))
 
   it.effect("bootstraps an empty store once, with a key holding *", () =>

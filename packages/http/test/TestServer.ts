@@ -12,25 +12,25 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 
-/** Every root key of the test workspaces, by role. */
+/** Every root key of the test workspaces, by role (provisioned secrets have at least 32 characters). */
 export const keys = {
-  admin: "sk_test_admin",
-  reader: "sk_test_reader",
-  readerOne: "sk_test_reader_one",
-  recorder: "sk_test_recorder",
-  recorderOne: "sk_test_recorder_one",
-  setter: "sk_test_setter",
-  setterOne: "sk_test_setter_one",
-  creator: "sk_test_creator",
-  overrideReader: "sk_test_override_reader",
-  overrideReaderOne: "sk_test_override_reader_one",
-  overrideDeleter: "sk_test_override_deleter",
-  limiter: "sk_test_limiter",
-  limiterOne: "sk_test_limiter_one",
-  nothing: "sk_test_nothing",
-  disabled: "sk_test_disabled",
-  expired: "sk_test_expired",
-  otherAdmin: "sk_test_other_admin"
+  admin: "sk_test_admin_k3ym3t3r_t3st_s3cr3t",
+  reader: "sk_test_reader_k3ym3t3r_t3st_s3cr3t",
+  readerOne: "sk_test_reader_one_k3ym3t3r_t3st_s3cr3t",
+  recorder: "sk_test_recorder_k3ym3t3r_t3st_s3cr3t",
+  recorderOne: "sk_test_recorder_one_k3ym3t3r_t3st_s3cr3t",
+  setter: "sk_test_setter_k3ym3t3r_t3st_s3cr3t",
+  setterOne: "sk_test_setter_one_k3ym3t3r_t3st_s3cr3t",
+  creator: "sk_test_creator_k3ym3t3r_t3st_s3cr3t",
+  overrideReader: "sk_test_override_reader_k3ym3t3r_t3st_s3cr3t",
+  overrideReaderOne: "sk_test_override_reader_one_k3ym3t3r_t3st_s3cr3t",
+  overrideDeleter: "sk_test_override_deleter_k3ym3t3r_t3st_s3cr3t",
+  limiter: "sk_test_limiter_k3ym3t3r_t3st_s3cr3t",
+  limiterOne: "sk_test_limiter_one_k3ym3t3r_t3st_s3cr3t",
+  nothing: "sk_test_nothing_k3ym3t3r_t3st_s3cr3t",
+  disabled: "sk_test_disabled_k3ym3t3r_t3st_s3cr3t",
+  expired: "sk_test_expired_k3ym3t3r_t3st_s3cr3t",
+  otherAdmin: "sk_test_other_admin_k3ym3t3r_t3st_s3cr3t"
 } as const
 
 export const provisioning: Provisioning.ProvisioningDocument = {

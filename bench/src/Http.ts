@@ -78,6 +78,8 @@ export const start = async (storage: string, env: Record<string, string> = {}): 
       KEYMETER_STORAGE: storage,
       KEYMETER_PROVISION: provisioning,
       KEYMETER_MAX_BODY_BYTES: String(8 * 1024 * 1024),
+      // The 401 route measures refusing unknown keys, not the budget that answers them 429.
+      KEYMETER_MAX_AUTH_FAILURES: String(2 ** 31),
       ...env
     },
     stdio: ["ignore", "pipe", "pipe"]

@@ -103,6 +103,8 @@ const expression = (ast: AST.AST, x: string, context: Context): string => {
       return `typeof ${x} === "boolean"`
     case "UndefinedKeyword":
       return `${x} === undefined`
+    case "UnknownKeyword":
+      return "true"
     case "Literal":
       if (typeof ast.literal === "bigint" || (typeof ast.literal === "number" && !Number.isFinite(ast.literal))) break
       return `${x} === ${JSON.stringify(ast.literal)}`
@@ -134,11 +136,25 @@ const expression = (ast: AST.AST, x: string, context: Context): string => {
       return `(Array.isArray(${x}) && ${ref(context, check)}(${x}))`
     }
     case "TypeLiteral":
-      if (ast.indexSignatures.length > 0) break
-      return `${ref(context, struct(ast, context))}(${x})`
+      if (ast.indexSignatures.length === 0) return `${ref(context, struct(ast, context))}(${x})`
+      // A record of string keys to anything (`meta`): a plain object; its values are not looked at.
+      if (
+        ast.propertySignatures.length === 0 && ast.indexSignatures.length === 1 &&
+        AST.isStringKeyword(ast.indexSignatures[0]!.parameter) && AST.isUnknownKeyword(ast.indexSignatures[0]!.type)
+      ) {
+        return `${ref(context, isPlainObject)}(${x})`
+      }
+      break
   }
   context.uncompiled.push(ast._tag)
   return "false"
+}
+
+/** An object as JSON and object literals make them: not an array, of no class. */
+const isPlainObject = (v: unknown): boolean => {
+  if (typeof v !== "object" || v === null || Array.isArray(v)) return false
+  const p = Object.getPrototypeOf(v)
+  return p === Object.prototype || p === null
 }
 
 const struct = (ast: AST.TypeLiteral, context: Context): Check => {

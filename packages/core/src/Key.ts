@@ -156,7 +156,8 @@ export const MAX_RATELIMITS = 50
 const Integer = (min: number, max: number, expectation: string) =>
   expected(Schema.Number.pipe(Schema.int(), Schema.between(min, max)), expectation)
 
-const Meta = MetaObject.pipe(
+/** A `meta` object: any JSON object of at most {@link MAX_META_BYTES} bytes. */
+export const Meta = MetaObject.pipe(
   Schema.filter((meta) =>
     Buffer.byteLength(JSON.stringify(meta)) <= MAX_META_BYTES ||
     `must be at most ${MAX_META_BYTES} bytes of JSON`

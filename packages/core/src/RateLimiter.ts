@@ -17,6 +17,7 @@ import * as Ids from "./Ids.js"
 import { CatalogCache } from "./internal/CatalogCache.js"
 import * as CompositeKey from "./internal/CompositeKey.js"
 import { SlidingWindows } from "./internal/slidingWindow.js"
+import { Meta } from "./Key.js"
 import { MAX_NAME_LENGTH, Namespace } from "./Namespace.js"
 import type { Override } from "./Override.js"
 import { Duration, MAX_IDENTIFIER_LENGTH, MAX_TIME } from "./Override.js"
@@ -31,15 +32,40 @@ import * as Windows from "./Windows.js"
 const Integer = (min: number, expectation: string) =>
   Validation.expected(Schema.Number.pipe(Schema.int(), Schema.between(min, Number.MAX_SAFE_INTEGER)), expectation)
 
-/** Body of `ratelimits.limit`. */
+/** The namespace of a `ratelimits.limit` that names none, as Unkey's v1 has it. */
+export const DEFAULT_NAMESPACE = "default"
+
+/** Most resources one `ratelimits.limit` names. */
+export const MAX_RESOURCES = 100
+
+/** A resource a limited request is about to access (Unkey v1's `resources[]`). */
+const Resource = Schema.Struct({
+  type: Validation.boundedString("a string", 1, 255),
+  id: Validation.boundedString("a string", 1, 255),
+  name: Schema.optional(Validation.boundedString("a string", 1, 255)),
+  meta: Schema.optional(Meta)
+})
+
+/**
+ * Body of `ratelimits.limit`: Unkey v1's. `async`, `meta` and `resources` are accepted and
+ * bounded; `meta` and `resources` are kept for rate-limit analytics, `async` decides from this
+ * server's view of a shared window (see the README).
+ */
 export const LimitInput = Schema.Struct({
-  namespace: Validation.boundedString("a namespace name", 1, MAX_NAME_LENGTH),
-
+  namespace: Schema.optional(Validation.boundedString("a namespace name", 1, MAX_NAME_LENGTH)).annotations({
+    description: `The namespace; "${DEFAULT_NAMESPACE}" when none is given.`
+  }),
   identifier: Validation.boundedString("a string", 1, MAX_IDENTIFIER_LENGTH),
-
   limit: Integer(1, "must be an integer >= 1"),
   duration: Duration,
-  cost: Schema.optional(Integer(0, "must be an integer >= 0"))
+  cost: Schema.optional(Integer(0, "must be an integer >= 0")),
+  async: Schema.optional(Validation.expected(Schema.Boolean, "must be true or false")),
+  meta: Schema.optional(Meta),
+  resources: Schema.optional(
+    Schema.Array(Resource).pipe(
+      Schema.filter((all) => all.length <= MAX_RESOURCES || `must hold at most ${MAX_RESOURCES} resources`)
+    )
+  )
 }).annotations({ identifier: "LimitInput" })
 
 /** Answer of `ratelimits.limit`. */
@@ -152,10 +178,11 @@ export class RateLimiter extends Effect.Service<RateLimiter>()("@keymeter/core/R
       principal: Principal,
       request: Schema.Schema.Type<typeof LimitInput>
     ): Decision.Turn<LimitResponse, ValidationError | InsufficientPermissions | StorageError | Busy> => {
-      if (request.namespace.includes("*")) return STAR
+      const namespaceName = request.namespace ?? DEFAULT_NAMESPACE
+      if (namespaceName.includes("*")) return STAR
       const found = namespaceNamed(
         principal.workspaceId,
-        request.namespace,
+        namespaceName,
         () => auth.authorize(principal, Permission.required.limit("*"))
       )
       if (!Option.isOption(found)) return found
@@ -167,8 +194,11 @@ export class RateLimiter extends Effect.Service<RateLimiter>()("@keymeter/core/R
       const now = clock.unsafeCurrentTimeMillis()
       const key = Windows.keyOf(namespace.id, request.identifier)
       const cost = request.cost ?? 1
-      if (override?.async && windows.shared) return decideNearby(principal.workspaceId, key, cost, override, now)
       const applied = override ?? request
+      // An override decides how its limit is taken; without one, the request's `async` does.
+      if ((override !== undefined ? override.async : request.async === true) && windows.shared) {
+        return decideNearby(principal.workspaceId, key, cost, applied, override, now)
+      }
       return Decision.andThen(
         windows.takeAll([{
           key,
@@ -190,7 +220,8 @@ export class RateLimiter extends Effect.Service<RateLimiter>()("@keymeter/core/R
     })
 
     /**
-     * Decides an `async` override from this process's view of its window, then adds what it took
+     * Decides an `async` limit (an override's, or a request's without one) from this process's
+     * view of its window, then adds what it took
      * to the shared window (or only reads it, when refused) and raises the view to what all
      * servers took.
      */
@@ -198,14 +229,15 @@ export class RateLimiter extends Effect.Service<RateLimiter>()("@keymeter/core/R
       owner: string,
       key: string,
       cost: number,
-      override: Override,
+      applied: { readonly limit: number; readonly duration: number },
+      override: Override | undefined,
       now: number
     ): Exit.Exit<LimitResponse, Busy> => {
       const taken = Windows.takeAllFrom(nearby, [{
         key,
         owner,
-        limit: override.limit,
-        duration: override.duration,
+        limit: applied.limit,
+        duration: applied.duration,
         cost
       }], now)
       if (!Array.isArray(taken)) return Exit.fail(taken as Busy)
@@ -216,17 +248,17 @@ export class RateLimiter extends Effect.Service<RateLimiter>()("@keymeter/core/R
             key,
             owner,
             limit: Number.MAX_SAFE_INTEGER,
-            duration: override.duration,
+            duration: applied.duration,
             cost: decision.success ? cost : 0
           }], now)
         ).pipe(
           Effect.map(([shared]) =>
-            nearby.catchUp(key, now, Number.MAX_SAFE_INTEGER - shared!.remaining, override.duration, owner)
+            nearby.catchUp(key, now, Number.MAX_SAFE_INTEGER - shared!.remaining, applied.duration, owner)
           ),
           Effect.ignore
         )
       )
-      return Exit.succeed(answerOf(decision, override.limit, override))
+      return Exit.succeed(answerOf(decision, applied.limit, override))
     }
 
     /**

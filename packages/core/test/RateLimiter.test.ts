@@ -7,6 +7,7 @@ import * as Keymeter from "@keymeter/core/Keymeter"
 import { Overrides } from "@keymeter/core/Overrides"
 import { RateLimiter } from "@keymeter/core/RateLimiter"
 import { Catalog } from "@keymeter/core/Storage"
+import * as Windows from "@keymeter/core/Windows"
 import { Workspace } from "@keymeter/core/Workspace"
 import { MemoryStorage } from "@keymeter/storage-memory"
 import * as Effect from "effect/Effect"
@@ -18,6 +19,17 @@ import * as TestClock from "effect/TestClock"
 const WS = "ws_rl"
 const admin = Auth.system(WS)
 const Test = Keymeter.layer.pipe(Layer.provideMerge(MemoryStorage.layer))
+/** Windows that look shared (as Redis's do): every take an effect. */
+const SharedTest = Keymeter.layerWith(
+  Layer.sync(Windows.Windows, () => {
+    const local = Windows.makeLocal()
+    return {
+      shared: true,
+      takeAll: (requests, now) => Effect.suspend(() => local.takeAll(requests, now)),
+      refundAll: (taken, now) => Effect.suspend(() => local.refundAll(taken, now))
+    }
+  })
+).pipe(Layer.provideMerge(MemoryStorage.layer))
 
 const setup = Effect.gen(function*() {
   const catalog = yield* Catalog
@@ -123,6 +135,44 @@ describe("RateLimiter", () => {
       ])
       expect(Either.isRight(both) && both.right).toMatchObject({ identifier: "user_1", limit: 50 })
     }).pipe(Effect.provide(Test)))
+
+  it.effect("takes Unkey v1's body: namespace \"default\" when none, async, meta and resources bounded", () =>
+    Effect.gen(function*() {
+      yield* setup
+      const catalog = yield* Catalog
+      const limiter = yield* RateLimiter
+      const limit = (input: object) =>
+        Effect.either(limiter.limit(admin, { identifier: "u", limit: 2, duration: 1000, ...input }))
+      expect(yield* limit({})).toEqual(Either.right({ success: true, limit: 2, remaining: 1, reset: 1_001_000 }))
+      expect((yield* catalog.findNamespaceByName(WS, "default"))._tag).toBe("Some")
+      // With windows of this process, async decides as sync does; meta and resources are accepted.
+      const full = yield* limit({
+        async: true,
+        meta: { plan: "pro", n: 1 },
+        resources: [{ type: "organization", id: "org_1", name: "Acme", meta: { tier: 2 } }]
+      })
+      expect(full).toEqual(Either.right({ success: true, limit: 2, remaining: 0, reset: 1_001_000 }))
+      const refusal = (input: object) =>
+        Effect.map(limit(input), (result) => Either.isLeft(result) ? result.left.message : "accepted")
+      expect(yield* refusal({ meta: { big: "x".repeat(17_000) } })).toMatch(/^meta: must be at most 16384 bytes/)
+      expect(yield* refusal({ resources: Array.from({ length: 101 }, (_, i) => ({ type: "t", id: `${i}` })) }))
+        .toMatch(/^resources: must hold at most 100 resources/)
+      expect(yield* refusal({ resources: [{ id: "x" }] })).toMatch(/^resources\[0\]\.type: is required/)
+      expect(yield* refusal({ async: "yes" })).toMatch(/^async: must be true or false/)
+      expect(yield* refusal({ meta: [1] })).toMatch(/^meta:/)
+    }).pipe(Effect.provide(Test)))
+
+  it.effect("decides an async request from this server's view of shared windows, at once", () =>
+    Effect.gen(function*() {
+      yield* setup
+      const limiter = yield* RateLimiter
+      const ask = (async: boolean) =>
+        Decision.now(limiter.limit(admin, { namespace: "api", identifier: "u_async", limit: 2, duration: 1000, async }))
+      yield* ask(false) // loads the namespace and the overrides
+      expect(Exit.isExit(ask(false))).toBe(false)
+      const quick = ask(true)
+      expect(quick).toEqual(Exit.succeed(expect.objectContaining({ success: true, limit: 2 })))
+    }).pipe(Effect.provide(SharedTest)))
 
   it.effect("creates a namespace on first use, which needs ratelimit.*.limit", () =>
     Effect.gen(function*() {

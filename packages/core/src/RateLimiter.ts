@@ -48,8 +48,8 @@ const Resource = Schema.Struct({
 
 /**
  * Body of `ratelimits.limit`: Unkey v1's. `async`, `meta` and `resources` are accepted and
- * bounded; `meta` and `resources` are kept for rate-limit analytics, `async` decides from this
- * server's view of a shared window (see the README).
+ * bounded; `meta` and `resources` are not stored yet (rate-limit analytics will keep them),
+ * `async` decides from this server's view of a shared window (see the README).
  */
 export const LimitInput = Schema.Struct({
   namespace: Schema.optional(Validation.boundedString("a namespace name", 1, MAX_NAME_LENGTH)).annotations({

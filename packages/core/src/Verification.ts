@@ -49,6 +49,12 @@ export const MAX_CLOCK_SKEW = 60_000
 /** Schema of a key, identity, external or api id. */
 export const Id = boundedString("an id", 1, MAX_ID_LENGTH)
 
+/** Why a key id may not hold a comma: queries list key ids joined with commas. */
+const KEY_ID_COMMA = "must not contain a comma (queries list key ids joined with commas)"
+
+/** Schema of a key id: an id without a comma. */
+export const KeyId = Id.pipe(Schema.filter((id) => !id.includes(",") || KEY_ID_COMMA))
+
 /** Schema of one tag. */
 export const Tag = boundedString("a tag", 1, MAX_TAG_LENGTH)
 
@@ -67,7 +73,7 @@ export const Timestamp = Schema.Number.pipe(Schema.int(), Schema.between(0, Numb
 /** One verification as a caller submits it (documentation schema; {@link decodeBatch} enforces it). */
 export const VerificationInput = Schema.Struct({
   apiId: Id,
-  keyId: Id,
+  keyId: KeyId,
   outcome: Outcome,
   time: Schema.optional(Timestamp.annotations({ description: "unix ms; defaults to now; at most 60 s ahead" })),
   identity: Schema.optional(Identity),
@@ -180,7 +186,8 @@ export const decodeBatch = (
       3 + (time !== undefined ? 1 : 0) + (identity !== undefined ? 1 : 0) + (tags !== undefined ? 1 : 0)
     )
     if (extra !== undefined) return fail(`${at}.${extra}: is not a known field`)
-    const error = checkId(apiId, `${at}.apiId`) ?? checkId(keyId, `${at}.keyId`)
+    const error = checkId(apiId, `${at}.apiId`) ?? checkId(keyId, `${at}.keyId`) ??
+      ((keyId as string).includes(",") ? `${at}.keyId: ${KEY_ID_COMMA}` : undefined)
     if (error !== undefined) return fail(error)
     if (typeof outcome !== "string" || !OutcomeIndex.has(outcome)) {
       return fail(`${at}.outcome: must be one of ${OUTCOME_LIST}, got ${describe(outcome)}`)

@@ -62,5 +62,12 @@ export class HotRoutes extends Effect.Service<HotRoutes>()("@keymeter/http/HotRo
   })
 }) {}
 
-/** The query of `getVerifications`: its parameters read as the values of core's query struct. */
-export const readQuery = (params: QueryParams) => UrlParams.parse(params, QUERY_KINDS)
+/** Parameters of `getVerifications` whose values cannot hold a comma: ids and groupBy's names. */
+const COMMA_SEPARATED: ReadonlySet<string> = new Set(["keyId", "groupBy"])
+
+/**
+ * The query of `getVerifications`: its parameters read as the values of core's query struct.
+ * `keyId` and `groupBy` may be repeated or comma-joined; `tag` only repeated (a tag may hold a
+ * comma).
+ */
+export const readQuery = (params: QueryParams) => UrlParams.parse(params, QUERY_KINDS, COMMA_SEPARATED)

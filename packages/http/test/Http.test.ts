@@ -72,13 +72,18 @@ layer(TestServer.layer(MemoryStorage.layer, { maxBodyBytes: 64 * 1024 }), { excl
         expect(hour.total).toBe(1)
       }))
 
-    it.effect("reads repeated keys as arrays and never splits on commas", () =>
+    it.effect("reads keyId and groupBy repeated or comma-joined (as Unkey's v1 client sends them), tags only repeated", () =>
       Effect.gen(function*() {
+        const refused = yield* post("/v1/analytics.recordVerifications", {
+          verifications: [{ apiId: "api_a1", keyId: "a,b", outcome: "valid", time: T0 }]
+        }, keys.admin)
+        expect(refused.status).toBe(400)
+        expect(refused.body.error.message).toMatch(/^verifications\[0\]\.keyId: must not contain a comma/)
         yield* post("/v1/analytics.recordVerifications", {
           verifications: [
-            { apiId: "api_a1", keyId: "a", outcome: "valid", time: T0 },
-            { apiId: "api_a1", keyId: "b", outcome: "valid", time: T0 },
-            { apiId: "api_a1", keyId: "a,b", outcome: "expired", time: T0 }
+            { apiId: "api_a1", keyId: "a", outcome: "valid", time: T0, tags: ["x,y"] },
+            { apiId: "api_a1", keyId: "b", outcome: "valid", time: T0, tags: ["x"] },
+            { apiId: "api_a1", keyId: "c", outcome: "expired", time: T0, tags: ["x", "y"] }
           ]
         }, keys.admin)
         const total = (params: Record<string, string | Array<string>>) =>
@@ -88,15 +93,20 @@ layer(TestServer.layer(MemoryStorage.layer, { maxBodyBytes: 64 * 1024 }), { excl
           )
         expect(yield* total({ keyId: "a" })).toBe(1)
         expect(yield* total({ keyId: ["a", "b"] })).toBe(2)
-        expect(yield* total({ keyId: "a,b" })).toBe(1)
-        expect(yield* total({ keyId: ["a", "a,b"] })).toBe(2)
+        expect(yield* total({ keyId: "a,b" })).toBe(2)
+        expect(yield* total({ keyId: ["a", "b,c"] })).toBe(3)
+        // A tag may hold a comma: tag=x,y is the one tag "x,y"; two tags are two parameters.
+        expect(yield* total({ tag: "x,y" })).toBe(1)
+        expect(yield* total({ tag: ["x", "y"] })).toBe(1)
         const grouped = yield* request(
-          query({ apiId: "api_a1", start: "0", groupBy: ["key"], orderBy: "total", order: "desc" }),
+          query({ apiId: "api_a1", start: "0", groupBy: "key,day", orderBy: "total", order: "desc" }),
           { key: keys.reader }
         )
-        expect(grouped.body.map((p: any) => p.keyId)).toEqual(["a", "a,b", "b"])
-        // An empty value counts as absent.
+        expect(grouped.body.map((p: any) => p.keyId).sort()).toEqual(["a", "b", "c"])
+        expect(grouped.body[0].time).toBe(Math.floor(T0 / 86_400_000) * 86_400_000)
+        // An empty value counts as absent; so does an empty item of a comma-joined list.
         expect(yield* total({ keyId: "", end: "" })).toBe(3)
+        expect(yield* total({ keyId: "a,,b," })).toBe(2)
       }))
 
     it.effect("answers 400 for every malformed parameter, naming it", () =>

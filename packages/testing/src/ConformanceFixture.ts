@@ -22,7 +22,7 @@ export const TO = at("2025-02-03T00:00:00Z")
 export const WS = "ws_a"
 export const OTHER_WS = "ws_b"
 
-export const keyIds = ["k1", "k2", "k3", "a,b", "é", "k1 "]
+export const keyIds = ["k1", "k2", "k3", "a;b", "é", "k1 "]
 const identities = [
   { id: "i1", externalId: "e1" },
   { id: "i2", externalId: "e2" },

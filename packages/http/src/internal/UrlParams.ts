@@ -1,9 +1,11 @@
 /**
  * Query-string input, derived from a route's input struct in core: the wire schema HttpApi
  * documents (and checks for scalars given twice), and the reader that turns the text into the
- * struct's values before core decodes them. Rules: arrays are repeated keys (`keyId=a&keyId=b`,
- * commas are not separators); numbers are plain decimal digits in the safe-integer range; an empty
- * value counts as absent; a scalar given twice or an unknown name is an error.
+ * struct's values before core decodes them. Rules: arrays are repeated keys (`keyId=a&keyId=b`),
+ * and for the arrays whose values cannot hold a comma (ids, names from a fixed list) commas
+ * separate values too (`keyId=a,b`: Unkey's v1 client joins arrays so); numbers are plain decimal
+ * digits in the safe-integer range; an empty value counts as absent; a scalar given twice or an
+ * unknown name is an error.
  */
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import { ValidationError } from "@keymeter/core/Errors"
@@ -16,11 +18,13 @@ import * as Schema from "effect/Schema"
 import * as AST from "effect/SchemaAST"
 
 const DIGITS = /^[0-9]+$/
+const NONE: ReadonlySet<string> = new Set()
 
 /** Reads `raw` (as the router parsed it) by `spec`, collecting every error into one message. */
 export const parse = (
   raw: Readonly<Record<string, string | ReadonlyArray<string>>>,
-  spec: Readonly<Record<string, FieldKind>>
+  spec: Readonly<Record<string, FieldKind>>,
+  commaSeparated: ReadonlySet<string> = NONE
 ): Either.Either<Record<string, unknown>, ValidationError> => {
   const out: Record<string, unknown> = {}
   const errors: Array<string> = []
@@ -34,7 +38,7 @@ export const parse = (
     const values = (typeof given === "string" ? [given] : given).filter((v) => v !== "")
     if (values.length === 0) continue
     if (kind === "array") {
-      out[name] = values
+      out[name] = commaSeparated.has(name) ? values.flatMap((v) => v.split(",")).filter((v) => v !== "") : values
       continue
     }
     if (values.length > 1) {

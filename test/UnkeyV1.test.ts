@@ -92,4 +92,16 @@ describe("Unkey's v1 clients against keymeter", () => {
     })
     expect(refused.error?.code).toBe("UNAUTHORIZED")
   })
+
+  it("liveness answers without a root key, in Unkey's shape", async () => {
+    const reply = await fetch(`${base}/v1/liveness`)
+    expect(reply.status).toBe(200)
+    expect(reply.headers.get("x-request-id")).toMatch(/^req_/)
+    expect(await reply.json()).toEqual({
+      status: "ok",
+      services: { metrics: "none", logger: "stderr", ratelimit: "local", usagelimit: "keymeter" }
+    })
+    const wrong = await fetch(`${base}/v1/liveness`, { method: "POST" })
+    expect(wrong.status).toBe(405)
+  })
 })

@@ -272,6 +272,27 @@ export class AuthGroup extends HttpApiGroup.make("auth")
   )
 {}
 
+/** Answer of `liveness`: Unkey v1's shape, naming what this server runs on. */
+export const Liveness = Schema.Struct({
+  status: Schema.String,
+  services: Schema.Struct({
+    metrics: Schema.String,
+    logger: Schema.String,
+    ratelimit: Schema.String,
+    usagelimit: Schema.String
+  })
+}).annotations({ identifier: "Liveness" })
+
+/** Whether the server answers: the one route without a root key (Unkey v1's `liveness`). */
+export class LivenessGroup extends HttpApiGroup.make("liveness")
+  .add(
+    HttpApiEndpoint.get("liveness", "/liveness")
+      .addSuccess(Liveness)
+      .annotate(OpenApi.Summary, "Whether the server answers")
+      .annotate(OpenApi.Description, "No root key needed.")
+  )
+{}
+
 /** Api routes. */
 export class ApisGroup extends HttpApiGroup.make("apis")
   .add(
@@ -318,9 +339,16 @@ const V1 = EnvelopedApi
   .middleware(Authorization)
   .prefix("/v1")
 
+/** The /v1 routes without a root key. */
+const V1Open = EnvelopedApi
+  .add(LivenessGroup)
+  .addError(Responses[500])
+  .prefix("/v1")
+
 /** The whole keymeter HTTP API. */
 export class Api extends EnvelopedApi
   .addHttpApi(V1)
+  .addHttpApi(V1Open)
   .annotate(OpenApi.Title, "keymeter")
   .annotate(OpenApi.Version, "1")
   .annotate(

@@ -13,6 +13,7 @@ import { Keys } from "@keymeter/core/Keys"
 import { GetOverrideInput, ListOverridesInput } from "@keymeter/core/Override"
 import { Overrides } from "@keymeter/core/Overrides"
 import type { Principal } from "@keymeter/core/Permission"
+import * as Windows from "@keymeter/core/Windows"
 import * as Effect from "effect/Effect"
 import { Api, CurrentPrincipal } from "./Api.js"
 import type { DomainError } from "./Errors.js"
@@ -176,5 +177,22 @@ export const AuthLive = HttpApiBuilder.group(
         workspaceId: principal.workspaceId,
         rootKeyId: principal.rootKeyId,
         permissions: principal.permissions
+      })))
+)
+
+/** Handler of `liveness`: answers while the server runs, naming where its limits live. */
+export const LivenessLive = HttpApiBuilder.group(
+  Api,
+  "liveness",
+  (handlers) =>
+    handlers.handle("liveness", () =>
+      Effect.map(Windows.Windows, (windows) => ({
+        status: "ok",
+        services: {
+          metrics: "none",
+          logger: "stderr",
+          ratelimit: windows.shared ? "shared" : "local",
+          usagelimit: "keymeter"
+        }
       })))
 )

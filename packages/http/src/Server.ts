@@ -86,7 +86,8 @@ export const ApiLive = (options: Options = {}, domain = DomainLive(options)) =>
       Handlers.ApisLive,
       Handlers.KeysLive,
       Handlers.IdentitiesLive,
-      Handlers.AuthLive
+      Handlers.AuthLive,
+      Handlers.LivenessLive
     ]),
     Layer.provide(Authorization.layer),
     Layer.provide(Layer.succeed(MaxBodyBytes, options.maxBodyBytes ?? MaxBodyBytes.defaultValue())),

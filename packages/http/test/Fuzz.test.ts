@@ -75,7 +75,8 @@ const QUERY_INPUTS: Record<string, Schema.Schema.AnyNoContext> = {
   getIdentity: Key.ExternalIdInput,
   listApis: Schema.Struct({}),
   listNamespaces: Schema.Struct({}),
-  whoami: Schema.Struct({})
+  whoami: Schema.Struct({}),
+  liveness: Schema.Struct({})
 }
 
 interface Route {

@@ -615,6 +615,7 @@ layer(TestServer.layer(MemoryStorage.layer, { maxBodyBytes: 64 * 1024 }), { excl
           "/v1/keys.updateCredits",
           "/v1/keys.updateKey",
           "/v1/keys.verifyKey",
+          "/v1/liveness",
           "/v1/ratelimits.deleteOverride",
           "/v1/ratelimits.getOverride",
           "/v1/ratelimits.limit",

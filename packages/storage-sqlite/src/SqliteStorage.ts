@@ -43,8 +43,19 @@ export type OpenError = FileInUse | Migrations.SchemaError | StorageError
 export const FileInUse = WriterLock.FileInUse
 export type FileInUse = WriterLock.FileInUse
 
-/** One writer per file (see `internal/WriterLock`). */
-const writerLock = (filename: string) => filename === ":memory:" ? Effect.void : WriterLock.acquire(filename)
+/**
+ * The SqlClient of the one writer of the file (see `internal/WriterLock`): the lock is taken
+ * before the file is opened and migrated, so a server that loses the race never touches it.
+ */
+const writerClient = (options: Options) =>
+  options.filename === ":memory:" ? layerClient(options) : layerClient(options).pipe(
+    Layer.provide(Layer.scopedDiscard(
+      Effect.suspend(() => {
+        mkdirSync(dirname(options.filename), { recursive: true, mode: 0o700 })
+        return WriterLock.acquire(options.filename)
+      })
+    ))
+  )
 
 /** The SqlClient on the file, with the connection settings applied and the schema migrated. */
 export const layerClient = (options: Options) =>
@@ -106,8 +117,7 @@ export const layer = (
     SqliteVerificationStore.layer({ compaction: options.compaction, hotDays: options.hotDays }),
     SqliteCatalog.layerOnFile(options.filename)
   ).pipe(
-    Layer.provide(Layer.scopedDiscard(writerLock(options.filename))),
-    Layer.provideMerge(layerClient(options))
+    Layer.provideMerge(writerClient(options))
   )
 
 /**
@@ -116,8 +126,7 @@ export const layer = (
  */
 export const layerServerCatalog = (options: Options): Layer.Layer<Catalog | SqlClient.SqlClient, OpenError> =>
   SqliteCatalog.layerOnFile(options.filename).pipe(
-    Layer.provide(Layer.scopedDiscard(writerLock(options.filename))),
-    Layer.provideMerge(layerClient(options))
+    Layer.provideMerge(writerClient(options))
   )
 
 /** The catalog alone, for tools that run beside a server (no writer lock, no ingest). */

@@ -7,7 +7,6 @@ import * as Keymeter from "@keymeter/core/Keymeter"
 import { Overrides } from "@keymeter/core/Overrides"
 import { RateLimiter } from "@keymeter/core/RateLimiter"
 import { Catalog } from "@keymeter/core/Storage"
-import * as Windows from "@keymeter/core/Windows"
 import { Workspace } from "@keymeter/core/Workspace"
 import { MemoryStorage } from "@keymeter/storage-memory"
 import * as Effect from "effect/Effect"
@@ -15,21 +14,11 @@ import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as TestClock from "effect/TestClock"
+import { SharedWindows } from "./KeyFixture.js"
 
 const WS = "ws_rl"
 const admin = Auth.system(WS)
 const Test = Keymeter.layer.pipe(Layer.provideMerge(MemoryStorage.layer))
-/** Windows that look shared (as Redis's do): every take an effect. */
-const SharedTest = Keymeter.layerWith(
-  Layer.sync(Windows.Windows, () => {
-    const local = Windows.makeLocal()
-    return {
-      shared: true,
-      takeAll: (requests, now) => Effect.suspend(() => local.takeAll(requests, now)),
-      refundAll: (taken, now) => Effect.suspend(() => local.refundAll(taken, now))
-    }
-  })
-).pipe(Layer.provideMerge(MemoryStorage.layer))
 
 const setup = Effect.gen(function*() {
   const catalog = yield* Catalog
@@ -172,7 +161,7 @@ describe("RateLimiter", () => {
       expect(Exit.isExit(ask(false))).toBe(false)
       const quick = ask(true)
       expect(quick).toEqual(Exit.succeed(expect.objectContaining({ success: true, limit: 2 })))
-    }).pipe(Effect.provide(SharedTest)))
+    }).pipe(Effect.provide(SharedWindows)))
 
   it.effect("creates a namespace on first use, which needs ratelimit.*.limit", () =>
     Effect.gen(function*() {

@@ -21,9 +21,9 @@ import {
   bigHistory,
   build,
   check,
+  checkHistories,
   counterArb,
   HEAVY_KEYS,
-  historyArb,
   HOUR,
   IDENTITIES,
   keyFilterArb,
@@ -32,7 +32,6 @@ import {
   maybe,
   orderArb,
   RARE_KEYS,
-  replay,
   TAGS,
   tally,
   windowArb,
@@ -74,24 +73,13 @@ const wholeDays = (trace: Trace) =>
 /** Checks `queries` on each step of random histories; returns how many each path answered. */
 const property = (queries: FastCheck.Arbitrary<Input>, seed: number, each: (trace: Trace) => void = () => {}) => {
   const taken = tally()
-  FastCheck.assert(
-    FastCheck.property(
-      historyArb(),
-      FastCheck.array(queries, { minLength: 1, maxLength: 5 }),
-      (history, inputs) =>
-        replay(history, (engine, arrived) => {
-          for (const input of inputs) {
-            const trace = check(engine, arrived, input)
-            taken.add(trace.path)
-            if (trace.path === "dayIndex") {
-              each(trace)
-              if (wholeDays(trace).length > 0) taken.add("whole days")
-            }
-          }
-        })
-    ),
-    { seed, numRuns: 60 }
-  )
+  checkHistories(queries, { seed, numRuns: 60 }, (_, trace) => {
+    taken.add(trace.path)
+    if (trace.path === "dayIndex") {
+      each(trace)
+      if (wholeDays(trace).length > 0) taken.add("whole days")
+    }
+  })
   expect(taken.names()).toEqual(["dayIndex", "empty", "whole days"])
   expect(taken.get("whole days")).toBeGreaterThan(100)
   return taken

@@ -541,3 +541,24 @@ export const tally = () => {
     names: () => [...counts.keys()].sort()
   }
 }
+
+/**
+ * Checks (see {@link check}) 1 to `maxQueries` (default 5) random `queries` on each step of
+ * random histories, giving `each` every input with its trace: the frame of the path properties.
+ */
+export const checkHistories = (
+  queries: FastCheck.Arbitrary<Input>,
+  options: { readonly seed: number; readonly numRuns: number; readonly maxQueries?: number },
+  each: (input: Input, trace: Trace) => void
+) =>
+  FastCheck.assert(
+    FastCheck.property(
+      historyArb(),
+      FastCheck.array(queries, { minLength: 1, maxLength: options.maxQueries ?? 5 }),
+      (history, inputs) =>
+        replay(history, (engine, arrived) => {
+          for (const input of inputs) each(input, check(engine, arrived, input))
+        })
+    ),
+    { seed: options.seed, numRuns: options.numRuns }
+  )

@@ -22,9 +22,9 @@ import {
   bigHistory,
   build,
   check,
+  checkHistories,
   counterArb,
   HEAVY_KEYS,
-  historyArb,
   HOUR,
   limitArb,
   maybe,
@@ -33,7 +33,6 @@ import {
   random,
   RARE_KEYS,
   reference,
-  replay,
   routeOf,
   SPAN,
   tally,
@@ -59,20 +58,9 @@ describe("Scan", () => {
   it("answers every query no faster path takes, in each variant of the loop", () => {
     const taken = tally()
     const scanArb = queryArb().filter((input) => routeOf(input) === "scan")
-    FastCheck.assert(
-      FastCheck.property(
-        historyArb(),
-        FastCheck.array(scanArb, { minLength: 1, maxLength: 5 }),
-        (history, inputs) =>
-          replay(history, (engine, arrived) => {
-            for (const input of inputs) {
-              const trace = check(engine, arrived, input)
-              if (trace.path === "scan") taken.add(variant(input, trace))
-            }
-          })
-      ),
-      { seed: 41, numRuns: 100 }
-    )
+    checkHistories(scanArb, { seed: 41, numRuns: 100 }, (input, trace) => {
+      if (trace.path === "scan") taken.add(variant(input, trace))
+    })
     expect(taken.names()).toEqual([
       "composite dense",
       "composite dense per tag",

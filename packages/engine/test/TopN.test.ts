@@ -18,16 +18,15 @@ import {
   BASE,
   build,
   check,
+  checkHistories,
   counterArb,
   externalIdArb,
-  historyArb,
   HOUR,
   IDENTITIES,
   keyFilterArb,
   maybe,
   orderArb,
   random,
-  replay,
   tagFilterArb,
   tally,
   windowArb,
@@ -110,22 +109,11 @@ describe("TopN", () => {
 
   it("ranks keys by an outcome, identities of some keys, tag sets, and groups of filtered events", () => {
     const taken = tally()
-    FastCheck.assert(
-      FastCheck.property(
-        historyArb(),
-        FastCheck.array(topNArb, { minLength: 1, maxLength: 5 }),
-        (history, inputs) =>
-          replay(history, (engine, arrived) => {
-            for (const input of inputs) {
-              const trace = check(engine, arrived, input)
-              taken.add(trace.path)
-              // Only contenders are built: counters of every group, in one pass per run.
-              if (trace.path === "topN") expect(trace.shapes.every((shape) => shape.track === false)).toBe(true)
-            }
-          })
-      ),
-      { seed: 32, numRuns: 80 }
-    )
+    checkHistories(topNArb, { seed: 32, numRuns: 80 }, (_, trace) => {
+      taken.add(trace.path)
+      // Only contenders are built: counters of every group, in one pass per run.
+      if (trace.path === "topN") expect(trace.shapes.every((shape) => shape.track === false)).toBe(true)
+    })
     expect(taken.names()).toEqual(["empty", "topN"])
     expect(taken.get("topN")).toBeGreaterThan(250)
   })

@@ -12,7 +12,6 @@
 import { COUNTER_COLUMNS } from "@keymeter/core/Aggregation"
 import { StorageError } from "@keymeter/core/Errors"
 import * as Effect from "effect/Effect"
-import * as Schedule from "effect/Schedule"
 import type { Connection } from "./internal/Connection.js"
 import { sql } from "./internal/Literal.js"
 
@@ -139,23 +138,30 @@ const leaveTinyLog = (db: Connection, database: string) =>
       Effect.catchAll(() => Effect.succeed(false))
     )
     if (!renamed) return
+    yield* db.command(CREATE_MIGRATIONS)
     // Another server that also saw TinyLog may rename this new table away in turn: it copies it too.
     yield* bookkeeping(db, db.command(`INSERT INTO keymeter_migrations SELECT id, name, applied_at FROM ${aside}`))
     yield* db.command(`DROP TABLE ${aside}`)
   })
 
 /**
- * A read or write of `keymeter_migrations` after making sure it exists, again while another server
- * has just renamed a TinyLog one away (see `leaveTinyLog`).
+ * A read or write of `keymeter_migrations`; when the table is missing (another server has just
+ * renamed a TinyLog one away, see `leaveTinyLog`), it is made and the statement tried again.
  */
-const bookkeeping = <A>(db: Connection, statement: Effect.Effect<A, StorageError>) =>
-  db.command(CREATE_MIGRATIONS).pipe(
-    Effect.zipRight(statement),
-    Effect.retry({
-      times: 5,
-      schedule: Schedule.spaced("20 millis"),
-      while: (error) => /keymeter_migrations doesn't exist/.test(error.message)
-    })
+const bookkeeping = <A>(
+  db: Connection,
+  statement: Effect.Effect<A, StorageError>,
+  tries = 5
+): Effect.Effect<A, StorageError> =>
+  statement.pipe(
+    Effect.catchIf(
+      (error) => tries > 1 && /keymeter_migrations doesn't exist/.test(error.message),
+      () =>
+        db.command(CREATE_MIGRATIONS).pipe(
+          Effect.delay("20 millis"),
+          Effect.zipRight(bookkeeping(db, statement, tries - 1))
+        )
+    )
   )
 
 const CREATE_MIGRATIONS = "CREATE TABLE IF NOT EXISTS keymeter_migrations (id UInt32, name String, applied_at Int64) " +
@@ -179,6 +185,7 @@ export const run = (admin: Connection, db: Connection, database: string) =>
     }
     yield* admin.command(`CREATE DATABASE IF NOT EXISTS ${database}`)
     yield* leaveTinyLog(db, database)
+    yield* db.command(CREATE_MIGRATIONS)
     const [[applied]] = (yield* bookkeeping(db, db.query("SELECT max(id) FROM keymeter_migrations"))) as [[number]]
     if (applied > LATEST) {
       return yield* new StorageError({

@@ -149,14 +149,14 @@ describe.skipIf(skip !== undefined)("three servers sharing PostgreSQL, Redis and
       await post(two!, "/v1/keys.createKey", {
         apiId: "api_main",
         externalId: `customer_${run}`,
-        credits: { remaining: 50 }
+        remaining: 50
       })
     )
-    expect(await json(await post(one!, "/v1/keys.verifyKey", { key: created.key, credits: { cost: 0 } })))
+    expect(await json(await post(one!, "/v1/keys.verifyKey", { key: created.key, remaining: { cost: 0 } })))
       .toMatchObject({
         valid: true,
         keyId: created.keyId,
-        credits: { remaining: 50 }
+        remaining: 50
       })
     const answers = await Promise.all(
       Array.from({ length: 200 }, () => post(any(), "/v1/keys.verifyKey", { key: created.key }).then(json))

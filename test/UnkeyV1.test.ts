@@ -3,7 +3,8 @@
  * standalone server: what they send is what keymeter must take, and what keymeter answers must be
  * what they read. Their own encoders judge (comma-joined array parameters, bare 2xx bodies, the
  * error envelope read as `result.error.code`). The routes Unkey's v1 has that keymeter does not
- * serve yet are issue 28's work; this suite grows with them.
+ * serve yet (identities, permissions and roles, migrations) are issue 28's work; this suite grows
+ * with them.
  */
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { Ratelimit } from "@unkey/ratelimit"
@@ -91,6 +92,104 @@ describe("Unkey's v1 clients against keymeter", () => {
       apiId: "api_main"
     })
     expect(refused.error?.code).toBe("UNAUTHORIZED")
+  })
+
+  it("keys: created with remaining, refill and ratelimit, read, verified to each code, updated and deleted", async () => {
+    const unkey = client(ADMIN)
+    const api = await unkey.apis.create({ name: "sdk" })
+    expect(api.error).toBeUndefined()
+    const apiId = api.result!.apiId
+    expect((await unkey.apis.get({ apiId })).result).toEqual({ id: apiId, workspaceId: "ws_acme", name: "sdk" })
+    const created = await unkey.keys.create({
+      apiId,
+      prefix: "sdk",
+      name: "first",
+      ownerId: "customer_1",
+      meta: { plan: "pro" },
+      permissions: ["docs.read"],
+      remaining: 2,
+      refill: { interval: "monthly", amount: 100, refillDay: 15 },
+      ratelimit: { limit: 10, duration: 60_000 },
+      environment: "test"
+    })
+    expect(created.error).toBeUndefined()
+    const { key, keyId } = created.result!
+    expect(key).toMatch(/^sdk_/)
+
+    const got = await unkey.keys.get({ keyId })
+    expect(got.result).toMatchObject({
+      id: keyId,
+      start: key.slice(0, 8),
+      workspaceId: "ws_acme",
+      apiId,
+      name: "first",
+      ownerId: "customer_1",
+      meta: { plan: "pro" },
+      remaining: 2,
+      refill: { interval: "monthly", amount: 100, refillDay: 15 },
+      ratelimit: { async: true, type: "fast", limit: 10, duration: 60_000 },
+      permissions: ["docs.read"],
+      enabled: true,
+      environment: "test",
+      identity: { externalId: "customer_1" }
+    })
+
+    const verify = (request: Omit<Parameters<typeof unkey.keys.verify>[0], "key"> = {}) =>
+      unkey.keys.verify({ key, ...request }).then((answer) => {
+        expect(answer.error).toBeUndefined()
+        return answer.result!
+      })
+    const valid = await verify({ apiId, tags: ["path=/docs"] })
+    expect(valid).toMatchObject({
+      valid: true,
+      code: "VALID",
+      keyId,
+      name: "first",
+      ownerId: "customer_1",
+      remaining: 1,
+      ratelimit: { limit: 10, remaining: 9 },
+      environment: "test",
+      permissions: ["docs.read"],
+      identity: { externalId: "customer_1", meta: {} }
+    })
+    expect(valid.requestId).toMatch(/^req_/)
+    expect((await verify({ authorization: { permissions: "docs.write" } })).code).toBe("INSUFFICIENT_PERMISSIONS")
+    expect((await verify({ remaining: { cost: 0 } })).remaining).toBe(1)
+    expect((await verify({ remaining: { cost: 2 } })).code).toBe("USAGE_EXCEEDED")
+    expect((await verify({ ratelimits: [{ name: "default", cost: 20 }] })).code).toBe("RATE_LIMITED")
+    const other = await unkey.apis.create({ name: "other" })
+    expect((await verify({ apiId: other.result!.apiId })).code).toBe("FORBIDDEN")
+    expect((await unkey.keys.verify({ key: "sdk_nope" })).result?.code).toBe("NOT_FOUND")
+
+    // Credits: added, then unlimited (null), as the SDK's updateRemaining sends them.
+    expect((await unkey.keys.updateRemaining({ keyId, op: "increment", value: 5 })).result).toEqual({ remaining: 6 })
+    expect((await unkey.keys.updateRemaining({ keyId, op: "set", value: null })).result).toEqual({ remaining: null })
+    expect((await verify()).remaining).toBeUndefined()
+
+    expect((await unkey.keys.update({ keyId, enabled: false, ratelimit: null, remaining: 1 })).result).toEqual({})
+    expect((await verify()).code).toBe("DISABLED")
+    const updated = await unkey.keys.get({ keyId })
+    expect(updated.result?.ratelimit).toBeUndefined()
+    expect(updated.result?.remaining).toBe(1)
+    await unkey.keys.update({ keyId, enabled: true, expires: Date.now() - 1 })
+    expect((await verify()).code).toBe("EXPIRED")
+
+    const listed = await unkey.apis.listKeys({ apiId, ownerId: "customer_1" })
+    expect(listed.result).toMatchObject({ keys: [{ id: keyId }], total: 1 })
+    expect((await unkey.keys.delete({ keyId })).result).toEqual({})
+    expect((await verify()).code).toBe("NOT_FOUND")
+    expect((await unkey.keys.get({ keyId })).error?.code).toBe("NOT_FOUND")
+
+    // Errors in v1's names, read by the SDK.
+    const bad = await unkey.keys.create({ apiId, refill: { interval: "daily", amount: 1 } })
+    expect(bad.error?.code).toBe("BAD_REQUEST")
+    expect(bad.error?.message).toMatch(/^refill: needs remaining/)
+    const recoverable = await unkey.keys.create({ apiId, recoverable: true })
+    expect(recoverable.error?.message).toMatch(/^recoverable: keymeter keeps only a hash/)
+    expect((await client(READER).keys.create({ apiId })).error?.code).toBe("INSUFFICIENT_PERMISSIONS")
+
+    expect((await unkey.apis.delete({ apiId })).result).toEqual({})
+    expect((await unkey.apis.get({ apiId })).error?.code).toBe("NOT_FOUND")
   })
 
   it("liveness answers without a root key, in Unkey's shape", async () => {

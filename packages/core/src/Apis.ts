@@ -3,9 +3,10 @@
  */
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
-import { Api, CreateApiInput } from "./Api.js"
+import * as Option from "effect/Option"
+import { Api, ApiIdInput, CreateApiInput } from "./Api.js"
 import { Auth } from "./Auth.js"
-import { StorageError } from "./Errors.js"
+import { NotFound, StorageError } from "./Errors.js"
 import { IdempotencyKeys, type KeyOptions } from "./IdempotencyKeys.js"
 import * as Ids from "./Ids.js"
 import type { Principal } from "./Permission.js"
@@ -20,6 +21,19 @@ export class Apis extends Effect.Service<Apis>()("@keymeter/core/Apis", {
     const auth = yield* Auth
     const keys = yield* IdempotencyKeys
     const decode = Validation.decode(CreateApiInput)
+    const decodeApiId = Validation.decode(ApiIdInput)
+
+    const noApi = (apiId: string) =>
+      new NotFound({ message: `apiId: no api ${JSON.stringify(apiId)} in this workspace` })
+
+    /** The api `apiId` of the caller's workspace, once `permission` on it is checked. */
+    const apiFor = (principal: Principal, apiId: string, permission: ReadonlyArray<string>) =>
+      Effect.gen(function*() {
+        yield* auth.authorize(principal, permission)
+        const api = yield* catalog.getApi(principal.workspaceId, apiId)
+        if (Option.isNone(api)) return yield* noApi(apiId)
+        return api.value
+      })
 
     /**
      * Validates the name, checks `api.*.create_api`, creates the api and returns its id. With an
@@ -63,6 +77,34 @@ export class Apis extends Effect.Service<Apis>()("@keymeter/core/Apis", {
           .map((api) => ({ apiId: api.id, name: api.name }))
       })).pipe(Effect.withSpan("Apis.list"))
 
-    return { create, list } as const
+    /** An api: `api.*.read_api` or `api.<apiId>.read_api`. */
+    const get = (principal: Principal, input: unknown) =>
+      Effect.gen(function*() {
+        const { apiId } = yield* decodeApiId(input)
+        const api = yield* apiFor(principal, apiId, Permission.required.readApi(apiId))
+        return { id: api.id, workspaceId: api.workspaceId, name: api.name }
+      }).pipe(Effect.withSpan("Apis.get"))
+
+    /**
+     * Deletes an api and its keys (they verify as NOT_FOUND from the next call); its verifications
+     * stay counted. `api.*.delete_api` or `api.<apiId>.delete_api`.
+     */
+    const remove = (principal: Principal, input: unknown) =>
+      Effect.gen(function*() {
+        const { apiId } = yield* decodeApiId(input)
+        yield* apiFor(principal, apiId, Permission.required.deleteApi(apiId))
+        if (!(yield* catalog.deleteApi(principal.workspaceId, apiId))) return yield* noApi(apiId)
+        return {}
+      }).pipe(Effect.withSpan("Apis.delete"))
+
+    /** Deletes an api's keys, keeping the api: `api.*.delete_key` or `api.<apiId>.delete_key`. */
+    const deleteKeys = (principal: Principal, input: unknown) =>
+      Effect.gen(function*() {
+        const { apiId } = yield* decodeApiId(input)
+        yield* apiFor(principal, apiId, Permission.required.deleteKey(apiId))
+        return { deletedKeys: yield* catalog.deleteKeysOfApi(principal.workspaceId, apiId) }
+      }).pipe(Effect.withSpan("Apis.deleteKeys"))
+
+    return { create, list, get, delete: remove, deleteKeys } as const
   })
 }) {}

@@ -36,7 +36,12 @@ export const KeyRatelimit = Schema.Struct({
   name: Schema.String,
   limit: Schema.Number,
   duration: Schema.Number,
-  autoApply: Schema.Boolean
+  autoApply: Schema.Boolean,
+  /**
+   * Unkey's `async` ("fast") flag, kept as given and answered back. keymeter's decisions are exact
+   * either way: a window lives in one place (this process, or Redis when shared).
+   */
+  async: Schema.optional(Schema.Boolean)
 })
 export type KeyRatelimit = Schema.Schema.Type<typeof KeyRatelimit>
 
@@ -62,9 +67,14 @@ export class Key extends Schema.Class<Key>("Key")({
   refill: Schema.optional(Refill),
   ratelimits: Schema.Array(KeyRatelimit),
   identityId: Schema.optional(Schema.String),
+  /** A label such as `live` or `test`, answered when the key verifies. */
+  environment: Schema.optional(Schema.String),
   createdAt: Schema.Number,
   updatedAt: Schema.Number
 }) {}
+
+/** The name of the limit Unkey v1 gives a key with its `ratelimit` field: applied on every verification. */
+export const DEFAULT_RATELIMIT = "default"
 
 /** A key's credits: its balance and when it was last refilled (unix ms; its creation before any). */
 export interface Credits {
@@ -153,7 +163,7 @@ export const MAX_META_BYTES = 16 * 1024
 export const MAX_PERMISSIONS = 1000
 export const MAX_RATELIMITS = 50
 
-const Integer = (min: number, max: number, expectation: string) =>
+export const Integer = (min: number, max: number, expectation: string) =>
   expected(Schema.Number.pipe(Schema.int(), Schema.between(min, max)), expectation)
 
 /** A `meta` object: any JSON object of at most {@link MAX_META_BYTES} bytes. */
@@ -169,14 +179,24 @@ const RatelimitName = boundedString("a rate limit name", 1, MAX_NAME_LENGTH).pip
   Schema.filter((name) => !name.includes("*") || "must not contain *")
 )
 
+const Flag = expected(Schema.Boolean, "must be true or false")
+
 const RatelimitInput = Schema.Struct({
   name: RatelimitName,
   limit: Integer(1, Number.MAX_SAFE_INTEGER, "must be an integer >= 1"),
   duration: Duration,
-  autoApply: Schema.optional(expected(Schema.Boolean, "must be true or false"))
+  autoApply: Schema.optional(Flag),
+  async: Schema.optional(Flag)
 })
 
-const RefillInput = Schema.Struct({
+/** The limit named {@link DEFAULT_RATELIMIT} as `keys.updateKey` sets it alone (Unkey v1's `ratelimit`). */
+const DefaultRatelimitInput = Schema.Struct({
+  limit: Integer(1, Number.MAX_SAFE_INTEGER, "must be an integer >= 1"),
+  duration: Duration,
+  async: Schema.optional(Flag)
+})
+
+export const RefillInput = Schema.Struct({
   interval: expected(Schema.Literal("daily", "monthly"), "must be \"daily\" or \"monthly\""),
   amount: Integer(1, Number.MAX_SAFE_INTEGER, "must be an integer >= 1"),
   refillDay: Schema.optional(Integer(1, 31, "must be a day of the month from 1 to 31"))
@@ -192,7 +212,7 @@ const CreditsInput = Schema.Struct({
   refill: Schema.optional(RefillInput)
 })
 
-const Permissions = Schema.Array(boundedString("a permission", 1, MAX_PERMISSION_LENGTH)).pipe(
+export const Permissions = Schema.Array(boundedString("a permission", 1, MAX_PERMISSION_LENGTH)).pipe(
   Schema.maxItems(MAX_PERMISSIONS, { message: () => `must hold at most ${MAX_PERMISSIONS} permissions` })
 )
 
@@ -203,51 +223,81 @@ const Ratelimits = Schema.Array(RatelimitInput).pipe(
   )
 )
 
-const ApiId = boundedString("an api id", 1, 255)
-const KeyId = boundedString("a key id", 1, 255)
-const ExternalId = boundedString("an external id", 1, 255)
+export const ApiId = boundedString("an api id", 1, 255)
+export const KeyId = boundedString("a key id", 1, 255)
+export const ExternalId = boundedString("an external id", 1, 255)
+export const Environment = boundedString("an environment", 1, 255)
+export const KeyName = boundedString("a name", 1, 255)
 /** Latest `expires`: the year 2100, so any time it is compared with stays exact. */
-const Expires = Integer(0, 4_102_444_800_000, "must be a time in unix milliseconds up to the year 2100")
+export const Expires = Integer(0, 4_102_444_800_000, "must be a time in unix milliseconds up to the year 2100")
 
 /** Body of `keys.createKey`. */
+export const Prefix = expected(
+  Schema.String.pipe(Schema.pattern(/^[a-zA-Z0-9]{1,16}$/)),
+  "must be 1 to 16 letters or digits"
+)
+export const ByteLength = Integer(
+  MIN_BYTE_LENGTH,
+  MAX_BYTE_LENGTH,
+  `must be an integer from ${MIN_BYTE_LENGTH} to ${MAX_BYTE_LENGTH}`
+)
+
 export const CreateKeyInput = Schema.Struct({
   apiId: ApiId,
-  name: Schema.optional(boundedString("a name", 1, 255)),
-  prefix: Schema.optional(
-    expected(
-      Schema.String.pipe(Schema.pattern(/^[a-zA-Z0-9]{1,16}$/)),
-      "must be 1 to 16 letters or digits"
-    )
-  ),
-  byteLength: Schema.optional(
-    Integer(MIN_BYTE_LENGTH, MAX_BYTE_LENGTH, `must be an integer from ${MIN_BYTE_LENGTH} to ${MAX_BYTE_LENGTH}`)
-  ),
+  name: Schema.optional(KeyName),
+  prefix: Schema.optional(Prefix),
+  byteLength: Schema.optional(ByteLength),
   externalId: Schema.optional(ExternalId),
   meta: Schema.optional(Meta),
   permissions: Schema.optional(Permissions),
   enabled: Schema.optional(expected(Schema.Boolean, "must be true or false")),
   expires: Schema.optional(Expires),
   credits: Schema.optional(CreditsInput),
-  ratelimits: Schema.optional(Ratelimits)
+  ratelimits: Schema.optional(Ratelimits),
+  environment: Schema.optional(Environment)
 }).annotations({ identifier: "CreateKeyInput" })
 export type CreateKeyInput = Schema.Schema.Type<typeof CreateKeyInput>
 
-/** Body of `keys.updateKey`: the fields given change; `null` clears an optional one. */
+/**
+ * A change of a key's credits: `remaining` and `refill` given change, the other is kept (`refill`
+ * null removes it). A key without credits gets them only with a `remaining`.
+ */
+const CreditsChange = Schema.Struct({
+  remaining: Schema.optional(Integer(0, Number.MAX_SAFE_INTEGER, "must be an integer >= 0")),
+  refill: Schema.optional(Schema.NullOr(RefillInput))
+})
+
+/**
+ * Body of `keys.updateKey`: the fields given change; `null` clears an optional one (`credits` null:
+ * no credits, unlimited). `ratelimits` replaces all the key's limits; `ratelimit` sets or removes
+ * the one named {@link DEFAULT_RATELIMIT} alone (auto-applied), the others kept.
+ */
 export const UpdateKeyInput = Schema.Struct({
   keyId: KeyId,
-  name: Schema.optional(Schema.NullOr(boundedString("a name", 1, 255))),
+  name: Schema.optional(Schema.NullOr(KeyName)),
   externalId: Schema.optional(Schema.NullOr(ExternalId)),
   meta: Schema.optional(Schema.NullOr(Meta)),
   permissions: Schema.optional(Permissions),
-  enabled: Schema.optional(expected(Schema.Boolean, "must be true or false")),
+  enabled: Schema.optional(Flag),
   expires: Schema.optional(Schema.NullOr(Expires)),
-  credits: Schema.optional(Schema.NullOr(CreditsInput)),
-  ratelimits: Schema.optional(Ratelimits)
-}).annotations({ identifier: "UpdateKeyInput" })
+  credits: Schema.optional(Schema.NullOr(CreditsChange)),
+  ratelimits: Schema.optional(Ratelimits),
+  ratelimit: Schema.optional(Schema.NullOr(DefaultRatelimitInput))
+}).pipe(
+  Schema.filter((input) =>
+    input.ratelimits === undefined || input.ratelimit === undefined ||
+    "ratelimit: give ratelimits or ratelimit, not both"
+  )
+).annotations({ identifier: "UpdateKeyInput" })
 export type UpdateKeyInput = Schema.Schema.Type<typeof UpdateKeyInput>
 
 /** Query of `keys.getKey`, body of `keys.deleteKey`. */
 export const KeyIdInput = Schema.Struct({ keyId: KeyId }).annotations({ identifier: "KeyIdInput" })
+
+/** Body of `keys.whoami`: a key's secret. */
+export const SecretInput = Schema.Struct({ key: boundedString("a key", 1, 1024) }).annotations({
+  identifier: "SecretInput"
+})
 
 /** Query of `identities.getIdentity`. */
 export const ExternalIdInput = Schema.Struct({ externalId: ExternalId }).annotations({
@@ -280,7 +330,7 @@ export const toIdentityView = (identity: Identity): typeof IdentityView.Type => 
 export const UpdateCreditsInput = Schema.Struct({
   keyId: KeyId,
   op: expected(Schema.Literal("set", "increment", "decrement"), "must be \"set\", \"increment\" or \"decrement\""),
-  value: Integer(0, Number.MAX_SAFE_INTEGER, "must be an integer >= 0")
+  value: Schema.NullOr(Integer(0, Number.MAX_SAFE_INTEGER, "must be an integer >= 0 (or null: unlimited)"))
 }).annotations({ identifier: "UpdateCreditsInput" })
 export type UpdateCreditsInput = Schema.Schema.Type<typeof UpdateCreditsInput>
 
@@ -299,6 +349,7 @@ export type ListKeysInput = Schema.Schema.Type<typeof ListKeysInput>
 /** A key as the API answers it: never its secret or hash. */
 export const KeyView = Schema.Struct({
   keyId: Schema.String,
+  workspaceId: Schema.String,
   apiId: Schema.String,
   start: Schema.String,
   name: Schema.optional(Schema.String),
@@ -306,9 +357,14 @@ export const KeyView = Schema.Struct({
   permissions: Schema.Array(Schema.String),
   enabled: Schema.Boolean,
   expires: Schema.optional(Schema.Number),
-  credits: Schema.optional(Schema.Struct({ remaining: Schema.Number, refill: Schema.optional(Refill) })),
+  credits: Schema.optional(Schema.Struct({
+    remaining: Schema.Number,
+    refill: Schema.optional(Refill),
+    lastRefillAt: Schema.optional(Schema.Number.annotations({ description: "unix ms of the last refill" }))
+  })),
   ratelimits: Schema.Array(KeyRatelimit),
   identity: Schema.optional(Schema.Struct({ id: Schema.String, externalId: Schema.String })),
+  environment: Schema.optional(Schema.String),
   createdAt: Schema.Number,
   updatedAt: Schema.Number
 }).annotations({ identifier: "Key" })
@@ -330,6 +386,7 @@ export const KeyPage = Schema.Struct({
 /** The API's view of a key, with its identity and balance. */
 export const toView = (key: Key, identity: Identity | undefined, credits: Credits | undefined): KeyView => ({
   keyId: key.id,
+  workspaceId: key.workspaceId,
   apiId: key.apiId,
   start: key.start,
   ...(key.name !== undefined ? { name: key.name } : {}),
@@ -338,10 +395,18 @@ export const toView = (key: Key, identity: Identity | undefined, credits: Credit
   enabled: key.enabled,
   ...(key.expires !== undefined ? { expires: key.expires } : {}),
   ...(key.credited
-    ? { credits: { remaining: credits?.remaining ?? 0, ...(key.refill !== undefined ? { refill: key.refill } : {}) } }
+    ? {
+      credits: {
+        remaining: credits?.remaining ?? 0,
+        ...(key.refill !== undefined
+          ? { refill: key.refill, ...(credits !== undefined ? { lastRefillAt: credits.refilledAt } : {}) }
+          : {})
+      }
+    }
     : {}),
   ratelimits: key.ratelimits,
   ...(identity !== undefined ? { identity: { id: identity.id, externalId: identity.externalId } } : {}),
+  ...(key.environment !== undefined ? { environment: key.environment } : {}),
   createdAt: key.createdAt,
   updatedAt: key.updatedAt
 })

@@ -31,6 +31,7 @@ import * as KnownApis from "./internal/KnownApis.js"
 import type { Identity, Key, Refill } from "./Key.js"
 import * as KeyModel from "./Key.js"
 import { MAX_NAME_LENGTH } from "./Namespace.js"
+import { Duration } from "./Override.js"
 import type { Principal } from "./Permission.js"
 import * as Permission from "./Permission.js"
 import { PermissionQuery, satisfies } from "./PermissionQuery.js"
@@ -94,9 +95,19 @@ export const VerifyKeyInput = Schema.Struct({
       cost: Schema.optional(Validation.expected(
         Schema.Number.pipe(Schema.int(), Schema.between(0, Number.MAX_SAFE_INTEGER)),
         "must be an integer >= 0"
-      ))
+      )),
+      /** This call's limit and window in place of the key's (a limit the key lacks needs both). */
+      limit: Schema.optional(KeyModel.Integer(1, Number.MAX_SAFE_INTEGER, "must be an integer >= 1")),
+      duration: Schema.optional(Duration)
     })).pipe(Schema.maxItems(KeyModel.MAX_RATELIMITS))
   ),
+  /** The cost of the key's limit named `default`, when it has one and `ratelimits` does not name it. */
+  ratelimit: Schema.optional(Schema.Struct({
+    cost: Schema.optional(Validation.expected(
+      Schema.Number.pipe(Schema.int(), Schema.between(0, Number.MAX_SAFE_INTEGER)),
+      "must be an integer >= 0"
+    ))
+  })),
   tags: Schema.optional(Schema.Array(Verification.Tag).pipe(Schema.maxItems(Verification.MAX_TAGS)))
 }).annotations({ identifier: "VerifyKeyInput" })
 
@@ -119,7 +130,8 @@ export const VerifyKeyResponse = Schema.Struct({
   }))),
   permissions: Schema.optional(Schema.Array(Schema.String)),
   enabled: Schema.optional(Schema.Boolean),
-  identity: Schema.optional(Schema.Struct({ id: Schema.String, externalId: Schema.String }))
+  identity: Schema.optional(Schema.Struct({ id: Schema.String, externalId: Schema.String })),
+  environment: Schema.optional(Schema.String)
 }).annotations({ identifier: "VerifyKeyResponse" })
 export type VerifyKeyResponse = Schema.Schema.Type<typeof VerifyKeyResponse>
 
@@ -209,6 +221,12 @@ export class KeyVerifier extends Effect.Service<KeyVerifier>()("@keymeter/core/K
       // Requested limits must be the key's own: an unknown name is the caller's mistake.
       const requested = requestedOf(key, request)
       if (typeof requested === "number") return Exit.fail(unknownRatelimit(request, requested))
+      // A limit the key lacks takes from namespace windows as `ratelimits.limit` would: so it needs
+      // the permission that route needs for any namespace.
+      if (requested !== undefined && [...requested.keys()].some((name) => !hasLimit(key, name))) {
+        const denied = Decision.failed(auth.authorize(principal, Permission.required.limit("*")))
+        if (denied !== undefined) return denied
+      }
       let identity: Identity | undefined
       if (key.identityId !== undefined) {
         const known = cache.lookupIdentity(key.identityId, () => catalog.getIdentity(key.workspaceId, key.identityId!))
@@ -219,7 +237,7 @@ export class KeyVerifier extends Effect.Service<KeyVerifier>()("@keymeter/core/K
       const end = { principal, request, now, key, identity, durable }
       if (code !== undefined) return answered(end, code, undefined)
       return Decision.andThen(
-        limiter.decideTakeAll(key.workspaceId, limitsOf(key, identity, requested), now),
+        limiter.decideTakeAll(key.workspaceId, limitsOf(key, identity, requested, request.ratelimit?.cost), now),
         (taken) => afterLimits(end, taken)
       )
     }
@@ -325,37 +343,58 @@ const eventOf = (
     tags: request.tags
   })
 
-/** The key's limits a call takes: its auto-applied ones and those it names (at their cost). */
+const hasLimit = (key: Key, name: string) => key.ratelimits.some((own) => own.name === name)
+
+/** What a call asks of one limit by name: its cost, and this call's limit and window if given. */
+interface Requested {
+  readonly cost: number
+  readonly limit: number | undefined
+  readonly duration: number | undefined
+}
+
+/**
+ * The key's limits a call takes: its auto-applied ones and those it names (at their cost, with
+ * the call's limit and window where given), then the limits it names that the key lacks, made of
+ * the call's limit and window.
+ */
 const limitsOf = (
   key: Key,
   identity: Identity | undefined,
-  requested: ReadonlyMap<string, number> | undefined
+  requested: ReadonlyMap<string, Requested> | undefined,
+  defaultCost: number | undefined
 ): Array<TakeRequest> => {
   const out: Array<TakeRequest> = []
+  const identifier = identity?.externalId ?? key.id
   for (const limit of key.ratelimits) {
-    const cost = requested?.get(limit.name)
-    if (!limit.autoApply && cost === undefined) continue
+    const asked = requested?.get(limit.name)
+    if (!limit.autoApply && asked === undefined) continue
     out.push({
       name: limit.name,
-      identifier: identity?.externalId ?? key.id,
-      limit: limit.limit,
-      duration: limit.duration,
-      cost: cost ?? 1
+      identifier,
+      limit: asked?.limit ?? limit.limit,
+      duration: asked?.duration ?? limit.duration,
+      cost: asked?.cost ?? (limit.name === KeyModel.DEFAULT_RATELIMIT ? defaultCost : undefined) ?? 1
     })
+  }
+  if (requested !== undefined && out.length < requested.size) {
+    for (const [name, asked] of requested) {
+      if (hasLimit(key, name)) continue
+      out.push({ name, identifier, limit: asked.limit!, duration: asked.duration!, cost: asked.cost })
+    }
   }
   return out
 }
 
 /**
- * The costs of the limits the call names, by name; the index of the first the key does not
- * have, when one is unknown (the caller's mistake).
+ * What the call asks of each limit it names; the index of the first the key does not have and
+ * the call gives no limit and window for, when one is (the caller's mistake).
  */
-const requestedOf = (key: Key, request: VerifyKeyInput): ReadonlyMap<string, number> | number | undefined => {
+const requestedOf = (key: Key, request: VerifyKeyInput): ReadonlyMap<string, Requested> | number | undefined => {
   if (request.ratelimits === undefined || request.ratelimits.length === 0) return undefined
-  const requested = new Map<string, number>()
+  const requested = new Map<string, Requested>()
   for (const [i, limit] of request.ratelimits.entries()) {
-    if (!key.ratelimits.some((own) => own.name === limit.name)) return i
-    requested.set(limit.name, limit.cost ?? 1)
+    if (!hasLimit(key, limit.name) && (limit.limit === undefined || limit.duration === undefined)) return i
+    requested.set(limit.name, { cost: limit.cost ?? 1, limit: limit.limit, duration: limit.duration })
   }
   return requested
 }
@@ -396,10 +435,13 @@ const answerOf = (
     ...(limits !== undefined && limits.length > 0 ? { ratelimits: limits } : {}),
     permissions: key.permissions,
     enabled: key.enabled,
-    ...(identity !== undefined ? { identity: { id: identity.id, externalId: identity.externalId } } : {})
+    ...(identity !== undefined ? { identity: { id: identity.id, externalId: identity.externalId } } : {}),
+    ...(key.environment !== undefined ? { environment: key.environment } : {})
   })
 
 const unknownRatelimit = (request: VerifyKeyInput, i: number) =>
   new ValidationError({
-    message: `ratelimits[${i}].name: the key has no rate limit named ${JSON.stringify(request.ratelimits![i]!.name)}`
+    message: `ratelimits[${i}].name: the key has no rate limit named ${
+      JSON.stringify(request.ratelimits![i]!.name)
+    }; give its limit and duration to apply one for this call`
   })

@@ -41,6 +41,7 @@ export class Keys extends Effect.Service<Keys>()("@keymeter/core/Keys", {
     const decodeKeyId = Validation.decode(KeyModel.KeyIdInput)
     const decodeList = Validation.decode(KeyModel.ListKeysInput)
     const decodeCredits = Validation.decode(KeyModel.UpdateCreditsInput)
+    const decodeWhoami = Validation.decode(KeyModel.SecretInput)
     const cache = yield* KeyCache
     const identities = yield* Identities
 
@@ -63,16 +64,21 @@ export class Keys extends Effect.Service<Keys>()("@keymeter/core/Keys", {
      * learns nothing of other apis' keys; a root key holding the permission for no api at all is
      * refused outright (it could not act on any key).
      */
-    const keyFor = (principal: Principal, keyId: string, permission: (apiId: string) => ReadonlyArray<string>) =>
+    const keyFor = (
+      principal: Principal,
+      keyId: string | undefined,
+      permission: (apiId: string) => ReadonlyArray<string>,
+      missing = `keyId: no key ${JSON.stringify(keyId)} in this workspace`
+    ) =>
       Effect.gen(function*() {
         const action = permission("*")[0]!.slice("api.*.".length)
         const onSomeApi = principal.permissions.some((p) =>
           p === "*" || (p.startsWith("api.") && p.endsWith(`.${action}`))
         )
         if (!onSomeApi) yield* auth.authorize(principal, permission("*"))
-        const key = yield* catalog.getKey(principal.workspaceId, keyId)
+        const key = keyId === undefined ? Option.none() : yield* catalog.getKey(principal.workspaceId, keyId)
         if (Option.isNone(key) || Exit.isFailure(auth.authorize(principal, permission(key.value.apiId)))) {
-          return yield* new NotFound({ message: `keyId: no key ${JSON.stringify(keyId)} in this workspace` })
+          return yield* new NotFound({ message: missing })
         }
         return key.value
       })
@@ -148,6 +154,7 @@ export class Keys extends Effect.Service<Keys>()("@keymeter/core/Keys", {
           ...(request.credits?.refill !== undefined ? { refill: request.credits.refill } : {}),
           ratelimits: (request.ratelimits ?? []).map((limit) => ({ ...limit, autoApply: limit.autoApply ?? false })),
           ...(identity !== undefined ? { identityId: identity.id } : {}),
+          ...(request.environment !== undefined ? { environment: request.environment } : {}),
           createdAt: now,
           updatedAt: now
         })
@@ -203,6 +210,7 @@ export class Keys extends Effect.Service<Keys>()("@keymeter/core/Keys", {
         if (request.ratelimits !== undefined || attaching) {
           yield* authorizeLimits(principal, (request.ratelimits ?? key.ratelimits).map((limit) => limit.name))
         }
+        if (request.ratelimit) yield* authorizeLimits(principal, [KeyModel.DEFAULT_RATELIMIT])
         const now = yield* Clock.currentTimeMillis
         let identityId = key.identityId
         if (request.externalId === null) identityId = undefined
@@ -221,6 +229,11 @@ export class Keys extends Effect.Service<Keys>()("@keymeter/core/Keys", {
         set("expires", request.expires)
         if (request.ratelimits !== undefined) {
           fields.ratelimits = request.ratelimits.map((limit) => ({ ...limit, autoApply: limit.autoApply ?? false }))
+        } else if (request.ratelimit !== undefined) {
+          const others = key.ratelimits.filter((limit) => limit.name !== KeyModel.DEFAULT_RATELIMIT)
+          fields.ratelimits = request.ratelimit === null
+            ? others
+            : [...others, { name: KeyModel.DEFAULT_RATELIMIT, ...request.ratelimit, autoApply: true }]
         }
         if (identityId === undefined) delete fields.identityId
         else fields.identityId = identityId
@@ -230,10 +243,16 @@ export class Keys extends Effect.Service<Keys>()("@keymeter/core/Keys", {
           delete fields.refill
           credits = "clear"
         } else if (request.credits !== undefined) {
+          const change = request.credits
+          if (change.remaining === undefined && !key.credited) {
+            return yield* new ValidationError({
+              message: "credits.remaining: is required to give credits to a key that has none"
+            })
+          }
           fields.credited = true
-          if (request.credits.refill === undefined) delete fields.refill
-          else fields.refill = request.credits.refill
-          credits = { remaining: request.credits.remaining, refilledAt: now }
+          if (change.refill === null) delete fields.refill
+          else if (change.refill !== undefined) fields.refill = change.refill
+          if (change.remaining !== undefined) credits = { remaining: change.remaining, refilledAt: now }
         }
         const updated = new Key(fields as ConstructorParameters<typeof Key>[0])
         if (!(yield* cache.write({ hashes: [key.hash] }, catalog.replaceKey(updated, credits)))) {
@@ -256,8 +275,15 @@ export class Keys extends Effect.Service<Keys>()("@keymeter/core/Keys", {
     const updateCredits = (principal: Principal, input: unknown, options?: KeyOptions) =>
       Effect.gen(function*() {
         const request = yield* decodeCredits(input)
-        yield* keyFor(principal, request.keyId, Permission.required.updateKey)
-        return yield* receipts.once(
+        const key = yield* keyFor(principal, request.keyId, Permission.required.updateKey)
+        if (request.value === null && request.op !== "set") {
+          return yield* new ValidationError({ message: `value: must be a number to ${request.op} by` })
+        }
+        return yield* receipts.once<
+          { readonly remaining: number | null },
+          StorageError | ValidationError | NotFound,
+          never
+        >(
           {
             workspaceId: principal.workspaceId,
             key: options?.idempotencyKey,
@@ -267,10 +293,32 @@ export class Keys extends Effect.Service<Keys>()("@keymeter/core/Keys", {
           },
           () =>
             Effect.gen(function*() {
-              const changed = yield* catalog.changeCredits(request.keyId, request.op, request.value)
+              // Setting gives credits to a key without (null takes them away: unlimited).
+              if (request.op === "set" && (request.value === null || !key.credited)) {
+                const now = yield* Clock.currentTimeMillis
+                const credited = request.value !== null
+                const fields: Record<string, unknown> = { ...key, credited, updatedAt: now }
+                if (!credited) delete fields.refill
+                const updated = new Key(fields as ConstructorParameters<typeof Key>[0])
+                const written = yield* cache.write(
+                  { hashes: [key.hash] },
+                  catalog.replaceKey(
+                    updated,
+                    request.value === null ? "clear" : { remaining: request.value, refilledAt: now }
+                  )
+                )
+                if (!written) {
+                  return yield* new NotFound({
+                    message: `keyId: no key ${JSON.stringify(request.keyId)} in this workspace`
+                  })
+                }
+                return { remaining: request.value }
+              }
+              const changed = yield* catalog.changeCredits(request.keyId, request.op, request.value ?? 0)
               if (Option.isNone(changed)) {
                 return yield* new ValidationError({
-                  message: `keyId: key ${JSON.stringify(request.keyId)} has no credits; give it some with updateKey`
+                  message: `keyId: key ${JSON.stringify(request.keyId)} has no credits (it is unlimited); ` +
+                    "set them first"
                 })
               }
               return { remaining: changed.value.remaining }
@@ -279,7 +327,21 @@ export class Keys extends Effect.Service<Keys>()("@keymeter/core/Keys", {
         )
       }).pipe(Effect.withSpan("Keys.updateCredits"))
 
+    /** The key of a secret, as `keys.getKey` reads it (`read_key` on its api). */
+    const whoami = (principal: Principal, input: unknown) =>
+      Effect.gen(function*() {
+        const { key: secret } = yield* decodeWhoami(input)
+        const found = yield* catalog.findKeyByHash(RootKey.hash(secret))
+        const keyId = Option.isSome(found) && found.value.workspaceId === principal.workspaceId
+          ? found.value.id
+          : undefined
+        return yield* view(
+          yield* keyFor(principal, keyId, Permission.required.readKey, "key: no such key in this workspace")
+        )
+      }).pipe(Effect.withSpan("Keys.whoami"))
+
     return {
+      whoami,
       create,
       get,
       list,

@@ -19,6 +19,7 @@ export const required = {
   readApi: (apiId: string) => ["api.*.read_api", `api.${apiId}.read_api`],
   recordVerifications: (apiId: string) => ["api.*.record_verifications", `api.${apiId}.record_verifications`],
   createApi: () => ["api.*.create_api"],
+  deleteApi: (apiId: string) => ["api.*.delete_api", `api.${apiId}.delete_api`],
   setOverride: (namespaceId: string) => ["ratelimit.*.set_override", `ratelimit.${namespaceId}.set_override`],
   createNamespace: () => ["ratelimit.*.set_override"],
   readOverride: (namespaceId: string) => ["ratelimit.*.read_override", `ratelimit.${namespaceId}.read_override`],

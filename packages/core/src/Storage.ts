@@ -172,6 +172,10 @@ export class Catalog extends Context.Tag("@keymeter/core/Catalog")<
     ) => Effect.Effect<{ readonly keys: ReadonlyArray<Key>; readonly total: number }, StorageError>
     /** Deletes a key and its credits; false when the workspace has no such key. */
     readonly deleteKey: (workspaceId: string, id: string) => Effect.Effect<boolean, StorageError>
+    /** Deletes an api's keys and their credits, in one step; how many there were. */
+    readonly deleteKeysOfApi: (workspaceId: string, apiId: string) => Effect.Effect<number, StorageError>
+    /** Deletes an api with its keys, in one step; false when the workspace has no such api. */
+    readonly deleteApi: (workspaceId: string, id: string) => Effect.Effect<boolean, StorageError>
     /** A key's balance; none when it has no credits (or no longer exists). */
     readonly getCredits: (keyId: string) => Effect.Effect<Option.Option<Credits>, StorageError>
     /**

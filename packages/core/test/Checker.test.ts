@@ -98,6 +98,23 @@ const inputs = (schema: Schema.Schema.AnyNoContext) =>
     return out
   })
 
+/**
+ * Whether `a` and `b` are the same value field for field. An object without a prototype equals a
+ * plain one: the checker takes such objects (as JSON bodies may be parsed) as plain, and the schema
+ * decodes a record to a plain one.
+ */
+const same = (a: unknown, b: unknown): boolean => {
+  if (Array.isArray(a) || Array.isArray(b)) {
+    return Array.isArray(a) && Array.isArray(b) && a.length === b.length && a.every((x, i) => same(x, b[i]))
+  }
+  if (typeof a !== "object" || a === null || typeof b !== "object" || b === null) return Object.is(a, b)
+  const plain = (v: object) => [null, Object.prototype].includes(Object.getPrototypeOf(v))
+  if (!plain(a) || !plain(b)) return a === b
+  const keys = Object.keys(a)
+  return keys.length === Object.keys(b).length &&
+    keys.every((k) => Object.hasOwn(b, k) && same((a as any)[k], (b as any)[k]))
+}
+
 const verdicts = (schema: Schema.Schema.AnyNoContext, runs: number) => {
   const check = Checker.compile(schema)
   const decode = Schema.decodeUnknownEither(schema, { errors: "all", onExcessProperty: "error" })
@@ -110,9 +127,11 @@ const verdicts = (schema: Schema.Schema.AnyNoContext, runs: number) => {
         accepted++
         // A yes: the schema accepts it, and decodes it to the very same value.
         expect(Either.isRight(decoded)).toBe(true)
-        expect(Either.getOrThrow(decoded)).toStrictEqual(input)
+        expect(same(Either.getOrThrow(decoded), input)).toBe(true)
       } else if (complete) {
-        expect(Either.isLeft(decoded)).toBe(true)
+        // A no from a checker that compiled all: the schema refuses it, or changes it (a record
+        // made of a class instance, say).
+        expect(Either.isLeft(decoded) || !same(decoded.right, input)).toBe(true)
       }
     }),
     { numRuns: runs, seed: 26 }

@@ -9,22 +9,9 @@ import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
 import * as HttpApiMiddleware from "@effect/platform/HttpApiMiddleware"
 import * as HttpApiSecurity from "@effect/platform/HttpApiSecurity"
 import * as OpenApi from "@effect/platform/OpenApi"
-import { ApiList, CreateApiInput } from "@keymeter/core/Api"
+import { ApiIdInput, ApiList, ApiView, CreateApiInput } from "@keymeter/core/Api"
 import { Datapoint } from "@keymeter/core/Datapoint"
-import {
-  CreatedKey,
-  CreateKeyInput,
-  ExternalIdInput,
-  IdentityView,
-  KeyIdInput,
-  KeyPage,
-  KeyView,
-  ListKeysInput,
-  UpdateCreditsInput,
-  UpdateIdentityInput,
-  UpdateKeyInput
-} from "@keymeter/core/Key"
-import { VerifyKeyInput, VerifyKeyResponse } from "@keymeter/core/KeyVerifier"
+import { ExternalIdInput, IdentityView, UpdateIdentityInput } from "@keymeter/core/Key"
 import {
   DeleteOverrideInput,
   GetOverrideInput,
@@ -42,6 +29,7 @@ import * as Context from "effect/Context"
 import * as Schema from "effect/Schema"
 import { DecodeErrorResponse, Responses } from "./Errors.js"
 import * as UrlParams from "./internal/UrlParams.js"
+import * as V1Keys from "./V1Keys.js"
 
 /** The authenticated caller of the current request. */
 export class CurrentPrincipal extends Context.Tag("@keymeter/http/CurrentPrincipal")<CurrentPrincipal, Principal>() {}
@@ -168,27 +156,28 @@ export class RatelimitsGroup extends HttpApiGroup.make("ratelimits")
   )
 {}
 
-/** Query parameters of `GET /v1/keys.getKey` and `GET /v1/keys.listKeys`. */
-export const GetKeyParams = UrlParams.schema(KeyIdInput)
-export const ListKeysParams = UrlParams.schema(ListKeysInput)
+/** Query parameters of `GET /v1/keys.getKey` and `GET /v1/apis.listKeys`. */
+export const GetKeyParams = UrlParams.schema(V1Keys.GetKeyQuery)
+export const ListKeysParams = UrlParams.schema(V1Keys.ListKeysQuery)
 
-/** Key routes. */
+/** Key routes, in Unkey v1's shapes. */
 export class KeysGroup extends HttpApiGroup.make("keys")
   .add(
     keyedPost("createKey", "/keys.createKey")
-      .setPayload(CreateKeyInput)
-      .addSuccess(CreatedKey)
+      .setPayload(V1Keys.CreateKeyRequest)
+      .addSuccess(V1Keys.CreateKeyResponse)
       .annotate(OpenApi.Summary, "Create a key; its secret is in this answer only")
       .annotate(
         OpenApi.Description,
-        "Permission: api.*.create_key or api.<apiId>.create_key. A repeat with the same Idempotency-Key " +
-          "answers the keyId without the secret, which is never kept."
+        "Permission: api.*.create_key or api.<apiId>.create_key (a ratelimit also needs ratelimit.*.limit or " +
+          "ratelimit.<id>.limit of the namespace `default`). A repeat with the same Idempotency-Key answers the " +
+          "keyId without the secret, which is never kept."
       )
   )
   .add(
     post("verifyKey", "/keys.verifyKey")
-      .setPayload(VerifyKeyInput)
-      .addSuccess(VerifyKeyResponse)
+      .setPayload(V1Keys.VerifyKeyRequest)
+      .addSuccess(V1Keys.VerifyKeyResponseV1)
       .annotate(OpenApi.Summary, "Verify a key: one of nine codes, always 200 for a well-formed request")
       .annotate(
         OpenApi.Description,
@@ -200,37 +189,41 @@ export class KeysGroup extends HttpApiGroup.make("keys")
   .add(
     HttpApiEndpoint.get("getKey", "/keys.getKey")
       .setUrlParams(GetKeyParams)
-      .addSuccess(KeyView)
+      .addSuccess(V1Keys.Key)
       .annotate(OpenApi.Summary, "Read a key (never its secret)")
       .annotate(OpenApi.Description, "Permission: api.*.read_key or api.<apiId>.read_key.")
   )
   .add(
-    HttpApiEndpoint.get("listKeys", "/keys.listKeys")
-      .setUrlParams(ListKeysParams)
-      .addSuccess(KeyPage)
-      .annotate(OpenApi.Summary, "List an api's keys in creation order, a page at a time, of one externalId")
+    post("whoami", "/keys.whoami")
+      .setPayload(V1Keys.WhoamiRequest)
+      .addSuccess(V1Keys.WhoamiResponse)
+      .annotate(OpenApi.Summary, "Read the key of a secret")
       .annotate(OpenApi.Description, "Permission: api.*.read_key or api.<apiId>.read_key.")
   )
   .add(
     post("updateKey", "/keys.updateKey")
-      .setPayload(UpdateKeyInput)
-      .addSuccess(KeyView)
+      .setPayload(V1Keys.UpdateKeyRequest)
+      .addSuccess(Schema.Struct({}))
       .annotate(OpenApi.Summary, "Change a key's fields; null clears one")
       .annotate(OpenApi.Description, "Permission: api.*.update_key or api.<apiId>.update_key.")
   )
   .add(
+    keyedPost("updateRemaining", "/keys.updateRemaining")
+      .setPayload(V1Keys.UpdateRemainingRequest)
+      .addSuccess(Schema.Struct({ remaining: Schema.NullOr(Schema.Number) }))
+      .annotate(OpenApi.Summary, "Set, increment or decrement (not below 0) a key's remaining verifications")
+      .annotate(
+        OpenApi.Description,
+        "Permission: api.*.update_key or api.<apiId>.update_key. set with null makes the key unlimited; set " +
+          "gives a key without credits some."
+      )
+  )
+  .add(
     post("deleteKey", "/keys.deleteKey")
-      .setPayload(KeyIdInput)
+      .setPayload(V1Keys.DeleteKeyRequest)
       .addSuccess(Schema.Struct({}))
       .annotate(OpenApi.Summary, "Delete a key; it verifies as NOT_FOUND from the next call")
       .annotate(OpenApi.Description, "Permission: api.*.delete_key or api.<apiId>.delete_key.")
-  )
-  .add(
-    keyedPost("updateCredits", "/keys.updateCredits")
-      .setPayload(UpdateCreditsInput)
-      .addSuccess(Schema.Struct({ remaining: Schema.Number }))
-      .annotate(OpenApi.Summary, "Set, increment or decrement (not below 0) a key's credits")
-      .annotate(OpenApi.Description, "Permission: api.*.update_key or api.<apiId>.update_key.")
   )
 {}
 
@@ -293,6 +286,9 @@ export class LivenessGroup extends HttpApiGroup.make("liveness")
   )
 {}
 
+/** Query parameters of `GET /v1/apis.getApi`. */
+export const GetApiParams = UrlParams.schema(ApiIdInput)
+
 /** Api routes. */
 export class ApisGroup extends HttpApiGroup.make("apis")
   .add(
@@ -303,9 +299,37 @@ export class ApisGroup extends HttpApiGroup.make("apis")
       .annotate(OpenApi.Description, "Permission: api.*.create_api.")
   )
   .add(
+    HttpApiEndpoint.get("getApi", "/apis.getApi")
+      .setUrlParams(GetApiParams)
+      .addSuccess(ApiView)
+      .annotate(OpenApi.Summary, "Read an api")
+      .annotate(OpenApi.Description, "Permission: api.*.read_api or api.<apiId>.read_api.")
+  )
+  .add(
+    HttpApiEndpoint.get("listKeys", "/apis.listKeys")
+      .setUrlParams(ListKeysParams)
+      .addSuccess(V1Keys.KeyPage)
+      .annotate(OpenApi.Summary, "List an api's keys in creation order, a page at a time, of one externalId")
+      .annotate(OpenApi.Description, "Permission: api.*.read_key or api.<apiId>.read_key.")
+  )
+  .add(
+    post("deleteApi", "/apis.deleteApi")
+      .setPayload(ApiIdInput)
+      .addSuccess(Schema.Struct({}))
+      .annotate(OpenApi.Summary, "Delete an api and its keys; its verifications stay counted")
+      .annotate(OpenApi.Description, "Permission: api.*.delete_api or api.<apiId>.delete_api.")
+  )
+  .add(
+    post("deleteKeys", "/apis.deleteKeys")
+      .setPayload(V1Keys.DeleteKeysRequest)
+      .addSuccess(Schema.Struct({ deletedKeys: Schema.Number }))
+      .annotate(OpenApi.Summary, "Delete all of an api's keys")
+      .annotate(OpenApi.Description, "Permission: api.*.delete_key or api.<apiId>.delete_key.")
+  )
+  .add(
     HttpApiEndpoint.get("listApis", "/apis.listApis")
       .addSuccess(ApiList)
-      .annotate(OpenApi.Summary, "List the apis this key may read")
+      .annotate(OpenApi.Summary, "List the apis this key may read (a keymeter extension)")
       .annotate(
         OpenApi.Description,
         "The workspace's apis for which the key holds api.*.read_api or api.<apiId>.read_api, by id."

@@ -360,7 +360,7 @@ export const make = (options: Options) => {
         ? (principal, body) => routes.recordVerifications(principal, body, IdempotencyKey.read(headers))
         : route === "limit"
         ? (principal, body) => routes.limit(principal, body)
-        : (principal, body) => routes.verifyKey(principal, body),
+        : (principal, body) => routes.verifyKey(principal, body, requestId),
       route !== "record"
     )
     return true

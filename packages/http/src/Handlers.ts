@@ -6,15 +6,18 @@
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import { ApiIdInput } from "@keymeter/core/Api"
 import { Apis } from "@keymeter/core/Apis"
 import { Identities } from "@keymeter/core/Identities"
-import { ExternalIdInput, KeyIdInput, ListKeysInput } from "@keymeter/core/Key"
+import { ExternalIdInput } from "@keymeter/core/Key"
 import { Keys } from "@keymeter/core/Keys"
 import { GetOverrideInput, ListOverridesInput } from "@keymeter/core/Override"
 import { Overrides } from "@keymeter/core/Overrides"
 import type { Principal } from "@keymeter/core/Permission"
+import * as Validation from "@keymeter/core/Validation"
 import * as Windows from "@keymeter/core/Windows"
 import * as Effect from "effect/Effect"
+import type * as Schema from "effect/Schema"
 import { Api, CurrentPrincipal } from "./Api.js"
 import type { DomainError } from "./Errors.js"
 import { mapDomain } from "./Errors.js"
@@ -22,6 +25,8 @@ import { HotRoutes, readQuery } from "./HotRoutes.js"
 import * as IdempotencyKey from "./internal/IdempotencyKey.js"
 import * as JsonBody from "./internal/JsonBody.js"
 import * as UrlParams from "./internal/UrlParams.js"
+import * as RequestContext from "./RequestContext.js"
+import * as V1Keys from "./V1Keys.js"
 
 const getOverrideQuery = UrlParams.reader(GetOverrideInput)
 const listOverridesQuery = UrlParams.reader(ListOverridesInput)
@@ -95,10 +100,24 @@ export const RatelimitsLive = HttpApiBuilder.group(Api, "ratelimits", (handlers)
         }))
   }))
 
+/** A v1 body or query read by its wire schema (errors in v1's names), then mapped onto core's input. */
+const v1 = <A, I, B>(schema: Schema.Schema<A, I, never>, map: (a: A) => B) => {
+  const decode = Validation.decode(schema)
+  return (input: unknown) => Effect.map(decode(input), map)
+}
+
+const getApiQuery = UrlParams.reader(ApiIdInput)
+const listKeysQuery = Effect.flatMap(
+  UrlParams.reader(V1Keys.ListKeysQuery),
+  v1(V1Keys.ListKeysQuery, V1Keys.toListKeys)
+)
+const deleteKeysBody = v1(V1Keys.DeleteKeysRequest, ({ apiId }) => ({ apiId }))
+
 /** Handlers of the api routes. */
 export const ApisLive = HttpApiBuilder.group(Api, "apis", (handlers) =>
   Effect.gen(function*() {
     const apis = yield* Apis
+    const keys = yield* Keys
     return handlers
       .handleRaw("createApi", ({ request }) =>
         Effect.gen(function*() {
@@ -106,11 +125,42 @@ export const ApisLive = HttpApiBuilder.group(Api, "apis", (handlers) =>
           const body = yield* JsonBody.readObject(request)
           return yield* mapDomain(apis.create(principal, body, IdempotencyKey.read(request.headers)))
         }))
+      .handle("getApi", () =>
+        Effect.gen(function*() {
+          return yield* apis.get(yield* CurrentPrincipal, yield* getApiQuery)
+        }).pipe(mapDomain))
+      .handle("listKeys", () =>
+        Effect.gen(function*() {
+          const page = yield* keys.list(yield* CurrentPrincipal, yield* listKeysQuery)
+          return wire({
+            keys: page.keys.map(V1Keys.fromKey),
+            ...(page.cursor !== undefined ? { cursor: page.cursor } : {}),
+            total: page.total
+          })
+        }).pipe(mapDomain))
+      .handleRaw("deleteApi", ({ request }) =>
+        Effect.gen(function*() {
+          const principal = yield* CurrentPrincipal
+          return yield* mapDomain(apis.delete(principal, yield* JsonBody.readObject(request)))
+        }))
+      .handleRaw("deleteKeys", ({ request }) =>
+        Effect.gen(function*() {
+          const principal = yield* CurrentPrincipal
+          const body = yield* JsonBody.readObject(request)
+          return yield* mapDomain(Effect.flatMap(deleteKeysBody(body), (input) => apis.deleteKeys(principal, input)))
+        }))
       .handle("listApis", () => Effect.flatMap(CurrentPrincipal, (principal) => mapDomain(apis.list(principal))))
   }))
 
-const getKeyQuery = UrlParams.reader(KeyIdInput)
-const listKeysQuery = UrlParams.reader(ListKeysInput)
+const getKeyQuery = Effect.flatMap(
+  UrlParams.reader(V1Keys.GetKeyQuery),
+  v1(V1Keys.GetKeyQuery, ({ keyId }) => ({ keyId }))
+)
+const createKeyBody = v1(V1Keys.CreateKeyRequest, V1Keys.toCreateKey)
+const updateKeyBody = v1(V1Keys.UpdateKeyRequest, V1Keys.toUpdateKey)
+const updateRemainingBody = v1(V1Keys.UpdateRemainingRequest, (request) => request)
+const deleteKeyBody = v1(V1Keys.DeleteKeyRequest, ({ keyId }) => ({ keyId }))
+const whoamiBody = v1(V1Keys.WhoamiRequest, (request) => request)
 
 /** Handlers of the key routes. */
 export const KeysLive = HttpApiBuilder.group(Api, "keys", (handlers) =>
@@ -128,25 +178,38 @@ export const KeysLive = HttpApiBuilder.group(Api, "keys", (handlers) =>
     return handlers
       .handleRaw("createKey", ({ request }) =>
         withBody(request, (principal, body) =>
-          keys.create(principal, body, IdempotencyKey.read(request.headers))))
+          Effect.flatMap(createKeyBody(body), (input) =>
+            keys.create(principal, input, IdempotencyKey.read(request.headers)))))
       .handleRaw("verifyKey", ({ request }) =>
-        withBody(request, (principal, body) =>
-          routes.verifyKey(principal, body)).pipe(Effect.map(wire)))
+        Effect.gen(function*() {
+          const { requestId } = yield* RequestContext.current
+          return yield* withBody(request, (principal, body) =>
+            routes.verifyKey(principal, body, requestId))
+        }).pipe(Effect.map(wire)))
       .handle("getKey", () =>
         Effect.gen(function*() {
-          return yield* keys.get(yield* CurrentPrincipal, yield* getKeyQuery)
+          return wire(V1Keys.fromKey(yield* keys.get(yield* CurrentPrincipal, yield* getKeyQuery)))
         }).pipe(mapDomain))
-      .handle("listKeys", () =>
-        Effect.gen(function*() {
-          return yield* keys.list(yield* CurrentPrincipal, yield* listKeysQuery)
-        }).pipe(mapDomain))
+      .handleRaw("whoami", ({ request }) =>
+        withBody(request, (principal, body) =>
+          Effect.flatMap(whoamiBody(body), (input) =>
+            keys.whoami(principal, input))).pipe(
+            Effect.map((view) =>
+              wire(V1Keys.toWhoami(view))
+            )
+          ))
       .handleRaw("updateKey", ({ request }) =>
         withBody(request, (principal, body) =>
-          keys.update(principal, body)))
-      .handleRaw("deleteKey", ({ request }) => withBody(request, (principal, body) => keys.delete(principal, body)))
-      .handleRaw("updateCredits", ({ request }) =>
+          Effect.flatMap(updateKeyBody(body), (input) =>
+            Effect.as(keys.update(principal, input), {}))))
+      .handleRaw("updateRemaining", ({ request }) =>
         withBody(request, (principal, body) =>
-          keys.updateCredits(principal, body, IdempotencyKey.read(request.headers))))
+          Effect.flatMap(updateRemainingBody(body), (input) =>
+            keys.updateCredits(principal, input, IdempotencyKey.read(request.headers)))))
+      .handleRaw("deleteKey", ({ request }) =>
+        withBody(request, (principal, body) =>
+          Effect.flatMap(deleteKeyBody(body), (input) =>
+            keys.delete(principal, input))))
   }))
 
 const getIdentityQuery = UrlParams.reader(ExternalIdInput)

@@ -5,18 +5,26 @@
  * without running an effect when memory holds what it needs.
  */
 import { Analytics } from "@keymeter/core/Analytics"
+import * as Checker from "@keymeter/core/Checker"
+import * as Decision from "@keymeter/core/Decision"
 import type { KeyOptions } from "@keymeter/core/IdempotencyKeys"
 import { KeyVerifier } from "@keymeter/core/KeyVerifier"
 import type { Principal } from "@keymeter/core/Permission"
 import { RateLimiter } from "@keymeter/core/RateLimiter"
 import { fieldKinds } from "@keymeter/core/Validation"
+import * as Validation from "@keymeter/core/Validation"
 import { RecordVerificationsInput } from "@keymeter/core/Verification"
 import { VerificationQueryInput } from "@keymeter/core/VerificationQuery"
 import { Verifications } from "@keymeter/core/Verifications"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as Exit from "effect/Exit"
 import { HttpError } from "./Errors.js"
 import * as UrlParams from "./internal/UrlParams.js"
+import * as V1Keys from "./V1Keys.js"
+
+const checkVerify = Checker.compile(V1Keys.VerifyKeyRequest)
+const decodeVerify = Validation.decode(V1Keys.VerifyKeyRequest)
 
 /** Query parameters as a router reads them: a name given several times holds an array. */
 export type QueryParams = Readonly<Record<string, string | ReadonlyArray<string>>>
@@ -56,8 +64,20 @@ export class HotRoutes extends Effect.Service<HotRoutes>()("@keymeter/http/HotRo
         Effect.flatMap(recordBatch(body), (batch) => verifications.record(principal, batch, options)),
       /** `POST ratelimits.limit`. */
       limit: (principal: Principal, body: Record<string, unknown>) => limiter.limit(principal, body),
-      /** `POST keys.verifyKey`. */
-      verifyKey: (principal: Principal, body: Record<string, unknown>) => verifier.verify(principal, body)
+      /**
+       * `POST keys.verifyKey`, in Unkey v1's shapes (see `V1Keys`): a decision as core's is, its
+       * answer mapped once decided.
+       */
+      verifyKey: (principal: Principal, body: Record<string, unknown>, requestId: string) => {
+        const answer = (request: V1Keys.VerifyKeyRequest) =>
+          Decision.andThen(
+            verifier.verify(principal, V1Keys.toVerifyKey(request)),
+            (answer) => Exit.succeed(V1Keys.fromVerification(answer, requestId))
+          )
+        return checkVerify(body)
+          ? Decision.make(() => answer(body))
+          : Effect.flatMap(decodeVerify(body), (request) => Decision.start(() => answer(request)))
+      }
     } as const
   })
 }) {}

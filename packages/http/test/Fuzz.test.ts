@@ -8,7 +8,7 @@
  */
 import * as HttpApi from "@effect/platform/HttpApi"
 import { describe, expect, layer } from "@effect/vitest"
-import { Key, Override, VerificationQuery } from "@keymeter/core"
+import { Api as ApiModel, Key, Override, VerificationQuery } from "@keymeter/core"
 import { MemoryStorage } from "@keymeter/storage-memory"
 import { SqliteStorage } from "@keymeter/storage-sqlite"
 import * as Arbitrary from "effect/Arbitrary"
@@ -24,6 +24,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Api } from "../src/Api.js"
 import { Codes } from "../src/Errors.js"
+import * as V1Keys from "../src/V1Keys.js"
 import * as TestServer from "./TestServer.js"
 import { keys, post, request } from "./TestServer.js"
 
@@ -70,8 +71,9 @@ const QUERY_INPUTS: Record<string, Schema.Schema.AnyNoContext> = {
   getVerifications: VerificationQuery.VerificationQueryInput,
   getOverride: Override.GetOverrideInput,
   listOverrides: Override.ListOverridesInput,
-  getKey: Key.KeyIdInput,
-  listKeys: Key.ListKeysInput,
+  getKey: V1Keys.GetKeyQuery,
+  listKeys: V1Keys.ListKeysQuery,
+  getApi: ApiModel.ApiIdInput,
   getIdentity: Key.ExternalIdInput,
   listApis: Schema.Struct({}),
   listNamespaces: Schema.Struct({}),
@@ -114,6 +116,8 @@ const validInput = (route: Route) =>
     // A random cursor is one no listing gave: refused, so the listing would never run.
     delete out.cursor
     if ("apiId" in out) out.apiId = "api_a1"
+    // Deleting an api or all its keys names an api the fuzz made, never the seeded one.
+    if (route.name === "deleteApi" || route.name === "deleteKeys") out.apiId = LAST_CREATED_API
     if ("namespace" in out) out.namespace = "email"
     if ("keyId" in out && route.path.includes("keys.")) {
       out.keyId = route.name === "deleteKey"
@@ -242,9 +246,8 @@ const seed = Effect.gen(function*() {
     duration: 60_000
   }, keys.admin)
   // Keys for the key routes to name: one that reads and credits change, one that updates change.
-  pinnedKeys.credited =
-    (yield* post("/v1/keys.createKey", { apiId: "api_a1", credits: { remaining: 1e6 } }, keys.admin))
-      .body.keyId
+  pinnedKeys.credited = (yield* post("/v1/keys.createKey", { apiId: "api_a1", remaining: 1e6 }, keys.admin))
+    .body.keyId
   pinnedKeys.updated = (yield* post("/v1/keys.createKey", { apiId: "api_a1" }, keys.admin)).body.keyId
   yield* post("/v1/keys.createKey", { apiId: "api_a1", externalId: FUZZ_CUSTOMER }, keys.admin)
 })
@@ -257,6 +260,9 @@ const pinnedKeys = { credited: "", updated: "" }
 /** Keys the fuzz created and has not deleted yet: deleteKey names the newest. */
 const created: Array<string> = []
 const LAST_CREATED = "\u0000last created"
+/** Apis the fuzz created and has not deleted yet: deleteApi and deleteKeys name the newest. */
+const createdApis: Array<string> = []
+const LAST_CREATED_API = "\u0000last created api"
 
 const fuzz = (runs: number) =>
   Effect.gen(function*() {
@@ -272,11 +278,14 @@ const fuzz = (runs: number) =>
     for (const c of cases) {
       const input = c.mutations.reduce(mutate, c.input)
       if (input.keyId === LAST_CREATED) input.keyId = created.at(-1) ?? "key_none"
+      if (input.apiId === LAST_CREATED_API) input.apiId = createdApis.at(-1) ?? "api_none"
       const reply = c.route.query
         ? yield* request(`${c.route.path}?${queryOf(input, c.repeat)}`, { key: c.key })
         : yield* post(c.route.path, input, c.key)
       if (c.route.name === "createKey" && reply.status < 300) created.push(reply.body.keyId)
       if (c.route.name === "deleteKey" && reply.status < 300) created.pop()
+      if (c.route.name === "createApi" && reply.status < 300) createdApis.push(reply.body.apiId)
+      if (c.route.name === "deleteApi" && reply.status < 300) createdApis.pop()
       if (reply.status < 300) succeeded.set(c.route.name, (succeeded.get(c.route.name) ?? 0) + 1)
       const shown = `${c.route.name} ${JSON.stringify(input).slice(0, 300)} → ${reply.status} ${
         JSON.stringify(reply.body).slice(0, 300)

@@ -24,7 +24,7 @@ layer(TestServer.layer(MemoryStorage.layer), { excludeTestServices: true })("HTT
         apiId: "api_a1",
         prefix: "acme",
         externalId: "user_42",
-        ratelimits: [{ name: "requests", limit: 1, duration: 60_000, autoApply: true }]
+        ratelimit: { limit: 1, duration: 60_000 }
       }, keys.admin)
       expect(created.status).toBe(200)
       const { key, keyId } = created.body
@@ -34,21 +34,21 @@ layer(TestServer.layer(MemoryStorage.layer), { excludeTestServices: true })("HTT
         valid: true,
         code: "VALID",
         keyId,
-        identity: { externalId: "user_42" },
-        ratelimits: [{ name: "requests", limit: 1, remaining: 0, exceeded: false }]
+        ownerId: "user_42",
+        identity: { externalId: "user_42", meta: {} },
+        ratelimit: { limit: 1, remaining: 0 },
+        requestId: expect.stringMatching(/^req_/)
       })
       expect((yield* verify()).body.code).toBe("RATE_LIMITED")
       // Support raises this customer's limit with one call; the next verification applies it.
-      const override = yield* post("/v1/ratelimits.setOverride", {
-        namespaceName: "requests",
+      // A key's ratelimit is the limit named "default" (Unkey v1's): its namespace's overrides apply.
+      yield* post("/v1/ratelimits.setOverride", {
+        namespaceName: "default",
         identifier: "user_42",
         limit: 100,
         duration: 60_000
       }, keys.admin)
-      expect((yield* verify()).body).toMatchObject({
-        code: "VALID",
-        ratelimits: [{ limit: 100, overrideId: override.body.overrideId }]
-      })
+      expect((yield* verify()).body).toMatchObject({ code: "VALID", ratelimit: { limit: 100, remaining: 98 } })
       // Counted in analytics, by outcome and identity (events are stored in the background).
       let counted: any
       for (let i = 0; i < 50; i++) {
@@ -61,30 +61,33 @@ layer(TestServer.layer(MemoryStorage.layer), { excludeTestServices: true })("HTT
       expect(counted.body).toMatchObject([{ keyId, total: 3, valid: 2, rateLimited: 1 }])
       // The secret is in no later answer.
       const read = yield* request(`/v1/keys.getKey?keyId=${keyId}`, { key: keys.admin })
-      const listed = yield* request(`/v1/keys.listKeys?apiId=api_a1&externalId=user_42`, { key: keys.admin })
+      const listed = yield* request(`/v1/apis.listKeys?apiId=api_a1&ownerId=user_42`, { key: keys.admin })
       for (const reply of [read, listed]) {
         expect(reply.status).toBe(200)
         expect(JSON.stringify(reply.body)).not.toContain(key.slice(5))
       }
-      expect(listed.body).toMatchObject({ keys: [{ keyId, start: key.slice(0, 9) }], total: 1 })
-      expect((yield* post("/v1/keys.deleteKey", { keyId }, keys.admin)).status).toBe(200)
-      expect((yield* verify()).body).toEqual({ valid: false, code: "NOT_FOUND" })
+      expect(listed.body).toMatchObject({
+        keys: [{ id: keyId, start: key.slice(0, 9), ownerId: "user_42", ratelimit: { async: true, limit: 1 } }],
+        total: 1
+      })
+      expect((yield* post("/v1/keys.deleteKey", { keyId }, keys.admin)).body).toEqual({})
+      expect((yield* verify()).body).toEqual({ valid: false, code: "NOT_FOUND", requestId: expect.any(String) })
     }))
 
   it.effect("creates once per Idempotency-Key, never keeping the secret, and moves credits once", () =>
     Effect.gen(function*() {
-      const first = yield* keyed("/v1/keys.createKey", { apiId: "api_a1", credits: { remaining: 10 } }, "create-1")
-      const again = yield* keyed("/v1/keys.createKey", { apiId: "api_a1", credits: { remaining: 10 } }, "create-1")
+      const first = yield* keyed("/v1/keys.createKey", { apiId: "api_a1", remaining: 10 }, "create-1")
+      const again = yield* keyed("/v1/keys.createKey", { apiId: "api_a1", remaining: 10 }, "create-1")
       expect(first.body.key).toBeDefined()
       expect(again.status).toBe(200)
       expect(again.body).toEqual({ keyId: first.body.keyId })
       const other = yield* keyed("/v1/keys.createKey", { apiId: "api_a2" }, "create-1")
       expect(other.status).toBe(422)
       const credit = { keyId: first.body.keyId, op: "increment", value: 5 }
-      expect((yield* keyed("/v1/keys.updateCredits", credit, "credit-1")).body).toEqual({ remaining: 15 })
-      expect((yield* keyed("/v1/keys.updateCredits", credit, "credit-1")).body).toEqual({ remaining: 15 })
+      expect((yield* keyed("/v1/keys.updateRemaining", credit, "credit-1")).body).toEqual({ remaining: 15 })
+      expect((yield* keyed("/v1/keys.updateRemaining", credit, "credit-1")).body).toEqual({ remaining: 15 })
       const read = yield* request(`/v1/keys.getKey?keyId=${first.body.keyId}`, { key: keys.admin })
-      expect(read.body.credits).toEqual({ remaining: 15 })
+      expect(read.body.remaining).toBe(15)
     }))
 
   it.effect("answers bad input and missing permissions in the envelope", () =>
@@ -95,12 +98,14 @@ layer(TestServer.layer(MemoryStorage.layer), { excludeTestServices: true })("HTT
       expect(bad.body.error.message).toMatch(/prefix: .*byteLength: must be an integer from 16 to 255/s)
       const deep = yield* post("/v1/keys.verifyKey", {
         key: "x",
-        permissions: {
-          and: [{ and: [{ and: [{ and: [{ and: [{ and: [{ and: [{ and: [{ and: ["p"] }] }] }] }] }] }] }] }]
+        authorization: {
+          permissions: {
+            and: [{ and: [{ and: [{ and: [{ and: [{ and: [{ and: [{ and: [{ and: ["p"] }] }] }] }] }] }] }] }]
+          }
         }
       }, keys.admin)
       expect(deep.status).toBe(400)
-      expect(deep.body.error.message).toMatch(/permissions: must nest at most 8 levels/)
+      expect(deep.body.error.message).toMatch(/authorization\.permissions: must nest at most 8 levels/)
       const refused = yield* post("/v1/keys.createKey", { apiId: "api_a1" }, keys.reader)
       expect(refused.status).toBe(403)
       expect(refused.body.error.code).toBe("INSUFFICIENT_PERMISSIONS")

@@ -31,6 +31,18 @@ export const make = () => {
   const keysByHash = new Map<string, string>()
   /** Balances, apart from the keys: spending credits is not a catalog change. */
   const credits = new Map<string, Credits>()
+  const deleteKeysOf = (workspaceId: string, apiId: string) => {
+    let deleted = 0
+    for (const key of [...keys.values()]) {
+      if (key.workspaceId !== workspaceId || key.apiId !== apiId) continue
+      keys.delete(key.id)
+      keysByHash.delete(key.hash)
+      credits.delete(key.id)
+      deleted++
+    }
+    if (deleted > 0) revision++
+    return deleted
+  }
   // Bumped by every write but credits' (see Catalog.revision).
   let revision = 0
 
@@ -245,6 +257,15 @@ export const make = () => {
         keys.delete(id)
         keysByHash.delete(key.hash)
         credits.delete(id)
+        return true
+      }),
+    deleteKeysOfApi: (workspaceId, apiId) => Effect.sync(() => deleteKeysOf(workspaceId, apiId)),
+    deleteApi: (workspaceId, id) =>
+      Effect.sync(() => {
+        if (inWorkspace(apis.get(id), workspaceId)._tag === "None") return false
+        deleteKeysOf(workspaceId, id)
+        revision++
+        apis.delete(id)
         return true
       }),
     getCredits: (keyId) => Effect.sync(() => Option.fromNullable(credits.get(keyId))),

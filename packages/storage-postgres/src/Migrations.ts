@@ -107,6 +107,16 @@ export const migrations: ReadonlyArray<
         "FOR EACH ROW EXECUTE FUNCTION keymeter_catalog_changed()"
       )
     ]
+  },
+  {
+    id: 2,
+    name: "environment_identity_meta",
+    // Unkey's fields: a key's environment; an identity's meta and the limits its keys share.
+    sql: [
+      "ALTER TABLE keys ADD COLUMN environment text",
+      "ALTER TABLE identities ADD COLUMN meta text",
+      "ALTER TABLE identities ADD COLUMN ratelimits text NOT NULL DEFAULT '[]'"
+    ]
   }
 ]
 

@@ -48,7 +48,9 @@ const WRITES = [
   "setIdentityEnabled",
   "insertKey",
   "replaceKey",
-  "deleteKey"
+  "deleteKey",
+  "deleteKeysOfApi",
+  "deleteApi"
 ] as const
 
 /** How the catalog follows other servers' changes. */

@@ -286,6 +286,18 @@ export const make = (dialect: Dialect) =>
           sql<{ id: string }>`DELETE FROM keys WHERE id = ${id} AND workspace_id = ${workspaceId} RETURNING id`,
           (rows) => rows.length > 0
         )),
+      deleteKeysOfApi: (workspaceId, apiId) =>
+        run(Effect.map(
+          sql<{ id: string }>`DELETE FROM keys WHERE workspace_id = ${workspaceId} AND api_id = ${apiId} RETURNING id`,
+          (rows) => rows.length
+        )),
+      deleteApi: (workspaceId, id) =>
+        run(sql.withTransaction(Effect.gen(function*() {
+          yield* sql`DELETE FROM keys WHERE workspace_id = ${workspaceId} AND api_id = ${id}`
+          const deleted = yield* sql<{ id: string }>`DELETE FROM apis WHERE id = ${id} AND workspace_id = ${workspaceId}
+          RETURNING id`
+          return deleted.length > 0
+        }))),
       getCredits: (keyId) => run(readCredits(keyId)),
       spendCredits: (keyId, cost, refill, now) =>
         // The balance row is locked for the transaction: spends of a key on every server queue on it.

@@ -168,6 +168,16 @@ export const migrations = {
         ) WITHOUT ROWID`,
         ...versioned(["identities", "keys"])
       ])
+  ),
+  // Unkey's fields: a key's environment; an identity's meta and the limits its keys share.
+  "0007_environment_identity_meta": Effect.flatMap(
+    SqlClient.SqlClient,
+    (sql) =>
+      statements(sql, [
+        "ALTER TABLE keys ADD COLUMN environment TEXT",
+        "ALTER TABLE identities ADD COLUMN meta TEXT",
+        "ALTER TABLE identities ADD COLUMN ratelimits TEXT NOT NULL DEFAULT '[]'"
+      ])
   )
 } as const
 

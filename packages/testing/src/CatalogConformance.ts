@@ -234,6 +234,55 @@ export const tests = (suite: Suite) => {
       expect(yield* catalog.deleteKey(WS, "key_004")).toBe(false)
       expect(Option.isNone(yield* catalog.findKeyByHash("hash_4"))).toBe(true)
       expect(Option.isNone(yield* catalog.getCredits("key_004"))).toBe(true)
+      // An environment is kept as given.
+      yield* catalog.insertKey(key(6, { environment: "test" }), undefined)
+      expect(Option.getOrThrow(yield* catalog.getKey(WS, "key_006")).environment).toBe("test")
+    })))
+
+  it.effect("deletes an api's keys, or the api with its keys, in its workspace only", () =>
+    run(Effect.gen(function*() {
+      const catalog = yield* Catalog
+      yield* catalog.putWorkspace(new Workspace({ id: "ws_del", name: "del" }))
+      yield* catalog.putWorkspace(new Workspace({ id: "ws_del_other", name: "other" }))
+      for (
+        const [id, workspaceId] of [["api_del_a", "ws_del"], ["api_del_b", "ws_del"], ["api_del_c", "ws_del_other"]]
+      ) {
+        yield* catalog.putApi(new Api({ id: id!, workspaceId: workspaceId!, name: id! }))
+      }
+      const key = (n: number, apiId: string, workspaceId = "ws_del") =>
+        new Key({
+          id: `key_del_${n}`,
+          workspaceId,
+          apiId,
+          hash: `hash_del_${n}`,
+          start: "sk_ab",
+          permissions: [],
+          enabled: true,
+          credited: true,
+          ratelimits: [],
+          createdAt: n,
+          updatedAt: n
+        })
+      yield* catalog.insertKey(key(1, "api_del_a"), { remaining: 1, refilledAt: 1 })
+      yield* catalog.insertKey(key(2, "api_del_a"), { remaining: 2, refilledAt: 2 })
+      yield* catalog.insertKey(key(3, "api_del_b"), undefined)
+      yield* catalog.insertKey(key(4, "api_del_c", "ws_del_other"), undefined)
+      const revision = catalog.revision
+      const before = revision?.()
+      // Another workspace's api: nothing deleted.
+      expect(yield* catalog.deleteKeysOfApi("ws_del", "api_del_c")).toBe(0)
+      expect(yield* catalog.deleteApi("ws_del", "api_del_c")).toBe(false)
+      expect(yield* catalog.deleteKeysOfApi("ws_del", "api_del_a")).toBe(2)
+      if (revision !== undefined) expect(revision()).not.toBe(before)
+      expect(Option.isNone(yield* catalog.findKeyByHash("hash_del_1"))).toBe(true)
+      expect(Option.isNone(yield* catalog.getCredits("key_del_2"))).toBe(true)
+      expect(Option.isSome(yield* catalog.getApi("ws_del", "api_del_a"))).toBe(true)
+      expect(yield* catalog.deleteApi("ws_del", "api_del_b")).toBe(true)
+      expect(yield* catalog.deleteApi("ws_del", "api_del_b")).toBe(false)
+      expect(Option.isNone(yield* catalog.getApi("ws_del", "api_del_b"))).toBe(true)
+      expect(Option.isNone(yield* catalog.getKey("ws_del", "key_del_3"))).toBe(true)
+      expect(Option.isSome(yield* catalog.getKey("ws_del_other", "key_del_4"))).toBe(true)
+      expect((yield* catalog.listApis("ws_del")).map((api) => api.id)).toEqual(["api_del_a"])
     })))
 
   it.effect("spends credits atomically: never below zero, refilled when due, and no catalog change", () =>

@@ -17,13 +17,14 @@ import { param, useSectionUrl } from "./Url.js"
 /** Keys per page. */
 const PAGE = 20
 
+/** A key as `apis.listKeys` answers it (Unkey v1's shape). */
 interface Key {
-  readonly keyId: string
+  readonly id: string
   readonly start: string
   readonly name?: string
   readonly enabled: boolean
   readonly expires?: number
-  readonly credits?: { readonly remaining: number }
+  readonly remaining?: number
   readonly identity?: { readonly externalId: string }
   readonly createdAt: number
 }
@@ -79,7 +80,7 @@ const CreateKeyForm = (props: {
           ...(draft.name !== "" ? { name: draft.name } : {}),
           ...(draft.prefix !== "" ? { prefix: draft.prefix } : {}),
           ...(draft.externalId !== "" ? { externalId: draft.externalId } : {}),
-          ...(draft.credits.trim() !== "" ? { credits: { remaining: Number(draft.credits) } } : {}),
+          ...(draft.credits.trim() !== "" ? { remaining: Number(draft.credits) } : {}),
           ...(draft.expires !== "" ? { expires: Date.parse(draft.expires + "Z") } : {})
         })
       )}
@@ -138,19 +139,19 @@ const KeyRow = (props: {
 }) => {
   const key = props.item
   const [failure, setFailure] = useState<string | undefined>()
-  const usage = new URLSearchParams({ apiId: props.apiId, window: "30d", keyId: key.keyId }).toString()
+  const usage = new URLSearchParams({ apiId: props.apiId, window: "30d", keyId: key.id }).toString()
   return (
     <tr>
       <td class="mono">
         <a
           href={`?${usage}`}
-          aria-label={`usage of ${key.keyId}`}
+          aria-label={`usage of ${key.id}`}
           onClick={(event) => {
             event.preventDefault()
             props.onUsage(usage)
           }}
         >
-          {key.keyId}
+          {key.id}
         </a>
         <br />
         <span class="empty">{key.start}…</span>
@@ -158,7 +159,7 @@ const KeyRow = (props: {
       <td>{key.name ?? ""}</td>
       <td>{key.identity?.externalId ?? ""}</td>
       <td>{key.enabled ? "enabled" : "disabled"}</td>
-      <td>{key.credits?.remaining ?? "∞"}</td>
+      <td>{key.remaining ?? "∞"}</td>
       <td>{key.expires !== undefined ? utcText(key.expires) : "never"}</td>
       <td>{utcText(key.createdAt)}</td>
       {(props.canUpdate || props.canDelete) && (
@@ -166,7 +167,7 @@ const KeyRow = (props: {
           {props.canUpdate && (
             <button
               type="button"
-              aria-label={`${key.enabled ? "disable" : "enable"} ${key.keyId}`}
+              aria-label={`${key.enabled ? "disable" : "enable"} ${key.id}`}
               onClick={() =>
                 props.onEnable(!key.enabled).then(
                   () => setFailure(undefined),
@@ -175,7 +176,7 @@ const KeyRow = (props: {
             >
               {key.enabled ? "Disable" : "Enable"}
             </button>
-          )} {props.canDelete && <ConfirmDelete what={key.keyId} onConfirm={props.onDelete} />}
+          )} {props.canDelete && <ConfirmDelete what={key.id} onConfirm={props.onDelete} />}
           {failure !== undefined && <span class="error" role="alert">{failure}</span>}
         </td>
       )}
@@ -198,7 +199,7 @@ export const Keys = (props: { session: Session; onUsage: (search: string) => voi
     session,
     apiId === "" ? undefined : `${apiId}/${externalId}`,
     (cursor) =>
-      get<{ keys: ReadonlyArray<Key>; total: number; cursor?: string }>(session.rootKey, "keys.listKeys", {
+      get<{ keys: ReadonlyArray<Key>; total: number; cursor?: string }>(session.rootKey, "apis.listKeys", {
         apiId,
         externalId: externalId === "" ? undefined : externalId,
         limit: String(PAGE),
@@ -225,15 +226,15 @@ export const Keys = (props: { session: Session; onUsage: (search: string) => voi
     list.reload()
   }
   const enable = async (key: Key, enabled: boolean) => {
-    const body = { keyId: key.keyId, enabled }
+    const body = { keyId: key.id, enabled }
     if (await write(session, "keys.updateKey", body, `update keys of api ${apiId}`) === undefined) return
-    setStatus(`Key ${key.keyId} ${enabled ? "enabled" : "disabled"}.`)
+    setStatus(`Key ${key.id} ${enabled ? "enabled" : "disabled"}.`)
     list.reload()
   }
   const remove = async (key: Key) => {
-    const body = { keyId: key.keyId }
+    const body = { keyId: key.id }
     if (await write(session, "keys.deleteKey", body, `delete keys of api ${apiId}`) === undefined) return
-    setStatus(`Key ${key.keyId} deleted.`)
+    setStatus(`Key ${key.id} deleted.`)
     list.reload(true)
   }
 
@@ -311,7 +312,7 @@ export const Keys = (props: { session: Session; onUsage: (search: string) => voi
             <KeyRow
               apiId={apiId}
               onUsage={props.onUsage}
-              key={key.keyId}
+              key={key.id}
               item={key}
               canUpdate={canUpdate}
               canDelete={canDelete}

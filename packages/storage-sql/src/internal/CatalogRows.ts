@@ -91,6 +91,7 @@ export interface KeyRow {
   readonly refill: string | null
   readonly ratelimits: string
   readonly identity_id: string | null
+  readonly environment: string | null
   readonly created_at: Int8
   readonly updated_at: Int8
 }
@@ -111,6 +112,7 @@ export const toKey = (row: KeyRow) =>
     ...(row.refill !== null ? { refill: JSON.parse(row.refill) as Refill } : {}),
     ratelimits: JSON.parse(row.ratelimits) as Array<KeyRatelimit>,
     ...(row.identity_id !== null ? { identityId: row.identity_id } : {}),
+    ...(row.environment !== null ? { environment: row.environment } : {}),
     createdAt: Number(row.created_at),
     updatedAt: Number(row.updated_at)
   }, { disableValidation: true })
@@ -131,6 +133,7 @@ export const keyValues = (key: Key, bool: (value: boolean) => boolean | number) 
   refill: key.refill !== undefined ? JSON.stringify(key.refill) : null,
   ratelimits: JSON.stringify(key.ratelimits),
   identity_id: key.identityId ?? null,
+  environment: key.environment ?? null,
   created_at: key.createdAt,
   updated_at: key.updatedAt
 })

@@ -192,6 +192,64 @@ describe("Unkey's v1 clients against keymeter", () => {
     expect((await unkey.apis.get({ apiId })).error?.code).toBe("NOT_FOUND")
   })
 
+  it("identities: created with meta and shared limits, answered with their keys' verifications, listed, updated, deleted", async () => {
+    const unkey = client(ADMIN)
+    const created = await unkey.identities.create({
+      externalId: "org_acme",
+      meta: { tier: "gold" },
+      ratelimits: [{ name: "tokens", limit: 3, duration: 60_000 }]
+    })
+    expect(created.error).toBeUndefined()
+    const identityId = created.result!.identityId
+    expect(identityId).toMatch(/^id_/)
+    const duplicate = await unkey.identities.create({ externalId: "org_acme" })
+    expect(duplicate.error?.code).toBe("CONFLICT")
+
+    // Two keys of the identity share its limit when a verification names it.
+    const keys = await Promise.all(
+      [1, 2].map(() => unkey.keys.create({ apiId: "api_main", externalId: "org_acme" }).then((r) => r.result!.key))
+    )
+    const spend = (key: string, cost: number) =>
+      unkey.keys.verify({ key, ratelimits: [{ name: "tokens", cost }] }).then((r) => r.result!)
+    const first = await spend(keys[0]!, 2)
+    expect(first).toMatchObject({
+      valid: true,
+      ratelimit: { limit: 3, remaining: 1 },
+      identity: { id: identityId, externalId: "org_acme", meta: { tier: "gold" } }
+    })
+    expect((await spend(keys[1]!, 2)).code).toBe("RATE_LIMITED")
+    expect((await spend(keys[1]!, 1)).code).toBe("VALID")
+    // A name neither the key nor its identity has is the caller's mistake.
+    const unknown = await unkey.keys.verify({ key: keys[0]!, ratelimits: [{ name: "nope" }] })
+    expect(unknown.error?.code).toBe("BAD_REQUEST")
+
+    expect((await unkey.identities.get({ externalId: "org_acme" })).result).toEqual({
+      id: identityId,
+      externalId: "org_acme",
+      meta: { tier: "gold" },
+      ratelimits: [{ name: "tokens", limit: 3, duration: 60_000 }],
+      enabled: true
+    })
+    const listed = await unkey.identities.list({ limit: 100 })
+    expect(listed.result?.identities).toContainEqual({
+      id: identityId,
+      externalId: "org_acme",
+      ratelimits: [{ name: "tokens", limit: 3, duration: 60_000 }]
+    })
+    expect(listed.result?.total).toBeGreaterThanOrEqual(1)
+    expect((await unkey.identities.list({ environment: "staging" })).result).toEqual({ identities: [], total: 0 })
+
+    const updated = await unkey.identities.update({ identityId, meta: { tier: "silver" }, ratelimits: [] })
+    expect(updated.result).toMatchObject({ id: identityId, meta: { tier: "silver" }, ratelimits: [] })
+    expect((await unkey.keys.verify({ key: keys[0]! })).result?.identity?.meta).toEqual({ tier: "silver" })
+
+    expect((await unkey.identities.delete({ identityId })).result).toEqual({})
+    expect((await unkey.identities.get({ identityId })).error?.code).toBe("NOT_FOUND")
+    const detached = (await unkey.keys.verify({ key: keys[0]! })).result!
+    expect(detached.valid).toBe(true)
+    expect(detached.identity).toBeUndefined()
+  })
+
   it("liveness answers without a root key, in Unkey's shape", async () => {
     const reply = await fetch(`${base}/v1/liveness`)
     expect(reply.status).toBe(200)

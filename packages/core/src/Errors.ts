@@ -14,6 +14,11 @@ export class NotFound extends Schema.TaggedError<NotFound>()("NotFound", {
   message: Schema.String
 }) {}
 
+/** What was asked conflicts with what exists (an identity's external id already taken, say). */
+export class Conflict extends Schema.TaggedError<Conflict>()("Conflict", {
+  message: Schema.String
+}) {}
+
 /** No credentials, or credentials that are not a known root key. */
 export class Unauthenticated extends Schema.TaggedError<Unauthenticated>()("Unauthenticated", {
   message: Schema.String

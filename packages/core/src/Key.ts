@@ -11,17 +11,6 @@ import { MAX_PERMISSION_LENGTH } from "./PermissionQuery.js"
 import { boundedString, expected } from "./Validation.js"
 
 /** An end customer of a workspace, shared by the keys created with its `externalId`. */
-export class Identity extends Schema.Class<Identity>("KeyIdentity")({
-  id: Schema.String,
-  workspaceId: Schema.String,
-  externalId: Schema.String,
-  /** A disabled identity's keys verify as UNAUTHORIZED. */
-  enabled: Schema.Boolean,
-  createdAt: Schema.Number
-}) {}
-
-/** A key's `meta`: any JSON object (its size is bounded where callers give it). */
-export const MetaObject = Schema.Record({ key: Schema.String, value: Schema.Unknown })
 
 /** How a key's credits are refilled: set back to `amount` each day, or each month on `refillDay`. */
 export const Refill = Schema.Struct({
@@ -30,6 +19,9 @@ export const Refill = Schema.Struct({
   refillDay: Schema.optional(Schema.Number)
 })
 export type Refill = Schema.Schema.Type<typeof Refill>
+
+/** A key's `meta`: any JSON object (its size is bounded where callers give it). */
+export const MetaObject = Schema.Record({ key: Schema.String, value: Schema.Unknown })
 
 /** A rate limit a key carries: `limit` requests per `duration` ms under the name `name`. */
 export const KeyRatelimit = Schema.Struct({
@@ -44,6 +36,22 @@ export const KeyRatelimit = Schema.Struct({
   async: Schema.optional(Schema.Boolean)
 })
 export type KeyRatelimit = Schema.Schema.Type<typeof KeyRatelimit>
+
+/**
+ * An end customer of a workspace, shared by the keys created with its `externalId`: its `meta` is
+ * answered with their verifications, and its limits are theirs too (shared by all of them).
+ */
+export class Identity extends Schema.Class<Identity>("KeyIdentity")({
+  id: Schema.String,
+  workspaceId: Schema.String,
+  externalId: Schema.String,
+  /** A disabled identity's keys verify as UNAUTHORIZED. */
+  enabled: Schema.Boolean,
+  meta: Schema.optional(MetaObject),
+  /** Absent: none. */
+  ratelimits: Schema.optional(Schema.Array(KeyRatelimit)),
+  createdAt: Schema.Number
+}) {}
 
 /**
  * A stored key. `remaining` is not here: credits change on every verification and are kept apart
@@ -175,7 +183,7 @@ export const Meta = MetaObject.pipe(
 )
 
 /** A limit name: a rate-limit namespace's name, so no `*` (that names patterns of overrides). */
-const RatelimitName = boundedString("a rate limit name", 1, MAX_NAME_LENGTH).pipe(
+export const RatelimitName = boundedString("a rate limit name", 1, MAX_NAME_LENGTH).pipe(
   Schema.filter((name) => !name.includes("*") || "must not contain *")
 )
 
@@ -299,32 +307,85 @@ export const SecretInput = Schema.Struct({ key: boundedString("a key", 1, 1024) 
   identifier: "SecretInput"
 })
 
-/** Query of `identities.getIdentity`. */
-export const ExternalIdInput = Schema.Struct({ externalId: ExternalId }).annotations({
-  identifier: "ExternalIdInput"
-})
+/** An identity's limits: as a key's, at most {@link MAX_RATELIMITS}, names unique. */
+export const IdentityRatelimits = Ratelimits
 
-/** Body of `identities.updateIdentity`. */
-export const UpdateIdentityInput = Schema.Struct({
+const IdentityId = boundedString("an identity id", 1, 255)
+
+/** Body of `identities.createIdentity`. */
+export const CreateIdentityInput = Schema.Struct({
   externalId: ExternalId,
-  enabled: expected(Schema.Boolean, "must be true or false")
-}).annotations({ identifier: "UpdateIdentityInput" })
+  meta: Schema.optional(Meta),
+  ratelimits: Schema.optional(IdentityRatelimits),
+  enabled: Schema.optional(Flag)
+}).annotations({ identifier: "CreateIdentityInput" })
+export type CreateIdentityInput = Schema.Schema.Type<typeof CreateIdentityInput>
+
+/** Names an identity: by `identityId`, or by `externalId` (`identityId` wins when both are given). */
+const identityRef = <Fields extends Schema.Struct.Fields>(fields: Fields, identifier: string) =>
+  Schema.Struct({
+    identityId: Schema.optional(IdentityId),
+    externalId: Schema.optional(ExternalId),
+    ...fields
+  }).pipe(
+    Schema.filter((input: { readonly identityId?: string; readonly externalId?: string }) =>
+      input.identityId !== undefined || input.externalId !== undefined ||
+      { path: ["identityId"], message: "give identityId or externalId" }
+    )
+  ).annotations({ identifier })
+
+/** Query of `identities.getIdentity`; body of `identities.deleteIdentity`. */
+export const IdentityRefInput = identityRef({}, "IdentityRefInput")
+export type IdentityRefInput = Schema.Schema.Type<typeof IdentityRefInput>
+
+/**
+ * Body of `identities.updateIdentity`: the fields given change (`meta` null or `{}` clears it;
+ * `ratelimits` replaces all, `[]` removes them).
+ */
+export const UpdateIdentityInput = identityRef({
+  meta: Schema.optional(Schema.NullOr(Meta)),
+  ratelimits: Schema.optional(IdentityRatelimits),
+  enabled: Schema.optional(Flag)
+}, "UpdateIdentityInput")
+export type UpdateIdentityInput = Schema.Schema.Type<typeof UpdateIdentityInput>
+
+/** Largest page of `identities.listIdentities`. */
+export const MAX_IDENTITY_PAGE = 100
+
+/** Query of `identities.listIdentities`. */
+export const ListIdentitiesInput = Schema.Struct({
+  limit: Schema.optional(Integer(1, MAX_IDENTITY_PAGE, `must be an integer from 1 to ${MAX_IDENTITY_PAGE}`)),
+  cursor: Schema.optional(boundedString("a cursor", 1, 1024))
+}).annotations({ identifier: "ListIdentitiesInput" })
+export type ListIdentitiesInput = Schema.Schema.Type<typeof ListIdentitiesInput>
 
 /** An identity as answered. */
 export const IdentityView = Schema.Struct({
   id: Schema.String,
   externalId: Schema.String,
+  meta: MetaObject,
+  ratelimits: Schema.Array(KeyRatelimit),
   enabled: Schema.Boolean.annotations({ description: "false: its keys verify as UNAUTHORIZED" }),
   createdAt: Schema.Number
 }).annotations({ identifier: "IdentityView" })
+export type IdentityView = Schema.Schema.Type<typeof IdentityView>
 
 /** An identity's answer. */
-export const toIdentityView = (identity: Identity): typeof IdentityView.Type => ({
+export const toIdentityView = (identity: Identity): IdentityView => ({
   id: identity.id,
   externalId: identity.externalId,
+  meta: identity.meta ?? {},
+  ratelimits: identity.ratelimits ?? [],
   enabled: identity.enabled,
   createdAt: identity.createdAt
 })
+
+/** Answer of `identities.listIdentities`. */
+export const IdentityPage = Schema.Struct({
+  identities: Schema.Array(IdentityView),
+  total: Schema.Number,
+  cursor: Schema.optional(Schema.String)
+}).annotations({ identifier: "IdentityPage" })
 
 /** Body of `keys.updateCredits`. */
 export const UpdateCreditsInput = Schema.Struct({
@@ -363,7 +424,7 @@ export const KeyView = Schema.Struct({
     lastRefillAt: Schema.optional(Schema.Number.annotations({ description: "unix ms of the last refill" }))
   })),
   ratelimits: Schema.Array(KeyRatelimit),
-  identity: Schema.optional(Schema.Struct({ id: Schema.String, externalId: Schema.String })),
+  identity: Schema.optional(Schema.Struct({ id: Schema.String, externalId: Schema.String, meta: MetaObject })),
   environment: Schema.optional(Schema.String),
   createdAt: Schema.Number,
   updatedAt: Schema.Number
@@ -405,7 +466,9 @@ export const toView = (key: Key, identity: Identity | undefined, credits: Credit
     }
     : {}),
   ratelimits: key.ratelimits,
-  ...(identity !== undefined ? { identity: { id: identity.id, externalId: identity.externalId } } : {}),
+  ...(identity !== undefined
+    ? { identity: { id: identity.id, externalId: identity.externalId, meta: identity.meta ?? {} } }
+    : {}),
   ...(key.environment !== undefined ? { environment: key.environment } : {}),
   createdAt: key.createdAt,
   updatedAt: key.updatedAt

@@ -130,7 +130,7 @@ export const VerifyKeyResponse = Schema.Struct({
   }))),
   permissions: Schema.optional(Schema.Array(Schema.String)),
   enabled: Schema.optional(Schema.Boolean),
-  identity: Schema.optional(Schema.Struct({ id: Schema.String, externalId: Schema.String })),
+  identity: Schema.optional(Schema.Struct({ id: Schema.String, externalId: Schema.String, meta: KeyModel.MetaObject })),
   environment: Schema.optional(Schema.String)
 }).annotations({ identifier: "VerifyKeyResponse" })
 export type VerifyKeyResponse = Schema.Schema.Type<typeof VerifyKeyResponse>
@@ -218,20 +218,21 @@ export class KeyVerifier extends Effect.Service<KeyVerifier>()("@keymeter/core/K
         const denied = Decision.failed(auth.authorize(principal, Permission.required.verifyKey(key.apiId)))
         if (denied !== undefined) return denied
       }
-      // Requested limits must be the key's own: an unknown name is the caller's mistake.
-      const requested = requestedOf(key, request)
-      if (typeof requested === "number") return Exit.fail(unknownRatelimit(request, requested))
-      // A limit the key lacks takes from namespace windows as `ratelimits.limit` would: so it needs
-      // the permission that route needs for any namespace.
-      if (requested !== undefined && [...requested.keys()].some((name) => !hasLimit(key, name))) {
-        const denied = Decision.failed(auth.authorize(principal, Permission.required.limit("*")))
-        if (denied !== undefined) return denied
-      }
       let identity: Identity | undefined
       if (key.identityId !== undefined) {
         const known = cache.lookupIdentity(key.identityId, () => catalog.getIdentity(key.workspaceId, key.identityId!))
         if (known instanceof Missing) return known
         identity = Option.getOrUndefined(known)
+      }
+      // Requested limits are the key's or its identity's, or come with their limit and window: an
+      // unknown name without them is the caller's mistake.
+      const requested = requestedOf(key, identity, request)
+      if (typeof requested === "number") return Exit.fail(unknownRatelimit(request, requested))
+      // A limit neither has takes from namespace windows as `ratelimits.limit` would: so it needs
+      // the permission that route needs for any namespace.
+      if (requested !== undefined && [...requested.keys()].some((name) => !hasLimit(key, identity, name))) {
+        const denied = Decision.failed(auth.authorize(principal, Permission.required.limit("*")))
+        if (denied !== undefined) return denied
       }
       const code = precheck(key, identity, request, now)
       const end = { principal, request, now, key, identity, durable }
@@ -343,7 +344,18 @@ const eventOf = (
     tags: request.tags
   })
 
-const hasLimit = (key: Key, name: string) => key.ratelimits.some((own) => own.name === name)
+const NO_LIMITS: ReadonlyArray<KeyModel.KeyRatelimit> = []
+
+/** The identity's limits the key does not shadow with its own of the same name. */
+const sharedLimits = (key: Key, identity: Identity | undefined) => {
+  const limits = identity?.ratelimits ?? NO_LIMITS
+  return limits.length === 0 ? limits : limits.filter((limit) => !ownLimit(key, limit.name))
+}
+
+const ownLimit = (key: Key, name: string) => key.ratelimits.some((own) => own.name === name)
+
+const hasLimit = (key: Key, identity: Identity | undefined, name: string) =>
+  ownLimit(key, name) || (identity?.ratelimits?.some((shared) => shared.name === name) ?? false)
 
 /** What a call asks of one limit by name: its cost, and this call's limit and window if given. */
 interface Requested {
@@ -353,9 +365,9 @@ interface Requested {
 }
 
 /**
- * The key's limits a call takes: its auto-applied ones and those it names (at their cost, with
- * the call's limit and window where given), then the limits it names that the key lacks, made of
- * the call's limit and window.
+ * The limits a call takes: the key's and its identity's (the key's win on a name) that apply
+ * automatically or that it names (at their cost, with the call's limit and window where given),
+ * then the limits it names that neither has, made of the call's limit and window.
  */
 const limitsOf = (
   key: Key,
@@ -365,20 +377,23 @@ const limitsOf = (
 ): Array<TakeRequest> => {
   const out: Array<TakeRequest> = []
   const identifier = identity?.externalId ?? key.id
-  for (const limit of key.ratelimits) {
-    const asked = requested?.get(limit.name)
-    if (!limit.autoApply && asked === undefined) continue
-    out.push({
-      name: limit.name,
-      identifier,
-      limit: asked?.limit ?? limit.limit,
-      duration: asked?.duration ?? limit.duration,
-      cost: asked?.cost ?? (limit.name === KeyModel.DEFAULT_RATELIMIT ? defaultCost : undefined) ?? 1
-    })
+  const shared = sharedLimits(key, identity)
+  for (const limits of [key.ratelimits, shared]) {
+    for (const limit of limits) {
+      const asked = requested?.get(limit.name)
+      if (!limit.autoApply && asked === undefined) continue
+      out.push({
+        name: limit.name,
+        identifier,
+        limit: asked?.limit ?? limit.limit,
+        duration: asked?.duration ?? limit.duration,
+        cost: asked?.cost ?? (limit.name === KeyModel.DEFAULT_RATELIMIT ? defaultCost : undefined) ?? 1
+      })
+    }
   }
   if (requested !== undefined && out.length < requested.size) {
     for (const [name, asked] of requested) {
-      if (hasLimit(key, name)) continue
+      if (hasLimit(key, identity, name)) continue
       out.push({ name, identifier, limit: asked.limit!, duration: asked.duration!, cost: asked.cost })
     }
   }
@@ -386,14 +401,18 @@ const limitsOf = (
 }
 
 /**
- * What the call asks of each limit it names; the index of the first the key does not have and
- * the call gives no limit and window for, when one is (the caller's mistake).
+ * What the call asks of each limit it names; the index of the first that neither the key nor its
+ * identity has and the call gives no limit and window for, when one is (the caller's mistake).
  */
-const requestedOf = (key: Key, request: VerifyKeyInput): ReadonlyMap<string, Requested> | number | undefined => {
+const requestedOf = (
+  key: Key,
+  identity: Identity | undefined,
+  request: VerifyKeyInput
+): ReadonlyMap<string, Requested> | number | undefined => {
   if (request.ratelimits === undefined || request.ratelimits.length === 0) return undefined
   const requested = new Map<string, Requested>()
   for (const [i, limit] of request.ratelimits.entries()) {
-    if (!hasLimit(key, limit.name) && (limit.limit === undefined || limit.duration === undefined)) return i
+    if (!hasLimit(key, identity, limit.name) && (limit.limit === undefined || limit.duration === undefined)) return i
     requested.set(limit.name, { cost: limit.cost ?? 1, limit: limit.limit, duration: limit.duration })
   }
   return requested
@@ -412,6 +431,8 @@ const precheck = (key: Key, identity: Identity | undefined, request: VerifyKeyIn
     : request.permissions !== undefined && !satisfies(key.permissions, request.permissions)
     ? "INSUFFICIENT_PERMISSIONS" as const
     : undefined
+
+const NO_META: Record<string, unknown> = Object.freeze({})
 
 const NOT_FOUND_ANSWER: VerifyKeyResponse = { valid: false, code: "NOT_FOUND" }
 const NOT_FOUND = Exit.succeed(NOT_FOUND_ANSWER)
@@ -435,7 +456,9 @@ const answerOf = (
     ...(limits !== undefined && limits.length > 0 ? { ratelimits: limits } : {}),
     permissions: key.permissions,
     enabled: key.enabled,
-    ...(identity !== undefined ? { identity: { id: identity.id, externalId: identity.externalId } } : {}),
+    ...(identity !== undefined
+      ? { identity: { id: identity.id, externalId: identity.externalId, meta: identity.meta ?? NO_META } }
+      : {}),
     ...(key.environment !== undefined ? { environment: key.environment } : {})
   })
 
@@ -443,5 +466,5 @@ const unknownRatelimit = (request: VerifyKeyInput, i: number) =>
   new ValidationError({
     message: `ratelimits[${i}].name: the key has no rate limit named ${
       JSON.stringify(request.ratelimits![i]!.name)
-    }; give its limit and duration to apply one for this call`
+    } (nor its identity); give its limit and duration to apply one for this call`
   })

@@ -83,24 +83,7 @@ export class Keys extends Effect.Service<Keys>()("@keymeter/core/Keys", {
         return key.value
       })
 
-    /**
-     * A key's limits take from the windows of the namespaces they name, under its identity's
-     * external id when it has one (see `KeyVerifier`), shared with everyone limiting that
-     * identifier there. So whoever gives a key limits, or attaches a limited key to an identity,
-     * must hold the limit permission of each namespace named, or `ratelimit.*.limit` for a name
-     * that has none yet (verifications create it), as `ratelimits.limit` would ask.
-     */
-    const authorizeLimits = (principal: Principal, names: ReadonlyArray<string>) =>
-      Effect.forEach(
-        new Set(names),
-        (name) =>
-          Effect.flatMap(catalog.findNamespaceByName(principal.workspaceId, name), (found) =>
-            auth.authorize(
-              principal,
-              Permission.required.limit(Option.isSome(found) ? found.value.id : "*")
-            )),
-        { discard: true }
-      )
+    const authorizeLimits = identities.authorizeLimits
 
     const view = (key: Key) =>
       Effect.gen(function*() {

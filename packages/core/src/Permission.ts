@@ -33,6 +33,8 @@ export const required = {
   readKey: (apiId: string) => ["api.*.read_key", `api.${apiId}.read_key`],
   updateKey: (apiId: string) => ["api.*.update_key", `api.${apiId}.update_key`],
   deleteKey: (apiId: string) => ["api.*.delete_key", `api.${apiId}.delete_key`],
+  createIdentity: () => ["identity.*.create_identity"],
   readIdentity: () => ["identity.*.read_identity"],
-  updateIdentity: () => ["identity.*.update_identity"]
+  updateIdentity: () => ["identity.*.update_identity"],
+  deleteIdentity: () => ["identity.*.delete_identity"]
 } as const

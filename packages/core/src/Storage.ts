@@ -142,12 +142,18 @@ export class Catalog extends Context.Tag("@keymeter/core/Catalog")<
       workspaceId: string,
       externalId: string
     ) => Effect.Effect<Option.Option<Identity>, StorageError>
-    /** Enables or disables an identity; false when the workspace has no such identity. */
-    readonly setIdentityEnabled: (
+    /**
+     * Replaces an identity's enabled flag, meta and limits (its external id stays); false when the
+     * workspace has no such identity.
+     */
+    readonly replaceIdentity: (identity: Identity) => Effect.Effect<boolean, StorageError>
+    /** A workspace's identities in id order after `after`, with how many it has. */
+    readonly listIdentities: (
       workspaceId: string,
-      id: string,
-      enabled: boolean
-    ) => Effect.Effect<boolean, StorageError>
+      page: { readonly after: string | undefined; readonly limit: number }
+    ) => Effect.Effect<{ readonly identities: ReadonlyArray<Identity>; readonly total: number }, StorageError>
+    /** Deletes an identity, its keys detached from it, in one step; false when the workspace has none such. */
+    readonly deleteIdentity: (workspaceId: string, id: string) => Effect.Effect<boolean, StorageError>
     /** Stores a new key, with its first balance when it has credits; conflict when its id or hash exists. */
     readonly insertKey: (key: Key, credits: Credits | undefined) => Effect.Effect<"created" | "conflict", StorageError>
     /**

@@ -4,10 +4,12 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Analytics } from "@keymeter/core/Analytics"
 import * as Auth from "@keymeter/core/Auth"
+import { Identity } from "@keymeter/core/Key"
 import { refillSince } from "@keymeter/core/KeyVerifier"
 import { Overrides } from "@keymeter/core/Overrides"
 import { Catalog } from "@keymeter/core/Storage"
 import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
 import * as TestClock from "effect/TestClock"
 import { admin, NOW, setup, SharedWindows, Test, WS } from "./KeyFixture.js"
 
@@ -76,8 +78,8 @@ describe("KeyVerifier", () => {
       expect((yield* verify(both.key)).code).toBe("VALID")
       // A disabled identity: UNAUTHORIZED, before DISABLED.
       const customer = yield* create({ externalId: "cust", enabled: false })
-      const identity = (yield* keys.get(admin, { keyId: customer.keyId })).identity!
-      yield* catalog.setIdentityEnabled(WS, identity.id, false)
+      const identity = Option.getOrThrow(yield* catalog.findIdentityByExternalId(WS, "cust"))
+      yield* catalog.replaceIdentity(new Identity({ ...identity, enabled: false }))
       expect((yield* verify(customer.key)).code).toBe("UNAUTHORIZED")
       // Deleted: NOT_FOUND at once.
       yield* keys.delete(admin, { keyId: valid.keyId })

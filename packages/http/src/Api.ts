@@ -11,7 +11,6 @@ import * as HttpApiSecurity from "@effect/platform/HttpApiSecurity"
 import * as OpenApi from "@effect/platform/OpenApi"
 import { ApiIdInput, ApiList, ApiView, CreateApiInput } from "@keymeter/core/Api"
 import { Datapoint } from "@keymeter/core/Datapoint"
-import { ExternalIdInput, IdentityView, UpdateIdentityInput } from "@keymeter/core/Key"
 import {
   DeleteOverrideInput,
   GetOverrideInput,
@@ -29,6 +28,7 @@ import * as Context from "effect/Context"
 import * as Schema from "effect/Schema"
 import { DecodeErrorResponse, Responses } from "./Errors.js"
 import * as UrlParams from "./internal/UrlParams.js"
+import * as V1Identities from "./V1Identities.js"
 import * as V1Keys from "./V1Keys.js"
 
 /** The authenticated caller of the current request. */
@@ -227,24 +227,55 @@ export class KeysGroup extends HttpApiGroup.make("keys")
   )
 {}
 
-/** Query parameters of `GET /v1/identities.getIdentity`. */
-export const GetIdentityParams = UrlParams.schema(ExternalIdInput)
+/** Query parameters of `GET /v1/identities.getIdentity` and `listIdentities`. */
+export const GetIdentityParams = UrlParams.schema(V1Identities.GetIdentityQuery)
+export const ListIdentitiesParams = UrlParams.schema(V1Identities.ListIdentitiesQuery)
 
-/** Identity routes: the end customers keys are created for. */
+/** Identity routes: the end customers keys are created for, in Unkey v1's shapes. */
 export class IdentitiesGroup extends HttpApiGroup.make("identities")
+  .add(
+    post("createIdentity", "/identities.createIdentity")
+      .setPayload(V1Identities.CreateIdentityRequest)
+      .addSuccess(Schema.Struct({ identityId: Schema.String }))
+      .addError(Responses[409])
+      .annotate(OpenApi.Summary, "Create an identity; an externalId the workspace has already is a 409 CONFLICT")
+      .annotate(
+        OpenApi.Description,
+        "Permission: identity.*.create_identity; with ratelimits, also ratelimit.*.limit or ratelimit.<id>.limit " +
+          "of each namespace they name."
+      )
+  )
   .add(
     HttpApiEndpoint.get("getIdentity", "/identities.getIdentity")
       .setUrlParams(GetIdentityParams)
-      .addSuccess(IdentityView)
-      .annotate(OpenApi.Summary, "Read an identity by its externalId")
+      .addSuccess(V1Identities.Identity)
+      .annotate(OpenApi.Summary, "Read an identity by identityId or externalId (identityId wins)")
+      .annotate(OpenApi.Description, "Permission: identity.*.read_identity.")
+  )
+  .add(
+    HttpApiEndpoint.get("listIdentities", "/identities.listIdentities")
+      .setUrlParams(ListIdentitiesParams)
+      .addSuccess(V1Identities.IdentityPage)
+      .annotate(OpenApi.Summary, "List the workspace's identities in creation order, a page at a time")
       .annotate(OpenApi.Description, "Permission: identity.*.read_identity.")
   )
   .add(
     post("updateIdentity", "/identities.updateIdentity")
-      .setPayload(UpdateIdentityInput)
-      .addSuccess(IdentityView)
-      .annotate(OpenApi.Summary, "Enable or disable an identity; a disabled one's keys verify as UNAUTHORIZED")
-      .annotate(OpenApi.Description, "Permission: identity.*.update_identity.")
+      .setPayload(V1Identities.UpdateIdentityRequest)
+      .addSuccess(V1Identities.Identity)
+      .annotate(OpenApi.Summary, "Change an identity's meta, shared limits, or (keymeter) enabled flag")
+      .annotate(
+        OpenApi.Description,
+        "Permission: identity.*.update_identity; with ratelimits, also as createIdentity. A disabled identity's " +
+          "keys verify as UNAUTHORIZED from the next call."
+      )
+  )
+  .add(
+    post("deleteIdentity", "/identities.deleteIdentity")
+      .setPayload(V1Identities.DeleteIdentityRequest)
+      .addSuccess(Schema.Struct({}))
+      .annotate(OpenApi.Summary, "Delete an identity; its keys stay, without it")
+      .annotate(OpenApi.Description, "Permission: identity.*.delete_identity.")
   )
 {}
 

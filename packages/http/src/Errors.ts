@@ -48,6 +48,10 @@ export const Codes = {
     when:
       "The client sent its headers or body too slowly (KEYMETER_HEADERS_TIMEOUT_MS, KEYMETER_REQUEST_TIMEOUT_MS); the connection is closed."
   },
+  CONFLICT: {
+    status: 409,
+    when: "What was asked conflicts with what exists: an identity's externalId already taken, a name already used."
+  },
   IDEMPOTENCY_KEY_IN_USE: {
     status: 409,
     when:
@@ -103,6 +107,7 @@ export class HttpError extends Schema.TaggedError<HttpError>()("HttpError", {
 export type DomainError =
   | DomainErrors.ValidationError
   | DomainErrors.NotFound
+  | DomainErrors.Conflict
   | DomainErrors.Unauthenticated
   | DomainErrors.KeyForbidden
   | DomainErrors.InsufficientPermissions
@@ -122,6 +127,7 @@ export const DomainCodes: { readonly [Tag in DomainError["_tag"]]: Code } = {
   KeyForbidden: "FORBIDDEN",
   InsufficientPermissions: "INSUFFICIENT_PERMISSIONS",
   NotFound: "NOT_FOUND",
+  Conflict: "CONFLICT",
   StorageError: "SERVICE_UNAVAILABLE",
   IdempotencyKeyReused: "IDEMPOTENCY_KEY_REUSED",
   IdempotencyKeyInUse: "IDEMPOTENCY_KEY_IN_USE",

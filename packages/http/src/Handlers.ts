@@ -9,7 +9,6 @@ import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { ApiIdInput } from "@keymeter/core/Api"
 import { Apis } from "@keymeter/core/Apis"
 import { Identities } from "@keymeter/core/Identities"
-import { ExternalIdInput } from "@keymeter/core/Key"
 import { Keys } from "@keymeter/core/Keys"
 import { GetOverrideInput, ListOverridesInput } from "@keymeter/core/Override"
 import { Overrides } from "@keymeter/core/Overrides"
@@ -26,6 +25,7 @@ import * as IdempotencyKey from "./internal/IdempotencyKey.js"
 import * as JsonBody from "./internal/JsonBody.js"
 import * as UrlParams from "./internal/UrlParams.js"
 import * as RequestContext from "./RequestContext.js"
+import * as V1Identities from "./V1Identities.js"
 import * as V1Keys from "./V1Keys.js"
 
 const getOverrideQuery = UrlParams.reader(GetOverrideInput)
@@ -212,22 +212,59 @@ export const KeysLive = HttpApiBuilder.group(Api, "keys", (handlers) =>
             keys.delete(principal, input))))
   }))
 
-const getIdentityQuery = UrlParams.reader(ExternalIdInput)
+const getIdentityQuery = Effect.flatMap(
+  UrlParams.reader(V1Identities.GetIdentityQuery),
+  v1(V1Identities.GetIdentityQuery, (query) => query)
+)
+const listIdentitiesQuery = Effect.flatMap(
+  UrlParams.reader(V1Identities.ListIdentitiesQuery),
+  v1(V1Identities.ListIdentitiesQuery, (query) => query)
+)
+const createIdentityBody = v1(V1Identities.CreateIdentityRequest, V1Identities.toCreateIdentity)
+const updateIdentityBody = v1(V1Identities.UpdateIdentityRequest, V1Identities.toUpdateIdentity)
+const deleteIdentityBody = v1(V1Identities.DeleteIdentityRequest, (request) => request)
 
 /** Handlers of the identity routes. */
 export const IdentitiesLive = HttpApiBuilder.group(Api, "identities", (handlers) =>
   Effect.gen(function*() {
     const identities = yield* Identities
+    const withBody = <A, B>(
+      request: HttpServerRequest.HttpServerRequest,
+      read: (body: unknown) => Effect.Effect<A, DomainError>,
+      act: (principal: Principal, input: A) => Effect.Effect<B, DomainError>
+    ) =>
+      Effect.gen(function*() {
+        const principal = yield* CurrentPrincipal
+        const body = yield* JsonBody.readObject(request)
+        return yield* mapDomain(Effect.flatMap(read(body), (input) => act(principal, input)))
+      })
     return handlers
+      .handleRaw("createIdentity", ({ request }) =>
+        withBody(request, createIdentityBody, (principal, input) =>
+          Effect.map(identities.create(principal, input), (identity) => ({ identityId: identity.id }))))
       .handle("getIdentity", () =>
         Effect.gen(function*() {
-          return yield* identities.get(yield* CurrentPrincipal, yield* getIdentityQuery)
+          const identity = yield* identities.get(yield* CurrentPrincipal, yield* getIdentityQuery)
+          return wire(V1Identities.fromIdentity(identity))
         }).pipe(mapDomain))
-      .handleRaw("updateIdentity", ({ request }) =>
+      .handle("listIdentities", () =>
         Effect.gen(function*() {
           const principal = yield* CurrentPrincipal
-          return yield* mapDomain(identities.update(principal, yield* JsonBody.readObject(request)))
-        }).pipe(Effect.map(wire)))
+          const { environment, ...query } = yield* listIdentitiesQuery
+          // Every identity is in the environment "default" (v1 sets no other).
+          if (environment !== undefined && environment !== "default") {
+            yield* identities.list(principal, {})
+            return wire({ identities: [], total: 0 })
+          }
+          return wire(V1Identities.fromIdentityPage(yield* identities.list(principal, query)))
+        }).pipe(mapDomain))
+      .handleRaw("updateIdentity", ({ request }) =>
+        withBody(request, updateIdentityBody, (principal, input) =>
+          Effect.map(identities.update(principal, input), (identity) =>
+            wire(V1Identities.fromIdentity(identity)))))
+      .handleRaw("deleteIdentity", ({ request }) =>
+        withBody(request, deleteIdentityBody, (principal, input) =>
+          identities.delete(principal, input)))
   }))
 
 /** Handlers of the routes about the calling key. */

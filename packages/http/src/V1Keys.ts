@@ -317,7 +317,7 @@ export const fromKey = (view: KeyView): Key => {
     enabled: view.enabled,
     ...(view.environment !== undefined ? { environment: view.environment } : {}),
     ...(view.identity !== undefined
-      ? { identity: { id: view.identity.id, externalId: view.identity.externalId, meta: {} } }
+      ? { identity: { id: view.identity.id, externalId: view.identity.externalId, meta: view.identity.meta } }
       : {})
   }
 }
@@ -346,7 +346,7 @@ export const toWhoami = (view: KeyView): typeof WhoamiResponse.Type => ({
   id: view.keyId,
   ...(view.name !== undefined ? { name: view.name } : {}),
   ...(view.credits !== undefined ? { remaining: view.credits.remaining } : {}),
-  ...(view.identity !== undefined ? { identity: view.identity } : {}),
+  ...(view.identity !== undefined ? { identity: { id: view.identity.id, externalId: view.identity.externalId } } : {}),
   ...(view.meta !== undefined ? { meta: view.meta } : {}),
   createdAt: view.createdAt,
   enabled: view.enabled,
@@ -424,8 +424,6 @@ export const VerifyKeyResponseV1 = Schema.Struct({
 }).annotations({ identifier: "V1VerifyKeyResponse" })
 export type VerifyKeyResponseV1 = typeof VerifyKeyResponseV1.Type
 
-const EMPTY_META = Object.freeze({})
-
 /**
  * A core verification as v1 answers it. v1 has one `ratelimit`: the limit named `default` when
  * the verification took it, else the one that refused it, else the one with the fewest left.
@@ -460,7 +458,7 @@ export const fromVerification = (answer: VerifyKeyResponse, requestId: string): 
     ...(answer.permissions !== undefined ? { permissions: answer.permissions, roles: [] } : {}),
     ...(answer.environment !== undefined ? { environment: answer.environment } : {}),
     ...(answer.identity !== undefined
-      ? { identity: { id: answer.identity.id, externalId: answer.identity.externalId, meta: EMPTY_META } }
+      ? { identity: answer.identity }
       : {}),
     requestId
   }

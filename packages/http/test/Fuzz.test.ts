@@ -8,7 +8,7 @@
  */
 import * as HttpApi from "@effect/platform/HttpApi"
 import { describe, expect, layer } from "@effect/vitest"
-import { Api as ApiModel, Key, Override, VerificationQuery } from "@keymeter/core"
+import { Api as ApiModel, Override, VerificationQuery } from "@keymeter/core"
 import { MemoryStorage } from "@keymeter/storage-memory"
 import { SqliteStorage } from "@keymeter/storage-sqlite"
 import * as Arbitrary from "effect/Arbitrary"
@@ -24,6 +24,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Api } from "../src/Api.js"
 import { Codes } from "../src/Errors.js"
+import * as V1Identities from "../src/V1Identities.js"
 import * as V1Keys from "../src/V1Keys.js"
 import * as TestServer from "./TestServer.js"
 import { keys, post, request } from "./TestServer.js"
@@ -74,7 +75,8 @@ const QUERY_INPUTS: Record<string, Schema.Schema.AnyNoContext> = {
   getKey: V1Keys.GetKeyQuery,
   listKeys: V1Keys.ListKeysQuery,
   getApi: ApiModel.ApiIdInput,
-  getIdentity: Key.ExternalIdInput,
+  getIdentity: V1Identities.GetIdentityQuery,
+  listIdentities: V1Identities.ListIdentitiesQuery,
   listApis: Schema.Struct({}),
   listNamespaces: Schema.Struct({}),
   whoami: Schema.Struct({}),
@@ -136,8 +138,14 @@ const validInput = (route: Route) =>
         out.identifier = "kept_user"
       }
     }
-    // The identity routes name the customer of a key made in `seed`.
-    if (route.path.includes("identities.")) out.externalId = FUZZ_CUSTOMER
+    // The identity routes name the customer of a key made in `seed`; a new identity gets a name of
+    // its own (the customer's is taken), and a deletion names the newest the fuzz made.
+    if (route.name === "deleteIdentity") out.identityId = LAST_CREATED_IDENTITY
+    else if (route.name === "createIdentity") out.externalId = `fuzz_new_${String(out.externalId).slice(0, 40)}`
+    else if (route.path.includes("identities.") && route.name !== "listIdentities") {
+      delete out.identityId
+      out.externalId = FUZZ_CUSTOMER
+    }
     if (Array.isArray(out.verifications)) {
       // The test clock stands at 0, and events more than 60 s ahead of it are refused.
       out.verifications = out.verifications.map((v: Record<string, unknown>) => ({
@@ -263,6 +271,9 @@ const LAST_CREATED = "\u0000last created"
 /** Apis the fuzz created and has not deleted yet: deleteApi and deleteKeys name the newest. */
 const createdApis: Array<string> = []
 const LAST_CREATED_API = "\u0000last created api"
+/** Identities the fuzz created and has not deleted yet: deleteIdentity names the newest. */
+const createdIdentities: Array<string> = []
+const LAST_CREATED_IDENTITY = "\u0000last created identity"
 
 const fuzz = (runs: number) =>
   Effect.gen(function*() {
@@ -279,6 +290,7 @@ const fuzz = (runs: number) =>
       const input = c.mutations.reduce(mutate, c.input)
       if (input.keyId === LAST_CREATED) input.keyId = created.at(-1) ?? "key_none"
       if (input.apiId === LAST_CREATED_API) input.apiId = createdApis.at(-1) ?? "api_none"
+      if (input.identityId === LAST_CREATED_IDENTITY) input.identityId = createdIdentities.at(-1) ?? "id_none"
       const reply = c.route.query
         ? yield* request(`${c.route.path}?${queryOf(input, c.repeat)}`, { key: c.key })
         : yield* post(c.route.path, input, c.key)
@@ -286,6 +298,8 @@ const fuzz = (runs: number) =>
       if (c.route.name === "deleteKey" && reply.status < 300) created.pop()
       if (c.route.name === "createApi" && reply.status < 300) createdApis.push(reply.body.apiId)
       if (c.route.name === "deleteApi" && reply.status < 300) createdApis.pop()
+      if (c.route.name === "createIdentity" && reply.status < 300) createdIdentities.push(reply.body.identityId)
+      if (c.route.name === "deleteIdentity" && reply.status < 300) createdIdentities.pop()
       if (reply.status < 300) succeeded.set(c.route.name, (succeeded.get(c.route.name) ?? 0) + 1)
       const shown = `${c.route.name} ${JSON.stringify(input).slice(0, 300)} → ${reply.status} ${
         JSON.stringify(reply.body).slice(0, 300)

@@ -17,9 +17,11 @@ import type { Datapoint } from "@keymeter/core/Datapoint"
 import * as Decision from "@keymeter/core/Decision"
 import { Identities } from "@keymeter/core/Identities"
 import type {
+  CreateIdentityInput,
   CreateKeyInput,
-  ExternalIdInput,
+  IdentityRefInput,
   KeyIdInput,
+  ListIdentitiesInput,
   ListKeysInput,
   UpdateCreditsInput,
   UpdateIdentityInput,
@@ -193,11 +195,23 @@ export interface Keymeter {
       options?: WriteOptions
     ) => Promise<Answer<Keys["updateCredits"]>>
   }
-  /** The end customers keys belong to (created with the first key of an `externalId`). */
+  /**
+   * The end customers keys belong to (created here, or with the first key of an `externalId`),
+   * named by `identityId` or `externalId`.
+   */
   readonly identities: {
-    readonly get: (input: InputOf<typeof ExternalIdInput>) => Promise<Answer<Identities["get"]>>
-    /** Enables or disables an identity: a disabled one's keys verify as UNAUTHORIZED. */
+    /** Creates an identity; an `externalId` the workspace has already rejects with CONFLICT. */
+    readonly create: (input: InputOf<typeof CreateIdentityInput>) => Promise<Answer<Identities["create"]>>
+    readonly get: (input: InputOf<typeof IdentityRefInput>) => Promise<Answer<Identities["get"]>>
+    /** A page of the workspace's identities; pass the returned `cursor` for the next. */
+    readonly list: (input?: InputOf<typeof ListIdentitiesInput>) => Promise<Answer<Identities["list"]>>
+    /**
+     * Changes an identity's meta, shared limits or enabled flag: a disabled one's keys verify as
+     * UNAUTHORIZED.
+     */
     readonly update: (input: InputOf<typeof UpdateIdentityInput>) => Promise<Answer<Identities["update"]>>
+    /** Deletes an identity; its keys stay, without it. */
+    readonly delete: (input: InputOf<typeof IdentityRefInput>) => Promise<void>
   }
   /** Verification counts, exactly as `GET /v1/analytics.getVerifications` answers them. */
   readonly getVerifications: (query: VerificationsQuery) => Promise<Array<Datapoint>>
@@ -348,8 +362,12 @@ export const createKeymeter = async (options: KeymeterOptions = {}): Promise<Key
         run(Effect.flatMap(Keys, (keys) => keys.updateCredits(principal, input, options)))
     },
     identities: {
+      create: (input) => run(Effect.flatMap(Identities, (identities) => identities.create(principal, input))),
       get: (input) => run(Effect.flatMap(Identities, (identities) => identities.get(principal, input))),
-      update: (input) => run(Effect.flatMap(Identities, (identities) => identities.update(principal, input)))
+      list: (input = {}) => run(Effect.flatMap(Identities, (identities) => identities.list(principal, input))),
+      update: (input) => run(Effect.flatMap(Identities, (identities) => identities.update(principal, input))),
+      delete: (input) =>
+        run(Effect.asVoid(Effect.flatMap(Identities, (identities) => identities.delete(principal, input))))
     },
     createRootKey: (input) =>
       run(Effect.gen(function*() {

@@ -2,8 +2,8 @@
  * The catalog half of the Storage port, in memory.
  */
 import type { Api } from "@keymeter/core/Api"
-import type { Credits, Key } from "@keymeter/core/Key"
-import { changeBalance, Identity, spend } from "@keymeter/core/Key"
+import type { Credits } from "@keymeter/core/Key"
+import { changeBalance, Identity, Key, spend } from "@keymeter/core/Key"
 import type { Namespace } from "@keymeter/core/Namespace"
 import { Override } from "@keymeter/core/Override"
 import { RootKey } from "@keymeter/core/RootKey"
@@ -202,12 +202,32 @@ export const make = () => {
         const id = identityByExternal.get(workspaceId)?.get(externalId)
         return id === undefined ? Option.none() : Option.some(identities.get(id)!)
       }),
-    setIdentityEnabled: (workspaceId, id, enabled) =>
+    replaceIdentity: (identity) =>
+      Effect.sync(() => {
+        const stored = identities.get(identity.id)
+        if (stored === undefined || stored.workspaceId !== identity.workspaceId) return false
+        revision++
+        identities.set(identity.id, new Identity({ ...identity, externalId: stored.externalId }))
+        return true
+      }),
+    listIdentities: (workspaceId, page) =>
+      Effect.sync(() => {
+        const ids = [...(identityByExternal.get(workspaceId)?.values() ?? [])].sort()
+        const after = page.after === undefined ? ids : ids.filter((id) => id > page.after!)
+        return { identities: after.slice(0, page.limit).map((id) => identities.get(id)!), total: ids.length }
+      }),
+    deleteIdentity: (workspaceId, id) =>
       Effect.sync(() => {
         const identity = identities.get(id)
         if (identity === undefined || identity.workspaceId !== workspaceId) return false
         revision++
-        identities.set(id, new Identity({ ...identity, enabled }))
+        identities.delete(id)
+        identityByExternal.get(workspaceId)?.delete(identity.externalId)
+        for (const key of keys.values()) {
+          if (key.identityId !== id) continue
+          const { identityId: _, ...detached } = key
+          keys.set(key.id, new Key(detached, { disableValidation: true }))
+        }
         return true
       }),
     insertKey: (key, balance) =>

@@ -115,7 +115,8 @@ export const migrations: ReadonlyArray<
     sql: [
       "ALTER TABLE keys ADD COLUMN environment text",
       "ALTER TABLE identities ADD COLUMN meta text",
-      "ALTER TABLE identities ADD COLUMN ratelimits text NOT NULL DEFAULT '[]'"
+      "ALTER TABLE identities ADD COLUMN ratelimits text NOT NULL DEFAULT '[]'",
+      "CREATE INDEX identities_page ON identities (workspace_id, id)"
     ]
   }
 ]

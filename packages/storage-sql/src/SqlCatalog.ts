@@ -17,7 +17,7 @@ import { Workspace } from "@keymeter/core/Workspace"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import type { IdentityRow, Int8, KeyRow, OverrideRow, RootKeyRow } from "./internal/CatalogRows.js"
-import { keyValues, toIdentity, toKey, toOverride, toRootKey } from "./internal/CatalogRows.js"
+import { identityValues, keyValues, toIdentity, toKey, toOverride, toRootKey } from "./internal/CatalogRows.js"
 
 /** What differs between the SQL databases the catalog runs on. */
 export interface Dialect {
@@ -219,9 +219,7 @@ export const make = (dialect: Dialect) =>
       ensureIdentity: (identity) =>
         run(Effect.gen(function*() {
           // One statement: concurrent creators of one external id leave exactly one identity.
-          yield* sql`INSERT INTO identities (id, workspace_id, external_id, enabled, created_at)
-          VALUES (${identity.id}, ${identity.workspaceId}, ${identity.externalId}, ${bool(identity.enabled)},
-            ${identity.createdAt})
+          yield* sql`INSERT INTO identities ${sql.insert(identityValues(identity, bool))}
           ON CONFLICT (workspace_id, external_id) DO NOTHING`
           const [row] = yield* sql<IdentityRow>`SELECT * FROM identities
           WHERE workspace_id = ${identity.workspaceId} AND external_id = ${identity.externalId}`
@@ -239,12 +237,32 @@ export const make = (dialect: Dialect) =>
           >`SELECT * FROM identities WHERE workspace_id = ${workspaceId} AND external_id = ${externalId}`,
           (rows) => Option.map(first(rows), toIdentity)
         )),
-      setIdentityEnabled: (workspaceId, id, enabled) =>
+      replaceIdentity: (identity) =>
         run(Effect.map(
-          sql<{ id: string }>`UPDATE identities SET enabled = ${bool(enabled)}
-          WHERE id = ${id} AND workspace_id = ${workspaceId} RETURNING id`,
+          sql<{ id: string }>`UPDATE identities SET enabled = ${bool(identity.enabled)},
+            meta = ${identity.meta !== undefined ? JSON.stringify(identity.meta) : null},
+            ratelimits = ${JSON.stringify(identity.ratelimits ?? [])}
+          WHERE id = ${identity.id} AND workspace_id = ${identity.workspaceId} RETURNING id`,
           (rows) => rows.length > 0
         )),
+      listIdentities: (workspaceId, page) =>
+        run(Effect.gen(function*() {
+          const rows = page.after === undefined
+            ? yield* sql<IdentityRow>`SELECT * FROM identities WHERE workspace_id = ${workspaceId}
+              ORDER BY id LIMIT ${page.limit}`
+            : yield* sql<IdentityRow>`SELECT * FROM identities WHERE workspace_id = ${workspaceId}
+              AND id > ${page.after} ORDER BY id LIMIT ${page.limit}`
+          const [count] = yield* sql<{ n: Int8 }>`SELECT count(*) AS n FROM identities
+          WHERE workspace_id = ${workspaceId}`
+          return { identities: rows.map(toIdentity), total: Number(count!.n) }
+        })),
+      deleteIdentity: (workspaceId, id) =>
+        run(sql.withTransaction(Effect.gen(function*() {
+          yield* sql`UPDATE keys SET identity_id = NULL WHERE identity_id = ${id} AND workspace_id = ${workspaceId}`
+          const deleted = yield* sql<{ id: string }>`DELETE FROM identities
+          WHERE id = ${id} AND workspace_id = ${workspaceId} RETURNING id`
+          return deleted.length > 0
+        }))),
       insertKey: (key, credits) =>
         run(sql.withTransaction(Effect.gen(function*() {
           const inserted = yield* sql<{ id: string }>`INSERT INTO keys ${sql.insert(keyValues(key, bool))}

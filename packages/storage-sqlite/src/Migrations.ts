@@ -176,7 +176,8 @@ export const migrations = {
       statements(sql, [
         "ALTER TABLE keys ADD COLUMN environment TEXT",
         "ALTER TABLE identities ADD COLUMN meta TEXT",
-        "ALTER TABLE identities ADD COLUMN ratelimits TEXT NOT NULL DEFAULT '[]'"
+        "ALTER TABLE identities ADD COLUMN ratelimits TEXT NOT NULL DEFAULT '[]'",
+        "CREATE INDEX identities_page ON identities (workspace_id, id)"
       ])
   )
 } as const

@@ -163,9 +163,71 @@ export const tests = (suite: Suite) => {
       expect((yield* catalog.ensureIdentity(identity("id_3", OTHER_WS))).id).toBe("id_3")
       expect(Option.getOrThrow(yield* catalog.findIdentityByExternalId(WS, "user_42")).id).toBe("id_1")
       expect(Option.isNone(yield* catalog.getIdentity(OTHER_WS, "id_1"))).toBe(true)
-      expect(yield* catalog.setIdentityEnabled(WS, "id_1", false)).toBe(true)
-      expect(Option.getOrThrow(yield* catalog.getIdentity(WS, "id_1")).enabled).toBe(false)
-      expect(yield* catalog.setIdentityEnabled(OTHER_WS, "id_1", true)).toBe(false)
+      // Replaced: enabled, meta and limits; never its external id or workspace.
+      const changed = new Identity({
+        ...first,
+        enabled: false,
+        meta: { plan: "pro", seats: [1, 2] },
+        ratelimits: [{ name: "tokens", limit: 10, duration: 60_000, autoApply: false }]
+      })
+      expect(yield* catalog.replaceIdentity(changed)).toBe(true)
+      expect(Option.getOrThrow(yield* catalog.getIdentity(WS, "id_1"))).toEqual(changed)
+      expect(yield* catalog.replaceIdentity(new Identity({ ...changed, externalId: "renamed" }))).toBe(true)
+      expect(Option.getOrThrow(yield* catalog.getIdentity(WS, "id_1")).externalId).toBe("user_42")
+      expect(yield* catalog.replaceIdentity(new Identity({ ...changed, workspaceId: OTHER_WS }))).toBe(false)
+      // Stored with its meta and limits from the start.
+      const full = yield* catalog.ensureIdentity(new Identity({ ...changed, id: "id_full", externalId: "full" }))
+      expect(Option.getOrThrow(yield* catalog.getIdentity(WS, "id_full"))).toEqual(full)
+    })))
+
+  it.effect("pages a workspace's identities by id, and deletes one with its keys detached", () =>
+    run(Effect.gen(function*() {
+      const catalog = yield* Catalog
+      yield* catalog.putWorkspace(new Workspace({ id: "ws_ids", name: "ids" }))
+      yield* catalog.putWorkspace(new Workspace({ id: "ws_ids_other", name: "other" }))
+      for (const n of [3, 1, 4, 2]) {
+        yield* catalog.ensureIdentity(
+          new Identity({ id: `id_p${n}`, workspaceId: "ws_ids", externalId: `user_${n}`, enabled: true, createdAt: n })
+        )
+      }
+      yield* catalog.ensureIdentity(
+        new Identity({ id: "id_p9", workspaceId: "ws_ids_other", externalId: "user_9", enabled: true, createdAt: 9 })
+      )
+      const first = yield* catalog.listIdentities("ws_ids", { after: undefined, limit: 3 })
+      expect(first.identities.map((i) => i.id)).toEqual(["id_p1", "id_p2", "id_p3"])
+      expect(first.total).toBe(4)
+      const rest = yield* catalog.listIdentities("ws_ids", { after: "id_p3", limit: 3 })
+      expect(rest.identities.map((i) => i.id)).toEqual(["id_p4"])
+      yield* catalog.putApi(new Api({ id: "api_ids", workspaceId: "ws_ids", name: "ids" }))
+      yield* catalog.insertKey(
+        new Key({
+          id: "key_ids_1",
+          workspaceId: "ws_ids",
+          apiId: "api_ids",
+          hash: "hash_ids_1",
+          start: "sk_ab",
+          permissions: [],
+          enabled: true,
+          credited: false,
+          ratelimits: [],
+          identityId: "id_p2",
+          createdAt: 1,
+          updatedAt: 1
+        }),
+        undefined
+      )
+      expect(yield* catalog.deleteIdentity("ws_ids_other", "id_p2")).toBe(false)
+      expect(yield* catalog.deleteIdentity("ws_ids", "id_p2")).toBe(true)
+      expect(yield* catalog.deleteIdentity("ws_ids", "id_p2")).toBe(false)
+      expect(Option.isNone(yield* catalog.getIdentity("ws_ids", "id_p2"))).toBe(true)
+      expect(Option.isNone(yield* catalog.findIdentityByExternalId("ws_ids", "user_2"))).toBe(true)
+      expect(Option.getOrThrow(yield* catalog.getKey("ws_ids", "key_ids_1")).identityId).toBeUndefined()
+      expect((yield* catalog.listIdentities("ws_ids", { after: undefined, limit: 10 })).total).toBe(3)
+      // Its external id is free again.
+      const again = yield* catalog.ensureIdentity(
+        new Identity({ id: "id_p5", workspaceId: "ws_ids", externalId: "user_2", enabled: true, createdAt: 5 })
+      )
+      expect(again.id).toBe("id_p5")
     })))
 
   it.effect("stores keys by id and hash, replaces and deletes them, and pages an api's keys", () =>

@@ -64,17 +64,34 @@ export interface IdentityRow {
   readonly workspace_id: string
   readonly external_id: string
   readonly enabled: Bool
+  readonly meta: string | null
+  readonly ratelimits: string
   readonly created_at: Int8
 }
 
-export const toIdentity = (row: IdentityRow) =>
-  new Identity({
+export const toIdentity = (row: IdentityRow) => {
+  const ratelimits = JSON.parse(row.ratelimits) as Array<KeyRatelimit>
+  return new Identity({
     id: row.id,
     workspaceId: row.workspace_id,
     externalId: row.external_id,
     enabled: Boolean(row.enabled),
+    ...(row.meta !== null ? { meta: JSON.parse(row.meta) as Record<string, unknown> } : {}),
+    ...(ratelimits.length > 0 ? { ratelimits } : {}),
     createdAt: Number(row.created_at)
-  })
+  }, { disableValidation: true })
+}
+
+/** An identity's columns. */
+export const identityValues = (identity: Identity, bool: (value: boolean) => boolean | number) => ({
+  id: identity.id,
+  workspace_id: identity.workspaceId,
+  external_id: identity.externalId,
+  enabled: bool(identity.enabled),
+  meta: identity.meta !== undefined ? JSON.stringify(identity.meta) : null,
+  ratelimits: JSON.stringify(identity.ratelimits ?? []),
+  created_at: identity.createdAt
+})
 
 export interface KeyRow {
   readonly id: string

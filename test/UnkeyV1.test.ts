@@ -250,6 +250,71 @@ describe("Unkey's v1 clients against keymeter", () => {
     expect(detached.identity).toBeUndefined()
   })
 
+  it("permissions and roles: a key holds them directly and through roles; a deletion applies at the next verification", async () => {
+    const unkey = client(ADMIN)
+    const read = await unkey.permissions.createPermission({ name: "records.read", description: "read records" })
+    const write = await unkey.permissions.createPermission({ name: "records.write" })
+    expect(read.error).toBeUndefined()
+    expect(read.result?.permissionId).toMatch(/^perm_/)
+    expect((await unkey.permissions.createPermission({ name: "records.read" })).error?.code).toBe("CONFLICT")
+    expect((await unkey.permissions.getPermission({ permissionId: read.result!.permissionId })).result).toEqual({
+      id: read.result!.permissionId,
+      name: "records.read",
+      slug: "records.read",
+      description: "read records"
+    })
+    // The role's permissions are a keymeter extension of createRole (v1 sets them in Unkey's dashboard).
+    const editor = await unkey.permissions.createRole(
+      { name: "editor", permissions: ["records.read", "records.write"] } as { name: string }
+    )
+    expect(editor.result?.roleId).toMatch(/^role_/)
+    expect((await unkey.permissions.listRoles()).result).toContainEqual(
+      expect.objectContaining({ id: editor.result!.roleId, name: "editor" })
+    )
+    expect((await unkey.permissions.listPermissions()).result?.map((p) => p.name)).toEqual(
+      expect.arrayContaining(["records.read", "records.write"])
+    )
+
+    const created = await unkey.keys.create({ apiId: "api_main", roles: ["editor"], permissions: ["billing.read"] })
+    expect(created.error).toBeUndefined()
+    const { key, keyId } = created.result!
+    const check = (authorization: { permissions: string | { and: Array<string> } }) =>
+      unkey.keys.verify({ key, authorization }).then((r) => r.result!)
+    const through = await check({ permissions: { and: ["records.write", "billing.read"] } })
+    expect(through).toMatchObject({ code: "VALID", roles: ["editor"] })
+    expect(through.permissions).toEqual(expect.arrayContaining(["billing.read", "records.read", "records.write"]))
+    expect((await check({ permissions: "admin" })).code).toBe("INSUFFICIENT_PERMISSIONS")
+    // billing.read did not exist: createKey made it, as the root key may create permissions.
+    expect((await unkey.keys.get({ keyId })).result).toMatchObject({ roles: ["editor"], permissions: ["billing.read"] })
+
+    // Key routes: add, remove, set.
+    const added = await unkey.keys.addPermissions({ keyId, permissions: [{ name: "admin", create: true }] })
+    expect(added.result?.map((p) => p.name).sort()).toEqual(["admin", "billing.read"])
+    expect((await check({ permissions: "admin" })).code).toBe("VALID")
+    expect((await unkey.keys.removePermissions({ keyId, permissions: [{ slug: "admin" }] })).result).toEqual({})
+    expect((await check({ permissions: "admin" })).code).toBe("INSUFFICIENT_PERMISSIONS")
+    const missing = await unkey.keys.addPermissions({ keyId, permissions: [{ name: "nothing.here" }] })
+    expect(missing.error?.code).toBe("NOT_FOUND")
+    expect((await unkey.keys.setRoles({ keyId, roles: [{ name: "viewer", create: true }] })).result?.map((r) => r.name))
+      .toEqual(["viewer"])
+    expect((await check({ permissions: "records.write" })).code).toBe("INSUFFICIENT_PERMISSIONS")
+    await unkey.keys.addRoles({ keyId, roles: [{ id: editor.result!.roleId }] })
+    expect((await check({ permissions: "records.write" })).code).toBe("VALID")
+
+    // Deleting a permission takes it from the role (and so the key) at once; deleting the role too.
+    expect((await unkey.permissions.deletePermission({ permissionId: write.result!.permissionId })).result).toEqual({})
+    expect((await check({ permissions: "records.write" })).code).toBe("INSUFFICIENT_PERMISSIONS")
+    expect((await check({ permissions: "records.read" })).code).toBe("VALID")
+    expect((await unkey.permissions.deleteRole({ roleId: editor.result!.roleId })).result).toEqual({})
+    expect((await check({ permissions: "records.read" })).code).toBe("INSUFFICIENT_PERMISSIONS")
+    expect((await unkey.permissions.getRole({ roleId: editor.result!.roleId })).error?.code).toBe("NOT_FOUND")
+    expect((await unkey.keys.removeRoles({ keyId, roles: [{ name: "viewer" }] })).result).toEqual({})
+    expect((await unkey.keys.get({ keyId })).result?.roles).toEqual([])
+    // A root key without rbac permissions is refused.
+    const refused = await client(READER).keys.addRoles({ keyId, roles: [{ name: "viewer" }] })
+    expect(refused.error?.code).toBe("INSUFFICIENT_PERMISSIONS")
+  })
+
   it("liveness answers without a root key, in Unkey's shape", async () => {
     const reply = await fetch(`${base}/v1/liveness`)
     expect(reply.status).toBe(200)

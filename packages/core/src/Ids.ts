@@ -18,7 +18,9 @@ export const Prefix = {
   request: "req",
   batch: "batch",
   key: "key",
-  identity: "id"
+  identity: "id",
+  permission: "perm",
+  role: "role"
 } as const
 
 let lastTime = -1

@@ -8,6 +8,7 @@ import * as Crypto from "node:crypto"
 import { MAX_NAME_LENGTH } from "./Namespace.js"
 import { Duration } from "./Override.js"
 import { MAX_PERMISSION_LENGTH } from "./PermissionQuery.js"
+import { MAX_ROLES, Reference } from "./Role.js"
 import { boundedString, expected } from "./Validation.js"
 
 /** An end customer of a workspace, shared by the keys created with its `externalId`. */
@@ -67,7 +68,10 @@ export class Key extends Schema.Class<Key>("Key")({
   start: Schema.String,
   name: Schema.optional(Schema.String),
   meta: Schema.optional(MetaObject),
+  /** Slugs of the workspace's permissions the key holds itself. */
   permissions: Schema.Array(Schema.String),
+  /** Ids of the workspace's roles the key holds (absent: none). */
+  roles: Schema.optional(Schema.Array(Schema.String)),
   enabled: Schema.Boolean,
   expires: Schema.optional(Schema.Number),
   /** Whether the key has credits at all (its balance is read with them). */
@@ -224,6 +228,38 @@ export const Permissions = Schema.Array(boundedString("a permission", 1, MAX_PER
   Schema.maxItems(MAX_PERMISSIONS, { message: () => `must hold at most ${MAX_PERMISSIONS} permissions` })
 )
 
+/** Names of roles a key is given (each must exist). */
+export const RoleNames = Schema.Array(boundedString("a role name", 1, MAX_PERMISSION_LENGTH)).pipe(
+  Schema.maxItems(MAX_ROLES, { message: () => `must hold at most ${MAX_ROLES} roles` })
+)
+
+/** Permissions a change names: by name (a string), or by reference (id, slug or name; create). */
+export const PermissionsNamed = Schema.Array(
+  Schema.Union(boundedString("a permission", 1, MAX_PERMISSION_LENGTH), Reference)
+).pipe(Schema.maxItems(MAX_PERMISSIONS, { message: () => `must hold at most ${MAX_PERMISSIONS} permissions` }))
+
+/** Roles a change names: by name (a string), or by reference (id or name; create). */
+export const RolesNamed = Schema.Array(Schema.Union(boundedString("a role name", 1, MAX_PERMISSION_LENGTH), Reference))
+  .pipe(Schema.maxItems(MAX_ROLES, { message: () => `must hold at most ${MAX_ROLES} roles` }))
+
+/** Body of `keys.addPermissions` (and set, remove): the permissions named. */
+export const KeyPermissionsInput = Schema.Struct({
+  keyId: boundedString("a key id", 1, 255),
+  permissions: Schema.Array(Reference).pipe(
+    Schema.maxItems(MAX_PERMISSIONS, { message: () => `must hold at most ${MAX_PERMISSIONS} permissions` })
+  )
+}).annotations({ identifier: "KeyPermissionsInput" })
+export type KeyPermissionsInput = Schema.Schema.Type<typeof KeyPermissionsInput>
+
+/** Body of `keys.addRoles` (and set, remove): the roles named. */
+export const KeyRolesInput = Schema.Struct({
+  keyId: boundedString("a key id", 1, 255),
+  roles: Schema.Array(Reference).pipe(
+    Schema.maxItems(MAX_ROLES, { message: () => `must hold at most ${MAX_ROLES} roles` })
+  )
+}).annotations({ identifier: "KeyRolesInput" })
+export type KeyRolesInput = Schema.Schema.Type<typeof KeyRolesInput>
+
 const Ratelimits = Schema.Array(RatelimitInput).pipe(
   Schema.maxItems(MAX_RATELIMITS, { message: () => `must hold at most ${MAX_RATELIMITS} rate limits` }),
   Schema.filter((limits) =>
@@ -258,6 +294,7 @@ export const CreateKeyInput = Schema.Struct({
   externalId: Schema.optional(ExternalId),
   meta: Schema.optional(Meta),
   permissions: Schema.optional(Permissions),
+  roles: Schema.optional(RoleNames),
   enabled: Schema.optional(expected(Schema.Boolean, "must be true or false")),
   expires: Schema.optional(Expires),
   credits: Schema.optional(CreditsInput),
@@ -285,7 +322,8 @@ export const UpdateKeyInput = Schema.Struct({
   name: Schema.optional(Schema.NullOr(KeyName)),
   externalId: Schema.optional(Schema.NullOr(ExternalId)),
   meta: Schema.optional(Schema.NullOr(Meta)),
-  permissions: Schema.optional(Permissions),
+  permissions: Schema.optional(PermissionsNamed),
+  roles: Schema.optional(RolesNamed),
   enabled: Schema.optional(Flag),
   expires: Schema.optional(Schema.NullOr(Expires)),
   credits: Schema.optional(Schema.NullOr(CreditsChange)),
@@ -416,6 +454,7 @@ export const KeyView = Schema.Struct({
   name: Schema.optional(Schema.String),
   meta: Schema.optional(MetaObject),
   permissions: Schema.Array(Schema.String),
+  roles: Schema.Array(Schema.String).annotations({ description: "the names of the roles the key holds" }),
   enabled: Schema.Boolean,
   expires: Schema.optional(Schema.Number),
   credits: Schema.optional(Schema.Struct({
@@ -445,7 +484,12 @@ export const KeyPage = Schema.Struct({
 }).annotations({ identifier: "KeyPage" })
 
 /** The API's view of a key, with its identity and balance. */
-export const toView = (key: Key, identity: Identity | undefined, credits: Credits | undefined): KeyView => ({
+export const toView = (
+  key: Key,
+  identity: Identity | undefined,
+  credits: Credits | undefined,
+  roles: ReadonlyArray<string>
+): KeyView => ({
   keyId: key.id,
   workspaceId: key.workspaceId,
   apiId: key.apiId,
@@ -453,6 +497,7 @@ export const toView = (key: Key, identity: Identity | undefined, credits: Credit
   ...(key.name !== undefined ? { name: key.name } : {}),
   ...(key.meta !== undefined ? { meta: key.meta } : {}),
   permissions: key.permissions,
+  roles,
   enabled: key.enabled,
   ...(key.expires !== undefined ? { expires: key.expires } : {}),
   ...(key.credited

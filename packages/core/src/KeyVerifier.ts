@@ -38,6 +38,7 @@ import { PermissionQuery, satisfies } from "./PermissionQuery.js"
 import type { Taken, TakenLimit, TakeRequest } from "./RateLimiter.js"
 import { RateLimiter } from "./RateLimiter.js"
 import { Recorder } from "./Recorder.js"
+import type { Role } from "./Role.js"
 import * as RootKey from "./RootKey.js"
 import { Catalog } from "./Storage.js"
 import * as Time from "./Time.js"
@@ -128,7 +129,12 @@ export const VerifyKeyResponse = Schema.Struct({
     exceeded: Schema.Boolean,
     overrideId: Schema.optional(Schema.String)
   }))),
-  permissions: Schema.optional(Schema.Array(Schema.String)),
+  permissions: Schema.optional(
+    Schema.Array(Schema.String).annotations({
+      description: "the key's permissions, its own and its roles'"
+    })
+  ),
+  roles: Schema.optional(Schema.Array(Schema.String).annotations({ description: "the names of the key's roles" })),
   enabled: Schema.optional(Schema.Boolean),
   identity: Schema.optional(Schema.Struct({ id: Schema.String, externalId: Schema.String, meta: KeyModel.MetaObject })),
   environment: Schema.optional(Schema.String)
@@ -234,8 +240,20 @@ export class KeyVerifier extends Effect.Service<KeyVerifier>()("@keymeter/core/K
         const denied = Decision.failed(auth.authorize(principal, Permission.required.limit("*")))
         if (denied !== undefined) return denied
       }
-      const code = precheck(key, identity, request, now)
-      const end = { principal, request, now, key, identity, durable }
+      // The key's roles, for the permissions they hold (a role deleted meanwhile holds none).
+      let roles: Array<Role> | undefined
+      if (key.roles !== undefined && key.roles.length > 0) {
+        roles = []
+        for (const id of key.roles) {
+          const known = cache.lookupRole(id, () => catalog.getRole(key.workspaceId, id))
+          if (known instanceof Missing) return known
+          if (Option.isSome(known)) roles.push(known.value)
+        }
+      }
+      const permissions = roles === undefined ? key.permissions : permissionsOf(key, roles)
+      const roleNames = roles?.map((role) => role.name)
+      const code = precheck(key, identity, request, now, permissions)
+      const end = { principal, request, now, key, identity, permissions, roleNames, durable }
       if (code !== undefined) return answered(end, code, undefined)
       return Decision.andThen(
         limiter.decideTakeAll(key.workspaceId, limitsOf(key, identity, requested, request.ratelimit?.cost), now),
@@ -262,12 +280,12 @@ export class KeyVerifier extends Effect.Service<KeyVerifier>()("@keymeter/core/K
     ): Effect.Effect<VerifyKeyResponse, StorageError> => {
       const { identity, key } = end
       const event = eventOf(end.principal, end.request, end.now, key.apiId, key.id, code, identity)
-      if (!key.credited) return recorded(event, end.durable, answerOf(key, identity, code, limits, undefined))
+      if (!key.credited) return recorded(event, end.durable, answerOf(end, code, limits, undefined))
       return Effect.flatMap(catalog.getCredits(key.id), (credits) =>
         recorded(
           event,
           end.durable,
-          answerOf(key, identity, code, limits, Option.getOrUndefined(credits)?.remaining)
+          answerOf(end, code, limits, Option.getOrUndefined(credits)?.remaining)
         ))
     }
 
@@ -294,7 +312,7 @@ export class KeyVerifier extends Effect.Service<KeyVerifier>()("@keymeter/core/K
         // No balance: the key's credits were removed meanwhile; it verifies as a key without.
         const remaining = Option.isSome(spend) ? spend.value.remaining : undefined
         const event = eventOf(end.principal, request, now, key.apiId, key.id, code, identity)
-        return yield* recorded(event, end.durable, answerOf(key, identity, code, limits, remaining))
+        return yield* recorded(event, end.durable, answerOf(end, code, limits, remaining))
       })
 
     /** `answer` once `event` is queued (or, when `durable`, stored). */
@@ -316,6 +334,10 @@ type VerifyError = ValidationError | InsufficientPermissions | NotFound | Storag
 
 /** What the end of a verification knows. */
 interface End {
+  /** The key's permissions, its own and its roles'. */
+  readonly permissions: ReadonlyArray<string>
+  /** The names of the key's roles, if it has any. */
+  readonly roleNames: ReadonlyArray<string> | undefined
   readonly principal: Principal
   readonly request: VerifyKeyInput
   readonly now: number
@@ -419,7 +441,20 @@ const requestedOf = (
 }
 
 /** The code of the checks before the limits (2–6 of the order), or undefined when they pass. */
-const precheck = (key: Key, identity: Identity | undefined, request: VerifyKeyInput, now: number) =>
+/** A key's permissions with its roles': its own first, each once. */
+const permissionsOf = (key: Key, roles: ReadonlyArray<Role>): ReadonlyArray<string> => {
+  const all = new Set(key.permissions)
+  for (const role of roles) for (const permission of role.permissions) all.add(permission)
+  return [...all]
+}
+
+const precheck = (
+  key: Key,
+  identity: Identity | undefined,
+  request: VerifyKeyInput,
+  now: number,
+  permissions: ReadonlyArray<string>
+) =>
   request.apiId !== undefined && request.apiId !== key.apiId
     ? "FORBIDDEN" as const
     : identity !== undefined && !identity.enabled
@@ -428,7 +463,7 @@ const precheck = (key: Key, identity: Identity | undefined, request: VerifyKeyIn
     ? "DISABLED" as const
     : key.expires !== undefined && key.expires <= now
     ? "EXPIRED" as const
-    : request.permissions !== undefined && !satisfies(key.permissions, request.permissions)
+    : request.permissions !== undefined && !satisfies(permissions, request.permissions)
     ? "INSUFFICIENT_PERMISSIONS" as const
     : undefined
 
@@ -439,13 +474,14 @@ const NOT_FOUND = Exit.succeed(NOT_FOUND_ANSWER)
 
 /** The answer of a verification: the key's fields, but none for another api's key (FORBIDDEN). */
 const answerOf = (
-  key: Key,
-  identity: Identity | undefined,
+  end: End,
   code: Code,
   limits: ReadonlyArray<TakenLimit> | undefined,
   remaining: number | undefined
-): VerifyKeyResponse =>
-  code === "FORBIDDEN" ? { valid: false, code } : ({
+): VerifyKeyResponse => {
+  if (code === "FORBIDDEN") return { valid: false, code }
+  const { identity, key } = end
+  return {
     valid: code === "VALID",
     code,
     keyId: key.id,
@@ -454,13 +490,15 @@ const answerOf = (
     ...(key.expires !== undefined ? { expires: key.expires } : {}),
     ...(remaining !== undefined ? { credits: { remaining } } : {}),
     ...(limits !== undefined && limits.length > 0 ? { ratelimits: limits } : {}),
-    permissions: key.permissions,
+    permissions: end.permissions,
+    ...(end.roleNames !== undefined ? { roles: end.roleNames } : {}),
     enabled: key.enabled,
     ...(identity !== undefined
       ? { identity: { id: identity.id, externalId: identity.externalId, meta: identity.meta ?? NO_META } }
       : {}),
     ...(key.environment !== undefined ? { environment: key.environment } : {})
-  })
+  }
+}
 
 const unknownRatelimit = (request: VerifyKeyInput, i: number) =>
   new ValidationError({

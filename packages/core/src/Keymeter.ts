@@ -12,19 +12,20 @@ import { Keys } from "./Keys.js"
 import { KeyVerifier } from "./KeyVerifier.js"
 import { Overrides } from "./Overrides.js"
 import { RateLimiter } from "./RateLimiter.js"
+import { Rbac } from "./Rbac.js"
 import { Recorder } from "./Recorder.js"
 import { Verifications } from "./Verifications.js"
 import * as Windows from "./Windows.js"
 
 /**
- * Analytics, Verifications, Keys, KeyVerifier, Identities, Overrides, RateLimiter, Recorder, Apis,
- * IdempotencyKeys and Auth
+ * Analytics, Verifications, Keys, KeyVerifier, Identities, Rbac, Overrides, RateLimiter, Recorder,
+ * Apis, IdempotencyKeys and Auth
  * over the Storage the caller provides, with the rate-limit windows `windows` gives (shared by
  * servers, say: the Redis adapter's).
  */
 export const layerWith = <E, R>(windows: Layer.Layer<Windows.Windows, E, R>) =>
   Layer.mergeAll(Analytics.Default, Verifications.Default, Apis.Default, Keys.Default, KeyVerifier.Default).pipe(
-    Layer.provideMerge(Identities.Default),
+    Layer.provideMerge(Layer.merge(Identities.Default, Rbac.Default)),
     // One memory of keys for the services that read and write them; not part of the API.
     Layer.provide(KeyCache.layer),
     Layer.provideMerge(Layer.merge(RateLimiter.Default, Recorder.Default)),

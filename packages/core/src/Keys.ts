@@ -21,6 +21,8 @@ import * as KeyModel from "./Key.js"
 import { Key } from "./Key.js"
 import type { Principal } from "./Permission.js"
 import * as Permission from "./Permission.js"
+import type { Named } from "./Rbac.js"
+import { Rbac } from "./Rbac.js"
 import * as RootKey from "./RootKey.js"
 import { Catalog } from "./Storage.js"
 import * as Validation from "./Validation.js"
@@ -42,8 +44,11 @@ export class Keys extends Effect.Service<Keys>()("@keymeter/core/Keys", {
     const decodeList = Validation.decode(KeyModel.ListKeysInput)
     const decodeCredits = Validation.decode(KeyModel.UpdateCreditsInput)
     const decodeWhoami = Validation.decode(KeyModel.SecretInput)
+    const decodeKeyPermissions = Validation.decode(KeyModel.KeyPermissionsInput)
+    const decodeKeyRoles = Validation.decode(KeyModel.KeyRolesInput)
     const cache = yield* KeyCache
     const identities = yield* Identities
+    const rbac = yield* Rbac
 
     const apis = KnownApis.make(catalog)
     const requireApi = (principal: Principal, apiId: string) => apis.require(principal.workspaceId, apiId)
@@ -85,11 +90,46 @@ export class Keys extends Effect.Service<Keys>()("@keymeter/core/Keys", {
 
     const authorizeLimits = identities.authorizeLimits
 
+    /** The names of the roles `ids` (those that still exist). */
+    const roleNames = (workspaceId: string, ids: ReadonlyArray<string> | undefined) =>
+      ids === undefined || ids.length === 0
+        ? Effect.succeed([] as Array<string>)
+        : Effect.map(
+          Effect.forEach(ids, (id) => catalog.getRole(workspaceId, id)),
+          (roles) => roles.flatMap((role) => Option.isSome(role) ? [role.value.name] : [])
+        )
+
     const view = (key: Key) =>
       Effect.gen(function*() {
         const identity = yield* identityOf(key)
         const credits = key.credited ? Option.getOrUndefined(yield* catalog.getCredits(key.id)) : undefined
-        return KeyModel.toView(key, identity, credits)
+        return KeyModel.toView(key, identity, credits, yield* roleNames(key.workspaceId, key.roles))
+      })
+
+    /**
+     * The slugs and role ids a key is given by a change naming `permissions` and `roles`, each
+     * checked: giving permissions needs `rbac.*.add_permission_to_key`, roles
+     * `rbac.*.add_role_to_key` (and creating what does not exist, see `Rbac`).
+     */
+    const grants = (
+      principal: Principal,
+      permissions: ReadonlyArray<Named> | undefined,
+      roles: ReadonlyArray<Named> | undefined
+    ) =>
+      Effect.gen(function*() {
+        if (permissions !== undefined && permissions.length > 0) {
+          yield* auth.authorize(principal, Permission.required.addPermissionToKey())
+        }
+        if (roles !== undefined && roles.length > 0) {
+          yield* auth.authorize(principal, Permission.required.addRoleToKey())
+        }
+        const slugs = permissions === undefined
+          ? undefined
+          : (yield* rbac.resolvePermissions(principal, permissions, "permissions")).map((p) => p.slug)
+        const roleIds = roles === undefined
+          ? undefined
+          : (yield* rbac.resolveRoles(principal, roles, "roles")).map((r) => r.id)
+        return { slugs, roleIds }
       })
 
     /**
@@ -102,6 +142,7 @@ export class Keys extends Effect.Service<Keys>()("@keymeter/core/Keys", {
         yield* auth.authorize(principal, Permission.required.createKey(request.apiId))
         yield* requireApi(principal, request.apiId)
         yield* authorizeLimits(principal, (request.ratelimits ?? []).map((limit) => limit.name))
+        const granted = yield* grants(principal, request.permissions, request.roles)
         return yield* receipts.once<{ readonly keyId: string; readonly key?: string }, StorageError, never>(
           {
             workspaceId: principal.workspaceId,
@@ -110,12 +151,17 @@ export class Keys extends Effect.Service<Keys>()("@keymeter/core/Keys", {
             operation: "createKey",
             canonical: () => request
           },
-          () => createNow(principal, request),
+          () => createNow(principal, request, granted.slugs ?? [], granted.roleIds ?? []),
           { storeAfter: true, kept: (answer) => ({ keyId: answer.keyId }) }
         )
       }).pipe(Effect.withSpan("Keys.create"))
 
-    const createNow = (principal: Principal, request: KeyModel.CreateKeyInput) =>
+    const createNow = (
+      principal: Principal,
+      request: KeyModel.CreateKeyInput,
+      permissions: ReadonlyArray<string>,
+      roles: ReadonlyArray<string>
+    ) =>
       Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis
         const identity = request.externalId === undefined
@@ -130,7 +176,8 @@ export class Keys extends Effect.Service<Keys>()("@keymeter/core/Keys", {
           start: KeyModel.startOf(secret, request.prefix),
           ...(request.name !== undefined ? { name: request.name } : {}),
           ...(request.meta !== undefined ? { meta: request.meta } : {}),
-          permissions: request.permissions ?? [],
+          permissions,
+          ...(roles.length > 0 ? { roles } : {}),
           enabled: request.enabled ?? true,
           ...(request.expires !== undefined ? { expires: request.expires } : {}),
           credited: request.credits !== undefined,
@@ -207,7 +254,12 @@ export class Keys extends Effect.Service<Keys>()("@keymeter/core/Keys", {
         }
         set("name", request.name)
         set("meta", request.meta)
-        set("permissions", request.permissions)
+        const granted = yield* grants(principal, request.permissions, request.roles)
+        if (granted.slugs !== undefined) fields.permissions = granted.slugs
+        if (granted.roleIds !== undefined) {
+          if (granted.roleIds.length === 0) delete fields.roles
+          else fields.roles = granted.roleIds
+        }
         set("enabled", request.enabled)
         set("expires", request.expires)
         if (request.ratelimits !== undefined) {
@@ -323,7 +375,75 @@ export class Keys extends Effect.Service<Keys>()("@keymeter/core/Keys", {
         )
       }).pipe(Effect.withSpan("Keys.whoami"))
 
+    /** The key `keyId` of the caller's workspace, for the routes that change what it holds (`rbac.*`). */
+    const keyIn = (principal: Principal, keyId: string) =>
+      Effect.flatMap(catalog.getKey(principal.workspaceId, keyId), (found) =>
+        Option.isNone(found)
+          ? Effect.fail(new NotFound({ message: `keyId: no key ${JSON.stringify(keyId)} in this workspace` }))
+          : Effect.succeed(found.value))
+
+    const replace = (key: Key, fields: Partial<ConstructorParameters<typeof Key>[0]>, now: number) =>
+      Effect.gen(function*() {
+        const next: Record<string, unknown> = { ...key, ...fields, updatedAt: now }
+        if (Array.isArray(next.roles) && next.roles.length === 0) delete next.roles
+        const updated = new Key(next as ConstructorParameters<typeof Key>[0])
+        if (!(yield* cache.write({ hashes: [key.hash] }, catalog.replaceKey(updated, "keep")))) {
+          return yield* new NotFound({ message: `keyId: no key ${JSON.stringify(key.id)} in this workspace` })
+        }
+        return updated
+      })
+
+    /**
+     * Adds, sets or removes the permissions a key holds itself; answers those it then holds
+     * (`{id, name}`), or nothing for a removal. Adding and setting need
+     * `rbac.*.add_permission_to_key`, removing (and setting away) `rbac.*.remove_permission_from_key`.
+     */
+    const changePermissions = (principal: Principal, op: "add" | "set" | "remove", input: unknown) =>
+      Effect.gen(function*() {
+        const request = yield* decodeKeyPermissions(input)
+        if (op !== "remove") yield* auth.authorize(principal, Permission.required.addPermissionToKey())
+        if (op !== "add") yield* auth.authorize(principal, Permission.required.removePermissionFromKey())
+        const key = yield* keyIn(principal, request.keyId)
+        const named = op === "remove"
+          ? request.permissions.map(({ create: _, ...ref }) => ref)
+          : request.permissions
+        const slugs = (yield* rbac.resolvePermissions(principal, named, "permissions")).map((p) => p.slug)
+        const next = op === "set"
+          ? slugs
+          : op === "add"
+          ? [...new Set([...key.permissions, ...slugs])]
+          : key.permissions.filter((slug) => !slugs.includes(slug))
+        yield* replace(key, { permissions: next }, yield* Clock.currentTimeMillis)
+        if (op === "remove") return []
+        const held = yield* catalog.findPermissions(principal.workspaceId, next)
+        return held.filter((p) => next.includes(p.slug)).map((p) => ({ id: p.id, name: p.name }))
+      }).pipe(Effect.withSpan("Keys.changePermissions"))
+
+    /** Adds, sets or removes a key's roles, as {@link changePermissions} its permissions (`rbac.*_role_*`). */
+    const changeRoles = (principal: Principal, op: "add" | "set" | "remove", input: unknown) =>
+      Effect.gen(function*() {
+        const request = yield* decodeKeyRoles(input)
+        if (op !== "remove") yield* auth.authorize(principal, Permission.required.addRoleToKey())
+        if (op !== "add") yield* auth.authorize(principal, Permission.required.removeRoleFromKey())
+        const key = yield* keyIn(principal, request.keyId)
+        const named = op === "remove" ? request.roles.map(({ create: _, ...ref }) => ref) : request.roles
+        const roles = yield* rbac.resolveRoles(principal, named, "roles")
+        const ids = roles.map((r) => r.id)
+        const held = key.roles ?? []
+        const next = op === "set"
+          ? ids
+          : op === "add"
+          ? [...new Set([...held, ...ids])]
+          : held.filter((id) => !ids.includes(id))
+        yield* replace(key, { roles: next }, yield* Clock.currentTimeMillis)
+        if (op === "remove") return []
+        const all = yield* catalog.listRoles(principal.workspaceId)
+        return all.filter((r) => next.includes(r.id)).map((r) => ({ id: r.id, name: r.name }))
+      }).pipe(Effect.withSpan("Keys.changeRoles"))
+
     return {
+      changePermissions,
+      changeRoles,
       whoami,
       create,
       get,

@@ -36,5 +36,16 @@ export const required = {
   createIdentity: () => ["identity.*.create_identity"],
   readIdentity: () => ["identity.*.read_identity"],
   updateIdentity: () => ["identity.*.update_identity"],
-  deleteIdentity: () => ["identity.*.delete_identity"]
+  deleteIdentity: () => ["identity.*.delete_identity"],
+  createPermission: () => ["rbac.*.create_permission"],
+  readPermission: () => ["rbac.*.read_permission"],
+  deletePermission: () => ["rbac.*.delete_permission"],
+  createRole: () => ["rbac.*.create_role"],
+  readRole: () => ["rbac.*.read_role"],
+  deleteRole: () => ["rbac.*.delete_role"],
+  addPermissionToKey: () => ["rbac.*.add_permission_to_key"],
+  removePermissionFromKey: () => ["rbac.*.remove_permission_from_key"],
+  addRoleToKey: () => ["rbac.*.add_role_to_key"],
+  removeRoleFromKey: () => ["rbac.*.remove_role_from_key"],
+  addPermissionToRole: () => ["rbac.*.add_permission_to_role"]
 } as const

@@ -17,6 +17,7 @@ import type { Receipt } from "./Idempotency.js"
 import type { Credits, Identity, Key } from "./Key.js"
 import type { Namespace } from "./Namespace.js"
 import type { Override } from "./Override.js"
+import type { KeyPermission, Role } from "./Role.js"
 import type { RootKey } from "./RootKey.js"
 import type { Verification } from "./Verification.js"
 import type { Workspace } from "./Workspace.js"
@@ -154,6 +155,36 @@ export class Catalog extends Context.Tag("@keymeter/core/Catalog")<
     ) => Effect.Effect<{ readonly identities: ReadonlyArray<Identity>; readonly total: number }, StorageError>
     /** Deletes an identity, its keys detached from it, in one step; false when the workspace has none such. */
     readonly deleteIdentity: (workspaceId: string, id: string) => Effect.Effect<boolean, StorageError>
+    /** Stores a new permission; conflict when its id, name or slug is the workspace's already. */
+    readonly putPermission: (permission: KeyPermission) => Effect.Effect<"created" | "conflict", StorageError>
+    readonly getPermission: (
+      workspaceId: string,
+      id: string
+    ) => Effect.Effect<Option.Option<KeyPermission>, StorageError>
+    /** The workspace's permissions whose slug or name is one of `names`. */
+    readonly findPermissions: (
+      workspaceId: string,
+      names: ReadonlyArray<string>
+    ) => Effect.Effect<ReadonlyArray<KeyPermission>, StorageError>
+    /** The workspace's permissions, by id. */
+    readonly listPermissions: (workspaceId: string) => Effect.Effect<ReadonlyArray<KeyPermission>, StorageError>
+    /**
+     * Deletes a permission, taken from every key and role holding it, in one step; false when the
+     * workspace has no such permission.
+     */
+    readonly deletePermission: (workspaceId: string, id: string) => Effect.Effect<boolean, StorageError>
+    /** Stores a new role; conflict when its id or name is the workspace's already. */
+    readonly putRole: (role: Role) => Effect.Effect<"created" | "conflict", StorageError>
+    readonly getRole: (workspaceId: string, id: string) => Effect.Effect<Option.Option<Role>, StorageError>
+    /** The workspace's roles whose name is one of `names`. */
+    readonly findRoles: (
+      workspaceId: string,
+      names: ReadonlyArray<string>
+    ) => Effect.Effect<ReadonlyArray<Role>, StorageError>
+    /** The workspace's roles, by id. */
+    readonly listRoles: (workspaceId: string) => Effect.Effect<ReadonlyArray<Role>, StorageError>
+    /** Deletes a role, taken from every key holding it, in one step; false when the workspace has none such. */
+    readonly deleteRole: (workspaceId: string, id: string) => Effect.Effect<boolean, StorageError>
     /** Stores a new key, with its first balance when it has credits; conflict when its id or hash exists. */
     readonly insertKey: (key: Key, credits: Credits | undefined) => Effect.Effect<"created" | "conflict", StorageError>
     /**

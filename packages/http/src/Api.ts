@@ -11,6 +11,7 @@ import * as HttpApiSecurity from "@effect/platform/HttpApiSecurity"
 import * as OpenApi from "@effect/platform/OpenApi"
 import { ApiIdInput, ApiList, ApiView, CreateApiInput } from "@keymeter/core/Api"
 import { Datapoint } from "@keymeter/core/Datapoint"
+import { KeyPermissionsInput, KeyRolesInput } from "@keymeter/core/Key"
 import {
   DeleteOverrideInput,
   GetOverrideInput,
@@ -22,6 +23,14 @@ import {
 } from "@keymeter/core/Override"
 import type { Principal } from "@keymeter/core/Permission"
 import { LimitInput, LimitResponse } from "@keymeter/core/RateLimiter"
+import {
+  CreatePermissionInput,
+  CreateRoleInput,
+  PermissionIdInput,
+  PermissionView,
+  RoleIdInput,
+  RoleView
+} from "@keymeter/core/Role"
 import { RecordVerificationsInput } from "@keymeter/core/Verification"
 import { VerificationQueryInput } from "@keymeter/core/VerificationQuery"
 import * as Context from "effect/Context"
@@ -156,6 +165,9 @@ export class RatelimitsGroup extends HttpApiGroup.make("ratelimits")
   )
 {}
 
+/** The permissions or roles a key holds after a change, by id and name. */
+const Connected = Schema.Array(Schema.Struct({ id: Schema.String, name: Schema.String }))
+
 /** Query parameters of `GET /v1/keys.getKey` and `GET /v1/apis.listKeys`. */
 export const GetKeyParams = UrlParams.schema(V1Keys.GetKeyQuery)
 export const ListKeysParams = UrlParams.schema(V1Keys.ListKeysQuery)
@@ -219,11 +231,127 @@ export class KeysGroup extends HttpApiGroup.make("keys")
       )
   )
   .add(
+    post("addPermissions", "/keys.addPermissions")
+      .setPayload(KeyPermissionsInput)
+      .addSuccess(Connected)
+      .annotate(OpenApi.Summary, "Give a key permissions; answers all it holds itself")
+      .annotate(
+        OpenApi.Description,
+        "Permission: rbac.*.add_permission_to_key (and rbac.*.create_permission with create: true)."
+      )
+  )
+  .add(
+    post("setPermissions", "/keys.setPermissions")
+      .setPayload(KeyPermissionsInput)
+      .addSuccess(Connected)
+      .annotate(OpenApi.Summary, "Replace a key's permissions; answers all it holds itself")
+      .annotate(
+        OpenApi.Description,
+        "Permission: rbac.*.add_permission_to_key and rbac.*.remove_permission_from_key."
+      )
+  )
+  .add(
+    post("removePermissions", "/keys.removePermissions")
+      .setPayload(KeyPermissionsInput)
+      .addSuccess(Schema.Struct({}))
+      .annotate(OpenApi.Summary, "Take permissions from a key")
+      .annotate(OpenApi.Description, "Permission: rbac.*.remove_permission_from_key.")
+  )
+  .add(
+    post("addRoles", "/keys.addRoles")
+      .setPayload(KeyRolesInput)
+      .addSuccess(Connected)
+      .annotate(OpenApi.Summary, "Give a key roles; answers all it holds")
+      .annotate(OpenApi.Description, "Permission: rbac.*.add_role_to_key (and rbac.*.create_role with create: true).")
+  )
+  .add(
+    post("setRoles", "/keys.setRoles")
+      .setPayload(KeyRolesInput)
+      .addSuccess(Connected)
+      .annotate(OpenApi.Summary, "Replace a key's roles; answers all it holds")
+      .annotate(OpenApi.Description, "Permission: rbac.*.add_role_to_key and rbac.*.remove_role_from_key.")
+  )
+  .add(
+    post("removeRoles", "/keys.removeRoles")
+      .setPayload(KeyRolesInput)
+      .addSuccess(Schema.Struct({}))
+      .annotate(OpenApi.Summary, "Take roles from a key")
+      .annotate(OpenApi.Description, "Permission: rbac.*.remove_role_from_key.")
+  )
+  .add(
     post("deleteKey", "/keys.deleteKey")
       .setPayload(V1Keys.DeleteKeyRequest)
       .addSuccess(Schema.Struct({}))
       .annotate(OpenApi.Summary, "Delete a key; it verifies as NOT_FOUND from the next call")
       .annotate(OpenApi.Description, "Permission: api.*.delete_key or api.<apiId>.delete_key.")
+  )
+{}
+
+/** Query parameters of `GET /v1/permissions.getPermission` and `getRole`. */
+export const GetPermissionParams = UrlParams.schema(PermissionIdInput)
+export const GetRoleParams = UrlParams.schema(RoleIdInput)
+
+/** Permission and role routes (Unkey's RBAC). */
+export class PermissionsGroup extends HttpApiGroup.make("permissions")
+  .add(
+    post("createPermission", "/permissions.createPermission")
+      .setPayload(CreatePermissionInput)
+      .addSuccess(Schema.Struct({ permissionId: Schema.String }))
+      .addError(Responses[409])
+      .annotate(OpenApi.Summary, "Create a permission; its slug (the name unless given) is what keys hold")
+      .annotate(OpenApi.Description, "Permission: rbac.*.create_permission. A name or slug taken is a 409 CONFLICT.")
+  )
+  .add(
+    HttpApiEndpoint.get("getPermission", "/permissions.getPermission")
+      .setUrlParams(GetPermissionParams)
+      .addSuccess(PermissionView)
+      .annotate(OpenApi.Summary, "Read a permission")
+      .annotate(OpenApi.Description, "Permission: rbac.*.read_permission.")
+  )
+  .add(
+    HttpApiEndpoint.get("listPermissions", "/permissions.listPermissions")
+      .addSuccess(Schema.Array(PermissionView))
+      .annotate(OpenApi.Summary, "List the workspace's permissions")
+      .annotate(OpenApi.Description, "Permission: rbac.*.read_permission.")
+  )
+  .add(
+    post("deletePermission", "/permissions.deletePermission")
+      .setPayload(PermissionIdInput)
+      .addSuccess(Schema.Struct({}))
+      .annotate(OpenApi.Summary, "Delete a permission; every key and role holding it loses it at once")
+      .annotate(OpenApi.Description, "Permission: rbac.*.delete_permission.")
+  )
+  .add(
+    post("createRole", "/permissions.createRole")
+      .setPayload(CreateRoleInput)
+      .addSuccess(Schema.Struct({ roleId: Schema.String }))
+      .addError(Responses[409])
+      .annotate(OpenApi.Summary, "Create a role, with the permissions it holds (a keymeter extension)")
+      .annotate(
+        OpenApi.Description,
+        "Permission: rbac.*.create_role; with permissions, also rbac.*.add_permission_to_role. A name taken is " +
+          "a 409 CONFLICT."
+      )
+  )
+  .add(
+    HttpApiEndpoint.get("getRole", "/permissions.getRole")
+      .setUrlParams(GetRoleParams)
+      .addSuccess(RoleView)
+      .annotate(OpenApi.Summary, "Read a role, with its permissions' slugs (a keymeter extension)")
+      .annotate(OpenApi.Description, "Permission: rbac.*.read_role.")
+  )
+  .add(
+    HttpApiEndpoint.get("listRoles", "/permissions.listRoles")
+      .addSuccess(Schema.Array(RoleView))
+      .annotate(OpenApi.Summary, "List the workspace's roles")
+      .annotate(OpenApi.Description, "Permission: rbac.*.read_role.")
+  )
+  .add(
+    post("deleteRole", "/permissions.deleteRole")
+      .setPayload(RoleIdInput)
+      .addSuccess(Schema.Struct({}))
+      .annotate(OpenApi.Summary, "Delete a role; every key holding it loses it at once")
+      .annotate(OpenApi.Description, "Permission: rbac.*.delete_role.")
   )
 {}
 
@@ -386,6 +514,7 @@ const V1 = EnvelopedApi
   .add(ApisGroup)
   .add(KeysGroup)
   .add(IdentitiesGroup)
+  .add(PermissionsGroup)
   .add(AuthGroup)
   .addError(Responses[400])
   .addError(Responses[404])

@@ -13,6 +13,8 @@ import { Keys } from "@keymeter/core/Keys"
 import { GetOverrideInput, ListOverridesInput } from "@keymeter/core/Override"
 import { Overrides } from "@keymeter/core/Overrides"
 import type { Principal } from "@keymeter/core/Permission"
+import { Rbac } from "@keymeter/core/Rbac"
+import { PermissionIdInput, RoleIdInput } from "@keymeter/core/Role"
 import * as Validation from "@keymeter/core/Validation"
 import * as Windows from "@keymeter/core/Windows"
 import * as Effect from "effect/Effect"
@@ -206,6 +208,24 @@ export const KeysLive = HttpApiBuilder.group(Api, "keys", (handlers) =>
         withBody(request, (principal, body) =>
           Effect.flatMap(updateRemainingBody(body), (input) =>
             keys.updateCredits(principal, input, IdempotencyKey.read(request.headers)))))
+      .handleRaw("addPermissions", ({ request }) =>
+        withBody(request, (principal, body) =>
+          keys.changePermissions(principal, "add", body)).pipe(Effect.map(wire)))
+      .handleRaw("setPermissions", ({ request }) =>
+        withBody(request, (principal, body) =>
+          keys.changePermissions(principal, "set", body)).pipe(Effect.map(wire)))
+      .handleRaw("removePermissions", ({ request }) =>
+        withBody(request, (principal, body) =>
+          Effect.as(keys.changePermissions(principal, "remove", body), {})))
+      .handleRaw("addRoles", ({ request }) =>
+        withBody(request, (principal, body) =>
+          keys.changeRoles(principal, "add", body)).pipe(Effect.map(wire)))
+      .handleRaw("setRoles", ({ request }) =>
+        withBody(request, (principal, body) =>
+          keys.changeRoles(principal, "set", body)).pipe(Effect.map(wire)))
+      .handleRaw("removeRoles", ({ request }) =>
+        withBody(request, (principal, body) =>
+          Effect.as(keys.changeRoles(principal, "remove", body), {})))
       .handleRaw("deleteKey", ({ request }) =>
         withBody(request, (principal, body) =>
           Effect.flatMap(deleteKeyBody(body), (input) =>
@@ -265,6 +285,52 @@ export const IdentitiesLive = HttpApiBuilder.group(Api, "identities", (handlers)
       .handleRaw("deleteIdentity", ({ request }) =>
         withBody(request, deleteIdentityBody, (principal, input) =>
           identities.delete(principal, input)))
+  }))
+
+const getPermissionQuery = UrlParams.reader(PermissionIdInput)
+const getRoleQuery = UrlParams.reader(RoleIdInput)
+
+/** Handlers of the permission and role routes. */
+export const PermissionsLive = HttpApiBuilder.group(Api, "permissions", (handlers) =>
+  Effect.gen(function*() {
+    const rbac = yield* Rbac
+    const withBody = <A>(
+      request: HttpServerRequest.HttpServerRequest,
+      act: (principal: Principal, body: Record<string, unknown>) => Effect.Effect<A, DomainError>
+    ) =>
+      Effect.gen(function*() {
+        const principal = yield* CurrentPrincipal
+        return yield* mapDomain(act(principal, yield* JsonBody.readObject(request)))
+      })
+    return handlers
+      .handleRaw("createPermission", ({ request }) =>
+        withBody(request, (principal, body) =>
+          Effect.map(rbac.createPermission(principal, body), (permission) => ({ permissionId: permission.id }))))
+      .handle("getPermission", () =>
+        Effect.gen(function*() {
+          return yield* rbac.getPermission(yield* CurrentPrincipal, yield* getPermissionQuery)
+        }).pipe(mapDomain))
+      .handle("listPermissions", () =>
+        Effect.flatMap(CurrentPrincipal, (principal) =>
+          Effect.map(rbac.listPermissions(principal), wire)).pipe(
+            mapDomain
+          ))
+      .handleRaw("deletePermission", ({ request }) =>
+        withBody(request, (principal, body) =>
+          rbac.deletePermission(principal, body)))
+      .handleRaw("createRole", ({ request }) =>
+        withBody(request, (principal, body) =>
+          Effect.map(rbac.createRole(principal, body), (role) => ({ roleId: role.id }))))
+      .handle("getRole", () =>
+        Effect.gen(function*() {
+          return yield* rbac.getRole(yield* CurrentPrincipal, yield* getRoleQuery)
+        }).pipe(mapDomain))
+      .handle("listRoles", () =>
+        Effect.flatMap(CurrentPrincipal, (principal) =>
+          Effect.map(rbac.listRoles(principal), wire)).pipe(mapDomain))
+      .handleRaw("deleteRole", ({ request }) =>
+        withBody(request, (principal, body) =>
+          rbac.deleteRole(principal, body)))
   }))
 
 /** Handlers of the routes about the calling key. */

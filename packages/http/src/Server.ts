@@ -86,6 +86,7 @@ export const ApiLive = (options: Options = {}, domain = DomainLive(options)) =>
       Handlers.ApisLive,
       Handlers.KeysLive,
       Handlers.IdentitiesLive,
+      Handlers.PermissionsLive,
       Handlers.AuthLive,
       Handlers.LivenessLive
     ]),

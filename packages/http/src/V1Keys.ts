@@ -10,6 +10,7 @@ import type { VerifyKeyInput, VerifyKeyResponse } from "@keymeter/core/KeyVerifi
 import { MAX_SECRET_LENGTH } from "@keymeter/core/KeyVerifier"
 import { Duration } from "@keymeter/core/Override"
 import { PermissionQuery } from "@keymeter/core/PermissionQuery"
+import { References } from "@keymeter/core/Role"
 import * as Validation from "@keymeter/core/Validation"
 import * as Verification from "@keymeter/core/Verification"
 import * as Schema from "effect/Schema"
@@ -54,7 +55,11 @@ export const CreateKeyRequest = Schema.Struct({
   ownerId: Schema.optional(KeyModel.ExternalId).annotations({ description: "Deprecated: use externalId" }),
   externalId: Schema.optional(KeyModel.ExternalId),
   meta: Schema.optional(KeyModel.Meta),
-  permissions: Schema.optional(KeyModel.Permissions),
+  roles: Schema.optional(KeyModel.RoleNames).annotations({ description: "Names of existing roles." }),
+  permissions: Schema.optional(KeyModel.Permissions).annotations({
+    description: "Permission names; one that does not exist is created if the root key holds " +
+      "rbac.*.create_permission."
+  }),
   expires: Schema.optional(KeyModel.Expires),
   remaining: Schema.optional(Count),
   refill: Schema.optional(KeyModel.RefillInput),
@@ -90,6 +95,7 @@ export const toCreateKey = (request: typeof CreateKeyRequest.Type): KeyModel.Cre
     ...(externalId !== undefined ? { externalId } : {}),
     ...(request.meta !== undefined ? { meta: request.meta } : {}),
     ...(request.permissions !== undefined ? { permissions: request.permissions } : {}),
+    ...(request.roles !== undefined ? { roles: request.roles } : {}),
     ...(request.enabled !== undefined ? { enabled: request.enabled } : {}),
     ...(request.expires !== undefined ? { expires: request.expires } : {}),
     ...(request.remaining !== undefined
@@ -132,7 +138,13 @@ export const UpdateKeyRequest = Schema.Struct({
   ratelimit: Schema.optional(Schema.NullOr(RatelimitRequest(false))),
   remaining: Schema.optional(Schema.NullOr(Count)),
   refill: Schema.optional(Schema.NullOr(KeyModel.RefillInput)),
-  enabled: Schema.optional(Flag)
+  enabled: Schema.optional(Flag),
+  roles: Schema.optional(References(KeyModel.MAX_PERMISSIONS, "roles")).annotations({
+    description: "Replaces all the key's roles: each {id} or {name}, create: true makes a missing one."
+  }),
+  permissions: Schema.optional(References(KeyModel.MAX_PERMISSIONS, "permissions")).annotations({
+    description: "Replaces all the key's permissions: each {id} or {name}, create: true makes a missing one."
+  })
 }).pipe(
   Schema.filter((request) =>
     [
@@ -166,6 +178,8 @@ export const toUpdateKey = (request: typeof UpdateKeyRequest.Type): KeyModel.Upd
     ...(request.meta !== undefined ? { meta: request.meta } : {}),
     ...(request.expires !== undefined ? { expires: request.expires } : {}),
     ...(request.enabled !== undefined ? { enabled: request.enabled } : {}),
+    ...(request.roles !== undefined ? { roles: request.roles } : {}),
+    ...(request.permissions !== undefined ? { permissions: request.permissions } : {}),
     ...(credits !== undefined ? { credits } : {}),
     ...(request.ratelimit !== undefined
       ? { ratelimit: request.ratelimit === null ? null : defaultLimit(request.ratelimit, false) }
@@ -312,7 +326,7 @@ export const fromKey = (view: KeyView): Key => {
       }
       : {}),
     ...(ratelimit !== undefined ? { ratelimit } : {}),
-    roles: [],
+    roles: view.roles,
     permissions: view.permissions,
     enabled: view.enabled,
     ...(view.environment !== undefined ? { environment: view.environment } : {}),
@@ -424,6 +438,8 @@ export const VerifyKeyResponseV1 = Schema.Struct({
 }).annotations({ identifier: "V1VerifyKeyResponse" })
 export type VerifyKeyResponseV1 = typeof VerifyKeyResponseV1.Type
 
+const NO_ROLES: ReadonlyArray<string> = Object.freeze([])
+
 /**
  * A core verification as v1 answers it. v1 has one `ratelimit`: the limit named `default` when
  * the verification took it, else the one that refused it, else the one with the fewest left.
@@ -455,7 +471,7 @@ export const fromVerification = (answer: VerifyKeyResponse, requestId: string): 
     ...(answer.credits !== undefined ? { remaining: answer.credits.remaining } : {}),
     code: answer.code,
     ...(answer.enabled !== undefined ? { enabled: answer.enabled } : {}),
-    ...(answer.permissions !== undefined ? { permissions: answer.permissions, roles: [] } : {}),
+    ...(answer.permissions !== undefined ? { permissions: answer.permissions, roles: answer.roles ?? NO_ROLES } : {}),
     ...(answer.environment !== undefined ? { environment: answer.environment } : {}),
     ...(answer.identity !== undefined
       ? { identity: answer.identity }

@@ -8,7 +8,7 @@
  */
 import * as HttpApi from "@effect/platform/HttpApi"
 import { describe, expect, layer } from "@effect/vitest"
-import { Api as ApiModel, Override, VerificationQuery } from "@keymeter/core"
+import { Api as ApiModel, Override, Role, VerificationQuery } from "@keymeter/core"
 import { MemoryStorage } from "@keymeter/storage-memory"
 import { SqliteStorage } from "@keymeter/storage-sqlite"
 import * as Arbitrary from "effect/Arbitrary"
@@ -75,6 +75,10 @@ const QUERY_INPUTS: Record<string, Schema.Schema.AnyNoContext> = {
   getKey: V1Keys.GetKeyQuery,
   listKeys: V1Keys.ListKeysQuery,
   getApi: ApiModel.ApiIdInput,
+  getPermission: Role.PermissionIdInput,
+  listPermissions: Schema.Struct({}),
+  getRole: Role.RoleIdInput,
+  listRoles: Schema.Struct({}),
   getIdentity: V1Identities.GetIdentityQuery,
   listIdentities: V1Identities.ListIdentitiesQuery,
   listApis: Schema.Struct({}),
@@ -146,6 +150,17 @@ const validInput = (route: Route) =>
       delete out.identityId
       out.externalId = FUZZ_CUSTOMER
     }
+    // Roles must exist: a key's change names the seeded one (random ids of permissions name none).
+    if (route.name === "createKey" && "roles" in out) out.roles = ["fuzz_role"]
+    if (route.name === "updateKey" && "roles" in out) out.roles = [{ name: "fuzz_role" }]
+    if (route.name === "updateKey" && "permissions" in out) out.permissions = [{ name: "fuzz.read" }]
+    if (route.name.endsWith("Permissions") && route.path.includes("keys.")) out.permissions = [{ name: "fuzz.read" }]
+    if (route.name.endsWith("Roles") && route.path.includes("keys.")) out.roles = [{ name: "fuzz_role" }]
+    // Reads name what `seed` made; deletions the newest the fuzz made.
+    if (route.name === "getPermission") out.permissionId = pinnedRbac.permission
+    if (route.name === "getRole") out.roleId = pinnedRbac.role
+    if (route.name === "deletePermission") out.permissionId = LAST_CREATED_PERMISSION
+    if (route.name === "deleteRole") out.roleId = LAST_CREATED_ROLE
     if (Array.isArray(out.verifications)) {
       // The test clock stands at 0, and events more than 60 s ahead of it are refused.
       out.verifications = out.verifications.map((v: Record<string, unknown>) => ({
@@ -220,7 +235,7 @@ const caseOf = (route: Route) =>
     // No mutation now and then: valid inputs must be answered well too.
     mutations: FastCheck.array(mutation, { minLength: 0, maxLength: 3 }),
     repeat: FastCheck.integer({ min: 0, max: 3 }).map((n) => n === 0),
-    key: FastCheck.constantFrom(keys.admin, keys.admin, keys.reader, keys.limiter, "sk_unknown", "")
+    key: FastCheck.constantFrom(keys.admin, keys.admin, keys.admin, keys.reader, keys.limiter, "sk_unknown", "")
   })
 
 const KNOWN = new Set(Object.keys(Codes))
@@ -258,6 +273,11 @@ const seed = Effect.gen(function*() {
     .body.keyId
   pinnedKeys.updated = (yield* post("/v1/keys.createKey", { apiId: "api_a1" }, keys.admin)).body.keyId
   yield* post("/v1/keys.createKey", { apiId: "api_a1", externalId: FUZZ_CUSTOMER }, keys.admin)
+  pinnedRbac.permission =
+    (yield* post("/v1/permissions.createPermission", { name: "fuzz.read" }, keys.admin)).body.permissionId
+  pinnedRbac.role =
+    (yield* post("/v1/permissions.createRole", { name: "fuzz_role", permissions: ["fuzz.read"] }, keys.admin))
+      .body.roleId
 })
 
 /** The identity the identity routes name. */
@@ -274,6 +294,12 @@ const LAST_CREATED_API = "\u0000last created api"
 /** Identities the fuzz created and has not deleted yet: deleteIdentity names the newest. */
 const createdIdentities: Array<string> = []
 const LAST_CREATED_IDENTITY = "\u0000last created identity"
+/** Permissions and roles the fuzz created and has not deleted yet; and those `seed` made. */
+const createdPermissions: Array<string> = []
+const LAST_CREATED_PERMISSION = "\u0000last created permission"
+const createdRoles: Array<string> = []
+const LAST_CREATED_ROLE = "\u0000last created role"
+const pinnedRbac = { permission: "", role: "" }
 
 const fuzz = (runs: number) =>
   Effect.gen(function*() {
@@ -291,6 +317,8 @@ const fuzz = (runs: number) =>
       if (input.keyId === LAST_CREATED) input.keyId = created.at(-1) ?? "key_none"
       if (input.apiId === LAST_CREATED_API) input.apiId = createdApis.at(-1) ?? "api_none"
       if (input.identityId === LAST_CREATED_IDENTITY) input.identityId = createdIdentities.at(-1) ?? "id_none"
+      if (input.permissionId === LAST_CREATED_PERMISSION) input.permissionId = createdPermissions.at(-1) ?? "perm_none"
+      if (input.roleId === LAST_CREATED_ROLE) input.roleId = createdRoles.at(-1) ?? "role_none"
       const reply = c.route.query
         ? yield* request(`${c.route.path}?${queryOf(input, c.repeat)}`, { key: c.key })
         : yield* post(c.route.path, input, c.key)
@@ -300,6 +328,10 @@ const fuzz = (runs: number) =>
       if (c.route.name === "deleteApi" && reply.status < 300) createdApis.pop()
       if (c.route.name === "createIdentity" && reply.status < 300) createdIdentities.push(reply.body.identityId)
       if (c.route.name === "deleteIdentity" && reply.status < 300) createdIdentities.pop()
+      if (c.route.name === "createPermission" && reply.status < 300) createdPermissions.push(reply.body.permissionId)
+      if (c.route.name === "deletePermission" && reply.status < 300) createdPermissions.pop()
+      if (c.route.name === "createRole" && reply.status < 300) createdRoles.push(reply.body.roleId)
+      if (c.route.name === "deleteRole" && reply.status < 300) createdRoles.pop()
       if (reply.status < 300) succeeded.set(c.route.name, (succeeded.get(c.route.name) ?? 0) + 1)
       const shown = `${c.route.name} ${JSON.stringify(input).slice(0, 300)} → ${reply.status} ${
         JSON.stringify(reply.body).slice(0, 300)

@@ -6,6 +6,7 @@ import type { Credits } from "@keymeter/core/Key"
 import { changeBalance, Identity, Key, spend } from "@keymeter/core/Key"
 import type { Namespace } from "@keymeter/core/Namespace"
 import { Override } from "@keymeter/core/Override"
+import { type KeyPermission, Role } from "@keymeter/core/Role"
 import { RootKey } from "@keymeter/core/RootKey"
 import { Catalog } from "@keymeter/core/Storage"
 import type { Workspace } from "@keymeter/core/Workspace"
@@ -31,6 +32,20 @@ export const make = () => {
   const keysByHash = new Map<string, string>()
   /** Balances, apart from the keys: spending credits is not a catalog change. */
   const credits = new Map<string, Credits>()
+  const permissions = new Map<string, KeyPermission>()
+  const roles = new Map<string, Role>()
+  const ofWorkspace = <A extends { readonly workspaceId: string; readonly id: string }>(
+    map: Map<string, A>,
+    workspaceId: string
+  ) => [...map.values()].filter((a) => a.workspaceId === workspaceId).sort((a, b) => (a.id < b.id ? -1 : 1))
+  /** Replaces every key of the workspace that `change` alters (undefined: left as it is). */
+  const rewriteKeys = (workspaceId: string, change: (key: Key) => Key | undefined) => {
+    for (const key of keys.values()) {
+      if (key.workspaceId !== workspaceId) continue
+      const changed = change(key)
+      if (changed !== undefined) keys.set(key.id, changed)
+    }
+  }
   const deleteKeysOf = (workspaceId: string, apiId: string) => {
     let deleted = 0
     for (const key of [...keys.values()]) {
@@ -228,6 +243,65 @@ export const make = () => {
           const { identityId: _, ...detached } = key
           keys.set(key.id, new Key(detached, { disableValidation: true }))
         }
+        return true
+      }),
+    putPermission: (permission) =>
+      Effect.sync(() => {
+        const taken = permissions.has(permission.id) || ofWorkspace(permissions, permission.workspaceId).some((p) =>
+          p.name === permission.name || p.slug === permission.slug
+        )
+        if (taken) return "conflict" as const
+        revision++
+        permissions.set(permission.id, permission)
+        return "created" as const
+      }),
+    getPermission: (workspaceId, id) => Effect.sync(() => inWorkspace(permissions.get(id), workspaceId)),
+    findPermissions: (workspaceId, names) =>
+      Effect.sync(() =>
+        ofWorkspace(permissions, workspaceId).filter((p) => names.includes(p.slug) || names.includes(p.name))
+      ),
+    listPermissions: (workspaceId) => Effect.sync(() => ofWorkspace(permissions, workspaceId)),
+    deletePermission: (workspaceId, id) =>
+      Effect.sync(() => {
+        const permission = permissions.get(id)
+        if (permission === undefined || permission.workspaceId !== workspaceId) return false
+        revision++
+        permissions.delete(id)
+        const { slug } = permission
+        rewriteKeys(workspaceId, (key) =>
+          key.permissions.includes(slug)
+            ? new Key({ ...key, permissions: key.permissions.filter((p) => p !== slug) }, { disableValidation: true })
+            : undefined)
+        for (const role of ofWorkspace(roles, workspaceId)) {
+          if (role.permissions.includes(slug)) {
+            roles.set(role.id, new Role({ ...role, permissions: role.permissions.filter((p) => p !== slug) }))
+          }
+        }
+        return true
+      }),
+    putRole: (role) =>
+      Effect.sync(() => {
+        if (roles.has(role.id) || ofWorkspace(roles, role.workspaceId).some((r) => r.name === role.name)) {
+          return "conflict" as const
+        }
+        revision++
+        roles.set(role.id, role)
+        return "created" as const
+      }),
+    getRole: (workspaceId, id) => Effect.sync(() => inWorkspace(roles.get(id), workspaceId)),
+    findRoles: (workspaceId, names) =>
+      Effect.sync(() => ofWorkspace(roles, workspaceId).filter((r) => names.includes(r.name))),
+    listRoles: (workspaceId) => Effect.sync(() => ofWorkspace(roles, workspaceId)),
+    deleteRole: (workspaceId, id) =>
+      Effect.sync(() => {
+        const role = roles.get(id)
+        if (role === undefined || role.workspaceId !== workspaceId) return false
+        revision++
+        roles.delete(id)
+        rewriteKeys(workspaceId, (key) =>
+          key.roles?.includes(id)
+            ? new Key({ ...key, roles: key.roles.filter((r) => r !== id) }, { disableValidation: true })
+            : undefined)
         return true
       }),
     insertKey: (key, balance) =>

@@ -118,6 +118,37 @@ export const migrations: ReadonlyArray<
       "ALTER TABLE identities ADD COLUMN ratelimits text NOT NULL DEFAULT '[]'",
       "CREATE INDEX identities_page ON identities (workspace_id, id)"
     ]
+  },
+  {
+    id: 3,
+    name: "rbac",
+    // Unkey's RBAC: a workspace's permissions and roles; keys hold roles by id.
+    sql: [
+      `CREATE TABLE permissions (
+        id text PRIMARY KEY,
+        workspace_id text NOT NULL REFERENCES workspaces (id),
+        name text NOT NULL,
+        slug text NOT NULL,
+        description text,
+        created_at bigint NOT NULL,
+        UNIQUE (workspace_id, name),
+        UNIQUE (workspace_id, slug)
+      )`,
+      `CREATE TABLE roles (
+        id text PRIMARY KEY,
+        workspace_id text NOT NULL REFERENCES workspaces (id),
+        name text NOT NULL,
+        description text,
+        permissions text NOT NULL,
+        created_at bigint NOT NULL,
+        UNIQUE (workspace_id, name)
+      )`,
+      "ALTER TABLE keys ADD COLUMN roles text",
+      ...["permissions", "roles"].map((table) =>
+        `CREATE TRIGGER ${table}_changed AFTER INSERT OR UPDATE OR DELETE ON ${table} ` +
+        "FOR EACH ROW EXECUTE FUNCTION keymeter_catalog_changed()"
+      )
+    ]
   }
 ]
 

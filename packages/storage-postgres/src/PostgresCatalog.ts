@@ -51,7 +51,11 @@ const WRITES = [
   "replaceKey",
   "deleteKey",
   "deleteKeysOfApi",
-  "deleteApi"
+  "deleteApi",
+  "putPermission",
+  "deletePermission",
+  "putRole",
+  "deleteRole"
 ] as const
 
 /** How the catalog follows other servers' changes. */

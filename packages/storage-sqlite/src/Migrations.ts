@@ -179,6 +179,34 @@ export const migrations = {
         "ALTER TABLE identities ADD COLUMN ratelimits TEXT NOT NULL DEFAULT '[]'",
         "CREATE INDEX identities_page ON identities (workspace_id, id)"
       ])
+  ),
+  // Unkey's RBAC: a workspace's permissions and roles; keys hold roles by id.
+  "0008_rbac": Effect.flatMap(
+    SqlClient.SqlClient,
+    (sql) =>
+      statements(sql, [
+        `CREATE TABLE permissions (
+          id TEXT PRIMARY KEY,
+          workspace_id TEXT NOT NULL REFERENCES workspaces (id),
+          name TEXT NOT NULL,
+          slug TEXT NOT NULL,
+          description TEXT,
+          created_at INTEGER NOT NULL,
+          UNIQUE (workspace_id, name),
+          UNIQUE (workspace_id, slug)
+        ) WITHOUT ROWID`,
+        `CREATE TABLE roles (
+          id TEXT PRIMARY KEY,
+          workspace_id TEXT NOT NULL REFERENCES workspaces (id),
+          name TEXT NOT NULL,
+          description TEXT,
+          permissions TEXT NOT NULL,
+          created_at INTEGER NOT NULL,
+          UNIQUE (workspace_id, name)
+        ) WITHOUT ROWID`,
+        "ALTER TABLE keys ADD COLUMN roles TEXT",
+        ...versioned(["permissions", "roles"])
+      ])
   )
 } as const
 

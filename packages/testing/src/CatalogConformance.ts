@@ -11,6 +11,7 @@ import { Identity, Key } from "@keymeter/core/Key"
 import { Namespace } from "@keymeter/core/Namespace"
 import * as Overrides from "@keymeter/core/Overrides"
 import type { Principal } from "@keymeter/core/Permission"
+import { KeyPermission, Role } from "@keymeter/core/Role"
 import { RootKey } from "@keymeter/core/RootKey"
 import { Catalog } from "@keymeter/core/Storage"
 import { Workspace } from "@keymeter/core/Workspace"
@@ -299,6 +300,78 @@ export const tests = (suite: Suite) => {
       // An environment is kept as given.
       yield* catalog.insertKey(key(6, { environment: "test" }), undefined)
       expect(Option.getOrThrow(yield* catalog.getKey(WS, "key_006")).environment).toBe("test")
+    })))
+
+  it.effect("keeps permissions and roles by workspace; a deletion takes them from every key and role", () =>
+    run(Effect.gen(function*() {
+      const catalog = yield* Catalog
+      yield* catalog.putWorkspace(new Workspace({ id: "ws_rbac", name: "rbac" }))
+      yield* catalog.putWorkspace(new Workspace({ id: "ws_rbac_other", name: "other" }))
+      const permission = (id: string, name: string, extra: Partial<KeyPermission> = {}) =>
+        new KeyPermission({ id, workspaceId: "ws_rbac", name, slug: name, createdAt: 1, ...extra })
+      const read = permission("perm_r", "records.read", { description: "read" })
+      // A slug as LIKE would read it: its % and _ must match only themselves.
+      const odd = permission("perm_o", "odd%_\\\"name")
+      expect(yield* catalog.putPermission(read)).toBe("created")
+      expect(yield* catalog.putPermission(permission("perm_w", "Write", { slug: "records.write" }))).toBe("created")
+      expect(yield* catalog.putPermission(odd)).toBe("created")
+      expect(yield* catalog.putPermission(permission("perm_x", "records.read"))).toBe("conflict")
+      expect(yield* catalog.putPermission(permission("perm_y", "other", { slug: "records.write" }))).toBe("conflict")
+      expect(yield* catalog.putPermission(permission("perm_r", "again"))).toBe("conflict")
+      // Another workspace may use the same names.
+      expect(yield* catalog.putPermission(permission("perm_z", "records.read", { workspaceId: "ws_rbac_other" })))
+        .toBe("created")
+      expect(Option.getOrThrow(yield* catalog.getPermission("ws_rbac", "perm_r"))).toEqual(read)
+      expect(Option.isNone(yield* catalog.getPermission("ws_rbac_other", "perm_r"))).toBe(true)
+      expect((yield* catalog.findPermissions("ws_rbac", ["records.write", "records.read", "nope"])).map((p) => p.id))
+        .toEqual(["perm_r", "perm_w"])
+      expect((yield* catalog.findPermissions("ws_rbac", ["Write"])).map((p) => p.id)).toEqual(["perm_w"])
+      expect((yield* catalog.listPermissions("ws_rbac")).map((p) => p.id)).toEqual(["perm_o", "perm_r", "perm_w"])
+
+      const role = (id: string, name: string, permissions: Array<string>) =>
+        new Role({ id, workspaceId: "ws_rbac", name, permissions, createdAt: 1 })
+      const editor = role("role_e", "editor", ["records.read", "records.write", odd.slug])
+      expect(yield* catalog.putRole(editor)).toBe("created")
+      expect(yield* catalog.putRole(role("role_v", "viewer", ["records.read"]))).toBe("created")
+      expect(yield* catalog.putRole(role("role_x", "editor", []))).toBe("conflict")
+      expect(Option.getOrThrow(yield* catalog.getRole("ws_rbac", "role_e"))).toEqual(editor)
+      expect((yield* catalog.findRoles("ws_rbac", ["viewer", "nope"])).map((r) => r.id)).toEqual(["role_v"])
+      expect((yield* catalog.listRoles("ws_rbac")).map((r) => r.id)).toEqual(["role_e", "role_v"])
+
+      yield* catalog.putApi(new Api({ id: "api_rbac", workspaceId: "ws_rbac", name: "rbac" }))
+      yield* catalog.insertKey(
+        new Key({
+          id: "key_rbac",
+          workspaceId: "ws_rbac",
+          apiId: "api_rbac",
+          hash: "hash_rbac",
+          start: "sk_ab",
+          permissions: ["records.write", odd.slug, "records.writer"],
+          roles: ["role_e", "role_v"],
+          enabled: true,
+          credited: false,
+          ratelimits: [],
+          createdAt: 1,
+          updatedAt: 1
+        }),
+        undefined
+      )
+      const revision = catalog.revision
+      const before = revision?.()
+      expect(yield* catalog.deletePermission("ws_rbac_other", "perm_w")).toBe(false)
+      expect(yield* catalog.deletePermission("ws_rbac", "perm_w")).toBe(true)
+      expect(yield* catalog.deletePermission("ws_rbac", "perm_w")).toBe(false)
+      if (revision !== undefined) expect(revision()).not.toBe(before)
+      expect(yield* catalog.deletePermission("ws_rbac", "perm_o")).toBe(true)
+      const key = Option.getOrThrow(yield* catalog.getKey("ws_rbac", "key_rbac"))
+      expect(key.permissions).toEqual(["records.writer"])
+      expect(Option.getOrThrow(yield* catalog.getRole("ws_rbac", "role_e")).permissions).toEqual(["records.read"])
+      expect(yield* catalog.deleteRole("ws_rbac", "role_e")).toBe(true)
+      expect(yield* catalog.deleteRole("ws_rbac", "role_e")).toBe(false)
+      expect(Option.getOrThrow(yield* catalog.getKey("ws_rbac", "key_rbac")).roles).toEqual(["role_v"])
+      yield* catalog.deleteRole("ws_rbac", "role_v")
+      expect(Option.getOrThrow(yield* catalog.getKey("ws_rbac", "key_rbac")).roles ?? []).toEqual([])
+      expect(Option.isSome(yield* catalog.getPermission("ws_rbac_other", "perm_z"))).toBe(true)
     })))
 
   it.effect("deletes an api's keys, or the api with its keys, in its workspace only", () =>

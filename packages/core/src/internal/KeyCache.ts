@@ -17,6 +17,7 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import { Missing } from "../Decision.js"
 import type { Identity, Key } from "../Key.js"
+import type { Role } from "../Role.js"
 import { Catalog } from "../Storage.js"
 
 /** How many keys verification keeps in memory (the unknown hashes kept are a tenth of it). */
@@ -35,6 +36,7 @@ export class KeyMemory {
   private readonly keys = new Map<string, Option.Option<Key>>()
   private readonly unknown = new Set<string>()
   private readonly identities = new Map<string, Option.Option<Identity>>()
+  private readonly roles = new Map<string, Option.Option<Role>>()
   /** The catalog revision everything remembered was read at. */
   private stamp: number | undefined = undefined
   /** Moves whenever something is forgotten: a read that started before does not store its value. */
@@ -52,6 +54,7 @@ export class KeyMemory {
       this.keys.clear()
       this.unknown.clear()
       this.identities.clear()
+      this.roles.clear()
       this.stamp = revision
       this.generation++
     }
@@ -98,6 +101,23 @@ export class KeyMemory {
     const generation = this.generation
     return new Missing(Effect.map(read(), (found) => {
       if (generation === this.generation) remember(this.identities, this.capacity, id, found)
+    }))
+  }
+
+  /** The role `id` (none: no such role) when remembered, or what loads it with `read`. */
+  lookupRole<E, R>(
+    id: string,
+    read: () => Effect.Effect<Option.Option<Role>, E, R>
+  ): Option.Option<Role> | Missing<E, R> {
+    const revision = this.current()
+    const role = this.roles.get(id)
+    if (role !== undefined) {
+      if (revision === undefined) this.roles.delete(id)
+      return role
+    }
+    const generation = this.generation
+    return new Missing(Effect.map(read(), (found) => {
+      if (generation === this.generation) remember(this.roles, this.capacity, id, found)
     }))
   }
 

@@ -5,6 +5,7 @@
 import type { KeyRatelimit, Refill } from "@keymeter/core/Key"
 import { Identity, Key } from "@keymeter/core/Key"
 import { Override } from "@keymeter/core/Override"
+import { KeyPermission, Role } from "@keymeter/core/Role"
 import { RootKey } from "@keymeter/core/RootKey"
 /** A boolean column: SQLite's 1 or 0, PostgreSQL's boolean. */
 export type Bool = number | boolean
@@ -109,6 +110,7 @@ export interface KeyRow {
   readonly ratelimits: string
   readonly identity_id: string | null
   readonly environment: string | null
+  readonly roles: string | null
   readonly created_at: Int8
   readonly updated_at: Int8
 }
@@ -130,6 +132,7 @@ export const toKey = (row: KeyRow) =>
     ratelimits: JSON.parse(row.ratelimits) as Array<KeyRatelimit>,
     ...(row.identity_id !== null ? { identityId: row.identity_id } : {}),
     ...(row.environment !== null ? { environment: row.environment } : {}),
+    ...(row.roles !== null ? { roles: JSON.parse(row.roles) as Array<string> } : {}),
     createdAt: Number(row.created_at),
     updatedAt: Number(row.updated_at)
   }, { disableValidation: true })
@@ -151,6 +154,63 @@ export const keyValues = (key: Key, bool: (value: boolean) => boolean | number) 
   ratelimits: JSON.stringify(key.ratelimits),
   identity_id: key.identityId ?? null,
   environment: key.environment ?? null,
+  roles: key.roles !== undefined && key.roles.length > 0 ? JSON.stringify(key.roles) : null,
   created_at: key.createdAt,
   updated_at: key.updatedAt
+})
+
+export interface PermissionRow {
+  readonly id: string
+  readonly workspace_id: string
+  readonly name: string
+  readonly slug: string
+  readonly description: string | null
+  readonly created_at: Int8
+}
+
+export const toPermission = (row: PermissionRow) =>
+  new KeyPermission({
+    id: row.id,
+    workspaceId: row.workspace_id,
+    name: row.name,
+    slug: row.slug,
+    ...(row.description !== null ? { description: row.description } : {}),
+    createdAt: Number(row.created_at)
+  }, { disableValidation: true })
+
+export const permissionValues = (permission: KeyPermission) => ({
+  id: permission.id,
+  workspace_id: permission.workspaceId,
+  name: permission.name,
+  slug: permission.slug,
+  description: permission.description ?? null,
+  created_at: permission.createdAt
+})
+
+export interface RoleRow {
+  readonly id: string
+  readonly workspace_id: string
+  readonly name: string
+  readonly description: string | null
+  readonly permissions: string
+  readonly created_at: Int8
+}
+
+export const toRole = (row: RoleRow) =>
+  new Role({
+    id: row.id,
+    workspaceId: row.workspace_id,
+    name: row.name,
+    ...(row.description !== null ? { description: row.description } : {}),
+    permissions: JSON.parse(row.permissions) as Array<string>,
+    createdAt: Number(row.created_at)
+  }, { disableValidation: true })
+
+export const roleValues = (role: Role) => ({
+  id: role.id,
+  workspace_id: role.workspaceId,
+  name: role.name,
+  description: role.description ?? null,
+  permissions: JSON.stringify(role.permissions),
+  created_at: role.createdAt
 })

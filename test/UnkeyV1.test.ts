@@ -8,6 +8,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { Ratelimit } from "@unkey/ratelimit"
+import { createHash } from "node:crypto"
 import { Unkey } from "unkey-v1"
 import type { Running } from "./Spawn.js"
 import { serveKeymeter, stop } from "./Spawn.js"
@@ -313,6 +314,51 @@ describe("Unkey's v1 clients against keymeter", () => {
     // A root key without rbac permissions is refused.
     const refused = await client(READER).keys.addRoles({ keyId, roles: [{ name: "viewer" }] })
     expect(refused.error?.code).toBe("INSUFFICIENT_PERMISSIONS")
+  })
+
+  it("migrations.createKeys imports keys by plaintext or hash; keys.getVerifications counts a key's days", async () => {
+    const unkey = client(ADMIN)
+    const secret = "legacy_9f8e7d6c5b4a39281716"
+    const other = "legacy_0a1b2c3d4e5f60718293"
+    const imported = await unkey.migrations.createKeys([
+      { apiId: "api_main", plaintext: secret, prefix: "legacy", ownerId: "old_customer", remaining: 5 },
+      {
+        apiId: "api_main",
+        hash: { value: createHash("sha256").update(other).digest("base64"), variant: "sha256_base64" },
+        start: "legacy_0a1b",
+        ratelimit: { limit: 1, refillRate: 1, refillInterval: 60_000 }
+      }
+    ])
+    expect(imported.error).toBeUndefined()
+    const [first, second] = imported.result!.keyIds
+    expect((await unkey.keys.verify({ key: secret })).result).toMatchObject({
+      valid: true,
+      keyId: first,
+      ownerId: "old_customer",
+      remaining: 4
+    })
+    expect((await unkey.keys.verify({ key: other })).result).toMatchObject({ valid: true, keyId: second })
+    expect((await unkey.keys.verify({ key: other })).result?.code).toBe("RATE_LIMITED")
+    expect((await unkey.keys.get({ keyId: second! })).result).toMatchObject({
+      start: "legacy_0a1b",
+      ratelimit: { limit: 1, duration: 60_000 }
+    })
+    // The same secret again: nothing of the batch is imported.
+    const again = await unkey.migrations.createKeys([
+      { apiId: "api_main", plaintext: "legacy_new_key_aaaaaaaaaaaaaaaa" },
+      { apiId: "api_main", plaintext: secret }
+    ])
+    expect(again.error?.code).toBe("CONFLICT")
+    expect((await unkey.keys.verify({ key: "legacy_new_key_aaaaaaaaaaaaaaaa" })).result?.code).toBe("NOT_FOUND")
+
+    // The older usage route: by key, and by owner across the apis the root key may read.
+    const usage = await unkey.keys.getVerifications({ keyId: second! })
+    expect(usage.error).toBeUndefined()
+    const today = usage.result!.verifications.at(-1)!
+    expect(today).toMatchObject({ success: 1, rateLimited: 1, usageExceeded: 0 })
+    const owner = await unkey.keys.getVerifications({ ownerId: "old_customer", granularity: "day" })
+    expect(owner.result!.verifications.at(-1)).toMatchObject({ success: 1, rateLimited: 0 })
+    expect((await unkey.keys.getVerifications({})).error?.code).toBe("BAD_REQUEST")
   })
 
   it("liveness answers without a root key, in Unkey's shape", async () => {

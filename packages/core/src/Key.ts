@@ -303,6 +303,40 @@ export const CreateKeyInput = Schema.Struct({
 }).annotations({ identifier: "CreateKeyInput" })
 export type CreateKeyInput = Schema.Schema.Type<typeof CreateKeyInput>
 
+/** The fields a new key is made of (`createKey`'s, and an imported key's). */
+export type KeyFields = Omit<CreateKeyInput, "prefix" | "byteLength">
+
+/** Most keys one import takes. */
+export const MAX_MIGRATE_BATCH = 1000
+
+const Sha256Hex = expected(
+  Schema.String.pipe(Schema.pattern(/^[0-9a-f]{64}$/)),
+  "must be a SHA-256 digest in 64 lowercase hex digits"
+)
+
+/**
+ * A key made elsewhere, imported by its secret or the secret's SHA-256 (one of them), with the
+ * fields `createKey` takes; `start`, its first characters, is the secret's start when not given.
+ */
+export const MigrateKeyInput = Schema.Struct({
+  ...CreateKeyInput.fields,
+  secret: Schema.optional(boundedString("a key", 1, 1024)),
+  hash: Schema.optional(Sha256Hex),
+  start: Schema.optional(boundedString("a start", 1, 64))
+}).pipe(
+  Schema.omit("byteLength"),
+  Schema.filter((item) =>
+    (item.secret === undefined) !== (item.hash === undefined) ||
+    { path: ["secret"], message: "give the key's secret or its hash, one of them" }
+  )
+).annotations({ identifier: "MigrateKeyInput" })
+
+/** Body of `migrations.createKeys`: 1 to {@link MAX_MIGRATE_BATCH} keys, imported all or none. */
+export const MigrateKeysInput = Schema.Array(MigrateKeyInput).pipe(
+  Schema.minItems(1, { message: () => "must hold at least 1 key" }),
+  Schema.maxItems(MAX_MIGRATE_BATCH, { message: () => `must hold at most ${MAX_MIGRATE_BATCH} keys` })
+).annotations({ identifier: "MigrateKeysInput" })
+
 /**
  * A change of a key's credits: `remaining` and `refill` given change, the other is kept (`refill`
  * null removes it). A key without credits gets them only with a `remaining`.

@@ -10,7 +10,7 @@ import { Auth } from "./Auth.js"
 import * as Cursor from "./Cursor.js"
 import * as Decision from "./Decision.js"
 import type { StorageError } from "./Errors.js"
-import { NotFound, ValidationError } from "./Errors.js"
+import { Conflict, NotFound, ValidationError } from "./Errors.js"
 import { IdempotencyKeys, type KeyOptions } from "./IdempotencyKeys.js"
 import { Identities } from "./Identities.js"
 import * as Ids from "./Ids.js"
@@ -44,6 +44,7 @@ export class Keys extends Effect.Service<Keys>()("@keymeter/core/Keys", {
     const decodeList = Validation.decode(KeyModel.ListKeysInput)
     const decodeCredits = Validation.decode(KeyModel.UpdateCreditsInput)
     const decodeWhoami = Validation.decode(KeyModel.SecretInput)
+    const decodeMigrate = Validation.decode(KeyModel.MigrateKeysInput)
     const decodeKeyPermissions = Validation.decode(KeyModel.KeyPermissionsInput)
     const decodeKeyRoles = Validation.decode(KeyModel.KeyRolesInput)
     const cache = yield* KeyCache
@@ -156,28 +157,31 @@ export class Keys extends Effect.Service<Keys>()("@keymeter/core/Keys", {
         )
       }).pipe(Effect.withSpan("Keys.create"))
 
-    const createNow = (
+    /**
+     * A new key of `request`'s fields, its secret known by its hash and `start`, with its first
+     * balance; its identity made now when it names a new external id.
+     */
+    const newKey = (
       principal: Principal,
-      request: KeyModel.CreateKeyInput,
-      permissions: ReadonlyArray<string>,
-      roles: ReadonlyArray<string>
+      request: KeyModel.KeyFields,
+      secret: { readonly hash: string; readonly start: string },
+      granted: { readonly permissions: ReadonlyArray<string>; readonly roles: ReadonlyArray<string> },
+      now: number
     ) =>
       Effect.gen(function*() {
-        const now = yield* Clock.currentTimeMillis
         const identity = request.externalId === undefined
           ? undefined
           : yield* identities.ensure(principal.workspaceId, request.externalId, now)
-        const secret = KeyModel.generateSecret(request.prefix, request.byteLength ?? KeyModel.DEFAULT_BYTE_LENGTH)
         const key = new Key({
           id: Ids.make(Ids.Prefix.key, now),
           workspaceId: principal.workspaceId,
           apiId: request.apiId,
-          hash: RootKey.hash(secret),
-          start: KeyModel.startOf(secret, request.prefix),
+          hash: secret.hash,
+          start: secret.start,
           ...(request.name !== undefined ? { name: request.name } : {}),
           ...(request.meta !== undefined ? { meta: request.meta } : {}),
-          permissions,
-          ...(roles.length > 0 ? { roles } : {}),
+          permissions: granted.permissions,
+          ...(granted.roles.length > 0 ? { roles: granted.roles } : {}),
           enabled: request.enabled ?? true,
           ...(request.expires !== undefined ? { expires: request.expires } : {}),
           credited: request.credits !== undefined,
@@ -191,11 +195,69 @@ export class Keys extends Effect.Service<Keys>()("@keymeter/core/Keys", {
         const credits: Credits | undefined = request.credits === undefined
           ? undefined
           : { remaining: request.credits.remaining, refilledAt: now }
+        return { key, credits }
+      })
+
+    const createNow = (
+      principal: Principal,
+      request: KeyModel.CreateKeyInput,
+      permissions: ReadonlyArray<string>,
+      roles: ReadonlyArray<string>
+    ) =>
+      Effect.gen(function*() {
+        const now = yield* Clock.currentTimeMillis
+        const secret = KeyModel.generateSecret(request.prefix, request.byteLength ?? KeyModel.DEFAULT_BYTE_LENGTH)
+        const { credits, key } = yield* newKey(
+          principal,
+          request,
+          { hash: RootKey.hash(secret), start: KeyModel.startOf(secret, request.prefix) },
+          { permissions, roles },
+          now
+        )
         const created = yield* cache.write({ hashes: [key.hash] }, catalog.insertKey(key, credits))
         // A collision of 128 random bits or more: astronomically unlikely, and refused rather than overwritten.
         if (created === "conflict") return yield* Effect.die(new Error("a new key collided with an existing one"))
         return { keyId: key.id, key: secret }
       })
+
+    /**
+     * Imports keys made elsewhere, by their secret or its SHA-256, all or none: a key whose secret
+     * a key of the workspace has already, or two of the batch alike, is a conflict and nothing is
+     * imported. Each is created as `createKey` would create it (its permissions and limits checked
+     * alike).
+     */
+    const migrate = (principal: Principal, input: unknown) =>
+      Effect.gen(function*() {
+        const items = yield* decodeMigrate(input)
+        for (const apiId of new Set(items.map((item) => item.apiId))) {
+          yield* auth.authorize(principal, Permission.required.createKey(apiId))
+          yield* requireApi(principal, apiId)
+        }
+        yield* authorizeLimits(principal, items.flatMap((item) => (item.ratelimits ?? []).map((limit) => limit.name)))
+        const now = yield* Clock.currentTimeMillis
+        const entries = yield* Effect.forEach(items, (item) =>
+          Effect.gen(function*() {
+            const granted = yield* grants(principal, item.permissions, item.roles)
+            const hash = item.hash ?? RootKey.hash(item.secret!)
+            const start = item.start ??
+              (item.secret !== undefined ? KeyModel.startOf(item.secret, item.prefix) : item.prefix ?? "")
+            return yield* newKey(
+              principal,
+              item,
+              { hash, start },
+              { permissions: granted.slugs ?? [], roles: granted.roleIds ?? [] },
+              now
+            )
+          }))
+        const hashes = entries.map(({ key }) => key.hash)
+        if ((yield* cache.write({ hashes }, catalog.insertKeys(entries))) === "conflict") {
+          return yield* new Conflict({
+            message: "keys: a key of this batch has the secret of a key of the workspace, or of another key of " +
+              "the batch; nothing was imported"
+          })
+        }
+        return { keyIds: entries.map(({ key }) => key.id) }
+      }).pipe(Effect.withSpan("Keys.migrate"))
 
     const get = (principal: Principal, input: unknown) =>
       Effect.gen(function*() {
@@ -442,6 +504,7 @@ export class Keys extends Effect.Service<Keys>()("@keymeter/core/Keys", {
       }).pipe(Effect.withSpan("Keys.changeRoles"))
 
     return {
+      migrate,
       changePermissions,
       changeRoles,
       whoami,

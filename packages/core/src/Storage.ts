@@ -185,6 +185,13 @@ export class Catalog extends Context.Tag("@keymeter/core/Catalog")<
     readonly listRoles: (workspaceId: string) => Effect.Effect<ReadonlyArray<Role>, StorageError>
     /** Deletes a role, taken from every key holding it, in one step; false when the workspace has none such. */
     readonly deleteRole: (workspaceId: string, id: string) => Effect.Effect<boolean, StorageError>
+    /**
+     * Stores new keys, each with its first balance when it has credits, all or none: conflict (and
+     * nothing stored) when an id or hash exists or repeats.
+     */
+    readonly insertKeys: (
+      entries: ReadonlyArray<{ readonly key: Key; readonly credits: Credits | undefined }>
+    ) => Effect.Effect<"created" | "conflict", StorageError>
     /** Stores a new key, with its first balance when it has credits; conflict when its id or hash exists. */
     readonly insertKey: (key: Key, credits: Credits | undefined) => Effect.Effect<"created" | "conflict", StorageError>
     /**

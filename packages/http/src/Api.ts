@@ -171,6 +171,7 @@ const Connected = Schema.Array(Schema.Struct({ id: Schema.String, name: Schema.S
 /** Query parameters of `GET /v1/keys.getKey` and `GET /v1/apis.listKeys`. */
 export const GetKeyParams = UrlParams.schema(V1Keys.GetKeyQuery)
 export const ListKeysParams = UrlParams.schema(V1Keys.ListKeysQuery)
+export const KeyUsageParams = UrlParams.schema(V1Keys.KeyUsageQuery)
 
 /** Key routes, in Unkey v1's shapes. */
 export class KeysGroup extends HttpApiGroup.make("keys")
@@ -204,6 +205,17 @@ export class KeysGroup extends HttpApiGroup.make("keys")
       .addSuccess(V1Keys.Key)
       .annotate(OpenApi.Summary, "Read a key (never its secret)")
       .annotate(OpenApi.Description, "Permission: api.*.read_key or api.<apiId>.read_key.")
+  )
+  .add(
+    HttpApiEndpoint.get("getKeyVerifications", "/keys.getVerifications")
+      .setUrlParams(KeyUsageParams)
+      .addSuccess(V1Keys.KeyUsage)
+      .annotate(OpenApi.Summary, "A key's (or an ownerId's keys') verifications by day: Unkey v1's older usage route")
+      .annotate(
+        OpenApi.Description,
+        "Permission: api.*.read_key (or the key's api's) with keyId; api.*.read_api (or each api's) for the " +
+          "apis counted. success counts VALID verifications. analytics.getVerifications answers more."
+      )
   )
   .add(
     post("whoami", "/keys.whoami")
@@ -407,6 +419,22 @@ export class IdentitiesGroup extends HttpApiGroup.make("identities")
   )
 {}
 
+/** Routes that bring keys from elsewhere. */
+export class MigrationsGroup extends HttpApiGroup.make("migrations")
+  .add(
+    post("createKeys", "/migrations.createKeys")
+      .setPayload(V1Keys.MigrateKeysRequest)
+      .addSuccess(Schema.Struct({ keyIds: Schema.Array(Schema.String) }))
+      .addError(Responses[409])
+      .annotate(OpenApi.Summary, "Import 1 to 1,000 keys by their plaintext or SHA-256, all or none")
+      .annotate(
+        OpenApi.Description,
+        "Permission: as createKey, for each api named. A key whose secret the workspace has already (or two " +
+          "alike in the batch) is a 409 CONFLICT, and nothing is imported. keyIds in the order of the body."
+      )
+  )
+{}
+
 /** Answer of `auth.whoami`: the calling root key, so a client (the dashboard) can offer what it may do. */
 export const WhoAmI = Schema.Struct({
   workspaceId: Schema.String,
@@ -515,6 +543,7 @@ const V1 = EnvelopedApi
   .add(KeysGroup)
   .add(IdentitiesGroup)
   .add(PermissionsGroup)
+  .add(MigrationsGroup)
   .add(AuthGroup)
   .addError(Responses[400])
   .addError(Responses[404])

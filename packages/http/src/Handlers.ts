@@ -164,10 +164,13 @@ const updateRemainingBody = v1(V1Keys.UpdateRemainingRequest, (request) => reque
 const deleteKeyBody = v1(V1Keys.DeleteKeyRequest, ({ keyId }) => ({ keyId }))
 const whoamiBody = v1(V1Keys.WhoamiRequest, (request) => request)
 
+const keyUsageQuery = Effect.flatMap(UrlParams.reader(V1Keys.KeyUsageQuery), v1(V1Keys.KeyUsageQuery, (q) => q))
+
 /** Handlers of the key routes. */
 export const KeysLive = HttpApiBuilder.group(Api, "keys", (handlers) =>
   Effect.gen(function*() {
     const keys = yield* Keys
+    const apis = yield* Apis
     const routes = yield* HotRoutes
     const withBody = <A>(
       request: HttpServerRequest.HttpServerRequest,
@@ -191,6 +194,23 @@ export const KeysLive = HttpApiBuilder.group(Api, "keys", (handlers) =>
       .handle("getKey", () =>
         Effect.gen(function*() {
           return wire(V1Keys.fromKey(yield* keys.get(yield* CurrentPrincipal, yield* getKeyQuery)))
+        }).pipe(mapDomain))
+      .handle("getKeyVerifications", () =>
+        Effect.gen(function*() {
+          const principal = yield* CurrentPrincipal
+          const query = yield* keyUsageQuery
+          const window = {
+            ...(query.start !== undefined ? { start: query.start } : {}),
+            ...(query.end !== undefined ? { end: query.end } : {}),
+            groupBy: ["day"]
+          }
+          // A key's api; or every api the caller may read, for an ownerId's keys.
+          const asked = query.keyId !== undefined
+            ? [{ apiId: (yield* keys.get(principal, { keyId: query.keyId })).apiId, keyId: [query.keyId] }]
+            : (yield* apis.list(principal)).apis.map(({ apiId }) => ({ apiId, externalId: query.ownerId }))
+          const series = yield* Effect.forEach(asked, (filter) =>
+            routes.getVerifications(principal, { ...filter, ...window }))
+          return wire(V1Keys.toKeyUsage(series as ReadonlyArray<ReadonlyArray<Record<string, unknown>>>))
         }).pipe(mapDomain))
       .handleRaw("whoami", ({ request }) =>
         withBody(request, (principal, body) =>
@@ -331,6 +351,20 @@ export const PermissionsLive = HttpApiBuilder.group(Api, "permissions", (handler
       .handleRaw("deleteRole", ({ request }) =>
         withBody(request, (principal, body) =>
           rbac.deleteRole(principal, body)))
+  }))
+
+const migrateKeysBody = v1(V1Keys.MigrateKeysRequest, V1Keys.toMigrateKeys)
+
+/** Handlers of the routes that bring keys from elsewhere. */
+export const MigrationsLive = HttpApiBuilder.group(Api, "migrations", (handlers) =>
+  Effect.gen(function*() {
+    const keys = yield* Keys
+    return handlers.handleRaw("createKeys", ({ request }) =>
+      Effect.gen(function*() {
+        const principal = yield* CurrentPrincipal
+        const body = yield* JsonBody.read(request)
+        return yield* mapDomain(Effect.flatMap(migrateKeysBody(body), (input) => keys.migrate(principal, input)))
+      }))
   }))
 
 /** Handlers of the routes about the calling key. */

@@ -87,6 +87,7 @@ export const ApiLive = (options: Options = {}, domain = DomainLive(options)) =>
       Handlers.KeysLive,
       Handlers.IdentitiesLive,
       Handlers.PermissionsLive,
+      Handlers.MigrationsLive,
       Handlers.AuthLive,
       Handlers.LivenessLive
     ]),

@@ -479,3 +479,142 @@ export const fromVerification = (answer: VerifyKeyResponse, requestId: string): 
     requestId
   }
 }
+
+/** A key's hash as v1 imports it: the SHA-256 of the secret, in base64. */
+const ImportedHash = Schema.Struct({
+  value: Validation.expected(
+    Schema.String.pipe(
+      Schema.filter((value) => /^[A-Za-z0-9+/]{43}=$/.test(value) && Buffer.from(value, "base64").length === 32)
+    ),
+    "must be a SHA-256 digest in base64 (44 characters)"
+  ).annotations({
+    arbitrary: () => (fc) =>
+      fc.uint8Array({ minLength: 32, maxLength: 32 }).map((b) => Buffer.from(b).toString("base64"))
+  }),
+  variant: Validation.expected(Schema.Literal("sha256_base64"), "must be \"sha256_base64\"")
+})
+
+/** One key of `migrations.createKeys`: its `ratelimit` is v1's token-bucket shape. */
+export const MigrateKeyRequest = Schema.Struct({
+  apiId: KeyModel.ApiId,
+  prefix: Schema.optional(KeyModel.Prefix),
+  name: Schema.optional(KeyModel.KeyName),
+  plaintext: Schema.optional(Validation.boundedString("a key", 1, MAX_SECRET_LENGTH)),
+  hash: Schema.optional(ImportedHash),
+  start: Schema.optional(Validation.boundedString("a start", 1, 64)),
+  ownerId: Schema.optional(KeyModel.ExternalId).annotations({ description: "Deprecated: use externalId" }),
+  externalId: Schema.optional(KeyModel.ExternalId),
+  meta: Schema.optional(KeyModel.Meta),
+  roles: Schema.optional(KeyModel.RoleNames),
+  permissions: Schema.optional(KeyModel.Permissions),
+  expires: Schema.optional(KeyModel.Expires),
+  remaining: Schema.optional(Count),
+  refill: Schema.optional(KeyModel.RefillInput),
+  ratelimit: Schema.optional(
+    Schema.Struct({
+      async: Schema.optional(Flag),
+      type: Schema.optional(
+        Validation.expected(Schema.Literal("fast", "consistent"), "must be \"fast\" or \"consistent\"")
+      ),
+      limit: Positive,
+      refillRate: Positive,
+      refillInterval: Duration
+    }).annotations({ description: "limit requests per refillInterval ms (refillRate is accepted, not used)" })
+  ),
+  enabled: Schema.optional(Flag),
+  environment: Schema.optional(KeyModel.Environment)
+}).pipe(
+  Schema.filter((item) =>
+    [
+      (item.plaintext === undefined) === (item.hash === undefined) && {
+        path: ["plaintext"],
+        message: "give the key's plaintext or its hash, one of them"
+      },
+      item.refill !== undefined && item.remaining === undefined &&
+      { path: ["refill"], message: "needs remaining: a refill sets the credits a key has" }
+    ].filter((issue) => issue !== false)
+  )
+).annotations({ identifier: "V1MigrateKeyRequest" })
+
+/** Body of `migrations.createKeys`: an array of keys. */
+export const MigrateKeysRequest = Schema.Array(MigrateKeyRequest).pipe(
+  Schema.minItems(1, { message: () => "must hold at least 1 key" }),
+  Schema.maxItems(KeyModel.MAX_MIGRATE_BATCH, { message: () => `must hold at most ${KeyModel.MAX_MIGRATE_BATCH} keys` })
+)
+
+/** The core input of a v1 `migrations.createKeys`. */
+export const toMigrateKeys = (items: typeof MigrateKeysRequest.Type) =>
+  items.map((item) => {
+    const externalId = item.externalId ?? item.ownerId
+    return {
+      apiId: item.apiId,
+      ...(item.prefix !== undefined ? { prefix: item.prefix } : {}),
+      ...(item.name !== undefined ? { name: item.name } : {}),
+      ...(item.plaintext !== undefined ? { secret: item.plaintext } : {}),
+      ...(item.hash !== undefined ? { hash: Buffer.from(item.hash.value, "base64").toString("hex") } : {}),
+      ...(item.start !== undefined ? { start: item.start } : {}),
+      ...(externalId !== undefined ? { externalId } : {}),
+      ...(item.meta !== undefined ? { meta: item.meta } : {}),
+      ...(item.roles !== undefined ? { roles: item.roles } : {}),
+      ...(item.permissions !== undefined ? { permissions: item.permissions } : {}),
+      ...(item.expires !== undefined ? { expires: item.expires } : {}),
+      ...(item.enabled !== undefined ? { enabled: item.enabled } : {}),
+      ...(item.remaining !== undefined
+        ? { credits: { remaining: item.remaining, ...(item.refill !== undefined ? { refill: item.refill } : {}) } }
+        : {}),
+      ...(item.ratelimit !== undefined
+        ? {
+          ratelimits: [{
+            name: KeyModel.DEFAULT_RATELIMIT,
+            limit: item.ratelimit.limit,
+            duration: item.ratelimit.refillInterval,
+            async: item.ratelimit.async ?? (item.ratelimit.type === undefined ? false : item.ratelimit.type === "fast"),
+            autoApply: true
+          }]
+        }
+        : {}),
+      ...(item.environment !== undefined ? { environment: item.environment } : {})
+    }
+  })
+
+/** Query of `keys.getVerifications`, Unkey v1's older per-key usage: one of keyId and ownerId. */
+export const KeyUsageQuery = Schema.Struct({
+  keyId: Schema.optional(KeyModel.KeyId),
+  ownerId: Schema.optional(KeyModel.ExternalId),
+  start: Schema.optional(KeyModel.Integer(0, Number.MAX_SAFE_INTEGER, "must be a time in unix milliseconds")),
+  end: Schema.optional(KeyModel.Integer(0, Number.MAX_SAFE_INTEGER, "must be a time in unix milliseconds")),
+  granularity: Schema.optional(Validation.expected(Schema.Literal("day"), "must be \"day\""))
+}).pipe(
+  Schema.filter((query) =>
+    (query.keyId === undefined) !== (query.ownerId === undefined) ||
+    { path: ["keyId"], message: "give keyId or ownerId, one of them" }
+  )
+).annotations({ identifier: "V1KeyUsageQuery" })
+
+/** Answer of `keys.getVerifications`: a day's successes, rate-limited and usage-exceeded verifications. */
+export const KeyUsage = Schema.Struct({
+  verifications: Schema.Array(Schema.Struct({
+    time: Schema.Number,
+    success: Schema.Number,
+    rateLimited: Schema.Number,
+    usageExceeded: Schema.Number
+  }))
+}).annotations({ identifier: "V1KeyUsage" })
+
+/** The days of several apis' day series (getVerifications' datapoints), summed by day, in order. */
+export const toKeyUsage = (
+  series: ReadonlyArray<ReadonlyArray<Record<string, unknown>>>
+): typeof KeyUsage.Type => {
+  const days = new Map<number, { time: number; success: number; rateLimited: number; usageExceeded: number }>()
+  for (const points of series) {
+    for (const point of points) {
+      const time = point.time as number
+      const day = days.get(time) ?? { time, success: 0, rateLimited: 0, usageExceeded: 0 }
+      day.success += point.valid as number
+      day.rateLimited += point.rateLimited as number
+      day.usageExceeded += point.usageExceeded as number
+      days.set(time, day)
+    }
+  }
+  return { verifications: [...days.values()].sort((a, b) => a.time - b.time) }
+}

@@ -75,6 +75,7 @@ const QUERY_INPUTS: Record<string, Schema.Schema.AnyNoContext> = {
   getKey: V1Keys.GetKeyQuery,
   listKeys: V1Keys.ListKeysQuery,
   getApi: ApiModel.ApiIdInput,
+  getKeyVerifications: V1Keys.KeyUsageQuery,
   getPermission: Role.PermissionIdInput,
   listPermissions: Schema.Struct({}),
   getRole: Role.RoleIdInput,
@@ -118,6 +119,13 @@ const validInput = (route: Route) =>
     const pin = roll > 0
     const wire = Schema.encodeSync(route.schema)(value) as Record<string, unknown>
     if (!pin) return wire
+    // A batch of keys to import: each of api_a1, of roles that exist.
+    if (Array.isArray(wire)) {
+      return wire.map((item: Record<string, unknown>) => {
+        const { roles: _, ...rest } = item
+        return { ...rest, apiId: "api_a1" }
+      }) as unknown as Record<string, unknown>
+    }
     const out: Record<string, unknown> = { ...wire }
     // A random cursor is one no listing gave: refused, so the listing would never run.
     delete out.cursor
@@ -156,6 +164,7 @@ const validInput = (route: Route) =>
     if (route.name === "updateKey" && "permissions" in out) out.permissions = [{ name: "fuzz.read" }]
     if (route.name.endsWith("Permissions") && route.path.includes("keys.")) out.permissions = [{ name: "fuzz.read" }]
     if (route.name.endsWith("Roles") && route.path.includes("keys.")) out.roles = [{ name: "fuzz_role" }]
+    if (route.name === "getKeyVerifications" && "keyId" in out) delete out.ownerId
     // Reads name what `seed` made; deletions the newest the fuzz made.
     if (route.name === "getPermission") out.permissionId = pinnedRbac.permission
     if (route.name === "getRole") out.roleId = pinnedRbac.role

@@ -304,6 +304,20 @@ export const make = () => {
             : undefined)
         return true
       }),
+    insertKeys: (entries) =>
+      Effect.sync(() => {
+        const ids = new Set(entries.map(({ key }) => key.id))
+        const hashes = new Set(entries.map(({ key }) => key.hash))
+        if (ids.size < entries.length || hashes.size < entries.length) return "conflict" as const
+        if (entries.some(({ key }) => keys.has(key.id) || keysByHash.has(key.hash))) return "conflict" as const
+        revision++
+        for (const { credits: balance, key } of entries) {
+          keys.set(key.id, key)
+          keysByHash.set(key.hash, key.id)
+          if (balance !== undefined) credits.set(key.id, balance)
+        }
+        return "created" as const
+      }),
     insertKey: (key, balance) =>
       Effect.sync(() => {
         if (keys.has(key.id) || keysByHash.has(key.hash)) return "conflict" as const

@@ -48,6 +48,7 @@ const WRITES = [
   "replaceIdentity",
   "deleteIdentity",
   "insertKey",
+  "insertKeys",
   "replaceKey",
   "deleteKey",
   "deleteKeysOfApi",

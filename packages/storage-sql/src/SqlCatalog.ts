@@ -38,6 +38,9 @@ import {
   toRootKey
 } from "./internal/CatalogRows.js"
 
+/** How a batch of keys aborts its transaction on a conflict. */
+const BATCH_CONFLICT = Symbol.for("@keymeter/storage-sql/SqlCatalog/BatchConflict")
+
 /** What differs between the SQL databases the catalog runs on. */
 export interface Dialect {
   /** The database's name, in errors and logs. */
@@ -361,6 +364,19 @@ export const make = (dialect: Dialect) =>
           }
           return true
         }))),
+      insertKeys: (entries) =>
+        run(
+          sql.withTransaction(Effect.gen(function*() {
+            for (const { credits, key } of entries) {
+              const inserted = yield* sql<{ id: string }>`INSERT INTO keys ${sql.insert(keyValues(key, bool))}
+              ON CONFLICT DO NOTHING RETURNING id`
+              // Failing rolls back what the batch inserted before.
+              if (inserted.length === 0) return yield* Effect.fail(BATCH_CONFLICT)
+              if (credits !== undefined) yield* writeCredits(key.id, credits)
+            }
+            return "created" as const
+          })).pipe(Effect.catchIf((error) => error === BATCH_CONFLICT, () => Effect.succeed("conflict" as const)))
+        ),
       insertKey: (key, credits) =>
         run(sql.withTransaction(Effect.gen(function*() {
           const inserted = yield* sql<{ id: string }>`INSERT INTO keys ${sql.insert(keyValues(key, bool))}

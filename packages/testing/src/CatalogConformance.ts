@@ -297,6 +297,30 @@ export const tests = (suite: Suite) => {
       expect(yield* catalog.deleteKey(WS, "key_004")).toBe(false)
       expect(Option.isNone(yield* catalog.findKeyByHash("hash_4"))).toBe(true)
       expect(Option.isNone(yield* catalog.getCredits("key_004"))).toBe(true)
+      // A batch: all or none.
+      expect(
+        yield* catalog.insertKeys([
+          { key: key(7, { hash: "hash_7" }), credits: { remaining: 7, refilledAt: 7 } },
+          { key: key(8, { hash: "hash_1" }), credits: undefined }
+        ])
+      ).toBe("conflict")
+      expect(Option.isNone(yield* catalog.getKey(WS, "key_007"))).toBe(true)
+      expect(
+        yield* catalog.insertKeys([{ key: key(7), credits: undefined }, {
+          key: key(8, { hash: "hash_7" }),
+          credits: undefined
+        }])
+      )
+        .toBe("conflict")
+      expect(Option.isNone(yield* catalog.getKey(WS, "key_007"))).toBe(true)
+      expect(
+        yield* catalog.insertKeys([
+          { key: key(7, { credited: true }), credits: { remaining: 7, refilledAt: 7 } },
+          { key: key(8), credits: undefined }
+        ])
+      ).toBe("created")
+      expect(Option.getOrThrow(yield* catalog.getCredits("key_007")).remaining).toBe(7)
+      expect(Option.getOrThrow(yield* catalog.findKeyByHash("hash_8")).id).toBe("key_008")
       // An environment is kept as given.
       yield* catalog.insertKey(key(6, { environment: "test" }), undefined)
       expect(Option.getOrThrow(yield* catalog.getKey(WS, "key_006")).environment).toBe("test")

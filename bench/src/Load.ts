@@ -46,7 +46,7 @@ const createKeys = async (server: Server) => {
       body: JSON.stringify({
         apiId: apiId(0),
         externalId: `customer_${Math.floor(i / 10)}`,
-        ratelimits: [{ name: "requests", limit: 1_000_000_000, duration: 60_000, autoApply: true }]
+        ratelimit: { limit: 1_000_000_000, duration: 60_000 }
       })
     })
     if (reply.status !== 200) throw new Error(`createKey answered ${reply.status}: ${await reply.text()}`)

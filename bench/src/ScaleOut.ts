@@ -187,7 +187,7 @@ export const run = async (seconds: number, log: (line: string) => void): Promise
         body: JSON.stringify({
           apiId: "api_main",
           externalId: `customer_${i % 30}`,
-          ratelimits: [{ name: "requests", limit: 1_000_000_000, duration: 60_000, autoApply: true }]
+          ratelimit: { limit: 1_000_000_000, duration: 60_000 }
         })
       })
       secrets.push(((await reply.json()) as { key: string }).key)

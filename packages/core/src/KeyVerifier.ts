@@ -386,6 +386,27 @@ interface Requested {
   readonly duration: number | undefined
 }
 
+/** Adds to `out` the limits of `limits` a call takes: those applied automatically, and those it names. */
+const takeLimits = (
+  out: Array<TakeRequest>,
+  limits: ReadonlyArray<KeyModel.KeyRatelimit>,
+  identifier: string,
+  requested: ReadonlyMap<string, Requested> | undefined,
+  defaultCost: number | undefined
+) => {
+  for (const limit of limits) {
+    const asked = requested?.get(limit.name)
+    if (!limit.autoApply && asked === undefined) continue
+    out.push({
+      name: limit.name,
+      identifier,
+      limit: asked?.limit ?? limit.limit,
+      duration: asked?.duration ?? limit.duration,
+      cost: asked?.cost ?? (limit.name === KeyModel.DEFAULT_RATELIMIT ? defaultCost : undefined) ?? 1
+    })
+  }
+}
+
 /**
  * The limits a call takes: the key's and its identity's (the key's win on a name) that apply
  * automatically or that it names (at their cost, with the call's limit and window where given),
@@ -399,19 +420,9 @@ const limitsOf = (
 ): Array<TakeRequest> => {
   const out: Array<TakeRequest> = []
   const identifier = identity?.externalId ?? key.id
-  const shared = sharedLimits(key, identity)
-  for (const limits of [key.ratelimits, shared]) {
-    for (const limit of limits) {
-      const asked = requested?.get(limit.name)
-      if (!limit.autoApply && asked === undefined) continue
-      out.push({
-        name: limit.name,
-        identifier,
-        limit: asked?.limit ?? limit.limit,
-        duration: asked?.duration ?? limit.duration,
-        cost: asked?.cost ?? (limit.name === KeyModel.DEFAULT_RATELIMIT ? defaultCost : undefined) ?? 1
-      })
-    }
+  takeLimits(out, key.ratelimits, identifier, requested, defaultCost)
+  if (identity?.ratelimits !== undefined) {
+    takeLimits(out, sharedLimits(key, identity), identifier, requested, defaultCost)
   }
   if (requested !== undefined && out.length < requested.size) {
     for (const [name, asked] of requested) {
@@ -481,23 +492,22 @@ const answerOf = (
 ): VerifyKeyResponse => {
   if (code === "FORBIDDEN") return { valid: false, code }
   const { identity, key } = end
-  return {
-    valid: code === "VALID",
-    code,
-    keyId: key.id,
-    ...(key.name !== undefined ? { name: key.name } : {}),
-    ...(key.meta !== undefined ? { meta: key.meta } : {}),
-    ...(key.expires !== undefined ? { expires: key.expires } : {}),
-    ...(remaining !== undefined ? { credits: { remaining } } : {}),
-    ...(limits !== undefined && limits.length > 0 ? { ratelimits: limits } : {}),
-    permissions: end.permissions,
-    ...(end.roleNames !== undefined ? { roles: end.roleNames } : {}),
-    enabled: key.enabled,
-    ...(identity !== undefined
-      ? { identity: { id: identity.id, externalId: identity.externalId, meta: identity.meta ?? NO_META } }
-      : {}),
-    ...(key.environment !== undefined ? { environment: key.environment } : {})
+  // Built field by field, in the schema's order: spreading optional fields allocates an object
+  // for each, a cost every verification would pay.
+  const answer: Record<string, unknown> = { valid: code === "VALID", code, keyId: key.id }
+  if (key.name !== undefined) answer.name = key.name
+  if (key.meta !== undefined) answer.meta = key.meta
+  if (key.expires !== undefined) answer.expires = key.expires
+  if (remaining !== undefined) answer.credits = { remaining }
+  if (limits !== undefined && limits.length > 0) answer.ratelimits = limits
+  answer.permissions = end.permissions
+  if (end.roleNames !== undefined) answer.roles = end.roleNames
+  answer.enabled = key.enabled
+  if (identity !== undefined) {
+    answer.identity = { id: identity.id, externalId: identity.externalId, meta: identity.meta ?? NO_META }
   }
+  if (key.environment !== undefined) answer.environment = key.environment
+  return answer as VerifyKeyResponse
 }
 
 const unknownRatelimit = (request: VerifyKeyInput, i: number) =>

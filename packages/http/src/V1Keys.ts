@@ -458,26 +458,25 @@ export const fromVerification = (answer: VerifyKeyResponse, requestId: string): 
       }
     }
   }
+  // One object of one shape for every answer (this runs on every verification): the fields a
+  // verification does not have are undefined, which JSON leaves out.
   return {
-    ...(answer.keyId !== undefined ? { keyId: answer.keyId } : {}),
+    keyId: answer.keyId,
     valid: answer.valid,
-    ...(answer.name !== undefined ? { name: answer.name } : {}),
-    ...(answer.identity !== undefined ? { ownerId: answer.identity.externalId } : {}),
-    ...(answer.meta !== undefined ? { meta: answer.meta } : {}),
-    ...(answer.expires !== undefined ? { expires: answer.expires } : {}),
-    ...(limit !== undefined
-      ? { ratelimit: { limit: limit.limit, remaining: limit.remaining, reset: limit.reset } }
-      : {}),
-    ...(answer.credits !== undefined ? { remaining: answer.credits.remaining } : {}),
+    name: answer.name,
+    ownerId: answer.identity?.externalId,
+    meta: answer.meta,
+    expires: answer.expires,
+    ratelimit: limit === undefined ? undefined : { limit: limit.limit, remaining: limit.remaining, reset: limit.reset },
+    remaining: answer.credits?.remaining,
     code: answer.code,
-    ...(answer.enabled !== undefined ? { enabled: answer.enabled } : {}),
-    ...(answer.permissions !== undefined ? { permissions: answer.permissions, roles: answer.roles ?? NO_ROLES } : {}),
-    ...(answer.environment !== undefined ? { environment: answer.environment } : {}),
-    ...(answer.identity !== undefined
-      ? { identity: answer.identity }
-      : {}),
+    enabled: answer.enabled,
+    permissions: answer.permissions,
+    roles: answer.permissions === undefined ? undefined : answer.roles ?? NO_ROLES,
+    environment: answer.environment,
+    identity: answer.identity,
     requestId
-  }
+  } as VerifyKeyResponseV1
 }
 
 /** A key's hash as v1 imports it: the SHA-256 of the secret, in base64. */

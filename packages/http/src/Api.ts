@@ -37,8 +37,8 @@ import * as Context from "effect/Context"
 import * as Schema from "effect/Schema"
 import { DecodeErrorResponse, Responses } from "./Errors.js"
 import * as UrlParams from "./internal/UrlParams.js"
-import * as V1Identities from "./V1Identities.js"
-import * as V1Keys from "./V1Keys.js"
+import * as V1Identities from "./v1/Identities.js"
+import * as V1Keys from "./v1/Keys.js"
 
 /** The authenticated caller of the current request. */
 export class CurrentPrincipal extends Context.Tag("@keymeter/http/CurrentPrincipal")<CurrentPrincipal, Principal>() {}

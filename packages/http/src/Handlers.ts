@@ -27,8 +27,8 @@ import * as IdempotencyKey from "./internal/IdempotencyKey.js"
 import * as JsonBody from "./internal/JsonBody.js"
 import * as UrlParams from "./internal/UrlParams.js"
 import * as RequestContext from "./RequestContext.js"
-import * as V1Identities from "./V1Identities.js"
-import * as V1Keys from "./V1Keys.js"
+import * as V1Identities from "./v1/Identities.js"
+import * as V1Keys from "./v1/Keys.js"
 
 const getOverrideQuery = UrlParams.reader(GetOverrideInput)
 const listOverridesQuery = UrlParams.reader(ListOverridesInput)

@@ -21,7 +21,7 @@ import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import { HttpError } from "./Errors.js"
 import * as UrlParams from "./internal/UrlParams.js"
-import * as V1Keys from "./V1Keys.js"
+import * as V1Keys from "./v1/Keys.js"
 
 const checkVerify = Checker.compile(V1Keys.VerifyKeyRequest)
 const decodeVerify = Validation.decode(V1Keys.VerifyKeyRequest)

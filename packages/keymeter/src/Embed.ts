@@ -21,8 +21,11 @@ import type {
   CreateKeyInput,
   IdentityRefInput,
   KeyIdInput,
+  KeyPermissionsInput,
+  KeyRolesInput,
   ListIdentitiesInput,
   ListKeysInput,
+  MigrateKeysInput,
   UpdateCreditsInput,
   UpdateIdentityInput,
   UpdateKeyInput
@@ -40,6 +43,8 @@ import { Overrides } from "@keymeter/core/Overrides"
 import * as Provisioning from "@keymeter/core/Provisioning"
 import type { LimitInput } from "@keymeter/core/RateLimiter"
 import { RateLimiter } from "@keymeter/core/RateLimiter"
+import { Rbac } from "@keymeter/core/Rbac"
+import type { CreatePermissionInput, CreateRoleInput, PermissionIdInput, RoleIdInput } from "@keymeter/core/Role"
 import * as RootKey from "@keymeter/core/RootKey"
 import type { Catalog as CatalogTag, VerificationStore } from "@keymeter/core/Storage"
 import { Catalog } from "@keymeter/core/Storage"
@@ -194,6 +199,33 @@ export interface Keymeter {
       input: InputOf<typeof UpdateCreditsInput>,
       options?: WriteOptions
     ) => Promise<Answer<Keys["updateCredits"]>>
+    /** Imports keys made elsewhere by their secret or its SHA-256 (hex), all or none. */
+    readonly migrate: (input: InputOf<typeof MigrateKeysInput>) => Promise<Answer<Keys["migrate"]>>
+    /** Gives (`add`), replaces (`set`) or takes (`remove`) permissions a key holds itself. */
+    readonly changePermissions: (
+      op: "add" | "set" | "remove",
+      input: InputOf<typeof KeyPermissionsInput>
+    ) => Promise<Answer<Keys["changePermissions"]>>
+    /** Gives, replaces or takes a key's roles. */
+    readonly changeRoles: (
+      op: "add" | "set" | "remove",
+      input: InputOf<typeof KeyRolesInput>
+    ) => Promise<Answer<Keys["changeRoles"]>>
+  }
+  /** The workspace's permissions and roles (roles hold permissions; keys hold both). */
+  readonly rbac: {
+    readonly createPermission: (
+      input: InputOf<typeof CreatePermissionInput>
+    ) => Promise<Answer<Rbac["createPermission"]>>
+    readonly getPermission: (input: InputOf<typeof PermissionIdInput>) => Promise<Answer<Rbac["getPermission"]>>
+    readonly listPermissions: () => Promise<Answer<Rbac["listPermissions"]>>
+    /** Deletes a permission: every key and role holding it loses it. */
+    readonly deletePermission: (input: InputOf<typeof PermissionIdInput>) => Promise<void>
+    readonly createRole: (input: InputOf<typeof CreateRoleInput>) => Promise<Answer<Rbac["createRole"]>>
+    readonly getRole: (input: InputOf<typeof RoleIdInput>) => Promise<Answer<Rbac["getRole"]>>
+    readonly listRoles: () => Promise<Answer<Rbac["listRoles"]>>
+    /** Deletes a role: every key holding it loses it. */
+    readonly deleteRole: (input: InputOf<typeof RoleIdInput>) => Promise<void>
   }
   /**
    * The end customers keys belong to (created here, or with the first key of an `externalId`),
@@ -359,7 +391,22 @@ export const createKeymeter = async (options: KeymeterOptions = {}): Promise<Key
       update: (input) => run(Effect.flatMap(Keys, (keys) => keys.update(principal, input))),
       delete: (input) => run(Effect.asVoid(Effect.flatMap(Keys, (keys) => keys.delete(principal, input)))),
       updateCredits: (input, options) =>
-        run(Effect.flatMap(Keys, (keys) => keys.updateCredits(principal, input, options)))
+        run(Effect.flatMap(Keys, (keys) => keys.updateCredits(principal, input, options))),
+      migrate: (input) => run(Effect.flatMap(Keys, (keys) => keys.migrate(principal, input))),
+      changePermissions: (op, input) =>
+        run(Effect.flatMap(Keys, (keys) => keys.changePermissions(principal, op, input))),
+      changeRoles: (op, input) => run(Effect.flatMap(Keys, (keys) => keys.changeRoles(principal, op, input)))
+    },
+    rbac: {
+      createPermission: (input) => run(Effect.flatMap(Rbac, (rbac) => rbac.createPermission(principal, input))),
+      getPermission: (input) => run(Effect.flatMap(Rbac, (rbac) => rbac.getPermission(principal, input))),
+      listPermissions: () => run(Effect.flatMap(Rbac, (rbac) => rbac.listPermissions(principal))),
+      deletePermission: (input) =>
+        run(Effect.asVoid(Effect.flatMap(Rbac, (rbac) => rbac.deletePermission(principal, input)))),
+      createRole: (input) => run(Effect.flatMap(Rbac, (rbac) => rbac.createRole(principal, input))),
+      getRole: (input) => run(Effect.flatMap(Rbac, (rbac) => rbac.getRole(principal, input))),
+      listRoles: () => run(Effect.flatMap(Rbac, (rbac) => rbac.listRoles(principal))),
+      deleteRole: (input) => run(Effect.asVoid(Effect.flatMap(Rbac, (rbac) => rbac.deleteRole(principal, input))))
     },
     identities: {
       create: (input) => run(Effect.flatMap(Identities, (identities) => identities.create(principal, input))),

@@ -172,6 +172,37 @@ describe("createKeymeter", () => {
     }
   })
 
+  it("manages permissions, roles and identities, and imports keys through promises", async () => {
+    const keymeter = await createKeymeter({ workspaceId: "ws_rbac" })
+    try {
+      const { apiId } = await keymeter.createApi({ name: "main" })
+      await keymeter.rbac.createPermission({ name: "docs.read" })
+      const role = await keymeter.rbac.createRole({ name: "reader", permissions: ["docs.read"] })
+      expect((await keymeter.rbac.listRoles()).map((r) => [r.name, r.permissions])).toEqual([["reader", ["docs.read"]]])
+      const identity = await keymeter.identities.create({ externalId: "acme", meta: { plan: "pro" } })
+      const secret = "imported_0123456789abcdefghij"
+      const { keyIds } = await keymeter.keys.migrate([{ apiId, secret, externalId: "acme", roles: ["reader"] }])
+      const verified = await keymeter.keys.verify({ key: secret, permissions: "docs.read" })
+      expect(verified).toMatchObject({
+        code: "VALID",
+        keyId: keyIds[0],
+        roles: ["reader"],
+        identity: { id: identity.id, meta: { plan: "pro" } }
+      })
+      await keymeter.keys.changeRoles("remove", { keyId: keyIds[0]!, roles: [{ id: role.id }] })
+      expect((await keymeter.keys.verify({ key: secret, permissions: "docs.read" })).code).toBe(
+        "INSUFFICIENT_PERMISSIONS"
+      )
+      await keymeter.keys.changePermissions("add", { keyId: keyIds[0]!, permissions: [{ name: "docs.read" }] })
+      expect((await keymeter.keys.verify({ key: secret, permissions: "docs.read" })).code).toBe("VALID")
+      expect((await keymeter.identities.list()).identities.map((i) => i.externalId)).toEqual(["acme"])
+      const conflict = await rejection(keymeter.identities.create({ externalId: "acme" }))
+      expect([conflict.code, conflict.status]).toEqual(["CONFLICT", 409])
+    } finally {
+      await keymeter.close()
+    }
+  })
+
   it("rejects with KeymeterError carrying the HTTP code and status", async () => {
     const keymeter = await createKeymeter({ workspaceId: "ws_lib" })
     try {

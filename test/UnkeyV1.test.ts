@@ -175,6 +175,21 @@ describe("Unkey's v1 clients against keymeter", () => {
     await unkey.keys.update({ keyId, enabled: true, expires: Date.now() - 1 })
     expect((await verify()).code).toBe("EXPIRED")
 
+    // A disabled identity (keymeter's extension of updateIdentity): UNAUTHORIZED.
+    await unkey.keys.update({ keyId, expires: null })
+    await unkey.identities.update({ externalId: "customer_1", enabled: false } as { externalId: string })
+    expect((await verify()).code).toBe("UNAUTHORIZED")
+    await unkey.identities.update({ externalId: "customer_1", enabled: true } as { externalId: string })
+    // Routes the SDK types but has no method for: keys.whoami.
+    const whoami = await fetch(`${base}/v1/keys.whoami`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${ADMIN}`, "content-type": "application/json" },
+      body: JSON.stringify({ key })
+    })
+    expect(await whoami.json()).toMatchObject({ id: keyId, name: "first", identity: { externalId: "customer_1" } })
+    expect((await unkey.keys.setPermissions({ keyId, permissions: [{ slug: "docs.read" }] })).result)
+      .toEqual([expect.objectContaining({ name: "docs.read" })])
+
     const listed = await unkey.apis.listKeys({ apiId, ownerId: "customer_1" })
     expect(listed.result).toMatchObject({ keys: [{ id: keyId }], total: 1 })
     expect((await unkey.keys.delete({ keyId })).result).toEqual({})
@@ -189,6 +204,15 @@ describe("Unkey's v1 clients against keymeter", () => {
     expect(recoverable.error?.message).toMatch(/^recoverable: keymeter keeps only a hash/)
     expect((await client(READER).keys.create({ apiId })).error?.code).toBe("INSUFFICIENT_PERMISSIONS")
 
+    // apis.deleteKeys (no SDK method): every key of the api, the api kept.
+    await unkey.keys.create({ apiId })
+    const deleted = await fetch(`${base}/v1/apis.deleteKeys`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${ADMIN}`, "content-type": "application/json" },
+      body: JSON.stringify({ apiId })
+    })
+    expect(await deleted.json()).toEqual({ deletedKeys: 1 })
+    expect((await unkey.apis.listKeys({ apiId })).result).toMatchObject({ keys: [], total: 0 })
     expect((await unkey.apis.delete({ apiId })).result).toEqual({})
     expect((await unkey.apis.get({ apiId })).error?.code).toBe("NOT_FOUND")
   })

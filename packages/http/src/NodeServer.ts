@@ -78,7 +78,16 @@ const endSocket = (socket: Duplex, docsUrl: string, code: Code, message: string)
       (status === 405 ? `allow: ${ALLOW}\r\n` : "") +
       "connection: close\r\n\r\n" + json
   )
+  // What the client still sends (the rest of an oversized header, say) is read and dropped until
+  // it closes its side: a socket closed with unread data is reset, and a reset can reach the
+  // client before the answer does. Its reading ends with the client, or after a grace period.
+  socket.removeAllListeners("data")
+  socket.resume()
+  setTimeout(() => socket.destroy(), DRAIN_MS).unref()
 }
+
+/** Longest an answered connection is kept reading what its client still sends. */
+const DRAIN_MS = 2_000
 
 /** An answer in the envelope to a request Node parsed, then the connection closed. */
 const endResponse = (res: ServerResponse, docsUrl: string, code: Code, message: string) => {

@@ -385,6 +385,37 @@ describe("Unkey's v1 clients against keymeter", () => {
     expect((await unkey.keys.getVerifications({})).error?.code).toBe("BAD_REQUEST")
   })
 
+  it("credits count down and refill daily, a day later, as the SDK reads them", async () => {
+    // A server of its own whose clock the test moves a day ahead (test/TimeTravel.mjs).
+    const started = await serveKeymeter({
+      KEYMETER_PROVISION: "examples/provision.json",
+      NODE_OPTIONS: `--import ${new URL("./TimeTravel.mjs", import.meta.url).href}`
+    })
+    try {
+      const unkey = new Unkey({ rootKey: ADMIN, baseUrl: started.base, disableTelemetry: true, retry: { attempts: 0 } })
+      const { key, keyId } = (await unkey.keys.create({
+        apiId: "api_main",
+        remaining: 2,
+        refill: { interval: "daily", amount: 3 }
+      })).result!
+      const verify = () => unkey.keys.verify({ key }).then((r) => r.result!)
+      expect(await verify()).toMatchObject({ valid: true, remaining: 1 })
+      expect(await verify()).toMatchObject({ valid: true, remaining: 0 })
+      expect(await verify()).toMatchObject({ valid: false, code: "USAGE_EXCEEDED", remaining: 0 })
+      const before = (await unkey.keys.get({ keyId })).result!.refill!.lastRefillAt!
+      started.server.child.kill("SIGUSR2")
+      await expect.poll(() => started.server.output()).toMatch(/time travelled: \+1 day/)
+      // The first verification of the new day refills to 3, then spends one.
+      expect(await verify()).toMatchObject({ valid: true, remaining: 2 })
+      const after = (await unkey.keys.get({ keyId })).result!
+      expect(after.remaining).toBe(2)
+      expect(after.refill).toMatchObject({ interval: "daily", amount: 3, refillDay: null })
+      expect(after.refill!.lastRefillAt!).toBeGreaterThan(before)
+    } finally {
+      await stop(started.server)
+    }
+  })
+
   it("liveness answers without a root key, in Unkey's shape", async () => {
     const reply = await fetch(`${base}/v1/liveness`)
     expect(reply.status).toBe(200)

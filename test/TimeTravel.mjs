@@ -1,3 +1,5 @@
+import process from "node:process"
+
 // Loaded with `--import` into a server under test: each SIGUSR2 moves its clock a day ahead, so
 // a test can see what a day's passing does (a daily refill of credits, say) through a real client.
 const realNow = Date.now

@@ -181,6 +181,12 @@ const validInput = (route: Route) =>
     return out
   })
 
+/** What failed a request that got no answer: fetch's cause (a reset, say). */
+const causeOf = (defect: unknown) => {
+  const cause = (defect as { cause?: { code?: string; message?: string } } | undefined)?.cause
+  return `${String(defect)}${cause !== undefined ? ` (${cause.code ?? cause.message})` : ""}`
+}
+
 /** One mutation of a route's input. */
 const mutation = FastCheck.oneof(
   FastCheck.record({ kind: FastCheck.constant("replace" as const), at: FastCheck.nat(), value: hostileArb }),
@@ -321,6 +327,7 @@ const fuzz = (runs: number) =>
     )
     const cases = perRoute[0]!.flatMap((_, n) => perRoute.map((list) => list[n]!))
     const succeeded = new Map<string, number>()
+    const unanswered: Array<string> = []
     for (const c of cases) {
       const input = c.mutations.reduce(mutate, c.input)
       if (input.keyId === LAST_CREATED) input.keyId = created.at(-1) ?? "key_none"
@@ -331,13 +338,18 @@ const fuzz = (runs: number) =>
       const sent = c.route.query
         ? request(`${c.route.path}?${queryOf(input, c.repeat)}`, { key: c.key })
         : post(c.route.path, input, c.key)
-      // A request the server cut off (no answer at all) fails the fuzz naming it.
+      const shownInput = `${c.route.name} ${JSON.stringify(input).slice(0, 300)}`
+      // A request that got no answer at all is sent once more: a connection reset on a loaded
+      // machine (CI) is counted and shown, and must stay rare; a request that is never answered
+      // fails the fuzz, named.
       const reply = yield* sent.pipe(
         Effect.catchAllDefect((defect) =>
-          Effect.die(
-            new Error(`${c.route.name} ${JSON.stringify(input).slice(0, 300)}: no answer (${String(defect)})`)
+          Effect.zipRight(
+            Effect.sync(() => unanswered.push(`${shownInput}: ${causeOf(defect)}`)),
+            Effect.zipRight(Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 50))), sent)
           )
-        )
+        ),
+        Effect.catchAllDefect((defect) => Effect.die(new Error(`${shownInput}: no answer, twice (${causeOf(defect)})`)))
       )
       if (c.route.name === "createKey" && reply.status < 300) created.push(reply.body.keyId)
       if (c.route.name === "deleteKey" && reply.status < 300) created.pop()
@@ -361,6 +373,8 @@ const fuzz = (runs: number) =>
         expect(reply.body.error.message, shown).not.toMatch(LEAK)
       }
     }
+    if (unanswered.length > 0) console.log("answered only when sent again:\n" + unanswered.join("\n"))
+    expect(unanswered.length, unanswered.join("\n")).toBeLessThanOrEqual(Math.ceil(cases.length / 1000))
     // Proof that the fuzz reaches every route's handler rather than stopping at the gate.
     if (process.env.KEYMETER_FUZZ_SEED !== undefined) console.log("successes by route", succeeded)
     for (const route of routes) expect(succeeded.get(route.name) ?? 0, route.name).toBeGreaterThan(5)

@@ -40,6 +40,16 @@ const listOverridesQuery = UrlParams.reader(ListOverridesInput)
  */
 export const wire = (body: unknown) => HttpServerResponse.unsafeJson(body)
 
+/** A route of a JSON body: the caller's principal and the body read, `act` run, its failure mapped. */
+const withBody = <A>(
+  request: HttpServerRequest.HttpServerRequest,
+  act: (principal: Principal, body: Record<string, unknown>) => Effect.Effect<A, DomainError>
+) =>
+  Effect.gen(function*() {
+    const principal = yield* CurrentPrincipal
+    return yield* mapDomain(act(principal, yield* JsonBody.readObject(request)))
+  })
+
 /** Handlers of the analytics routes. */
 export const AnalyticsLive = HttpApiBuilder.group(Api, "analytics", (handlers) =>
   Effect.gen(function*() {
@@ -172,14 +182,6 @@ export const KeysLive = HttpApiBuilder.group(Api, "keys", (handlers) =>
     const keys = yield* Keys
     const apis = yield* Apis
     const routes = yield* HotRoutes
-    const withBody = <A>(
-      request: HttpServerRequest.HttpServerRequest,
-      act: (principal: Principal, body: Record<string, unknown>) => Effect.Effect<A, DomainError>
-    ) =>
-      Effect.gen(function*() {
-        const principal = yield* CurrentPrincipal
-        return yield* mapDomain(act(principal, yield* JsonBody.readObject(request)))
-      })
     return handlers
       .handleRaw("createKey", ({ request }) =>
         withBody(request, (principal, body) =>
@@ -314,14 +316,6 @@ const getRoleQuery = UrlParams.reader(RoleIdInput)
 export const PermissionsLive = HttpApiBuilder.group(Api, "permissions", (handlers) =>
   Effect.gen(function*() {
     const rbac = yield* Rbac
-    const withBody = <A>(
-      request: HttpServerRequest.HttpServerRequest,
-      act: (principal: Principal, body: Record<string, unknown>) => Effect.Effect<A, DomainError>
-    ) =>
-      Effect.gen(function*() {
-        const principal = yield* CurrentPrincipal
-        return yield* mapDomain(act(principal, yield* JsonBody.readObject(request)))
-      })
     return handlers
       .handleRaw("createPermission", ({ request }) =>
         withBody(request, (principal, body) =>

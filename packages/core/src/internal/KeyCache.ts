@@ -92,16 +92,7 @@ export class KeyMemory {
     id: string,
     read: () => Effect.Effect<Option.Option<Identity>, E, R>
   ): Option.Option<Identity> | Missing<E, R> {
-    const revision = this.current()
-    const identity = this.identities.get(id)
-    if (identity !== undefined) {
-      if (revision === undefined) this.identities.delete(id)
-      return identity
-    }
-    const generation = this.generation
-    return new Missing(Effect.map(read(), (found) => {
-      if (generation === this.generation) remember(this.identities, this.capacity, id, found)
-    }))
+    return this.lookupIn(this.identities, id, read)
   }
 
   /** The role `id` (none: no such role) when remembered, or what loads it with `read`. */
@@ -109,15 +100,24 @@ export class KeyMemory {
     id: string,
     read: () => Effect.Effect<Option.Option<Role>, E, R>
   ): Option.Option<Role> | Missing<E, R> {
+    return this.lookupIn(this.roles, id, read)
+  }
+
+  /** An entry of `map` by id when remembered, or what loads it into `map` with `read`. */
+  private lookupIn<A, E, R>(
+    map: Map<string, Option.Option<A>>,
+    id: string,
+    read: () => Effect.Effect<Option.Option<A>, E, R>
+  ): Option.Option<A> | Missing<E, R> {
     const revision = this.current()
-    const role = this.roles.get(id)
-    if (role !== undefined) {
-      if (revision === undefined) this.roles.delete(id)
-      return role
+    const found = map.get(id)
+    if (found !== undefined) {
+      if (revision === undefined) map.delete(id)
+      return found
     }
     const generation = this.generation
-    return new Missing(Effect.map(read(), (found) => {
-      if (generation === this.generation) remember(this.roles, this.capacity, id, found)
+    return new Missing(Effect.map(read(), (loaded) => {
+      if (generation === this.generation) remember(map, this.capacity, id, loaded)
     }))
   }
 

@@ -68,15 +68,28 @@ export class Identities extends Effect.Service<Identities>()("@keymeter/core/Ide
       new NotFound({
         message: ref.identityId !== undefined
           ? `identityId: no identity ${JSON.stringify(ref.identityId)} in this workspace`
-          : `externalId: no identity ${JSON.stringify(ref.externalId)} in this workspace`
+          : ref.externalId !== undefined
+          ? `externalId: no identity ${JSON.stringify(ref.externalId)} in this workspace`
+          : `identity: no identity ${JSON.stringify(ref.identity)} in this workspace`
       })
 
-    /** The identity an input names: by `identityId` when given, else by `externalId`. */
+    /**
+     * The identity an input names: by `identityId` when given, else by `externalId`, else by
+     * `identity` (an id first; an externalId when no identity has that id).
+     */
     const find = (principal: Principal, ref: KeyModel.IdentityRefInput) =>
       Effect.flatMap(
         ref.identityId !== undefined
           ? catalog.getIdentity(principal.workspaceId, ref.identityId)
-          : catalog.findIdentityByExternalId(principal.workspaceId, ref.externalId!),
+          : ref.externalId !== undefined
+          ? catalog.findIdentityByExternalId(principal.workspaceId, ref.externalId)
+          : Effect.flatMap(
+            catalog.getIdentity(principal.workspaceId, ref.identity!),
+            (byId) =>
+              Option.isSome(byId)
+                ? Effect.succeed(byId)
+                : catalog.findIdentityByExternalId(principal.workspaceId, ref.identity!)
+          ),
         (found) => Option.isNone(found) ? Effect.fail(missing(ref)) : Effect.succeed(found.value)
       )
 
@@ -117,7 +130,40 @@ export class Identities extends Effect.Service<Identities>()("@keymeter/core/Ide
         return KeyModel.toIdentityView(yield* find(principal, ref))
       }).pipe(Effect.withSpan("Identities.get"))
 
-    /** The workspace's identities in creation order, a page at a time. */
+    /**
+     * Up to `limit` identities after `after` (in id order) whose id or externalId contains
+     * `search`, ignoring case, read from the catalog a batch at a time; and the workspace's total.
+     */
+    const matching = (workspaceId: string, search: string, after: string | undefined, limit: number) =>
+      Effect.gen(function*() {
+        const needle = search.toLowerCase()
+        const found: Array<Identity> = []
+        let total = 0
+        let from = after
+        while (found.length < limit) {
+          const batch = yield* catalog.listIdentities(workspaceId, { after: from, limit: SEARCH_BATCH })
+          total = batch.total
+          for (const identity of batch.identities) {
+            if (
+              identity.id.toLowerCase().includes(needle) || identity.externalId.toLowerCase().includes(needle)
+            ) {
+              found.push(identity)
+              if (found.length === limit) break
+            }
+          }
+          if (batch.identities.length < SEARCH_BATCH) break
+          from = batch.identities[batch.identities.length - 1]!.id
+        }
+        return { identities: found, total }
+      })
+
+    /**
+     * The workspace's identities in creation order, a page at a time; with `search`, only those
+     * whose id or externalId contains it, ignoring case. The catalog cannot search, so the matches
+     * are found by paging through it (`matching`); cursors stay the last id answered.
+     * `total` is always the workspace's count of identities, also with `search`: counting the
+     * matches would mean reading every identity of the workspace on every page.
+     */
     const list = (principal: Principal, input: unknown) =>
       Effect.gen(function*() {
         const request = yield* decodeList(input)
@@ -127,7 +173,9 @@ export class Identities extends Effect.Service<Identities>()("@keymeter/core/Ide
           return yield* new ValidationError({ message: "cursor: is not a cursor listIdentities returned" })
         }
         const limit = request.limit ?? KeyModel.MAX_IDENTITY_PAGE
-        const page = yield* catalog.listIdentities(principal.workspaceId, { after: cursor?.after, limit: limit + 1 })
+        const page = request.search === undefined
+          ? yield* catalog.listIdentities(principal.workspaceId, { after: cursor?.after, limit: limit + 1 })
+          : yield* matching(principal.workspaceId, request.search, cursor?.after, limit + 1)
         const identities = page.identities.slice(0, limit)
         return {
           identities: identities.map(KeyModel.toIdentityView),
@@ -183,3 +231,6 @@ export class Identities extends Effect.Service<Identities>()("@keymeter/core/Ide
 
 /** The ids of identities, as listIdentities cursors hold them. */
 const IDENTITY_ID = /^id_[0-9A-Z]{26}$/
+
+/** How many identities a search reads from the catalog at a time. */
+const SEARCH_BATCH = 500

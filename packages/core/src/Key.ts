@@ -393,16 +393,25 @@ export const CreateIdentityInput = Schema.Struct({
 }).annotations({ identifier: "CreateIdentityInput" })
 export type CreateIdentityInput = Schema.Schema.Type<typeof CreateIdentityInput>
 
-/** Names an identity: by `identityId`, or by `externalId` (`identityId` wins when both are given). */
+/**
+ * Names an identity: by `identityId`, by `externalId`, or by `identity`, either of them (Unkey
+ * v2's one field: an id first, else an external id). When several are given, `identityId` wins,
+ * then `externalId`.
+ */
 const identityRef = <Fields extends Schema.Struct.Fields>(fields: Fields, identifier: string) =>
   Schema.Struct({
     identityId: Schema.optional(IdentityId),
     externalId: Schema.optional(ExternalId),
+    identity: Schema.optional(
+      boundedString("an identityId or an externalId", 1, 255).annotations({
+        description: "an identityId or an externalId: the identity with that id, else the one with that externalId"
+      })
+    ),
     ...fields
   }).pipe(
-    Schema.filter((input: { readonly identityId?: string; readonly externalId?: string }) =>
-      input.identityId !== undefined || input.externalId !== undefined ||
-      { path: ["identityId"], message: "give identityId or externalId" }
+    Schema.filter((input: { readonly identityId?: string; readonly externalId?: string; readonly identity?: string }) =>
+      input.identityId !== undefined || input.externalId !== undefined || input.identity !== undefined ||
+      { path: ["identityId"], message: "give identityId, externalId or identity" }
     )
   ).annotations({ identifier })
 
@@ -424,10 +433,15 @@ export type UpdateIdentityInput = Schema.Schema.Type<typeof UpdateIdentityInput>
 /** Largest page of `identities.listIdentities`. */
 export const MAX_IDENTITY_PAGE = 100
 
-/** Query of `identities.listIdentities`. */
+/** Query of `identities.listIdentities`: `search` keeps those whose id or externalId holds it (any case). */
 export const ListIdentitiesInput = Schema.Struct({
   limit: Schema.optional(Integer(1, MAX_IDENTITY_PAGE, `must be an integer from 1 to ${MAX_IDENTITY_PAGE}`)),
-  cursor: Schema.optional(boundedString("a cursor", 1, 1024))
+  cursor: Schema.optional(boundedString("a cursor", 1, 1024)),
+  search: Schema.optional(
+    boundedString("a search text", 1, 255).annotations({
+      description: "only identities whose id or externalId contains it, ignoring case"
+    })
+  )
 }).annotations({ identifier: "ListIdentitiesInput" })
 export type ListIdentitiesInput = Schema.Schema.Type<typeof ListIdentitiesInput>
 
@@ -455,7 +469,8 @@ export const toIdentityView = (identity: Identity): IdentityView => ({
 /** Answer of `identities.listIdentities`. */
 export const IdentityPage = Schema.Struct({
   identities: Schema.Array(IdentityView),
-  total: Schema.Number,
+  /** How many identities the workspace has, also when a `search` keeps fewer. */
+  total: Schema.Number.annotations({ description: "how many identities the workspace has (not only the matches)" }),
   cursor: Schema.optional(Schema.String)
 }).annotations({ identifier: "IdentityPage" })
 

@@ -122,8 +122,11 @@ export const VerifyKeyResponse = Schema.Struct({
   expires: Schema.optional(Schema.Number),
   credits: Schema.optional(Schema.Struct({ remaining: Schema.Number })),
   ratelimits: Schema.optional(Schema.Array(Schema.Struct({
+    id: Schema.String.annotations({ description: "<owner id>:<name>: the key's or its identity's limit" }),
     name: Schema.String,
     limit: Schema.Number.annotations({ description: "the limit applied: the override's when one applies" }),
+    duration: Schema.Number.annotations({ description: "the window applied, in ms" }),
+    autoApply: Schema.Boolean,
     remaining: Schema.Number,
     reset: Schema.Number,
     exceeded: Schema.Boolean,
@@ -145,6 +148,12 @@ export type VerifyKeyResponse = Schema.Schema.Type<typeof VerifyKeyResponse>
 export interface VerifyOptions {
   /** Answer only once the verification's event is stored (default: it is stored in the background). */
   readonly durable?: boolean | undefined
+  /**
+   * Without an `apiId`, a key of an api the caller may not verify is answered NOT_FOUND (and
+   * recorded so), as Unkey v2 answers it, rather than refused for the permission; a caller that
+   * may verify no api's keys at all is refused either way.
+   */
+  readonly hideOtherApis?: boolean | undefined
 }
 
 /** The time from which a refill is due: the start of the current day, or of the month's refill day. */
@@ -185,14 +194,15 @@ export class KeyVerifier extends Effect.Service<KeyVerifier>()("@keymeter/core/K
      */
     const verify = (principal: Principal, input: unknown, options: VerifyOptions = {}) => {
       const durable = options.durable ?? false
+      const hide = options.hideOtherApis ?? false
       return checkVerify(input)
-        ? verifyDecoded(principal, input, durable)
-        : Effect.flatMap(decodeVerify(input), (decoded) => verifyDecoded(principal, decoded, durable))
+        ? verifyDecoded(principal, input, durable, hide)
+        : Effect.flatMap(decodeVerify(input), (decoded) => verifyDecoded(principal, decoded, durable, hide))
     }
 
-    const verifyDecoded = (principal: Principal, request: VerifyKeyInput, durable: boolean) => {
+    const verifyDecoded = (principal: Principal, request: VerifyKeyInput, durable: boolean, hide: boolean) => {
       const hash = RootKey.hash(request.key)
-      return Decision.make(() => decide(principal, request, hash, clock.unsafeCurrentTimeMillis(), durable))
+      return Decision.make(() => decide(principal, request, hash, clock.unsafeCurrentTimeMillis(), durable, hide))
     }
 
     /** The verification at `now`, from what memory holds. */
@@ -201,7 +211,8 @@ export class KeyVerifier extends Effect.Service<KeyVerifier>()("@keymeter/core/K
       request: VerifyKeyInput,
       hash: string,
       now: number,
-      durable: boolean
+      durable: boolean,
+      hide: boolean
     ): Decision.Turn<VerifyKeyResponse, VerifyError> => {
       const { apiId } = request
       if (apiId !== undefined) {
@@ -222,7 +233,11 @@ export class KeyVerifier extends Effect.Service<KeyVerifier>()("@keymeter/core/K
       const key = found.value
       if (apiId === undefined) {
         const denied = Decision.failed(auth.authorize(principal, Permission.required.verifyKey(key.apiId)))
-        if (denied !== undefined) return denied
+        if (denied !== undefined) {
+          if (!hide || !principal.permissions.some(isVerifyPermission)) return denied
+          const event = eventOf(principal, request, now, key.apiId, key.id, "NOT_FOUND", undefined)
+          return recorded(event, durable, NOT_FOUND_ANSWER)
+        }
       }
       let identity: Identity | undefined
       if (key.identityId !== undefined) {
@@ -368,6 +383,9 @@ const eventOf = (
 
 const NO_LIMITS: ReadonlyArray<KeyModel.KeyRatelimit> = []
 
+/** The id of a key's or identity's limit: its owner and its name (a name is its owner's once). */
+export const ratelimitId = (ownerId: string, name: string) => `${ownerId}:${name}`
+
 /** The identity's limits the key does not shadow with its own of the same name. */
 const sharedLimits = (key: Key, identity: Identity | undefined) => {
   const limits = identity?.ratelimits ?? NO_LIMITS
@@ -389,6 +407,7 @@ interface Requested {
 /** Adds to `out` the limits of `limits` a call takes: those applied automatically, and those it names. */
 const takeLimits = (
   out: Array<TakeRequest>,
+  ownerId: string,
   limits: ReadonlyArray<KeyModel.KeyRatelimit>,
   identifier: string,
   requested: ReadonlyMap<string, Requested> | undefined,
@@ -398,6 +417,8 @@ const takeLimits = (
     const asked = requested?.get(limit.name)
     if (!limit.autoApply && asked === undefined) continue
     out.push({
+      id: ratelimitId(ownerId, limit.name),
+      autoApply: limit.autoApply,
       name: limit.name,
       identifier,
       limit: asked?.limit ?? limit.limit,
@@ -420,14 +441,22 @@ const limitsOf = (
 ): Array<TakeRequest> => {
   const out: Array<TakeRequest> = []
   const identifier = identity?.externalId ?? key.id
-  takeLimits(out, key.ratelimits, identifier, requested, defaultCost)
+  takeLimits(out, key.id, key.ratelimits, identifier, requested, defaultCost)
   if (identity?.ratelimits !== undefined) {
-    takeLimits(out, sharedLimits(key, identity), identifier, requested, defaultCost)
+    takeLimits(out, identity.id, sharedLimits(key, identity), identifier, requested, defaultCost)
   }
   if (requested !== undefined && out.length < requested.size) {
     for (const [name, asked] of requested) {
       if (hasLimit(key, identity, name)) continue
-      out.push({ name, identifier, limit: asked.limit!, duration: asked.duration!, cost: asked.cost })
+      out.push({
+        id: ratelimitId(key.id, name),
+        autoApply: false,
+        name,
+        identifier,
+        limit: asked.limit!,
+        duration: asked.duration!,
+        cost: asked.cost
+      })
     }
   }
   return out
@@ -477,6 +506,10 @@ const precheck = (
     : request.permissions !== undefined && !satisfies(permissions, request.permissions)
     ? "INSUFFICIENT_PERMISSIONS" as const
     : undefined
+
+/** Whether a permission lets its holder verify some api's keys. */
+const isVerifyPermission = (permission: string) =>
+  permission === "*" || (permission.startsWith("api.") && permission.endsWith(".verify_key"))
 
 const NO_META: Record<string, unknown> = Object.freeze({})
 

@@ -6,6 +6,7 @@ import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
 import { Auth } from "./Auth.js"
 import * as Cursor from "./Cursor.js"
 import * as Decision from "./Decision.js"
@@ -23,6 +24,7 @@ import type { Principal } from "./Permission.js"
 import * as Permission from "./Permission.js"
 import type { Named } from "./Rbac.js"
 import { Rbac } from "./Rbac.js"
+import * as RoleModel from "./Role.js"
 import * as RootKey from "./RootKey.js"
 import { Catalog } from "./Storage.js"
 import * as Validation from "./Validation.js"
@@ -47,6 +49,7 @@ export class Keys extends Effect.Service<Keys>()("@keymeter/core/Keys", {
     const decodeMigrate = Validation.decode(KeyModel.MigrateKeysInput)
     const decodeKeyPermissions = Validation.decode(KeyModel.KeyPermissionsInput)
     const decodeKeyRoles = Validation.decode(KeyModel.KeyRolesInput)
+    const decodeReroll = Validation.decode(RerollKeyInput)
     const cache = yield* KeyCache
     const identities = yield* Identities
     const rbac = yield* Rbac
@@ -108,21 +111,23 @@ export class Keys extends Effect.Service<Keys>()("@keymeter/core/Keys", {
       })
 
     /**
-     * The slugs and role ids a key is given by a change naming `permissions` and `roles`, each
-     * checked: giving permissions needs `rbac.*.add_permission_to_key`, roles
-     * `rbac.*.add_role_to_key` (and creating what does not exist, see `Rbac`).
+     * The slugs and role ids a key of `apiId` is given by a change naming `permissions` and
+     * `roles`, each checked (see `Permission.required.addPermissionToKey`: the RBAC permission, or
+     * that of the key operation `via`), and what does not exist created as `Rbac` allows.
      */
     const grants = (
       principal: Principal,
+      apiId: string,
+      via: Permission.KeyOperation,
       permissions: ReadonlyArray<Named> | undefined,
       roles: ReadonlyArray<Named> | undefined
     ) =>
       Effect.gen(function*() {
         if (permissions !== undefined && permissions.length > 0) {
-          yield* auth.authorize(principal, Permission.required.addPermissionToKey())
+          yield* auth.authorize(principal, Permission.required.addPermissionToKey(apiId, via))
         }
         if (roles !== undefined && roles.length > 0) {
-          yield* auth.authorize(principal, Permission.required.addRoleToKey())
+          yield* auth.authorize(principal, Permission.required.addRoleToKey(apiId, via))
         }
         const slugs = permissions === undefined
           ? undefined
@@ -143,7 +148,7 @@ export class Keys extends Effect.Service<Keys>()("@keymeter/core/Keys", {
         yield* auth.authorize(principal, Permission.required.createKey(request.apiId))
         yield* requireApi(principal, request.apiId)
         yield* authorizeLimits(principal, (request.ratelimits ?? []).map((limit) => limit.name))
-        const granted = yield* grants(principal, request.permissions, request.roles)
+        const granted = yield* grants(principal, request.apiId, "create_key", request.permissions, request.roles)
         return yield* receipts.once<{ readonly keyId: string; readonly key?: string }, StorageError, never>(
           {
             workspaceId: principal.workspaceId,
@@ -223,10 +228,11 @@ export class Keys extends Effect.Service<Keys>()("@keymeter/core/Keys", {
     /**
      * Imports keys made elsewhere, by their secret or its SHA-256, all or none: a key whose secret
      * a key of the workspace has already, or two of the batch alike, is a conflict and nothing is
-     * imported. Each is created as `createKey` would create it (its permissions and limits checked
-     * alike).
+     * imported. With `skipExisting` (Unkey v2's migrateKeys), such keys are skipped instead (their
+     * indexes answered in `skipped`) and the others imported. Each is created as `createKey` would
+     * create it (its permissions and limits checked alike).
      */
-    const migrate = (principal: Principal, input: unknown) =>
+    const migrate = (principal: Principal, input: unknown, options?: { readonly skipExisting?: boolean }) =>
       Effect.gen(function*() {
         const items = yield* decodeMigrate(input)
         for (const apiId of new Set(items.map((item) => item.apiId))) {
@@ -237,7 +243,7 @@ export class Keys extends Effect.Service<Keys>()("@keymeter/core/Keys", {
         const now = yield* Clock.currentTimeMillis
         const entries = yield* Effect.forEach(items, (item) =>
           Effect.gen(function*() {
-            const granted = yield* grants(principal, item.permissions, item.roles)
+            const granted = yield* grants(principal, item.apiId, "create_key", item.permissions, item.roles)
             const hash = item.hash ?? RootKey.hash(item.secret!)
             const start = item.start ??
               (item.secret !== undefined ? KeyModel.startOf(item.secret, item.prefix) : item.prefix ?? "")
@@ -249,15 +255,37 @@ export class Keys extends Effect.Service<Keys>()("@keymeter/core/Keys", {
               now
             )
           }))
-        const hashes = entries.map(({ key }) => key.hash)
-        if ((yield* cache.write({ hashes }, catalog.insertKeys(entries))) === "conflict") {
+        const insert = (indexes: ReadonlyArray<number>) => {
+          const batch = indexes.map((i) => entries[i]!)
+          return cache.write({ hashes: batch.map(({ key }) => key.hash) }, catalog.insertKeys(batch))
+        }
+        let kept = entries.map((_, i) => i)
+        // Skipping: what exists is left out, and the batch inserted; a key made meanwhile with one of
+        // its secrets makes it look again, once.
+        for (let attempt = 0; options?.skipExisting === true && attempt < 2; attempt++) {
+          kept = yield* absent(entries.map(({ key }) => key.hash))
+          if (kept.length === 0 || (yield* insert(kept)) !== "conflict") {
+            return {
+              keyIds: kept.map((i) => entries[i]!.key.id),
+              skipped: entries.flatMap((_, i) => kept.includes(i) ? [] : [i])
+            }
+          }
+        }
+        if ((yield* insert(kept)) === "conflict") {
           return yield* new Conflict({
             message: "keys: a key of this batch has the secret of a key of the workspace, or of another key of " +
               "the batch; nothing was imported"
           })
         }
-        return { keyIds: entries.map(({ key }) => key.id) }
+        return { keyIds: kept.map((i) => entries[i]!.key.id), skipped: [] as Array<number> }
       }).pipe(Effect.withSpan("Keys.migrate"))
+
+    /** The indexes of `hashes` no key has yet, each hash's first only. */
+    const absent = (hashes: ReadonlyArray<string>) =>
+      Effect.map(
+        Effect.forEach(hashes, (hash) => catalog.findKeyByHash(hash), { concurrency: 8 }),
+        (found) => hashes.flatMap((hash, i) => Option.isNone(found[i]!) && hashes.indexOf(hash) === i ? [i] : [])
+      )
 
     const get = (principal: Principal, input: unknown) =>
       Effect.gen(function*() {
@@ -316,7 +344,7 @@ export class Keys extends Effect.Service<Keys>()("@keymeter/core/Keys", {
         }
         set("name", request.name)
         set("meta", request.meta)
-        const granted = yield* grants(principal, request.permissions, request.roles)
+        const granted = yield* grants(principal, key.apiId, "update_key", request.permissions, request.roles)
         if (granted.slugs !== undefined) fields.permissions = granted.slugs
         if (granted.roleIds !== undefined) {
           if (granted.roleIds.length === 0) delete fields.roles
@@ -437,12 +465,19 @@ export class Keys extends Effect.Service<Keys>()("@keymeter/core/Keys", {
         )
       }).pipe(Effect.withSpan("Keys.whoami"))
 
-    /** The key `keyId` of the caller's workspace, for the routes that change what it holds (`rbac.*`). */
-    const keyIn = (principal: Principal, keyId: string) =>
-      Effect.flatMap(catalog.getKey(principal.workspaceId, keyId), (found) =>
-        Option.isNone(found)
-          ? Effect.fail(new NotFound({ message: `keyId: no key ${JSON.stringify(keyId)} in this workspace` }))
-          : Effect.succeed(found.value))
+    /**
+     * The key `keyId` of the caller's workspace, for the routes that change what it holds, once
+     * `required` of its api allows the change.
+     */
+    const keyIn = (principal: Principal, keyId: string, required: (apiId: string) => ReadonlyArray<string>) =>
+      Effect.gen(function*() {
+        const found = yield* catalog.getKey(principal.workspaceId, keyId)
+        if (Option.isNone(found)) {
+          return yield* new NotFound({ message: `keyId: no key ${JSON.stringify(keyId)} in this workspace` })
+        }
+        yield* auth.authorize(principal, required(found.value.apiId))
+        return found.value
+      })
 
     const replace = (key: Key, fields: Partial<ConstructorParameters<typeof Key>[0]>, now: number) =>
       Effect.gen(function*() {
@@ -455,17 +490,24 @@ export class Keys extends Effect.Service<Keys>()("@keymeter/core/Keys", {
         return updated
       })
 
+    /** What a change asks of each permission or role it names: given, replaced by, or taken. */
+    const allowedFor = (op: "add" | "set" | "remove", add: ReadonlyArray<string>, remove: ReadonlyArray<string>) =>
+      op === "add" ? add : op === "remove" ? remove : [...add, ...remove]
+
     /**
-     * Adds, sets or removes the permissions a key holds itself; answers those it then holds
-     * (`{id, name}`), or nothing for a removal. Adding and setting need
-     * `rbac.*.add_permission_to_key`, removing (and setting away) `rbac.*.remove_permission_from_key`.
+     * Adds, sets or removes the permissions a key holds itself; answers all it then holds. Adding
+     * and setting need `Permission.required.addPermissionToKey`, removing (and setting away)
+     * `removePermissionFromKey`, of the key's api.
      */
     const changePermissions = (principal: Principal, op: "add" | "set" | "remove", input: unknown) =>
       Effect.gen(function*() {
         const request = yield* decodeKeyPermissions(input)
-        if (op !== "remove") yield* auth.authorize(principal, Permission.required.addPermissionToKey())
-        if (op !== "add") yield* auth.authorize(principal, Permission.required.removePermissionFromKey())
-        const key = yield* keyIn(principal, request.keyId)
+        const key = yield* keyIn(principal, request.keyId, (apiId) =>
+          allowedFor(
+            op,
+            Permission.required.addPermissionToKey(apiId, "update_key"),
+            Permission.required.removePermissionFromKey(apiId)
+          ))
         const named = op === "remove"
           ? request.permissions.map(({ create: _, ...ref }) => ref)
           : request.permissions
@@ -476,18 +518,23 @@ export class Keys extends Effect.Service<Keys>()("@keymeter/core/Keys", {
           ? [...new Set([...key.permissions, ...slugs])]
           : key.permissions.filter((slug) => !slugs.includes(slug))
         yield* replace(key, { permissions: next }, yield* Clock.currentTimeMillis)
-        if (op === "remove") return []
-        const held = yield* catalog.findPermissions(principal.workspaceId, next)
-        return held.filter((p) => next.includes(p.slug)).map((p) => ({ id: p.id, name: p.name }))
+        const held = next.length === 0 ? [] : yield* catalog.findPermissions(principal.workspaceId, next)
+        return next.flatMap((slug) => {
+          const permission = held.find((p) => p.slug === slug)
+          return permission === undefined ? [] : [RoleModel.toPermissionView(permission)]
+        })
       }).pipe(Effect.withSpan("Keys.changePermissions"))
 
-    /** Adds, sets or removes a key's roles, as {@link changePermissions} its permissions (`rbac.*_role_*`). */
+    /** Adds, sets or removes a key's roles, as {@link changePermissions} its permissions. */
     const changeRoles = (principal: Principal, op: "add" | "set" | "remove", input: unknown) =>
       Effect.gen(function*() {
         const request = yield* decodeKeyRoles(input)
-        if (op !== "remove") yield* auth.authorize(principal, Permission.required.addRoleToKey())
-        if (op !== "add") yield* auth.authorize(principal, Permission.required.removeRoleFromKey())
-        const key = yield* keyIn(principal, request.keyId)
+        const key = yield* keyIn(principal, request.keyId, (apiId) =>
+          allowedFor(
+            op,
+            Permission.required.addRoleToKey(apiId, "update_key"),
+            Permission.required.removeRoleFromKey(apiId)
+          ))
         const named = op === "remove" ? request.roles.map(({ create: _, ...ref }) => ref) : request.roles
         const roles = yield* rbac.resolveRoles(principal, named, "roles")
         const ids = roles.map((r) => r.id)
@@ -498,13 +545,52 @@ export class Keys extends Effect.Service<Keys>()("@keymeter/core/Keys", {
           ? [...new Set([...held, ...ids])]
           : held.filter((id) => !ids.includes(id))
         yield* replace(key, { roles: next }, yield* Clock.currentTimeMillis)
-        if (op === "remove") return []
+        if (next.length === 0) return []
         const all = yield* catalog.listRoles(principal.workspaceId)
-        return all.filter((r) => next.includes(r.id)).map((r) => ({ id: r.id, name: r.name }))
+        return next.flatMap((id) => {
+          const role = all.find((r) => r.id === id)
+          return role === undefined ? [] : [RoleModel.toRoleView(role)]
+        })
       }).pipe(Effect.withSpan("Keys.changeRoles"))
+
+    /**
+     * A new key in place of `keyId`: a new secret (the old one's prefix, 16 random bytes) with the
+     * old key's configuration, identity and current balance; the old key expires `expiration` ms
+     * from now (0: at once), or when it already would if that is sooner. Needs `create_key` on the
+     * key's api.
+     */
+    const reroll = (principal: Principal, input: unknown) =>
+      Effect.gen(function*() {
+        const request = yield* decodeReroll(input)
+        const old = yield* keyFor(principal, request.keyId, Permission.required.createKey)
+        const now = yield* Clock.currentTimeMillis
+        const credits = old.credited ? Option.getOrUndefined(yield* catalog.getCredits(old.id)) : undefined
+        const separator = old.start.indexOf("_")
+        const prefix = separator > 0 && PREFIX.test(old.start.slice(0, separator))
+          ? old.start.slice(0, separator)
+          : undefined
+        const secret = KeyModel.generateSecret(prefix, KeyModel.DEFAULT_BYTE_LENGTH)
+        const key = new Key({
+          ...old,
+          id: Ids.make(Ids.Prefix.key, now),
+          hash: RootKey.hash(secret),
+          start: KeyModel.startOf(secret, prefix),
+          createdAt: now,
+          updatedAt: now
+        })
+        const balance = old.credited
+          ? { remaining: credits?.remaining ?? 0, refilledAt: credits?.refilledAt ?? now }
+          : undefined
+        const created = yield* cache.write({ hashes: [key.hash] }, catalog.insertKey(key, balance))
+        if (created === "conflict") return yield* Effect.die(new Error("a new key collided with an existing one"))
+        const expires = Math.min(old.expires ?? Infinity, now + request.expiration)
+        if (old.expires !== expires) yield* replace(old, { expires }, now)
+        return { keyId: key.id, key: secret }
+      }).pipe(Effect.withSpan("Keys.reroll"))
 
     return {
       migrate,
+      reroll,
       changePermissions,
       changeRoles,
       whoami,
@@ -517,6 +603,15 @@ export class Keys extends Effect.Service<Keys>()("@keymeter/core/Keys", {
     } as const
   })
 }) {}
+
+/** Body of `keys.rerollKey`: the key, and how long its old secret stays valid (ms). */
+export const RerollKeyInput = Schema.Struct({
+  keyId: KeyModel.KeyId,
+  expiration: KeyModel.Integer(0, 4_102_444_800_000, "must be an integer number of milliseconds >= 0")
+}).annotations({ identifier: "RerollKeyInput" })
+
+/** What a key's `start` may begin with as its prefix (see `Key.Prefix`). */
+const PREFIX = /^[a-zA-Z0-9]{1,16}$/
 
 /** The ids of keys, as listKeys cursors hold them. */
 const KEY_ID = /^key_[0-9A-Z]{26}$/

@@ -143,6 +143,14 @@ export class Overrides extends Effect.Service<Overrides>()("@keymeter/core/Overr
           yield* auth.authorize(principal, required(found.value.id))
           return found.value
         }
+        // No namespace has this name, but it may be one's id (Unkey v2 names a namespace by either).
+        if (name.startsWith(`${Ids.Prefix.namespace}_`)) {
+          const byId = yield* catalog.getNamespace(principal.workspaceId, name)
+          if (Option.isSome(byId)) {
+            yield* auth.authorize(principal, required(byId.value.id))
+            return byId.value
+          }
+        }
         if (!create) {
           // Same answer as for a namespace the key may not see, so names do not leak.
           yield* auth.authorize(principal, required("*"))

@@ -14,6 +14,9 @@ export interface Principal {
 export const allows = (permissions: ReadonlyArray<string>, anyOf: ReadonlyArray<string>): boolean =>
   permissions.some((p) => p === "*" || anyOf.includes(p))
 
+/** The key operation a change of what a key holds comes with. */
+export type KeyOperation = "create_key" | "update_key"
+
 /** The permissions that allow each operation; any one of them suffices. */
 export const required = {
   readApi: (apiId: string) => ["api.*.read_api", `api.${apiId}.read_api`],
@@ -43,9 +46,20 @@ export const required = {
   createRole: () => ["rbac.*.create_role"],
   readRole: () => ["rbac.*.read_role"],
   deleteRole: () => ["rbac.*.delete_role"],
-  addPermissionToKey: () => ["rbac.*.add_permission_to_key"],
-  removePermissionFromKey: () => ["rbac.*.remove_permission_from_key"],
-  addRoleToKey: () => ["rbac.*.add_role_to_key"],
-  removeRoleFromKey: () => ["rbac.*.remove_role_from_key"],
+  // What a key holds changes with the RBAC permission for it (Unkey v1's), or with the permission
+  // of the key operation carrying the change on the key's api (Unkey v2's: `update_key`, or
+  // `create_key` when the key is being made).
+  addPermissionToKey: (apiId: string, via: KeyOperation) => [
+    "rbac.*.add_permission_to_key",
+    `api.*.${via}`,
+    `api.${apiId}.${via}`
+  ],
+  removePermissionFromKey: (apiId: string) => [
+    "rbac.*.remove_permission_from_key",
+    "api.*.update_key",
+    `api.${apiId}.update_key`
+  ],
+  addRoleToKey: (apiId: string, via: KeyOperation) => ["rbac.*.add_role_to_key", `api.*.${via}`, `api.${apiId}.${via}`],
+  removeRoleFromKey: (apiId: string) => ["rbac.*.remove_role_from_key", "api.*.update_key", `api.${apiId}.update_key`],
   addPermissionToRole: () => ["rbac.*.add_permission_to_role"]
 } as const

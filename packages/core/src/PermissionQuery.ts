@@ -72,3 +72,50 @@ export const satisfies = (permissions: ReadonlyArray<string>, query: PermissionQ
     : "and" in query
     ? query.and.every((part) => satisfies(permissions, part))
     : query.or.some((part) => satisfies(permissions, part))
+
+/**
+ * A query written as text (Unkey v2's): permissions joined by `AND` and `OR` (either case; AND
+ * binds tighter), grouped with parentheses, e.g. `(documents.read OR documents.write) AND
+ * users.view`. A permission is any run of characters other than whitespace and parentheses. The
+ * query, or why it is not one.
+ */
+export const parse = (text: string): { readonly query: PermissionQuery } | { readonly error: string } => {
+  const tokens = text.match(/\(|\)|[^\s()]+/g) ?? []
+  let at = 0
+  let failure: string | undefined
+  const fail = (message: string): PermissionQuery => {
+    failure ??= message
+    return ""
+  }
+  const isOperator = (token: string | undefined, operator: string) => token?.toUpperCase() === operator
+  const joined = (operator: "AND" | "OR", next: () => PermissionQuery): PermissionQuery => {
+    const parts = [next()]
+    while (failure === undefined && isOperator(tokens[at], operator)) {
+      at++
+      parts.push(next())
+    }
+    return parts.length === 1 ? parts[0]! : operator === "AND" ? { and: parts } : { or: parts }
+  }
+  const primary = (): PermissionQuery => {
+    const token = tokens[at]
+    if (token === undefined) return fail("ends where a permission or ( was expected")
+    if (token === "(") {
+      at++
+      const inner = joined("OR", () => joined("AND", primary))
+      if (tokens[at] !== ")") return fail(`misses a ) to close the ( of part ${at}`)
+      at++
+      return inner
+    }
+    if (token === ")" || isOperator(token, "AND") || isOperator(token, "OR")) {
+      return fail(`has ${JSON.stringify(token)} where a permission was expected`)
+    }
+    at++
+    return token
+  }
+  if (tokens.length === 0) return { error: "must hold a permission, or permissions joined by AND and OR" }
+  const query = joined("OR", () => joined("AND", primary))
+  if (failure === undefined && at < tokens.length) {
+    failure = `has ${JSON.stringify(tokens[at])} where AND, OR or the end was expected`
+  }
+  return failure === undefined ? { query } : { error: failure }
+}

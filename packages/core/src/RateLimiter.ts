@@ -1,6 +1,7 @@
 /**
  * Rate limiting that honours overrides: `limit` answers whether a request of an identifier in a
- * namespace is allowed, with the sliding-window state of this process.
+ * namespace is allowed, with the sliding-window state of this process; `multiLimit` answers
+ * several such requests in one call (Unkey v2's `ratelimit.multiLimit`).
  */
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
@@ -12,13 +13,13 @@ import * as Checker from "./Checker.js"
 import * as Decision from "./Decision.js"
 import { Missing } from "./Decision.js"
 import type { Busy, InsufficientPermissions, StorageError } from "./Errors.js"
-import { ValidationError } from "./Errors.js"
+import { NotFound, ValidationError } from "./Errors.js"
 import * as Ids from "./Ids.js"
 import { CatalogCache } from "./internal/CatalogCache.js"
 import * as CompositeKey from "./internal/CompositeKey.js"
 import { SlidingWindows } from "./internal/slidingWindow.js"
 import { Meta } from "./Key.js"
-import { MAX_NAME_LENGTH, Namespace } from "./Namespace.js"
+import { isPattern, MAX_NAME_LENGTH, Namespace } from "./Namespace.js"
 import type { Override } from "./Override.js"
 import { Duration, MAX_IDENTIFIER_LENGTH, MAX_TIME } from "./Override.js"
 import { Overrides } from "./Overrides.js"
@@ -38,6 +39,9 @@ export const DEFAULT_NAMESPACE = "default"
 /** Most resources one `ratelimits.limit` names. */
 export const MAX_RESOURCES = 100
 
+/** Most limits one `multiLimit` takes (Unkey v2's bound). */
+export const MAX_LIMITS = 100
+
 /** A resource a limited request is about to access (Unkey v1's `resources[]`). */
 const Resource = Schema.Struct({
   type: Validation.boundedString("a string", 1, 255),
@@ -47,13 +51,16 @@ const Resource = Schema.Struct({
 })
 
 /**
- * Body of `ratelimits.limit`: Unkey v1's. `async`, `meta` and `resources` are accepted and
- * bounded; `meta` and `resources` are not stored yet (rate-limit analytics will keep them),
- * `async` decides from this server's view of a shared window (see the README).
+ * Body of `ratelimits.limit`: Unkey v1's, with v2's `namespaceId`. `async`, `meta` and `resources`
+ * are accepted and bounded; `meta` and `resources` are not stored yet (rate-limit analytics will
+ * keep them), `async` decides from this server's view of a shared window (see the README).
  */
 export const LimitInput = Schema.Struct({
   namespace: Schema.optional(Validation.boundedString("a namespace name", 1, MAX_NAME_LENGTH)).annotations({
-    description: `The namespace; "${DEFAULT_NAMESPACE}" when none is given.`
+    description: `The namespace, by name; "${DEFAULT_NAMESPACE}" when neither it nor namespaceId is given.`
+  }),
+  namespaceId: Schema.optional(Validation.boundedString("a namespace id", 1, 255)).annotations({
+    description: "The namespace, by id (Unkey v2): it must exist, and excludes namespace."
   }),
   identifier: Validation.boundedString("a string", 1, MAX_IDENTIFIER_LENGTH),
   limit: Integer(1, "must be an integer >= 1"),
@@ -77,10 +84,43 @@ export const LimitResponse = Schema.Struct({
   overrideId: Schema.optional(Schema.String)
 }).annotations({ identifier: "LimitResponse" })
 
+/** Body of `multiLimit`: 1 to {@link MAX_LIMITS} bodies of `limit`. */
+export const MultiLimitInput = Schema.Array(
+  // Its fields' own messages still name what is wrong inside an object.
+  LimitInput.annotations({ message: (issue) => `must be a JSON object, got ${Validation.describeValue(issue.actual)}` })
+).pipe(Schema.minItems(1), Schema.maxItems(MAX_LIMITS)).annotations({ identifier: "MultiLimitInput" })
+
+/** One limit of a `multiLimit` answer (Unkey v2's). */
+export const MultiLimitResult = Schema.Struct({
+  namespace: Schema.String.annotations({
+    description: `what the limit named: its namespace, its namespaceId, or "${DEFAULT_NAMESPACE}"`
+  }),
+  identifier: Schema.String,
+  limit: Schema.Number.annotations({ description: "the limit applied: the override's when one applies" }),
+  remaining: Schema.Number,
+  reset: Schema.Number.annotations({ description: "unix ms when the oldest counted request leaves the window" }),
+  passed: Schema.Boolean,
+  overrideId: Schema.optional(Schema.String)
+}).annotations({ identifier: "MultiLimitResult" })
+
+/** Answer of `multiLimit`: `passed` when every limit passed. */
+export const MultiLimitResponse = Schema.Struct({
+  passed: Schema.Boolean,
+  limits: Schema.Array(MultiLimitResult)
+}).annotations({ identifier: "MultiLimitResponse" })
+
+/** An answer of {@link RateLimiter} `multiLimit`. */
+export type MultiLimitResponse = Schema.Schema.Type<typeof MultiLimitResponse>
+
 /** One limit of a {@link RateLimiter} `decideTakeAll` call, as a verification answers it. */
 export interface TakenLimit {
+  /** The limit's id, as its owner (a key, an identity) names it. */
+  readonly id: string
   readonly name: string
   readonly limit: number
+  /** The window applied: the override's when one applies. */
+  readonly duration: number
+  readonly autoApply: boolean
   readonly remaining: number
   readonly reset: number
   readonly exceeded: boolean
@@ -89,6 +129,10 @@ export interface TakenLimit {
 
 /** One limit {@link RateLimiter} `decideTakeAll` takes. */
 export interface TakeRequest {
+  /** The limit's id (see {@link TakenLimit}). */
+  readonly id: string
+  /** Whether the limit applies without being asked for (answered back). */
+  readonly autoApply: boolean
   /** The namespace's name. */
   readonly name: string
   readonly identifier: string
@@ -105,12 +149,24 @@ export interface Taken {
   readonly refund: Effect.Effect<ReadonlyArray<TakenLimit>>
 }
 
-interface Resolved {
-  readonly request: TakeRequest
+/** Where a limit takes from: the override that applies, and its window. */
+interface Target {
   readonly override: Override | undefined
   /** The window taken from, under the override's limit when one applies. */
   readonly window: WindowRequest
 }
+
+interface Resolved extends Target {
+  readonly request: TakeRequest
+}
+
+type LimitRequest = Schema.Schema.Type<typeof LimitInput>
+
+/**
+ * A lookup's miss that creates a namespace: `multiLimit` holds these back until every limit of
+ * the call is known to be allowed, so a refused call creates nothing.
+ */
+class Creation extends Missing<StorageError> {}
 
 /** An answer of {@link RateLimiter}. */
 export type LimitResponse = Schema.Schema.Type<typeof LimitResponse>
@@ -118,8 +174,9 @@ export type LimitResponse = Schema.Schema.Type<typeof LimitResponse>
 /** A window's reset as a valid time: windows up to 2^53-1 ms end past the last Date. */
 const validReset = (reset: number) => Math.min(reset, MAX_TIME)
 
-/** The fast check of a body (see `Checker`): what the schema would decode to itself. */
+/** The fast checks of bodies (see `Checker`): what the schemas would decode to themselves. */
 const checkLimit = Checker.compile(LimitInput)
+const checkMultiLimit = Checker.compile(MultiLimitInput)
 
 /** Sliding-window rate limiting per (namespace, identifier), applying overrides. */
 export class RateLimiter extends Effect.Service<RateLimiter>()("@keymeter/core/RateLimiter", {
@@ -134,6 +191,7 @@ export class RateLimiter extends Effect.Service<RateLimiter>()("@keymeter/core/R
     // background: no wait for the store, at the price of some overshoot (see the README).
     const nearby = new SlidingWindows(yield* Windows.MaxWindows)
     const decode = Validation.decode(LimitInput)
+    const decodeItems = Validation.decode(MultiLimitInput)
     const namespaces = new CatalogCache<Option.Option<Namespace>>(catalog.revision)
 
     /**
@@ -151,8 +209,21 @@ export class RateLimiter extends Effect.Service<RateLimiter>()("@keymeter/core/R
         () => catalog.findNamespaceByName(workspaceId, name)
       )
       if (found instanceof Missing || Option.isSome(found)) return found
-      return Decision.failed(mayCreate()) ?? new Missing(createNamespace(workspaceId, name))
+      // No namespace has this name, but it may be one's id (Unkey v2 names a namespace by either).
+      if (name.startsWith(NAMESPACE_ID_PREFIX)) {
+        const byId = namespaceWithId(workspaceId, name)
+        if (byId instanceof Missing || (Option.isSome(byId) && !isPattern(byId.value.name))) return byId
+      }
+      return Decision.failed(mayCreate()) ?? new Creation(createNamespace(workspaceId, name))
     }
+
+    /** The workspace's namespace of id `id` (none when it has none), as a lookup. */
+    const namespaceWithId = (workspaceId: string, id: string) =>
+      namespaces.lookup(
+        // No workspace id is empty: these keys never meet those of names.
+        CompositeKey.make("", CompositeKey.make(workspaceId, id)),
+        () => catalog.getNamespace(workspaceId, id)
+      )
 
     /** Creates the workspace's namespace `name` (or finds the one a concurrent call created). */
     const createNamespace = (workspaceId: string, name: string) =>
@@ -162,7 +233,7 @@ export class RateLimiter extends Effect.Service<RateLimiter>()("@keymeter/core/R
       )
 
     /**
-     * Validates, finds the namespace by name (creating it on first use, which needs
+     * Validates, finds the namespace (by id, or by name, creating it on first use, which needs
      * `ratelimit.*.limit`), resolves the override that applies, and takes `cost` (default 1) from
      * the identifier's window using the override's limit and duration when there is one. A
      * decision (see `Decision`): `Decision.now` answers it without running an effect when memory
@@ -176,40 +247,174 @@ export class RateLimiter extends Effect.Service<RateLimiter>()("@keymeter/core/R
 
     const decideLimit = (
       principal: Principal,
-      request: Schema.Schema.Type<typeof LimitInput>
-    ): Decision.Turn<LimitResponse, ValidationError | InsufficientPermissions | StorageError | Busy> => {
-      const namespaceName = request.namespace ?? DEFAULT_NAMESPACE
-      if (namespaceName.includes("*")) return STAR
+      request: LimitRequest
+    ): Decision.Turn<LimitResponse, LimitError> => {
+      const found = namespaceOf(principal, request, "")
+      if (!Option.isOption(found)) return found
+      const target = targetOf(principal.workspaceId, found.value, request.identifier, request, request.cost ?? 1)
+      if (target instanceof Missing) return target
+      const { override, window } = target
+      const now = clock.unsafeCurrentTimeMillis()
+      // An override decides how its limit is taken; without one, the request's `async` does.
+      if ((override !== undefined ? override.async : request.async === true) && windows.shared) {
+        return decideNearby(window, override, now)
+      }
+      return Decision.andThen(
+        windows.takeAll([window], now),
+        ([decision]) => Exit.succeed(answerOf(decision!, window.limit, override))
+      )
+    }
+
+    /**
+     * The namespace a limit names, as a lookup, once the principal may limit there: by
+     * `namespaceId` (which must exist), else by name (created on first use, which needs
+     * `ratelimit.*.limit`). `at` starts the messages (`[2].` for an item of `multiLimit`).
+     */
+    const namespaceOf = (
+      principal: Principal,
+      request: LimitRequest,
+      at: string
+    ):
+      | Option.Some<Namespace>
+      | Missing<StorageError>
+      | Exit.Exit<never, ValidationError | NotFound | InsufficientPermissions> =>
+    {
+      const id = request.namespaceId
+      if (id !== undefined) {
+        if (request.namespace !== undefined) return invalid(at, "namespace: give namespace or namespaceId, not both")
+        // Checked before the lookup, as it needs only the id: a caller that may not limit there
+        // learns nothing of which ids exist.
+        const denied = Decision.failed(auth.authorize(principal, Permission.required.limit(id)))
+        if (denied !== undefined) return denied
+        const found = namespaceWithId(principal.workspaceId, id)
+        if (found instanceof Missing) return found
+        if (Option.isNone(found)) {
+          return Exit.fail(
+            new NotFound({ message: `${at}namespaceId: no namespace ${JSON.stringify(id)} in this workspace` })
+          )
+        }
+        // As for names: a pattern's window would be shared by the namespaces it matches.
+        if (isPattern(found.value.name)) {
+          return invalid(at, `namespaceId: names the pattern ${JSON.stringify(found.value.name)}; ${PATTERN}`)
+        }
+        return found
+      }
+      const name = request.namespace ?? DEFAULT_NAMESPACE
+      if (isPattern(name)) return invalid(at, `namespace: must not contain *; ${PATTERN}`)
       const found = namespaceNamed(
         principal.workspaceId,
-        namespaceName,
+        name,
         () => auth.authorize(principal, Permission.required.limit("*"))
       )
       if (!Option.isOption(found)) return found
-      const namespace = found.value
-      const denied = Decision.failed(auth.authorize(principal, Permission.required.limit(namespace.id)))
-      if (denied !== undefined) return denied
-      const override = overrides.resolve(namespace, request.identifier)
+      return Decision.failed(auth.authorize(principal, Permission.required.limit(found.value.id))) ?? found
+    }
+
+    /**
+     * Where `identifier` takes `cost` from in `namespace`, as a lookup: its window, under the
+     * limit and duration of the override that resolves for it, else under `requested`'s.
+     */
+    const targetOf = (
+      owner: string,
+      namespace: Namespace,
+      identifier: string,
+      requested: { readonly limit: number; readonly duration: number },
+      cost: number
+    ): Target | Missing<StorageError> => {
+      const override = overrides.resolve(namespace, identifier)
       if (override instanceof Missing) return override
-      const now = clock.unsafeCurrentTimeMillis()
-      const key = Windows.keyOf(namespace.id, request.identifier)
-      const cost = request.cost ?? 1
-      const applied = override ?? request
-      // An override decides how its limit is taken; without one, the request's `async` does.
-      if ((override !== undefined ? override.async : request.async === true) && windows.shared) {
-        return decideNearby(principal.workspaceId, key, cost, applied, override, now)
-      }
-      return Decision.andThen(
-        windows.takeAll([{
-          key,
-          owner: principal.workspaceId,
+      const applied = override ?? requested
+      return {
+        override,
+        window: {
+          key: Windows.keyOf(namespace.id, identifier),
+          owner,
           limit: applied.limit,
           duration: applied.duration,
           cost
-        }], now),
-        ([decision]) => Exit.succeed(answerOf(decision!, applied.limit, override))
+        }
+      }
+    }
+
+    /**
+     * Validates 1 to {@link MAX_LIMITS} bodies of `limit` and decides each as `limit` would, in
+     * order and independently: `passed` when all passed. With `atomic`, all are taken together
+     * or, when any is exceeded, none. Every limit's namespace is found and its permission checked
+     * before anything is taken (or created). A decision, as `limit` is.
+     */
+    const multiLimit = (
+      principal: Principal,
+      input: unknown,
+      options?: { readonly atomic?: boolean | undefined }
+    ): Effect.Effect<MultiLimitResponse, LimitError> => {
+      const atomic = options?.atomic === true
+      if (checkMultiLimit(input)) return Decision.make(() => decideMultiLimit(principal, input, atomic))
+      if (!Array.isArray(input) || input.length < 1 || input.length > MAX_LIMITS) {
+        const got = Array.isArray(input) ? `${input.length} limits` : Validation.describeValue(input)
+        return Exit.fail(
+          new ValidationError({ message: `input: must be an array of 1 to ${MAX_LIMITS} limits, got ${got}` })
+        )
+      }
+      return Effect.flatMap(
+        decodeItems(input),
+        (decoded) => Decision.make(() => decideMultiLimit(principal, decoded, atomic))
       )
     }
+
+    const decideMultiLimit = (
+      principal: Principal,
+      requests: ReadonlyArray<LimitRequest>,
+      atomic: boolean
+    ): Decision.Turn<MultiLimitResponse, LimitError> => {
+      const targets: Array<Target> = []
+      let creations: Array<Effect.Effect<unknown, StorageError>> | undefined
+      for (let i = 0; i < requests.length; i++) {
+        const request = requests[i]!
+        const found = namespaceOf(principal, request, `[${i}].`)
+        if (found instanceof Creation) {
+          ;(creations ??= []).push(found.load)
+          continue
+        }
+        if (!Option.isOption(found)) return found
+        const target = targetOf(principal.workspaceId, found.value, request.identifier, request, request.cost ?? 1)
+        if (target instanceof Missing) return target
+        targets.push(target)
+      }
+      if (creations !== undefined) return new Missing(Effect.all(creations, { discard: true }))
+      const now = clock.unsafeCurrentTimeMillis()
+      const answer = (decisions: ReadonlyArray<WindowDecision>) => {
+        const limits = targets.map(({ override, window }, i) => {
+          const request = requests[i]!
+          const { overrideId, success, ...counts } = answerOf(decisions[i]!, window.limit, override)
+          return {
+            namespace: request.namespaceId ?? request.namespace ?? DEFAULT_NAMESPACE,
+            identifier: request.identifier,
+            ...counts,
+            passed: success,
+            ...(overrideId !== undefined ? { overrideId } : {})
+          }
+        })
+        return Exit.succeed({ passed: limits.every((limit) => limit.passed), limits })
+      }
+      // `async` (a request's or an override's) is ignored: every item is decided from its exact
+      // window, as all-or-none needs the windows themselves, and so an item is decided alike in
+      // both modes.
+      const windowsOf = targets.map(({ window }) => window)
+      return Decision.andThen(atomic ? windows.takeAll(windowsOf, now) : takeEach(windowsOf, now, []), answer)
+    }
+
+    /** Takes each window on its own, in order (as as many `limit` calls would): what each decided. */
+    const takeEach = (
+      all: ReadonlyArray<WindowRequest>,
+      now: number,
+      decided: ReadonlyArray<WindowDecision>
+    ): Decision.Turn<ReadonlyArray<WindowDecision>, StorageError | Busy> =>
+      decided.length === all.length
+        ? Exit.succeed(decided)
+        : Decision.andThen(
+          windows.takeAll([all[decided.length]!], now),
+          ([decision]) => takeEach(all, now, [...decided, decision!])
+        )
 
     const answerOf = (decision: WindowDecision, limit: number, override: Override | undefined): LimitResponse => ({
       success: decision.success,
@@ -221,44 +426,32 @@ export class RateLimiter extends Effect.Service<RateLimiter>()("@keymeter/core/R
 
     /**
      * Decides an `async` limit (an override's, or a request's without one) from this process's
-     * view of its window, then adds what it took
-     * to the shared window (or only reads it, when refused) and raises the view to what all
-     * servers took.
+     * view of its window, then adds what it took to the shared window (or only reads it, when
+     * refused) and raises the view to what all servers took.
      */
     const decideNearby = (
-      owner: string,
-      key: string,
-      cost: number,
-      applied: { readonly limit: number; readonly duration: number },
+      window: WindowRequest,
       override: Override | undefined,
       now: number
     ): Exit.Exit<LimitResponse, Busy> => {
-      const taken = Windows.takeAllFrom(nearby, [{
-        key,
-        owner,
-        limit: applied.limit,
-        duration: applied.duration,
-        cost
-      }], now)
+      const taken = Windows.takeAllFrom(nearby, [window], now)
       if (!Array.isArray(taken)) return Exit.fail(taken as Busy)
       const decision = taken[0]!
       Effect.runFork(
         Effect.suspend(() =>
           windows.takeAll([{
-            key,
-            owner,
+            ...window,
             limit: Number.MAX_SAFE_INTEGER,
-            duration: applied.duration,
-            cost: decision.success ? cost : 0
+            cost: decision.success ? window.cost : 0
           }], now)
         ).pipe(
           Effect.map(([shared]) =>
-            nearby.catchUp(key, now, Number.MAX_SAFE_INTEGER - shared!.remaining, applied.duration, owner)
+            nearby.catchUp(window.key, now, Number.MAX_SAFE_INTEGER - shared!.remaining, window.duration, window.owner)
           ),
           Effect.ignore
         )
       )
-      return Exit.succeed(answerOf(decision, applied.limit, override))
+      return Exit.succeed(answerOf(decision, window.limit, override))
     }
 
     /**
@@ -278,20 +471,9 @@ export class RateLimiter extends Effect.Service<RateLimiter>()("@keymeter/core/R
       for (const request of requests) {
         const found = namespaceNamed(workspaceId, request.name, allowed)
         if (!Option.isOption(found)) return found
-        const override = overrides.resolve(found.value, request.identifier)
-        if (override instanceof Missing) return override
-        const applied = override ?? request
-        resolved.push({
-          request,
-          override,
-          window: {
-            key: Windows.keyOf(found.value.id, request.identifier),
-            owner: workspaceId,
-            limit: applied.limit,
-            duration: applied.duration,
-            cost: request.cost
-          }
-        })
+        const target = targetOf(workspaceId, found.value, request.identifier, request, request.cost)
+        if (target instanceof Missing) return target
+        resolved.push({ ...target, request })
       }
       return Decision.andThen(
         windows.takeAll(resolved.map((r) => r.window), now),
@@ -310,8 +492,11 @@ export class RateLimiter extends Effect.Service<RateLimiter>()("@keymeter/core/R
         const decision = decisions[i]!
         if (!decision.success) allowed = false
         return {
+          id: request.id,
           name: request.name,
           limit: window.limit,
+          duration: window.duration,
+          autoApply: request.autoApply,
           remaining: decision.remaining,
           reset: validReset(decision.reset),
           exceeded: !decision.success,
@@ -337,15 +522,18 @@ export class RateLimiter extends Effect.Service<RateLimiter>()("@keymeter/core/R
       }
     }
 
-    return { limit, decideTakeAll } as const
+    return { limit, multiLimit, decideTakeAll } as const
   })
 }) {}
+
+/** What every namespace id begins with: a name that does is looked up as an id when no namespace bears it. */
+const NAMESPACE_ID_PREFIX = `${Ids.Prefix.namespace}_`
 
 const allowed = (): Exit.Exit<void> => Exit.void
 const NOTHING_TAKEN = Exit.succeed<Taken>({ allowed: true, results: [], refund: Exit.succeed([]) })
 
-const STAR = Exit.fail(
-  new ValidationError({
-    message: "namespace: must not contain *; patterns name namespaces of overrides, not of requests"
-  })
-)
+type LimitError = ValidationError | NotFound | InsufficientPermissions | StorageError | Busy
+
+const PATTERN = "patterns name namespaces of overrides, not of requests"
+
+const invalid = (at: string, message: string) => Exit.fail(new ValidationError({ message: at + message }))

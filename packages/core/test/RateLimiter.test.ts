@@ -241,6 +241,72 @@ describe("RateLimiter", () => {
         overrideId: set.id
       }))
     }).pipe(Effect.provide(Test)))
+  it.effect("limits a namespace given by id in the window of its name, at once once it is remembered", () =>
+    Effect.gen(function*() {
+      const { limit } = yield* setup
+      const catalog = yield* Catalog
+      const limiter = yield* RateLimiter
+      yield* limit({}) // creates "api"
+      const api = yield* catalog.findNamespaceByName(WS, "api")
+      if (api._tag === "None") return expect.unreachable()
+      const byId = { namespaceId: api.value.id, identifier: "user_1", limit: 3, duration: 10_000 }
+      const first = Decision.now(limiter.limit(admin, byId))
+      expect(Exit.isExit(first)).toBe(false)
+      expect(yield* first).toEqual({ success: true, limit: 3, remaining: 1, reset: 1_010_000 })
+      // The id read is remembered: the compiled check took the body, and memory answers it.
+      expect(Decision.now(limiter.limit(admin, byId))).toEqual(Exit.succeed({
+        success: true,
+        limit: 3,
+        remaining: 0,
+        reset: 1_010_000
+      }))
+      expect(yield* limit({})).toMatchObject({ success: false, remaining: 0 })
+      // The permission is the namespace's, by its id.
+      const own = { workspaceId: WS, rootKeyId: "rk", permissions: [`ratelimit.${api.value.id}.limit`] }
+      expect(yield* limiter.limit(own, { ...byId, identifier: "user_2" })).toMatchObject({ remaining: 2 })
+      const other = { workspaceId: WS, rootKeyId: "rk", permissions: ["ratelimit.rlns_x.limit"] }
+      const refused = yield* Effect.flip(limiter.limit(other, byId))
+      expect(refused._tag).toBe("InsufficientPermissions")
+    }).pipe(Effect.provide(Test)))
+
+  it.effect("refuses a namespaceId of no namespace of the workspace (creating nothing), and both ways at once", () =>
+    Effect.gen(function*() {
+      const { limit, overrides } = yield* setup
+      const catalog = yield* Catalog
+      const limiter = yield* RateLimiter
+      const body = { identifier: "u", limit: 2, duration: 1000 }
+      const missing = yield* Effect.flip(limiter.limit(admin, { ...body, namespaceId: "rlns_nope" }))
+      expect(missing).toMatchObject({
+        _tag: "NotFound",
+        message: "namespaceId: no namespace \"rlns_nope\" in this workspace"
+      })
+      expect((yield* catalog.getNamespace(WS, "rlns_nope"))._tag).toBe("None")
+      expect((yield* catalog.findNamespaceByName(WS, "default"))._tag).toBe("None")
+      // Another workspace's namespace is not found either.
+      yield* catalog.putWorkspace(new Workspace({ id: "ws_other", name: "other" }))
+      yield* limiter.limit(Auth.system("ws_other"), { ...body, namespace: "theirs" })
+      const theirs = yield* catalog.findNamespaceByName("ws_other", "theirs")
+      if (theirs._tag === "None") return expect.unreachable()
+      const foreign = yield* Effect.flip(limiter.limit(admin, { ...body, namespaceId: theirs.value.id }))
+      expect(foreign._tag).toBe("NotFound")
+      yield* limit({}) // creates "api"
+      const api = yield* catalog.findNamespaceByName(WS, "api")
+      if (api._tag === "None") return expect.unreachable()
+      const both = yield* Effect.flip(limiter.limit(admin, { ...body, namespace: "api", namespaceId: api.value.id }))
+      expect(both).toMatchObject({
+        _tag: "ValidationError",
+        message: "namespace: give namespace or namespaceId, not both"
+      })
+      const empty = yield* Effect.flip(limiter.limit(admin, { ...body, namespaceId: "" }))
+      expect(empty.message).toMatch(/^namespaceId: must be a namespace id of 1 to 255 characters, got ""/)
+      // A pattern's id is refused as its name is.
+      yield* overrides.set(admin, { namespaceName: "api*", identifier: "user_1", limit: 5, duration: 1000 })
+      const pattern = yield* catalog.findNamespaceByName(WS, "api*")
+      if (pattern._tag === "None") return expect.unreachable()
+      const patterned = yield* Effect.flip(limiter.limit(admin, { ...body, namespaceId: pattern.value.id }))
+      expect(patterned.message).toMatch(/^namespaceId: names the pattern "api\*"/)
+    }).pipe(Effect.provide(Test)))
+
   it.effect("an effect of limit decides when it runs, each time it runs", () =>
     Effect.gen(function*() {
       yield* setup

@@ -2,9 +2,7 @@
  * The HTTP contract: routes, parameters, bodies, answers and errors. No handlers live here, so
  * clients and the OpenAPI document derive from it alone.
  */
-import * as HttpApi from "@effect/platform/HttpApi"
 import * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
-import type { HttpApiDecodeError } from "@effect/platform/HttpApiError"
 import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
 import * as HttpApiMiddleware from "@effect/platform/HttpApiMiddleware"
 import * as HttpApiSecurity from "@effect/platform/HttpApiSecurity"
@@ -35,10 +33,12 @@ import { RecordVerificationsInput } from "@keymeter/core/Verification"
 import { VerificationQueryInput } from "@keymeter/core/VerificationQuery"
 import * as Context from "effect/Context"
 import * as Schema from "effect/Schema"
-import { DecodeErrorResponse, Responses } from "./Errors.js"
+import { Responses } from "./Errors.js"
+import { EnvelopedApi } from "./internal/EnvelopedApi.js"
 import * as UrlParams from "./internal/UrlParams.js"
 import * as V1Identities from "./v1/Identities.js"
 import * as V1Keys from "./v1/Keys.js"
+import { V2 } from "./v2/Api.js"
 
 /** The authenticated caller of the current request. */
 export class CurrentPrincipal extends Context.Tag("@keymeter/http/CurrentPrincipal")<CurrentPrincipal, Principal>() {}
@@ -524,13 +524,6 @@ export class ApisGroup extends HttpApiGroup.make("apis")
   )
 {}
 
-// HttpApi.make hard-codes HttpApiDecodeError's {_tag, issues} body for bad parameters; shadowing
-// the static swaps in our envelope, for the runtime answer and the OpenAPI document alike. The
-// errors added to an api made from it are unified with it.
-class EnvelopedApi extends HttpApi.make("keymeter") {
-  static override readonly errorSchema: Schema.Schema<HttpApiDecodeError, any> = DecodeErrorResponse
-}
-
 /**
  * The /v1 routes, each authenticated and answering the shared errors: declared once here, and
  * pushed down to every group when this api is added to {@link Api} (an api-level middleware
@@ -562,11 +555,13 @@ const V1Open = EnvelopedApi
 export class Api extends EnvelopedApi
   .addHttpApi(V1)
   .addHttpApi(V1Open)
+  .addHttpApi(V2)
   .annotate(OpenApi.Title, "keymeter")
-  .annotate(OpenApi.Version, "1")
+  .annotate(OpenApi.Version, "2")
   .annotate(
     OpenApi.Description,
-    "Usage analytics and rate-limit overrides for API keys. Every error answers " +
-      "{\"error\":{\"code\",\"message\",\"docs\",\"requestId\"}}."
+    "Usage analytics, keys and rate limits, in Unkey's two dialects. /v1 errors answer " +
+      "{\"error\":{\"code\",\"message\",\"docs\",\"requestId\"}}; /v2 answers {\"meta\":{\"requestId\"},\"data\"} " +
+      "and errors {\"meta\",\"error\":{\"title\",\"detail\",\"status\",\"type\",\"errors\"}}."
   )
 {}

@@ -8,6 +8,8 @@ import * as Option from "effect/Option"
 import { Authorization } from "./Api.js"
 import { AuthGate } from "./AuthGate.js"
 import { HttpError, mapDomain } from "./Errors.js"
+import { AuthorizationV2 } from "./v2/Api.js"
+import { mapV2 } from "./v2/Errors.js"
 
 const BEARER = /^Bearer[ \t]+([^\s]+)[ \t]*$/i
 
@@ -41,6 +43,23 @@ export const layer: Layer.Layer<Authorization, never, AuthGate> = Layer.effect(
           if (typeof key !== "string") return yield* key
           return yield* mapDomain(gate.authenticate(Option.getOrUndefined(request.remoteAddress), key))
         })
+    })
+  })
+)
+
+/** Authenticates every /v2 request before anything else is looked at, failing in v2's body. */
+export const layerV2: Layer.Layer<AuthorizationV2, never, AuthGate> = Layer.effect(
+  AuthorizationV2,
+  Effect.gen(function*() {
+    const gate = yield* AuthGate
+    return AuthorizationV2.of({
+      rootKey: () =>
+        mapV2(Effect.gen(function*() {
+          const request = yield* HttpServerRequest.HttpServerRequest
+          const key = bearer(request.headers["authorization"])
+          if (typeof key !== "string") return yield* key
+          return yield* gate.authenticate(Option.getOrUndefined(request.remoteAddress), key)
+        }))
     })
   })
 )

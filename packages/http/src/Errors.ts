@@ -13,6 +13,7 @@ import * as Effect from "effect/Effect"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import * as RequestContext from "./RequestContext.js"
+import * as Problem from "./v2/Problem.js"
 
 /** Every error code, its status and when it happens. */
 export const Codes = {
@@ -90,7 +91,8 @@ export type Code = keyof typeof Codes
 /** An HTTP status some code answers. */
 export type Status = typeof Codes[Code]["status"]
 
-const CODES = Object.keys(Codes) as Array<Code>
+/** Every error code. */
+export const CODES = Object.keys(Codes) as Array<Code>
 
 /** A failure as the wire carries it: one of the {@link Codes} and a message for the caller. */
 export class HttpError extends Schema.TaggedError<HttpError>()("HttpError", {
@@ -162,7 +164,11 @@ export const mapDomain = <A, E extends DomainError | HttpError, R>(
   )
 
 /** The body of an error response. */
-export const body = (code: Code, message: string, context: RequestContext.RequestContext) => ({
+export const body = (
+  code: Code,
+  message: string,
+  context: { readonly requestId: string; readonly docsUrl: string }
+) => ({
   error: { code, message, docs: `${context.docsUrl}/errors/${code}`, requestId: context.requestId }
 })
 
@@ -170,13 +176,24 @@ export const body = (code: Code, message: string, context: RequestContext.Reques
 export const encodeBody = (code: Code, message: string) =>
   Effect.map(RequestContext.current, (context) => body(code, message, context))
 
-/** A complete error response, for the places that build responses themselves. */
+/**
+ * A complete error response, for the places that build responses themselves: in the envelope of
+ * the request's dialect (v1's, or Unkey v2's problem body).
+ */
 export const respond = (code: Code, message: string, headers?: Record<string, string>) =>
-  Effect.map(encodeBody(code, message), (json) =>
-    HttpServerResponse.unsafeJson(json, {
-      status: Codes[code].status,
-      ...(headers !== undefined ? { headers } : {})
-    }))
+  Effect.map(RequestContext.current, (context) => {
+    const status = Codes[code].status
+    return context.dialect === "v1"
+      ? HttpServerResponse.unsafeJson(body(code, message, context), {
+        status,
+        ...(headers !== undefined ? { headers } : {})
+      })
+      : HttpServerResponse.unsafeJson(Problem.body(code, status, message, context), {
+        status,
+        contentType: Problem.contentType(status, context.dialect),
+        ...(headers !== undefined ? { headers } : {})
+      })
+  })
 
 const envelopeOf = (codes: ReadonlyArray<Code>) =>
   Schema.Struct({
@@ -189,7 +206,7 @@ const envelopeOf = (codes: ReadonlyArray<Code>) =>
   })
 
 /** `BAD_REQUEST` → `BadRequestError`; `INTERNAL_SERVER_ERROR` → `InternalServerError`. */
-const identifierOf = (code: Code) => {
+export const identifierOf = (code: Code) => {
   const name = code.toLowerCase().replace(/(^|_)([a-z])/g, (_, __, letter: string) => letter.toUpperCase())
   return name.endsWith("Error") ? name : `${name}Error`
 }

@@ -28,6 +28,7 @@ import type { IncomingMessage, ServerResponse } from "node:http"
 import { AuthGate } from "./AuthGate.js"
 import { bearer } from "./Authorization.js"
 import type { DomainError } from "./Errors.js"
+import type { Code } from "./Errors.js"
 import { body as envelope, Codes, HttpError, wireOf } from "./Errors.js"
 import { HotRoutes, readQuery } from "./HotRoutes.js"
 import type { Budget, Budgets } from "./InFlightLimit.js"
@@ -36,6 +37,7 @@ import * as IdempotencyKey from "./internal/IdempotencyKey.js"
 import * as JsonBody from "./internal/JsonBody.js"
 import { makeRequestId } from "./RequestContext.js"
 import * as SafeHeaders from "./SafeHeaders.js"
+import * as Problem from "./v2/Problem.js"
 
 /** The services the lane calls. */
 export type Services = HotRoutes | AuthGate
@@ -54,6 +56,11 @@ type Answer = { readonly status: number; readonly body: unknown; readonly header
 /** A body already serialised. */
 class Json {
   constructor(readonly text: string) {}
+}
+
+/** A failure's code and message, its envelope built when sent (in the route's dialect). */
+class Failed {
+  constructor(readonly code: Code, readonly message: string) {}
 }
 
 const DIGITS = /^[0-9]+$/
@@ -101,21 +108,26 @@ export const make = (options: Options) => {
   const log = (effect: Effect.Effect<void>) => Runtime.runFork(full)(effect)
   const context = (requestId: string) => ({ requestId, docsUrl: options.docsUrl })
 
-  const send = (res: ServerResponse, requestId: string, answer: Answer) => {
+  const send = (res: ServerResponse, requestId: string, answer: Answer, dialect: Problem.Dialect = "v1") => {
     if (Array.isArray(answer.body) && answer.body.length > STREAMED_FROM) {
       return stream(res, requestId, answer.status, answer.body)
     }
+    const failed = answer.body instanceof Failed ? answer.body : undefined
     const text = answer.body instanceof Json ? answer.body.text : JSON.stringify(
-      answer.body instanceof HttpError
-        ? envelope(answer.body.code, answer.body.message, context(requestId))
-        : answer.body
+      failed === undefined
+        ? answer.body
+        : dialect === "v1"
+        ? envelope(failed.code, failed.message, context(requestId))
+        : Problem.body(failed.code, answer.status, failed.message, context(requestId))
     )
     res.writeHead(answer.status, {
       // Every 429 says when to retry, whichever limit answered it.
       ...(answer.status === 429 ? RETRY : {}),
       ...answer.headers,
       ...SafeHeaders.API,
-      "content-type": "application/json",
+      "content-type": failed === undefined || dialect === "v1"
+        ? "application/json"
+        : Problem.contentType(answer.status, dialect),
       "content-length": Buffer.byteLength(text),
       "x-request-id": requestId
     })
@@ -143,13 +155,16 @@ export const make = (options: Options) => {
     slice()
   }
 
-  const failure = (error: HttpError): Answer => ({ status: Codes[error.code].status, body: error })
+  const failure = (error: HttpError): Answer => ({
+    status: Codes[error.code].status,
+    body: new Failed(error.code, error.message)
+  })
 
   /** The answer of a failure, built without an HttpError for domain errors (it costs a stack trace). */
-  const wireFailure = (error: DomainError | HttpError, requestId: string): Answer => {
+  const wireFailure = (error: DomainError | HttpError): Answer => {
     if (error instanceof HttpError) return failure(error)
     const { code, message } = wireOf(error)
-    return { status: Codes[code].status, body: envelope(code, message, context(requestId)) }
+    return { status: Codes[code].status, body: new Failed(code, message) }
   }
 
   /**
@@ -163,14 +178,15 @@ export const make = (options: Options) => {
     requestId: string,
     budget: Budget,
     program: Effect.Effect<unknown, DomainError | HttpError, Services>,
-    fallback: () => void
+    fallback: () => void,
+    dialect: Problem.Dialect = "v1"
   ) =>
     runCallback(program, {
       onExit: (exit) => {
         options.budgets.leave(budget)
         if (Exit.isSuccess(exit)) {
           if (exit.value === HAND_OVER) return fallback()
-          return send(res, requestId, { status: 200, body: jsonOf(exit.value) })
+          return send(res, requestId, { status: 200, body: jsonOf(exit.value) }, dialect)
         }
         const error = Cause.failureOption(exit.cause)
         if (error._tag === "Some") {
@@ -178,10 +194,10 @@ export const make = (options: Options) => {
           if (!(failed instanceof HttpError) && failed._tag === "StorageError") {
             log(Effect.logError("storage failure", failed.message, failed.cause))
           }
-          return send(res, requestId, wireFailure(failed, requestId))
+          return send(res, requestId, wireFailure(failed), dialect)
         }
         log(Effect.logError("unhandled defect", exit.cause))
-        send(res, requestId, failure(new HttpError({ code: "INTERNAL_SERVER_ERROR", message: INTERNAL })))
+        send(res, requestId, failure(new HttpError({ code: "INTERNAL_SERVER_ERROR", message: INTERNAL })), dialect)
       }
     })
 
@@ -234,7 +250,7 @@ export const make = (options: Options) => {
         const error = Cause.failureOption(known.cause as Cause.Cause<DomainError | HttpError>)
         if (error._tag === "Some") {
           options.budgets.leave("others")
-          return send(res, requestId, wireFailure(error.value, requestId))
+          return send(res, requestId, wireFailure(error.value))
         }
       } else if (Either.isRight(query)) {
         const answer = Decision.now(routes.getVerifications(known.value as Principal, query.right))
@@ -268,32 +284,42 @@ export const make = (options: Options) => {
       body: Record<string, unknown>
     ) => Effect.Effect<unknown, DomainError | HttpError, Services>,
     /** Whether `act` decides when called (see core's `Decision`): an Exit is answered at once. */
-    decides = false
+    decides: boolean,
+    dialect: Problem.Dialect
   ) => {
     const chunks: Array<Buffer> = []
     req.on("data", (chunk: Buffer) => chunks.push(chunk))
     req.once("error", () => {
       options.budgets.leave("uploads")
-      send(res, requestId, failure(new HttpError({ code: "BAD_REQUEST", message: "body: could not be read" })))
+      send(
+        res,
+        requestId,
+        failure(new HttpError({ code: "BAD_REQUEST", message: "body: could not be read" })),
+        dialect
+      )
     })
     req.once("end", () => {
-      const parsed = Either.flatMap(JsonBody.parse(Buffer.concat(chunks).toString("utf8")), JsonBody.asObject)
+      const text = Buffer.concat(chunks).toString("utf8")
+      // v1's routes take objects; v2's read any JSON by their schema (multiLimit takes an array).
+      const parsed = dialect === "v1"
+        ? Either.flatMap(JsonBody.parse(text), JsonBody.asObject)
+        : JsonBody.parse(text) as Either.Either<Record<string, unknown>, HttpError>
       const known = principalOf(req)
       if (Exit.isExit(known)) {
         if (Exit.isFailure(known)) {
           const error = Cause.failureOption(known.cause as Cause.Cause<DomainError | HttpError>)
           if (error._tag === "Some") {
             options.budgets.leave("uploads")
-            return send(res, requestId, wireFailure(error.value, requestId))
+            return send(res, requestId, wireFailure(error.value), dialect)
           }
         } else if (decides && Either.isRight(parsed)) {
           const answer = Decision.now(act(known.value as Principal, parsed.right))
           if (Exit.isExit(answer) && Exit.isSuccess(answer)) {
             options.budgets.leave("uploads")
-            return send(res, requestId, { status: 200, body: answer.value })
+            return send(res, requestId, { status: 200, body: answer.value }, dialect)
           }
           // Decided but for I/O (a key's credits, say), or refused: the effect finishes it.
-          return run(res, requestId, "uploads", answer, () => {})
+          return run(res, requestId, "uploads", answer, () => {}, dialect)
         }
       }
       run(
@@ -305,7 +331,8 @@ export const make = (options: Options) => {
           known,
           (principal) => Either.isLeft(parsed) ? Effect.fail(parsed.left) : act(principal, parsed.right)
         ),
-        () => {}
+        () => {},
+        dialect
       )
     })
   }
@@ -335,6 +362,10 @@ export const make = (options: Options) => {
       ? "limit"
       : path === "/v1/keys.verifyKey"
       ? "verify"
+      : path === "/v2/keys.verifyKey"
+      ? "verifyV2"
+      : path === "/v2/ratelimit.limit"
+      ? "limitV2"
       : undefined
     if (route === undefined) return false
     // Only plain JSON bodies of a declared length within the limit; the rest (415, 413, chunks)
@@ -347,9 +378,10 @@ export const make = (options: Options) => {
       return false
     }
     const requestId = makeRequestId()
+    const dialect = route === "verifyV2" || route === "limitV2" ? "v2" : "v1"
     if (!options.budgets.enter("uploads")) {
       const { headers: more, message } = shed(options.budgets, "uploads")
-      send(res, requestId, { ...failure(new HttpError({ code: "RATE_LIMITED", message })), headers: more })
+      send(res, requestId, { ...failure(new HttpError({ code: "RATE_LIMITED", message })), headers: more }, dialect)
       return true
     }
     withBody(
@@ -360,8 +392,13 @@ export const make = (options: Options) => {
         ? (principal, body) => routes.recordVerifications(principal, body, IdempotencyKey.read(headers))
         : route === "limit"
         ? (principal, body) => routes.limit(principal, body)
-        : (principal, body) => routes.verifyKey(principal, body, requestId),
-      route !== "record"
+        : route === "verify"
+        ? (principal, body) => routes.verifyKey(principal, body, requestId)
+        : route === "verifyV2"
+        ? (principal, body) => routes.verifyKeyV2(principal, body, requestId)
+        : (principal, body) => routes.limitV2(principal, body, requestId),
+      route !== "record",
+      dialect
     )
     return true
   }

@@ -118,6 +118,10 @@ const v1 = <A, I, B>(schema: Schema.Schema<A, I, never>, map: (a: A) => B) => {
   return (input: unknown) => Effect.map(decode(input), map)
 }
 
+/** What a key holds after a change, as v1 answers it: ids and names. */
+const connected = (held: ReadonlyArray<{ readonly id: string; readonly name: string }>) =>
+  wire(held.map(({ id, name }) => ({ id, name })))
+
 const getApiQuery = UrlParams.reader(ApiIdInput)
 const listKeysQuery = Effect.flatMap(
   UrlParams.reader(V1Keys.ListKeysQuery),
@@ -232,19 +236,19 @@ export const KeysLive = HttpApiBuilder.group(Api, "keys", (handlers) =>
             keys.updateCredits(principal, input, IdempotencyKey.read(request.headers)))))
       .handleRaw("addPermissions", ({ request }) =>
         withBody(request, (principal, body) =>
-          keys.changePermissions(principal, "add", body)).pipe(Effect.map(wire)))
+          keys.changePermissions(principal, "add", body)).pipe(Effect.map(connected)))
       .handleRaw("setPermissions", ({ request }) =>
         withBody(request, (principal, body) =>
-          keys.changePermissions(principal, "set", body)).pipe(Effect.map(wire)))
+          keys.changePermissions(principal, "set", body)).pipe(Effect.map(connected)))
       .handleRaw("removePermissions", ({ request }) =>
         withBody(request, (principal, body) =>
           Effect.as(keys.changePermissions(principal, "remove", body), {})))
       .handleRaw("addRoles", ({ request }) =>
         withBody(request, (principal, body) =>
-          keys.changeRoles(principal, "add", body)).pipe(Effect.map(wire)))
+          keys.changeRoles(principal, "add", body)).pipe(Effect.map(connected)))
       .handleRaw("setRoles", ({ request }) =>
         withBody(request, (principal, body) =>
-          keys.changeRoles(principal, "set", body)).pipe(Effect.map(wire)))
+          keys.changeRoles(principal, "set", body)).pipe(Effect.map(connected)))
       .handleRaw("removeRoles", ({ request }) =>
         withBody(request, (principal, body) =>
           Effect.as(keys.changeRoles(principal, "remove", body), {})))
@@ -357,7 +361,12 @@ export const MigrationsLive = HttpApiBuilder.group(Api, "migrations", (handlers)
       Effect.gen(function*() {
         const principal = yield* CurrentPrincipal
         const body = yield* JsonBody.read(request)
-        return yield* mapDomain(Effect.flatMap(migrateKeysBody(body), (input) => keys.migrate(principal, input)))
+        return yield* mapDomain(
+          Effect.flatMap(
+            migrateKeysBody(body),
+            (input) => Effect.map(keys.migrate(principal, input), ({ keyIds }) => ({ keyIds }))
+          )
+        )
       }))
   }))
 

@@ -7,6 +7,7 @@
 import { Analytics } from "@keymeter/core/Analytics"
 import * as Checker from "@keymeter/core/Checker"
 import * as Decision from "@keymeter/core/Decision"
+import { ValidationError } from "@keymeter/core/Errors"
 import type { KeyOptions } from "@keymeter/core/IdempotencyKeys"
 import { KeyVerifier } from "@keymeter/core/KeyVerifier"
 import type { Principal } from "@keymeter/core/Permission"
@@ -22,9 +23,18 @@ import * as Exit from "effect/Exit"
 import { HttpError } from "./Errors.js"
 import * as UrlParams from "./internal/UrlParams.js"
 import * as V1Keys from "./v1/Keys.js"
+import * as V2Keys from "./v2/Keys.js"
+import * as V2Ratelimit from "./v2/Ratelimit.js"
 
 const checkVerify = Checker.compile(V1Keys.VerifyKeyRequest)
 const decodeVerify = Validation.decode(V1Keys.VerifyKeyRequest)
+const checkVerifyV2 = Checker.compile(V2Keys.VerifyKeyRequest)
+const decodeVerifyV2 = Validation.decode(V2Keys.VerifyKeyRequest, { root: "body" })
+const checkLimitV2 = Checker.compile(V2Ratelimit.LimitRequest)
+const decodeLimitV2 = Validation.decode(V2Ratelimit.LimitRequest, { root: "body" })
+
+/** How v2 verifies: a key of an api the caller may not verify is NOT_FOUND, as Unkey v2 answers it. */
+const V2_VERIFY = { hideOtherApis: true } as const
 
 /** Query parameters as a router reads them: a name given several times holds an array. */
 export type QueryParams = Readonly<Record<string, string | ReadonlyArray<string>>>
@@ -77,6 +87,31 @@ export class HotRoutes extends Effect.Service<HotRoutes>()("@keymeter/http/HotRo
         return checkVerify(body)
           ? Decision.make(() => answer(body))
           : Effect.flatMap(decodeVerify(body), (request) => Decision.start(() => answer(request)))
+      },
+      /** `POST /v2/keys.verifyKey`, in Unkey v2's shapes (see `V2Keys`), answered in v2's envelope. */
+      verifyKeyV2: (principal: Principal, body: unknown, requestId: string) => {
+        const answer = (request: V2Keys.VerifyKeyRequest) => {
+          const input = V2Keys.toVerifyKey(request)
+          if (typeof input === "string") return Exit.fail(new ValidationError({ message: input }))
+          return Decision.andThen(
+            verifier.verify(principal, input, V2_VERIFY),
+            (answer) => Exit.succeed(V2Keys.fromVerification(answer, requestId))
+          )
+        }
+        return checkVerifyV2(body)
+          ? Decision.make(() => answer(body))
+          : Effect.flatMap(decodeVerifyV2(body), (request) => Decision.start(() => answer(request)))
+      },
+      /** `POST /v2/ratelimit.limit`, the namespace by id or name, answered in v2's envelope. */
+      limitV2: (principal: Principal, body: unknown, requestId: string) => {
+        const answer = (request: V2Ratelimit.LimitRequest) =>
+          Decision.andThen(
+            limiter.limit(principal, V2Ratelimit.toLimit(request)),
+            (data) => Exit.succeed({ meta: { requestId }, data })
+          )
+        return checkLimitV2(body)
+          ? Decision.make(() => answer(body))
+          : Effect.flatMap(decodeLimitV2(body), (request) => Decision.start(() => answer(request)))
       }
     } as const
   })

@@ -4,25 +4,28 @@
  * set by the outermost middleware.
  */
 import * as HttpApp from "@effect/platform/HttpApp"
-import type * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as Ids from "@keymeter/core/Ids"
 import * as Effect from "effect/Effect"
 import * as FiberRef from "effect/FiberRef"
 import { globalValue } from "effect/GlobalValue"
 import * as SafeHeaders from "./SafeHeaders.js"
+import * as Problem from "./v2/Problem.js"
 
 /** What every response and error body of one request refers to. */
 export interface RequestContext {
   readonly requestId: string
   /** Base of the `docs` links in error bodies, without a trailing slash. */
   readonly docsUrl: string
+  /** The envelope its errors are answered in: the dialect of its path. */
+  readonly dialect: Problem.Dialect
 }
 
 /** The current request's context; outside a request, a placeholder. */
 export const CurrentRequestContext = globalValue(
   Symbol.for("@keymeter/http/CurrentRequestContext"),
-  () => FiberRef.unsafeMake<RequestContext>({ requestId: "req_unknown", docsUrl: "/docs" })
+  () => FiberRef.unsafeMake<RequestContext>({ requestId: "req_unknown", docsUrl: "/docs", dialect: "v1" })
 )
 
 /** Reads the current request's context. */
@@ -45,6 +48,7 @@ export const middleware =
   <E, R>(app: HttpApp.Default<E, R>): HttpApp.Default<E, R | HttpServerRequest.HttpServerRequest> =>
     Effect.gen(function*() {
       const requestId = makeRequestId()
+      const dialect = Problem.dialectOf((yield* HttpServerRequest.HttpServerRequest).url.split("?")[0]!)
       yield* HttpApp.appendPreResponseHandler((request, response) =>
         Effect.succeed(HttpServerResponse.setHeaders(response, {
           ...SafeHeaders.of(request.url.split("?")[0]!),
@@ -53,6 +57,10 @@ export const middleware =
           ...(response.status === 429 && response.headers["retry-after"] === undefined ? { "retry-after": "1" } : {})
         }))
       )
-      const response = yield* Effect.locally(app, CurrentRequestContext, { requestId, docsUrl: options.docsUrl })
+      const response = yield* Effect.locally(app, CurrentRequestContext, {
+        requestId,
+        docsUrl: options.docsUrl,
+        dialect
+      })
       return HttpServerResponse.setHeader(response, "x-request-id", requestId)
     })

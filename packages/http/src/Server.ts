@@ -30,6 +30,7 @@ import * as InFlightLimit from "./InFlightLimit.js"
 import { MaxBodyBytes } from "./internal/JsonBody.js"
 import * as NodeServer from "./NodeServer.js"
 import * as RequestContext from "./RequestContext.js"
+import * as V2Handlers from "./v2/Handlers.js"
 
 /** Limits and links of the HTTP application. */
 export interface Options {
@@ -89,9 +90,14 @@ export const ApiLive = (options: Options = {}, domain = DomainLive(options)) =>
       Handlers.PermissionsLive,
       Handlers.MigrationsLive,
       Handlers.AuthLive,
-      Handlers.LivenessLive
+      Handlers.LivenessLive,
+      V2Handlers.KeysLive,
+      V2Handlers.ApisLive,
+      V2Handlers.IdentitiesLive,
+      V2Handlers.PermissionsLive,
+      V2Handlers.RatelimitLive
     ]),
-    Layer.provide(Authorization.layer),
+    Layer.provide([Authorization.layer, Authorization.layerV2]),
     Layer.provide(Layer.succeed(MaxBodyBytes, options.maxBodyBytes ?? MaxBodyBytes.defaultValue())),
     Layer.provideMerge(Layer.merge(HotRoutes.Default, AuthGate.Default)),
     Layer.provide(Layer.succeed(MaxAuthFailures, options.maxAuthFailures ?? MaxAuthFailures.defaultValue())),

@@ -42,6 +42,7 @@ const limit = (body: unknown, key?: string) => post("/v1/ratelimits.limit", body
 const setOverride = (body: unknown) => post("/v1/ratelimits.setOverride", body)
 const createKey = (body: unknown, save: string) => ({ ...post("/v1/keys.createKey", body), save })
 const verifyKey = (body: unknown, key?: string) => post("/v1/keys.verifyKey", body, key ?? keys.admin)
+const v2 = (route: string, body: unknown, key?: string) => post(`/v2/${route}`, body, key ?? keys.admin)
 const event = (keyId: string, extra = {}) => ({ apiId: "api_a1", keyId, outcome: "valid", time: 0, ...extra })
 
 const calls: ReadonlyArray<Call> = [
@@ -177,6 +178,36 @@ const calls: ReadonlyArray<Call> = [
   verifyKey({ key: "x", tags: ["\ud800"] }),
   verifyKey({ key: "x", credits: { cost: -1 } }),
   verifyKey("[1]"),
+  // The same keys through /v2: its envelope, its permission queries, its errors.
+  v2("keys.verifyKey", { key: secret("a") }),
+  v2("keys.verifyKey", { key: secret("a"), permissions: "read AND write", tags: ["v2"] }),
+  v2("keys.verifyKey", { key: secret("a"), permissions: "(read OR admin) AND write" }),
+  v2("keys.verifyKey", { key: secret("a"), permissions: "admin" }),
+  v2("keys.verifyKey", { key: secret("a"), permissions: "read AND (" }),
+  v2("keys.verifyKey", { key: secret("a"), ratelimits: [{ name: "heavy", cost: 4 }] }),
+  v2("keys.verifyKey", { key: secret("a"), ratelimits: [{ name: "nope" }] }),
+  v2("keys.verifyKey", { key: secret("c"), credits: { cost: 1 } }),
+  v2("keys.verifyKey", { key: secret("d") }),
+  v2("keys.verifyKey", { key: secret("e") }, keys.readerOne),
+  v2("keys.verifyKey", { key: secret("e") }, keys.verifierOne),
+  v2("keys.verifyKey", { key: secret("b") }, keys.verifierOne),
+  v2("keys.verifyKey", { key: secret("e") }, keys.otherAdmin),
+  v2("keys.verifyKey", { key: "pk_notakey" }),
+  v2("keys.verifyKey", { key: "x", apiId: "api_a1" }),
+  v2("keys.verifyKey", { key: 5 }),
+  v2("keys.verifyKey", "[1]"),
+  v2("keys.verifyKey", ""),
+  v2("keys.verifyKey", { key: "x" }, "sk_unknown"),
+  v2("keys.verifyKey", { key: "x" }, undefined),
+  v2("ratelimit.limit", { namespace: "email", identifier: "v2u", limit: 2, duration: 60_000 }),
+  v2("ratelimit.limit", { namespace: "email", identifier: "v2u", limit: 2, duration: 60_000, cost: 1 }),
+  v2("ratelimit.limit", { namespace: "email", identifier: "v2u", limit: 2, duration: 60_000 }),
+  v2("ratelimit.limit", { namespace: "email", identifier: "u3", limit: 2, duration: 60_000 }),
+  v2("ratelimit.limit", { namespace: "rlns_a1", identifier: "v2u", limit: 2, duration: 60_000 }),
+  v2("ratelimit.limit", { namespace: "email", identifier: "v2u", limit: 0, duration: 60_000 }),
+  v2("ratelimit.limit", { namespace: "email", identifier: "v2u", limit: 2 }),
+  v2("ratelimit.limit", [{ namespace: "email" }]),
+  v2("ratelimit.limit", { namespace: "email", identifier: "v2u", limit: 2, duration: 60_000 }, keys.reader),
   post("/v1/keys.updateKey", { keyId: "<<keyId:a>>", enabled: false }),
   verifyKey({ key: secret("a") }),
   verifyKey({ key: secret("b") }),

@@ -89,7 +89,11 @@ const QUERY_INPUTS: Record<string, Schema.Schema.AnyNoContext> = {
 }
 
 interface Route {
+  /** Its path: what names it in messages and counts. */
   readonly name: string
+  /** Its operation (`createKey`), as both dialects name it. */
+  readonly op: string
+  readonly dialect: "v1" | "v2"
   readonly path: string
   readonly query: boolean
   readonly schema: Schema.Schema.AnyNoContext
@@ -103,7 +107,14 @@ const routes: ReadonlyArray<Route> = (() => {
       const query = endpoint.method === "GET"
       const schema = query ? QUERY_INPUTS[endpoint.name] : Option.getOrUndefined(endpoint.payloadSchema)
       if (schema === undefined) throw new Error(`the fuzz has no input schema for ${endpoint.name}`)
-      out.push({ name: endpoint.name, path: endpoint.path, query, schema: schema as Schema.Schema.AnyNoContext })
+      out.push({
+        name: endpoint.path,
+        op: endpoint.name.split(".").at(-1)!,
+        dialect: endpoint.path.startsWith("/v2/") ? "v2" : "v1",
+        path: endpoint.path,
+        query,
+        schema: schema as Schema.Schema.AnyNoContext
+      })
     }
   })
   return out
@@ -119,6 +130,9 @@ const validInput = (route: Route) =>
     const pin = roll > 0
     const wire = Schema.encodeSync(route.schema)(value) as Record<string, unknown>
     if (!pin) return wire
+    // whoami reads the key of a secret: a random one names none.
+    if (route.op === "whoami" && "key" in wire) return { ...wire, key: pinnedKeys.secret }
+    if (route.dialect === "v2") return pinV2(route, wire)
     // A batch of keys to import: each of api_a1, of roles that exist.
     if (Array.isArray(wire)) {
       return wire.map((item: Record<string, unknown>) => {
@@ -131,45 +145,45 @@ const validInput = (route: Route) =>
     delete out.cursor
     if ("apiId" in out) out.apiId = "api_a1"
     // Deleting an api or all its keys names an api the fuzz made, never the seeded one.
-    if (route.name === "deleteApi" || route.name === "deleteKeys") out.apiId = LAST_CREATED_API
+    if (route.op === "deleteApi" || route.op === "deleteKeys") out.apiId = LAST_CREATED_API
     if ("namespace" in out) out.namespace = "email"
     if ("keyId" in out && route.path.includes("keys.")) {
-      out.keyId = route.name === "deleteKey"
+      out.keyId = route.op === "deleteKey"
         ? LAST_CREATED
-        : route.name === "updateKey"
+        : route.op === "updateKey"
         ? pinnedKeys.updated
         : pinnedKeys.credited
     }
     if ("namespaceId" in out || "namespaceName" in out || route.path.includes("ratelimits.")) {
       delete out.namespaceId
-      if (route.name !== "limit") out.namespaceName = "email"
-      if (route.name !== "limit" && "identifier" in out) out.identifier = "fuzz_*"
+      if (route.op !== "limit") out.namespaceName = "email"
+      if (route.op !== "limit" && "identifier" in out) out.identifier = "fuzz_*"
       // Reads look at the override no route deletes, so they do not depend on the order of writes.
-      if (route.name === "getOverride") {
+      if (route.op === "getOverride") {
         out.namespaceName = "sms"
         out.identifier = "kept_user"
       }
     }
     // The identity routes name the customer of a key made in `seed`; a new identity gets a name of
     // its own (the customer's is taken), and a deletion names the newest the fuzz made.
-    if (route.name === "deleteIdentity") out.identityId = LAST_CREATED_IDENTITY
-    else if (route.name === "createIdentity") out.externalId = `fuzz_new_${String(out.externalId).slice(0, 40)}`
-    else if (route.path.includes("identities.") && route.name !== "listIdentities") {
+    if (route.op === "deleteIdentity") out.identityId = LAST_CREATED_IDENTITY
+    else if (route.op === "createIdentity") out.externalId = `fuzz_new_${String(out.externalId).slice(0, 40)}`
+    else if (route.path.includes("identities.") && route.op !== "listIdentities") {
       delete out.identityId
       out.externalId = FUZZ_CUSTOMER
     }
     // Roles must exist: a key's change names the seeded one (random ids of permissions name none).
-    if (route.name === "createKey" && "roles" in out) out.roles = ["fuzz_role"]
-    if (route.name === "updateKey" && "roles" in out) out.roles = [{ name: "fuzz_role" }]
-    if (route.name === "updateKey" && "permissions" in out) out.permissions = [{ name: "fuzz.read" }]
-    if (route.name.endsWith("Permissions") && route.path.includes("keys.")) out.permissions = [{ name: "fuzz.read" }]
-    if (route.name.endsWith("Roles") && route.path.includes("keys.")) out.roles = [{ name: "fuzz_role" }]
-    if (route.name === "getKeyVerifications" && "keyId" in out) delete out.ownerId
+    if (route.op === "createKey" && "roles" in out) out.roles = ["fuzz_role"]
+    if (route.op === "updateKey" && "roles" in out) out.roles = [{ name: "fuzz_role" }]
+    if (route.op === "updateKey" && "permissions" in out) out.permissions = [{ name: "fuzz.read" }]
+    if (route.op.endsWith("Permissions") && route.path.includes("keys.")) out.permissions = [{ name: "fuzz.read" }]
+    if (route.op.endsWith("Roles") && route.path.includes("keys.")) out.roles = [{ name: "fuzz_role" }]
+    if (route.op === "getKeyVerifications" && "keyId" in out) delete out.ownerId
     // Reads name what `seed` made; deletions the newest the fuzz made.
-    if (route.name === "getPermission") out.permissionId = pinnedRbac.permission
-    if (route.name === "getRole") out.roleId = pinnedRbac.role
-    if (route.name === "deletePermission") out.permissionId = LAST_CREATED_PERMISSION
-    if (route.name === "deleteRole") out.roleId = LAST_CREATED_ROLE
+    if (route.op === "getPermission") out.permissionId = pinnedRbac.permission
+    if (route.op === "getRole") out.roleId = pinnedRbac.role
+    if (route.op === "deletePermission") out.permissionId = LAST_CREATED_PERMISSION
+    if (route.op === "deleteRole") out.roleId = LAST_CREATED_ROLE
     if (Array.isArray(out.verifications)) {
       // The test clock stands at 0, and events more than 60 s ahead of it are refused.
       out.verifications = out.verifications.map((v: Record<string, unknown>) => ({
@@ -180,6 +194,52 @@ const validInput = (route: Route) =>
     }
     return out
   })
+
+/** {@link validInput}'s pins for /v2's routes, which name things their own way. */
+const pinV2 = (route: Route, wire: Record<string, unknown>): Record<string, unknown> => {
+  if (Array.isArray(wire)) {
+    // multiLimit's checks, in the namespace the overrides are set in.
+    return wire.map((item: Record<string, unknown>) => ({ ...item, namespace: "email" })) as unknown as Record<
+      string,
+      unknown
+    >
+  }
+  const out: Record<string, unknown> = { ...wire }
+  delete out.cursor
+  const op = route.op
+  if ("apiId" in out) out.apiId = op === "deleteApi" ? LAST_CREATED_API : "api_a1"
+  if ("keyId" in out) {
+    out.keyId = op === "deleteKey" || op === "rerollKey"
+      ? LAST_CREATED
+      : op === "updateKey"
+      ? pinnedKeys.updated
+      : pinnedKeys.credited
+  }
+  if ("roles" in out && route.path.includes("keys.")) out.roles = ["fuzz_role"]
+  if ("permissions" in out && route.path.includes("keys.")) out.permissions = ["fuzz.read"]
+  if (op === "createRole" && "permissions" in out) out.permissions = ["fuzz.read"]
+  if (Array.isArray(out.keys)) {
+    out.keys = out.keys.map((key: Record<string, unknown>) => {
+      const { permissions: _, roles: __, ...rest } = key
+      return rest
+    })
+  }
+  if (op === "createIdentity") out.externalId = `fuzz_new_${String(out.externalId).slice(0, 40)}`
+  if ("identity" in out) out.identity = op === "deleteIdentity" ? LAST_CREATED_IDENTITY : FUZZ_CUSTOMER
+  if (op === "getPermission") out.permission = pinnedRbac.permission
+  if (op === "deletePermission") out.permission = LAST_CREATED_PERMISSION
+  if (op === "getRole") out.role = pinnedRbac.role
+  if (op === "deleteRole") out.role = LAST_CREATED_ROLE
+  if ("namespace" in out) {
+    out.namespace = "email"
+    if (op === "setOverride" || op === "deleteOverride") out.identifier = "fuzz_*"
+    if (op === "getOverride") {
+      out.namespace = "sms"
+      out.identifier = "kept_user"
+    }
+  }
+  return out
+}
 
 /** What failed a request that got no answer: fetch's cause (a reset, say). */
 const causeOf = (defect: unknown) => {
@@ -284,8 +344,9 @@ const seed = Effect.gen(function*() {
     duration: 60_000
   }, keys.admin)
   // Keys for the key routes to name: one that reads and credits change, one that updates change.
-  pinnedKeys.credited = (yield* post("/v1/keys.createKey", { apiId: "api_a1", remaining: 1e6 }, keys.admin))
-    .body.keyId
+  const credited = (yield* post("/v1/keys.createKey", { apiId: "api_a1", remaining: 1e6 }, keys.admin)).body
+  pinnedKeys.credited = credited.keyId
+  pinnedKeys.secret = credited.key
   pinnedKeys.updated = (yield* post("/v1/keys.createKey", { apiId: "api_a1" }, keys.admin)).body.keyId
   yield* post("/v1/keys.createKey", { apiId: "api_a1", externalId: FUZZ_CUSTOMER }, keys.admin)
   pinnedRbac.permission =
@@ -299,7 +360,7 @@ const seed = Effect.gen(function*() {
 const FUZZ_CUSTOMER = "fuzz_customer"
 
 /** The keys the fuzz names (set by `seed`); deleteKey names the newest key it created and has not deleted. */
-const pinnedKeys = { credited: "", updated: "" }
+const pinnedKeys = { credited: "", updated: "", secret: "" }
 /** Keys the fuzz created and has not deleted yet: deleteKey names the newest. */
 const created: Array<string> = []
 const LAST_CREATED = "\u0000last created"
@@ -335,6 +396,9 @@ const fuzz = (runs: number) =>
       if (input.identityId === LAST_CREATED_IDENTITY) input.identityId = createdIdentities.at(-1) ?? "id_none"
       if (input.permissionId === LAST_CREATED_PERMISSION) input.permissionId = createdPermissions.at(-1) ?? "perm_none"
       if (input.roleId === LAST_CREATED_ROLE) input.roleId = createdRoles.at(-1) ?? "role_none"
+      if (input.identity === LAST_CREATED_IDENTITY) input.identity = createdIdentities.at(-1) ?? "id_none"
+      if (input.permission === LAST_CREATED_PERMISSION) input.permission = createdPermissions.at(-1) ?? "perm_none"
+      if (input.role === LAST_CREATED_ROLE) input.role = createdRoles.at(-1) ?? "role_none"
       const sent = c.route.query
         ? request(`${c.route.path}?${queryOf(input, c.repeat)}`, { key: c.key })
         : post(c.route.path, input, c.key)
@@ -351,26 +415,40 @@ const fuzz = (runs: number) =>
         ),
         Effect.catchAllDefect((defect) => Effect.die(new Error(`${shownInput}: no answer, twice (${causeOf(defect)})`)))
       )
-      if (c.route.name === "createKey" && reply.status < 300) created.push(reply.body.keyId)
-      if (c.route.name === "deleteKey" && reply.status < 300) created.pop()
-      if (c.route.name === "createApi" && reply.status < 300) createdApis.push(reply.body.apiId)
-      if (c.route.name === "deleteApi" && reply.status < 300) createdApis.pop()
-      if (c.route.name === "createIdentity" && reply.status < 300) createdIdentities.push(reply.body.identityId)
-      if (c.route.name === "deleteIdentity" && reply.status < 300) createdIdentities.pop()
-      if (c.route.name === "createPermission" && reply.status < 300) createdPermissions.push(reply.body.permissionId)
-      if (c.route.name === "deletePermission" && reply.status < 300) createdPermissions.pop()
-      if (c.route.name === "createRole" && reply.status < 300) createdRoles.push(reply.body.roleId)
-      if (c.route.name === "deleteRole" && reply.status < 300) createdRoles.pop()
+      const op = c.route.op
+      const made = c.route.dialect === "v2" ? reply.body?.data : reply.body
+      if (op === "createKey" && reply.status < 300) created.push(made.keyId)
+      if (op === "rerollKey" && reply.status < 300) created.push(made.keyId)
+      if (op === "deleteKey" && reply.status < 300) created.pop()
+      if (op === "createApi" && reply.status < 300) createdApis.push(made.apiId)
+      if (op === "deleteApi" && reply.status < 300) createdApis.pop()
+      if (op === "createIdentity" && reply.status < 300) createdIdentities.push(made.identityId)
+      if (op === "deleteIdentity" && reply.status < 300) createdIdentities.pop()
+      if (op === "createPermission" && reply.status < 300) createdPermissions.push(made.permissionId)
+      if (op === "deletePermission" && reply.status < 300) createdPermissions.pop()
+      if (op === "createRole" && reply.status < 300) createdRoles.push(made.roleId)
+      if (op === "deleteRole" && reply.status < 300) createdRoles.pop()
       if (reply.status < 300) succeeded.set(c.route.name, (succeeded.get(c.route.name) ?? 0) + 1)
       const shown = `${c.route.name} ${JSON.stringify(input).slice(0, 300)} → ${reply.status} ${
         JSON.stringify(reply.body).slice(0, 300)
       }`
       expect(reply.status, shown).toBeLessThan(500)
       expect(reply.headers.get("x-request-id"), shown).toMatch(/^req_/)
-      if (reply.status >= 400) {
+      if (reply.status >= 400 && c.route.dialect === "v1") {
         expect(KNOWN.has(reply.body?.error?.code), shown).toBe(true)
         expect(reply.body.error.requestId, shown).toBe(reply.headers.get("x-request-id"))
         expect(reply.body.error.message, shown).not.toMatch(LEAK)
+      }
+      if (reply.status >= 400 && c.route.dialect === "v2") {
+        // Unkey v2's problem body, as its client reads it.
+        expect(reply.body?.error?.status, shown).toBe(reply.status)
+        expect(KNOWN.has(reply.body.error.type.split("/").at(-1)), shown).toBe(true)
+        expect(reply.body.meta.requestId, shown).toBe(reply.headers.get("x-request-id"))
+        expect(reply.body.error.detail, shown).not.toMatch(LEAK)
+        if (reply.status === 400) expect(Array.isArray(reply.body.error.errors), shown).toBe(true)
+        expect(reply.headers.get("content-type"), shown).toMatch(
+          reply.status === 429 || op === "deleteIdentity" ? /^application\/problem\+json/ : /^application\/json/
+        )
       }
     }
     if (unanswered.length > 0) console.log("answered only when sent again:\n" + unanswered.join("\n"))

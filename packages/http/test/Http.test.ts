@@ -644,7 +644,45 @@ layer(TestServer.layer(MemoryStorage.layer, { maxBodyBytes: 64 * 1024 }), { excl
           "/v1/ratelimits.limit",
           "/v1/ratelimits.listNamespaces",
           "/v1/ratelimits.listOverrides",
-          "/v1/ratelimits.setOverride"
+          "/v1/ratelimits.setOverride",
+          "/v2/apis.createApi",
+          "/v2/apis.deleteApi",
+          "/v2/apis.getApi",
+          "/v2/apis.listKeys",
+          "/v2/identities.createIdentity",
+          "/v2/identities.deleteIdentity",
+          "/v2/identities.getIdentity",
+          "/v2/identities.listIdentities",
+          "/v2/identities.updateIdentity",
+          "/v2/keys.addPermissions",
+          "/v2/keys.addRoles",
+          "/v2/keys.createKey",
+          "/v2/keys.deleteKey",
+          "/v2/keys.getKey",
+          "/v2/keys.migrateKeys",
+          "/v2/keys.removePermissions",
+          "/v2/keys.removeRoles",
+          "/v2/keys.rerollKey",
+          "/v2/keys.setPermissions",
+          "/v2/keys.setRoles",
+          "/v2/keys.updateCredits",
+          "/v2/keys.updateKey",
+          "/v2/keys.verifyKey",
+          "/v2/keys.whoami",
+          "/v2/permissions.createPermission",
+          "/v2/permissions.createRole",
+          "/v2/permissions.deletePermission",
+          "/v2/permissions.deleteRole",
+          "/v2/permissions.getPermission",
+          "/v2/permissions.getRole",
+          "/v2/permissions.listPermissions",
+          "/v2/permissions.listRoles",
+          "/v2/ratelimit.deleteOverride",
+          "/v2/ratelimit.getOverride",
+          "/v2/ratelimit.limit",
+          "/v2/ratelimit.listOverrides",
+          "/v2/ratelimit.multiLimit",
+          "/v2/ratelimit.setOverride"
         ])
         expect(text).not.toContain("HttpApiDecodeError")
         expect(text).not.toContain("_tag")
@@ -663,6 +701,11 @@ layer(TestServer.layer(MemoryStorage.layer, { maxBodyBytes: 64 * 1024 }), { excl
           "500",
           "503"
         ])
+        // /v2 documents Unkey v2's problem body: 400s with their issues, and where problem+json is sent.
+        const createKey = JSON.stringify(spec.body.paths["/v2/keys.createKey"].post.responses)
+        expect(createKey).toContain("\"required\":[\"title\",\"detail\",\"status\",\"type\",\"errors\"]")
+        expect(JSON.stringify(spec.body.paths["/v2/identities.deleteIdentity"].post.responses["404"]))
+          .toContain("application/problem+json")
         // The writes document the Idempotency-Key header.
         for (const path of ["/v1/analytics.recordVerifications", "/v1/ratelimits.setOverride", "/v1/apis.createApi"]) {
           const parameters: Array<{ name: string; in: string }> = spec.body.paths[path].post.parameters ?? []

@@ -30,7 +30,8 @@ export const keys = {
   nothing: "sk_test_nothing_k3ym3t3r_t3st_s3cr3t",
   disabled: "sk_test_disabled_k3ym3t3r_t3st_s3cr3t",
   expired: "sk_test_expired_k3ym3t3r_t3st_s3cr3t",
-  otherAdmin: "sk_test_other_admin_k3ym3t3r_t3st_s3cr3t"
+  otherAdmin: "sk_test_other_admin_k3ym3t3r_t3st_s3cr3t",
+  verifierOne: "sk_test_verifier_one_k3ym3t3r_t3st_s3cr3t"
 } as const
 
 export const provisioning: Provisioning.ProvisioningDocument = {
@@ -53,6 +54,7 @@ export const provisioning: Provisioning.ProvisioningDocument = {
         { key: keys.limiter, permissions: ["ratelimit.*.limit"] },
         { key: keys.limiterOne, permissions: ["ratelimit.rlns_a1.limit"] },
         { key: keys.nothing, permissions: [] },
+        { key: keys.verifierOne, permissions: ["api.api_a1.verify_key"] },
         { key: keys.disabled, permissions: ["*"], disabled: true },
         { key: keys.expired, permissions: ["*"], expiresAt: 1 }
       ],

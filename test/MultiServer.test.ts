@@ -6,6 +6,7 @@ import { ClickhouseTestServer, PostgresTestServer, RedisTestServer } from "@keym
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Scope from "effect/Scope"
+import { Unkey } from "unkey-v2"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type Running, serveKeymeter, stop } from "./Spawn.js"
 
@@ -257,6 +258,53 @@ describe.skipIf(skip !== undefined)("three servers sharing PostgreSQL, Redis and
       `rbac changes seen by the other servers after: permission deleted ${permissionDeleted.toFixed(1)} ms, ` +
         `role removed ${roleRemoved.toFixed(1)} ms`
     )
+  })
+
+  it("Unkey's v2 client through the three servers: credits, multiLimit and overrides exact across them", async () => {
+    const clients = servers.map(({ base }) =>
+      new Unkey({ rootKey: AUTH.authorization.slice(7), serverURL: base, retryConfig: { strategy: "none" } })
+    )
+    let turn = 0
+    const anyClient = () => clients[turn++ % clients.length]!
+    // A key made through /v2 on one server, spent through both dialects on all three.
+    const { key, keyId } = (await clients[1]!.keys.createKey({ apiId: "api_main", credits: { remaining: 40 } })).data
+    const codes = await Promise.all(Array.from({ length: 120 }, async (_, i) =>
+      i % 2 === 0
+        ? (await anyClient().keys.verifyKey({ key })).data.code
+        : (await post(any(), "/v1/keys.verifyKey", { key }).then(json)).code))
+    expect(codes.filter((code) => code === "VALID")).toHaveLength(40)
+    expect(codes.filter((code) => code === "USAGE_EXCEEDED")).toHaveLength(80)
+    expect((await clients[2]!.keys.getKey({ keyId })).data.credits).toEqual({ remaining: 0 })
+
+    // multiLimit from every server at once: each window admits exactly its limit.
+    const namespace = `multi_${run}`
+    const answers = await Promise.all(Array.from({ length: 90 }, () =>
+      anyClient().ratelimit.multiLimit([
+        { namespace, identifier: "a", limit: 30, duration: 60_000 },
+        { namespace, identifier: "b", limit: 45, duration: 60_000 }
+      ])))
+    expect(answers.filter((answer) => answer.data.limits[0]!.passed)).toHaveLength(30)
+    expect(answers.filter((answer) => answer.data.limits[1]!.passed)).toHaveLength(45)
+    expect(answers.filter((answer) => answer.data.passed)).toHaveLength(30)
+
+    // An override set through v2 on one server resolves through v2's limit on another.
+    const { overrideId } = (await clients[0]!.ratelimit.setOverride({
+      namespace,
+      identifier: "vip_*",
+      limit: 7,
+      duration: 60_000
+    })).data
+    await eventually(async () =>
+      (await clients[2]!.ratelimit.limit({ namespace, identifier: "vip_probe", limit: 1, duration: 60_000 })).data
+        .overrideId === overrideId
+    )
+    const limited = await Promise.all(
+      Array.from(
+        { length: 21 },
+        () => anyClient().ratelimit.limit({ namespace, identifier: "vip_1", limit: 1, duration: 60_000 })
+      )
+    )
+    expect(limited.filter((answer) => answer.data.success)).toHaveLength(7)
   })
 
   it("a server killed with SIGKILL under load: the others keep answering, and acknowledged writes stay", async () => {

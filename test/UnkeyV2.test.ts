@@ -5,6 +5,9 @@
  * type). One domain under two dialects: what /v1 makes, /v2 reads, and the other way round.
  */
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
+import type { UnkeyContext } from "@unkey/hono"
+import { unkey as unkeyMiddleware } from "@unkey/hono"
+import { Hono } from "hono"
 import { createHash } from "node:crypto"
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -13,7 +16,7 @@ import { Unkey as UnkeyV1 } from "unkey-v1"
 import { Unkey } from "unkey-v2"
 import * as errors from "unkey-v2/models/errors"
 import type { Running } from "./Spawn.js"
-import { serveKeymeter, stop } from "./Spawn.js"
+import { root, serveKeymeter, stop } from "./Spawn.js"
 
 const ADMIN = "sk_acme_admin_8f3e1c7a9b2d4e6f0a1c"
 const READER = "sk_acme_reader_5d2b9e4f7c1a3e8b6d0f"
@@ -27,20 +30,22 @@ let base = ""
 
 beforeAll(async () => {
   // The example workspace, with narrower root keys beside its own.
-  const provision = JSON.parse(readFileSync("examples/provision.json", "utf8"))
+  const provision = JSON.parse(readFileSync(join(root, "examples/provision.json"), "utf8"))
   provision.workspaces[0].apis.push({ id: "api_other", name: "other" })
   provision.workspaces[0].rootKeys.push(
     { key: VERIFIER, permissions: ["api.api_main.verify_key"] },
     { key: KEY_EDITOR, permissions: ["api.*.update_key", "api.*.read_key", "api.*.create_key"] }
   )
-  const file = join(mkdtempSync(join(tmpdir(), "keymeter-v2-")), "provision.json")
+  const dir = mkdtempSync(join(tmpdir(), "keymeter-v2-"))
+  const file = join(dir, "provision.json")
   writeFileSync(file, JSON.stringify(provision))
-  const started = await serveKeymeter({ KEYMETER_PROVISION: file })
+  // The embedded default storage, as `npm start` runs it.
+  const started = await serveKeymeter({ KEYMETER_PROVISION: file, KEYMETER_STORAGE: `sqlite:${join(dir, "k.db")}` })
   server = started.server
   base = started.base
 })
 afterAll(async () => {
-  await stop(server)
+  if (server !== undefined) await stop(server)
 })
 
 /** The v2 client as a user would make it, with no retries so that a failure shows at once. */
@@ -443,5 +448,41 @@ describe("Unkey's v2 client against keymeter", () => {
     expect(passedOf(0)).toBe(25)
     expect(passedOf(1)).toBe(40)
     expect(answers.filter((answer) => answer.data.passed).length).toBe(25)
+  })
+
+  it("@unkey/hono@2 guards a Hono route with keys keymeter verifies (its fixed api.unkey.com pointed here)", async () => {
+    const real = globalThis.fetch
+    // The helper makes its client with no server option: Unkey's address is sent to keymeter's.
+    globalThis.fetch = (input, init) =>
+      real(
+        input instanceof Request && input.url.startsWith("https://api.unkey.com/")
+          ? new Request(input.url.replace("https://api.unkey.com", base), input)
+          : input,
+        init
+      )
+    try {
+      const app = new Hono<{ Variables: { unkey: UnkeyContext } }>()
+      app.use(
+        "*",
+        unkeyMiddleware({
+          rootKey: ADMIN,
+          permissions: "docs.read",
+          handleInvalidKey: (c, result) => c.json({ code: result.data.code }, 403)
+        })
+      )
+      app.get("/", (c) => c.json({ keyId: c.get("unkey").data.keyId }))
+      const { key, keyId } =
+        (await client(ADMIN).keys.createKey({ apiId: "api_main", permissions: ["docs.read"] })).data
+      const ok = await app.request("/", { headers: { authorization: `Bearer ${key}` } })
+      expect(ok.status).toBe(200)
+      expect(await ok.json()).toEqual({ keyId })
+      const without = (await client(ADMIN).keys.createKey({ apiId: "api_main" })).data.key
+      const denied = await app.request("/", { headers: { authorization: `Bearer ${without}` } })
+      expect(denied.status).toBe(403)
+      expect(await denied.json()).toEqual({ code: "INSUFFICIENT_PERMISSIONS" })
+      expect((await app.request("/")).status).toBe(401)
+    } finally {
+      globalThis.fetch = real
+    }
   })
 })

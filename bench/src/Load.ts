@@ -126,6 +126,23 @@ const routes: ReadonlyArray<Route> = [
     body: (n) => JSON.stringify({ key: verifySecrets[Math.max(0, n) % VERIFY_KEYS], apiId: apiId(0) })
   },
   {
+    // The twins in Unkey v2's dialect: the same work, v2's bodies and envelope.
+    route: "v2 ratelimit.limit",
+    method: "POST",
+    path: "/v2/ratelimit.limit",
+    status: 200,
+    body: (n) =>
+      JSON.stringify({ namespace: "load", identifier: `user_${n % 1000}`, limit: 1_000_000, duration: 60_000 })
+  },
+  {
+    route: "v2 keys.verifyKey",
+    method: "POST",
+    path: "/v2/keys.verifyKey",
+    status: 200,
+    setup: createKeys,
+    body: (n) => JSON.stringify({ key: verifySecrets[Math.max(0, n) % VERIFY_KEYS] })
+  },
+  {
     route: "setOverride",
     method: "POST",
     path: "/v1/ratelimits.setOverride",

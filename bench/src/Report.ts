@@ -55,6 +55,12 @@ const HTTP_TARGETS: Record<
   "keys.verifyKey": (a) => (a === "clickhouse" ? undefined : { ratio: 0.4, text: ">= 0.4× node:http" })
 }
 
+/** The /v2 routes and their /v1 twins: each must serve at least 0.9× its twin's requests/s (issue 29). */
+const TWINS: ReadonlyArray<readonly [v1: string, v2: string]> = [
+  ["ratelimits.limit", "v2 ratelimit.limit"],
+  ["keys.verifyKey", "v2 keys.verifyKey"]
+]
+
 const us = (n: number) => `${n < 100 ? n.toFixed(1) : Math.round(n).toLocaleString("en")} µs`
 
 /** The library verification runs as a table (header first). */
@@ -289,6 +295,18 @@ export const targets = (run: Run): Array<string> => {
       check(
         load.errors === 0,
         `HTTP ${load.route} on ${http.adapter}: ${load.errors} failed requests of ${load.requests} (target 0)`
+      )
+    }
+    for (const [v1, v2] of TWINS) {
+      const one = http.load?.find((load) => load.route === v1)
+      const two = http.load?.find((load) => load.route === v2)
+      if (one === undefined || two === undefined) continue
+      const ratio = two.requestsPerSecond / one.requestsPerSecond
+      check(
+        ratio >= 0.9,
+        `HTTP ${v2} on ${http.adapter}: ${ratio.toFixed(3)}× ${v1}'s req/s (${Math.round(two.requestsPerSecond)} vs ${
+          Math.round(one.requestsPerSecond)
+        }; target >= 0.9×)`
       )
     }
   }

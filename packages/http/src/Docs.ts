@@ -23,8 +23,10 @@ const errorPage = (code: Code) => {
 </head><body>
 <h1><code>${code}</code> (HTTP ${status})</h1>
 <p>${escape(when)}</p>
-<p>Every error answers <code>{"error":{"code","message","docs","requestId"}}</code>. The <code>message</code>
-names the offending field and what was expected; quote the <code>requestId</code> when reporting a problem.</p>
+<p>On <code>/v1</code>, every error answers <code>{"error":{"code","message","docs","requestId"}}</code>; on
+<code>/v2</code>, Unkey v2's <code>{"meta":{"requestId"},"error":{"title","detail","status","type","errors"}}</code>,
+whose <code>type</code> links here. The message names the offending field and what was expected; quote the
+<code>requestId</code> when reporting a problem.</p>
 <p><a href="/docs">API reference</a></p>
 </body></html>`
 }

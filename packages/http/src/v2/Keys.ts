@@ -8,7 +8,7 @@
 import type { KeyView } from "@keymeter/core/Key"
 import * as KeyModel from "@keymeter/core/Key"
 import type { VerifyKeyInput, VerifyKeyResponse } from "@keymeter/core/KeyVerifier"
-import { VerifyKeyInput as CoreVerifyKeyInput } from "@keymeter/core/KeyVerifier"
+import { ratelimitId, VerifyKeyInput as CoreVerifyKeyInput } from "@keymeter/core/KeyVerifier"
 import * as PermissionQuery from "@keymeter/core/PermissionQuery"
 import type { Reference } from "@keymeter/core/Role"
 import * as Validation from "@keymeter/core/Validation"
@@ -126,18 +126,21 @@ export const toVerifyKey = (request: VerifyKeyRequest): VerifyKeyInput | string 
   } as VerifyKeyInput
 }
 
+/** A key's or identity's limit as v2 answers it. */
+const RatelimitResponse = Schema.Struct({
+  id: Schema.String,
+  name: Schema.String,
+  limit: Schema.Number,
+  duration: Schema.Number,
+  autoApply: Schema.Boolean
+}).annotations({ identifier: "V2Ratelimit" })
+
 /** An identity as v2 answers it (with a key, or alone). */
 export const Identity = Schema.Struct({
   id: Schema.String,
   externalId: Schema.String,
   meta: Schema.optional(KeyModel.MetaObject),
-  ratelimits: Schema.optional(Schema.Array(Schema.Struct({
-    id: Schema.String,
-    name: Schema.String,
-    limit: Schema.Number,
-    duration: Schema.Number,
-    autoApply: Schema.Boolean
-  })))
+  ratelimits: Schema.optional(Schema.Array(RatelimitResponse))
 }).annotations({ identifier: "V2Identity" })
 
 /** Answer of `keys.verifyKey`: always 200 for a well-formed request, `valid` and `code` telling. */
@@ -195,9 +198,6 @@ export const fromVerification = (answer: VerifyKeyResponse, requestId: string) =
   }
 })
 
-/** The id of a key's or identity's rate limit: its owner and name (a limit is named once per owner). */
-export const ratelimitId = (ownerId: string, name: string) => `${ownerId}:${name}`
-
 /** A key's or identity's limits as v2 answers them. */
 export const fromRatelimits = (ownerId: string, limits: ReadonlyArray<KeyModel.KeyRatelimit>) =>
   limits.map((limit) => ({
@@ -225,13 +225,7 @@ export const KeyResponseData = Schema.Struct({
     refill: Schema.optional(KeyModel.Refill)
   })),
   identity: Schema.optional(Identity),
-  ratelimits: Schema.optional(Schema.Array(Schema.Struct({
-    id: Schema.String,
-    name: Schema.String,
-    limit: Schema.Number,
-    duration: Schema.Number,
-    autoApply: Schema.Boolean
-  })))
+  ratelimits: Schema.optional(Schema.Array(RatelimitResponse))
 }).annotations({ identifier: "V2Key" })
 
 /** A core key as v2 answers it. */

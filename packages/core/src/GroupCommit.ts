@@ -13,15 +13,15 @@ import * as Queue from "effect/Queue"
 import type * as Scope from "effect/Scope"
 import { StorageError } from "./Errors.js"
 import type { Receipt } from "./Idempotency.js"
-import type { Verification } from "./Verification.js"
 
-export interface Options {
+/** How the writer runs, for events of type `A` (verifications, rate-limit decisions, …). */
+export interface Options<A> {
   /**
    * Stores one batch and the receipts of the keyed calls in it, all or nothing; each receipt
    * comes with where its call's events are in the batch.
    */
   readonly write: (
-    events: ReadonlyArray<Verification>,
+    events: ReadonlyArray<A>,
     keyed: ReadonlyArray<Keyed>
   ) => Effect.Effect<void, StorageError>
   /** Events one write takes at most (calls are never split: one call may exceed it alone). */
@@ -45,8 +45,8 @@ export interface Keyed {
   readonly count: number
 }
 
-interface Pending {
-  readonly events: ReadonlyArray<Verification>
+interface Pending<A> {
+  readonly events: ReadonlyArray<A>
   readonly receipt: Receipt | undefined
   readonly done: Deferred.Deferred<void, StorageError>
 }
@@ -58,15 +58,15 @@ const afterPendingIo = Effect.async<void>((resume) => {
 })
 
 /** Starts the writer for the life of the scope; returns `offer`, which stores a batch through it. */
-export const make = (
-  options: Options
+export const make = <A>(
+  options: Options<A>
 ): Effect.Effect<
-  (events: ReadonlyArray<Verification>, receipt?: Receipt) => Effect.Effect<void, StorageError>,
+  (events: ReadonlyArray<A>, receipt?: Receipt) => Effect.Effect<void, StorageError>,
   never,
   Scope.Scope
 > =>
   Effect.gen(function*() {
-    const queue = yield* Queue.bounded<Pending>(1024)
+    const queue = yield* Queue.bounded<Pending<A>>(1024)
     let buffered = 0
     const take = options.whenIdle === undefined
       ? Effect.map(Queue.take(queue), Option.some)
@@ -110,7 +110,7 @@ export const make = (
           { discard: true }
         ))
     )
-    return (events: ReadonlyArray<Verification>, receipt?: Receipt) =>
+    return (events: ReadonlyArray<A>, receipt?: Receipt) =>
       Effect.suspend(() => {
         if (events.length === 0 && receipt === undefined) return Effect.void
         if (options.maxBuffered !== undefined && buffered + events.length > options.maxBuffered) {

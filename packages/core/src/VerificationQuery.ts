@@ -37,10 +37,17 @@ export const OrderSchema = expected(Schema.Literal("asc", "desc"), "must be asc 
 
 const IdField = (what: string) => boundedString(what, 1, MAX_ID_LENGTH)
 
-const TimeBound = expected(
+/** Schema of `start` and `end`: unix ms, or null for no bound. */
+export const TimeBound = expected(
   Schema.NullOr(Schema.Number.pipe(Schema.int(), Schema.between(0, Time.MAX_TIME))),
   `must be an integer of unix milliseconds from 0 to ${Time.MAX_TIME}, or null`
 )
+
+/** Schema of `limit`. */
+export const Limit = expected(
+  Schema.Number.pipe(Schema.int(), Schema.between(1, Number.MAX_SAFE_INTEGER)),
+  "must be an integer >= 1"
+).annotations({ description: "Maximum datapoints, integer >= 1, applied after ordering." })
 
 /** What a caller may ask of `getVerifications`. Arrays are OR (`keyId`) and AND (`tag`) filters. */
 export const VerificationQueryInput = Schema.Struct({
@@ -75,12 +82,7 @@ export const VerificationQueryInput = Schema.Struct({
       description: `Any of ${quoteList(GroupByValues)}. At most one time unit; not tag with tags.`
     })
   ),
-  limit: Schema.optional(
-    expected(
-      Schema.Number.pipe(Schema.int(), Schema.between(1, Number.MAX_SAFE_INTEGER)),
-      "must be an integer >= 1"
-    ).annotations({ description: "Maximum datapoints, integer >= 1, applied after ordering." })
-  ),
+  limit: Schema.optional(Limit),
   orderBy: Schema.optional(OrderBySchema.annotations({ description: `One of ${quoteList(OrderByValues)}.` })),
   order: Schema.optional(
     OrderSchema.annotations({ description: "asc (default) or desc; without orderBy it reverses the default ordering." })

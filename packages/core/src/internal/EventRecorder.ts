@@ -1,0 +1,141 @@
+/**
+ * The batching writer behind the recorders of verifications (`Recorder`) and of rate-limit
+ * decisions (`RatelimitRecorder`): events go to a bounded queue, and one writer stores what has
+ * gathered within `delay` as one batch (a store's append costs about the same for one event as for
+ * hundreds). A caller may wait for its event to be stored (`durable`), and reads call `flush`
+ * first, so an event is counted by any read that starts after it: both make the writer write at
+ * once. When the queue is full, events wait for room rather than be lost.
+ */
+import * as Deferred from "effect/Deferred"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as FiberId from "effect/FiberId"
+import * as Queue from "effect/Queue"
+import type * as Scope from "effect/Scope"
+import * as Decision from "../Decision.js"
+import type { StorageError } from "../Errors.js"
+
+/** Most events the writer stores in one batch. */
+const BATCH = 10_000
+
+/** An event (with who waits for it to be stored), or a `flush` waiting for everything before it. */
+interface Entry<A> {
+  readonly event: A | undefined
+  readonly stored: Deferred.Deferred<void, StorageError> | undefined
+}
+
+/** A recorder of events of type `A`. */
+export interface EventRecorder<A> {
+  /** Queues `event`; with `durable`, completes once it is stored (failing if it could not be). */
+  readonly record: (event: A, durable: boolean) => Effect.Effect<void, StorageError>
+  /**
+   * `record` without `durable` as a decision (see `Decision`), for other decisions: queued when
+   * called if there is room (an Exit), else the effect that waits for room.
+   */
+  readonly decideRecord: (event: A) => Effect.Effect<void>
+  /** Whether events are queued or being written: a read now would not count them all. */
+  readonly pending: () => boolean
+  /** Completes once every event queued before it is stored (or failed to be). */
+  readonly flush: Effect.Effect<void>
+}
+
+/**
+ * A recorder storing with `append`, holding at most `capacity` events, each waiting at most
+ * `delay` ms; `what` names the events in logs. Its writer lives as long as the scope, and what is
+ * still queued at the scope's end is stored before it ends.
+ */
+export const make = <A>(options: {
+  readonly append: (events: ReadonlyArray<A>) => Effect.Effect<void, StorageError>
+  readonly capacity: number
+  readonly delay: number
+  readonly what: string
+}): Effect.Effect<EventRecorder<A>, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const { append, delay, what } = options
+    const queue = yield* Queue.bounded<Entry<A>>(options.capacity)
+    // Done when someone waits for the writer; a new one for each batch.
+    let hurry = Deferred.unsafeMake<void>(FiberId.none)
+    // Events queued and not yet written (or failed to be). Counted from the offer, not read off the
+    // queue: an event handed straight to the waiting writer is in no queue before it runs.
+    let outstanding = 0
+
+    const write = (entries: ReadonlyArray<Entry<A>>) => {
+      const events: Array<A> = []
+      for (const entry of entries) if (entry.event !== undefined) events.push(entry.event)
+      return (events.length === 0 ? Effect.exit(Effect.void) : Effect.exit(append(events))).pipe(
+        Effect.tap(() => {
+          outstanding -= events.length
+        }),
+        Effect.flatMap((exit) =>
+          Effect.zipRight(
+            exit._tag === "Failure"
+              ? Effect.logError(`${events.length} ${what} events could not be stored`, exit.cause)
+              : Effect.void,
+            Effect.forEach(
+              entries,
+              (entry) => entry.stored === undefined ? Effect.void : Deferred.done(entry.stored, exit),
+              { discard: true }
+            )
+          )
+        )
+      )
+    }
+    const urgent = (entries: ReadonlyArray<Entry<A>>) => entries.some((entry) => entry.stored !== undefined)
+
+    // Interruptible only while waiting: a batch taken is always written, even at shutdown.
+    yield* Effect.uninterruptibleMask((restore) =>
+      Effect.gen(function*() {
+        hurry = Deferred.unsafeMake<void>(FiberId.none)
+        const entries = Array.from(yield* restore(Queue.takeBetween(queue, 1, BATCH)))
+        if (!urgent(entries) && entries.length < BATCH) {
+          yield* Effect.exit(restore(Effect.raceFirst(Effect.sleep(delay), Deferred.await(hurry))))
+          for (const entry of yield* Queue.takeUpTo(queue, BATCH - entries.length)) entries.push(entry)
+        }
+        yield* write(entries)
+      })
+    ).pipe(Effect.forever, Effect.forkScoped)
+    // On shutdown, what is still queued is stored before the store closes.
+    yield* Effect.addFinalizer(() =>
+      Effect.flatMap(Queue.takeAll(queue), (rest) => rest.length === 0 ? Effect.void : write(Array.from(rest)))
+    )
+
+    /** Offers `entry`, waiting for room; an event given up on (interrupted) is no longer counted. */
+    const offer = (entry: Entry<A>) =>
+      Effect.suspend(() => {
+        if (entry.event !== undefined) outstanding++
+        return Effect.onInterrupt(Queue.offer(queue, entry), () =>
+          Effect.sync(() => {
+            if (entry.event !== undefined) outstanding--
+          }))
+      })
+
+    const decideRecord = (event: A): Effect.Effect<void> => {
+      const entry = { event, stored: undefined }
+      if (!queue.unsafeOffer(entry)) return Effect.asVoid(offer(entry))
+      outstanding++
+      return Exit.void
+    }
+
+    const waitFor = (entry: Entry<A> & { readonly stored: Deferred.Deferred<void, StorageError> }) =>
+      Effect.zipRight(
+        offer(entry),
+        Effect.zipRight(Effect.sync(() => Deferred.unsafeDone(hurry, Exit.void)), Deferred.await(entry.stored))
+      )
+
+    return {
+      record: (event, durable) =>
+        durable
+          ? Effect.flatMap(Deferred.make<void, StorageError>(), (stored) => waitFor({ event, stored }))
+          : Decision.make(() => decideRecord(event)),
+      decideRecord,
+      pending: () => outstanding > 0,
+      flush: Effect.suspend(() =>
+        outstanding === 0
+          ? Effect.void
+          : Effect.flatMap(
+            Deferred.make<void, StorageError>(),
+            (stored) => Effect.ignore(waitFor({ event: undefined, stored }))
+          )
+      )
+    }
+  })

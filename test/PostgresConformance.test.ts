@@ -1,4 +1,4 @@
-import { MemoryVerificationStore } from "@keymeter/storage-memory"
+import { MemoryRatelimitStore, MemoryVerificationStore } from "@keymeter/storage-memory"
 import { PostgresCatalog } from "@keymeter/storage-postgres"
 import { PostgresTestServer } from "@keymeter/testing"
 import { conformance } from "@keymeter/testing/StorageConformance"
@@ -12,7 +12,7 @@ const fresh = Layer.unwrapScoped(
 
 // The catalog in PostgreSQL, verifications in memory (a server pairs it with ClickHouse). Each
 // property run creates and migrates a database: fewer runs.
-conformance("postgres catalog", Layer.merge(fresh, MemoryVerificationStore.layer), {
+conformance("postgres catalog", Layer.mergeAll(fresh, MemoryVerificationStore.layer, MemoryRatelimitStore.layer), {
   skip: PostgresTestServer.skip(),
   numRuns: 20,
   timeoutMs: 120_000

@@ -42,7 +42,7 @@ const walkthrough = (): Array<Step> => {
 }
 
 /** Fields that differ on every run: ids, secrets, clock-derived times. */
-const VOLATILE = new Set(["time", "reset", "overrideId", "id", "requestId", "keyId", "key"])
+const VOLATILE = new Set(["time", "reset", "overrideId", "id", "requestId", "keyId", "key", "lastHitAt"])
 
 /**
  * The `"field":value` pairs the README shows, in order (its `...` elides the rest). Every one

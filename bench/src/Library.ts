@@ -7,7 +7,7 @@ import { Api } from "@keymeter/core/Api"
 import * as Auth from "@keymeter/core/Auth"
 import type { Datapoint } from "@keymeter/core/Datapoint"
 import * as Keymeter from "@keymeter/core/Keymeter"
-import type { Catalog as CatalogTag, VerificationStore } from "@keymeter/core/Storage"
+import type { Storage } from "@keymeter/core/Storage"
 import { Catalog } from "@keymeter/core/Storage"
 import type { VerificationQueryInput } from "@keymeter/core/VerificationQuery"
 import { Verifications } from "@keymeter/core/Verifications"
@@ -24,7 +24,7 @@ const principal = Auth.system(WORKSPACE)
 export const BATCH = 10_000
 
 /** A keymeter instance over `storage`, with the bench workspace and apis. */
-export const open = async (storage: Layer.Layer<VerificationStore | CatalogTag, unknown>) => {
+export const open = async (storage: Layer.Layer<Storage, unknown>) => {
   // Every query is run, not given again from the answers Analytics remembers: the stores are measured.
   const runtime = ManagedRuntime.make(
     Keymeter.layer.pipe(Layer.provideMerge(storage), Layer.provide(Layer.succeed(RememberedAnswers, 0)))

@@ -2,10 +2,10 @@
  * One engine on one data set size, in a process of its own (so its peak RSS is its own): ingest,
  * then the reference queries warm. Writes its results as JSON to `--out`.
  */
-import type { Catalog, VerificationStore } from "@keymeter/core/Storage"
+import type { Storage } from "@keymeter/core/Storage"
 import type { VerificationQueryInput } from "@keymeter/core/VerificationQuery"
 import { ClickhouseVerificationStore } from "@keymeter/storage-clickhouse"
-import { MemoryCatalog, MemoryStorage } from "@keymeter/storage-memory"
+import { MemoryCatalog, MemoryRatelimitStore, MemoryStorage } from "@keymeter/storage-memory"
 import { SqliteStorage, SqliteVerificationStore } from "@keymeter/storage-sqlite"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
@@ -188,13 +188,15 @@ if (values.engine === "duckdb") {
   const file = `${dataDir}keymeter-${size}.db`
   const clickhouseUrl = values.clickhouse!
   const database = `keymeter_bench_${size}`
-  let storage: Layer.Layer<VerificationStore | Catalog, unknown>
+  let storage: Layer.Layer<Storage, unknown>
   if (values.engine === "memory") {
     storage = MemoryStorage.layer
   } else if (values.engine === "clickhouse") {
     await Clickhouse.drop(clickhouseUrl, database)
-    storage = Layer.merge(
+    // Decisions are not measured here: they stay in memory.
+    storage = Layer.mergeAll(
       MemoryCatalog.layer,
+      MemoryRatelimitStore.layer,
       ClickhouseVerificationStore.layer({ url: `${clickhouseUrl}/${database}` })
     )
   } else {

@@ -5,6 +5,7 @@ import * as Schema from "effect/Schema"
 import * as Struct from "effect/Struct"
 import { MAX_NAME_LENGTH } from "./Namespace.js"
 import { MAX_DURATION, MAX_IDENTIFIER_LENGTH, MIN_DURATION, MIN_IDENTIFIER_LENGTH } from "./OverrideBounds.js"
+import type { OverrideHits } from "./RatelimitEvent.js"
 import { boundedString, expected } from "./Validation.js"
 
 export { MAX_DURATION, MAX_IDENTIFIER_LENGTH, MAX_TIME, MIN_DURATION, MIN_IDENTIFIER_LENGTH } from "./OverrideBounds.js"
@@ -59,15 +60,32 @@ export const SetOverrideInput = Schema.Struct({
 /** An override as a caller sets it. */
 export type SetOverrideInput = Schema.Schema.Type<typeof SetOverrideInput>
 
-/** An override as the API answers it: the stored one but for its namespace, which the caller named. */
-export const OverrideView = Schema.Struct(Struct.omit(Override.fields, "namespaceId")).annotations({
-  identifier: "Override"
-})
+/**
+ * An override as the API answers it: the stored one but for its namespace, which the caller named,
+ * with how many decisions it made (`getOverride` and `listOverrides` count them).
+ */
+export const OverrideView = Schema.Struct({
+  ...Struct.omit(Override.fields, "namespaceId"),
+  hits: Schema.optional(Schema.Number.annotations({
+    description: "Rate-limit decisions this override made, over every decision counted (counts are kept for good)"
+  })),
+  lastHitAt: Schema.optional(Schema.Number.annotations({
+    description: "Unix ms of its last decision; absent when it has made none"
+  }))
+}).annotations({ identifier: "Override" })
 
 /** The API's view of an override. */
-export const toView = (override: Override): Schema.Schema.Type<typeof OverrideView> => {
+export type OverrideView = Schema.Schema.Type<typeof OverrideView>
+
+/** The API's view of an override; with `counted`, its hits (none: 0). */
+export const toView = (
+  override: Override,
+  counted?: { readonly hits: OverrideHits | undefined } | undefined
+): OverrideView => {
   const { namespaceId: _, ...view } = override
-  return view
+  if (counted === undefined) return view
+  const { hits } = counted
+  return hits === undefined ? { ...view, hits: 0 } : { ...view, hits: hits.hits, lastHitAt: hits.lastHitAt }
 }
 
 /** An identifier as a lookup key: any string of 1 to 512 characters. */

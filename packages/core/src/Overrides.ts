@@ -29,7 +29,8 @@ import {
 import { matches, OverrideIndex, resolveAcross } from "./OverrideIndex.js"
 import type { Principal } from "./Permission.js"
 import * as Permission from "./Permission.js"
-import { Catalog } from "./Storage.js"
+import { RatelimitRecorder } from "./RatelimitRecorder.js"
+import { Catalog, RatelimitStore } from "./Storage.js"
 import * as Validation from "./Validation.js"
 
 /** The ids of overrides, as cursors hold them. */
@@ -39,6 +40,11 @@ const OVERRIDE_ID = /^rlor_[0-9A-Z]{26}$/
 export class Overrides extends Effect.Service<Overrides>()("@keymeter/core/Overrides", {
   effect: Effect.gen(function*() {
     const catalog = yield* Catalog
+    const decisions = yield* RatelimitStore
+    const recorder = yield* RatelimitRecorder
+    /** The hits of the workspace's overrides `ids`, counting every decision made before this read. */
+    const hitsOf = (workspaceId: string, ids: ReadonlyArray<string>) =>
+      Effect.zipRight(recorder.flush, decisions.overrideHits(workspaceId, ids))
     const keys = yield* IdempotencyKeys
     const auth = yield* Auth
     const decodeSet = Validation.decode(SetOverrideInput)
@@ -238,7 +244,8 @@ export class Overrides extends Effect.Service<Overrides>()("@keymeter/core/Overr
               : `identifier: no override for ${JSON.stringify(decoded.identifier)} in namespace ${namespace.id}`
           })
         }
-        return toView(override)
+        const hits = yield* hitsOf(principal.workspaceId, [override.id])
+        return toView(override, { hits: hits.get(override.id) })
       }).pipe(Effect.withSpan("Overrides.get"))
 
     /** A page of a namespace's overrides, in creation order; `cursor` continues after the last one. */
@@ -260,8 +267,9 @@ export class Overrides extends Effect.Service<Overrides>()("@keymeter/core/Overr
         const limit = decoded.limit ?? MAX_PAGE
         const page = yield* catalog.listOverrides(namespace.id, { after, limit: limit + 1 })
         const overrides = page.overrides.slice(0, limit)
+        const hits = yield* hitsOf(principal.workspaceId, overrides.map((override) => override.id))
         return {
-          overrides: overrides.map(toView),
+          overrides: overrides.map((override) => toView(override, { hits: hits.get(override.id) })),
           total: page.total,
           ...(page.overrides.length > limit
             ? { cursor: Cursor.encode(namespace.id, overrides[overrides.length - 1]!.id) }

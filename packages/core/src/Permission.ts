@@ -31,6 +31,10 @@ export const required = {
     `ratelimit.${namespaceId}.delete_override`
   ],
   limit: (namespaceId: string) => ["ratelimit.*.limit", `ratelimit.${namespaceId}.limit`],
+  readRatelimitAnalytics: (namespaceId: string) => [
+    "ratelimit.*.read_analytics",
+    `ratelimit.${namespaceId}.read_analytics`
+  ],
   createKey: (apiId: string) => ["api.*.create_key", `api.${apiId}.create_key`],
   verifyKey: (apiId: string) => ["api.*.verify_key", `api.${apiId}.verify_key`],
   readKey: (apiId: string) => ["api.*.read_key", `api.${apiId}.read_key`],

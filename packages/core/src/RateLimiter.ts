@@ -25,6 +25,9 @@ import { Duration, MAX_IDENTIFIER_LENGTH, MAX_TIME } from "./Override.js"
 import { Overrides } from "./Overrides.js"
 import type { Principal } from "./Permission.js"
 import * as Permission from "./Permission.js"
+import type { RatelimitEvent, Source } from "./RatelimitEvent.js"
+import { detailOf } from "./RatelimitEvent.js"
+import { RatelimitRecorder } from "./RatelimitRecorder.js"
 import { Catalog } from "./Storage.js"
 import * as Validation from "./Validation.js"
 import type { Decision as WindowDecision, WindowRequest } from "./Windows.js"
@@ -52,8 +55,9 @@ const Resource = Schema.Struct({
 
 /**
  * Body of `ratelimits.limit`: Unkey v1's, with v2's `namespaceId`. `async`, `meta` and `resources`
- * are accepted and bounded; `meta` and `resources` are not stored yet (rate-limit analytics will
- * keep them), `async` decides from this server's view of a shared window (see the README).
+ * are accepted and bounded; `meta` and `resources` are kept with the decision's event (cut down to
+ * `RatelimitEvent.MAX_DETAIL_BYTES`), `async` decides from this server's view of a shared window
+ * (see the README).
  */
 export const LimitInput = Schema.Struct({
   namespace: Schema.optional(Validation.boundedString("a namespace name", 1, MAX_NAME_LENGTH)).annotations({
@@ -158,6 +162,7 @@ interface Target {
 
 interface Resolved extends Target {
   readonly request: TakeRequest
+  readonly namespaceId: string
 }
 
 type LimitRequest = Schema.Schema.Type<typeof LimitInput>
@@ -185,6 +190,7 @@ export class RateLimiter extends Effect.Service<RateLimiter>()("@keymeter/core/R
     const auth = yield* Auth
     const overrides = yield* Overrides
     const windows = yield* Windows.Windows
+    const recorder = yield* RatelimitRecorder
     const clock = yield* Effect.clock
     // With shared windows, `async: true` overrides are decided here, from this process's view of
     // their windows, which each decision then brings up to date with the shared one in the
@@ -240,14 +246,18 @@ export class RateLimiter extends Effect.Service<RateLimiter>()("@keymeter/core/R
      * holds what it needs.
      */
     const limit = (principal: Principal, input: unknown) => {
+      // The decision's latency counts from its first turn, through whatever it loads.
+      let started: number | undefined
+      const decide = (request: LimitRequest) => () => decideLimit(principal, request, started ??= performance.now())
       return checkLimit(input)
-        ? Decision.make(() => decideLimit(principal, input))
-        : Effect.flatMap(decode(input), (decoded) => Decision.make(() => decideLimit(principal, decoded)))
+        ? Decision.make(decide(input))
+        : Effect.flatMap(decode(input), (decoded) => Decision.make(decide(decoded)))
     }
 
     const decideLimit = (
       principal: Principal,
-      request: LimitRequest
+      request: LimitRequest,
+      started: number
     ): Decision.Turn<LimitResponse, LimitError> => {
       const found = namespaceOf(principal, request, "")
       if (!Option.isOption(found)) return found
@@ -255,14 +265,59 @@ export class RateLimiter extends Effect.Service<RateLimiter>()("@keymeter/core/R
       if (target instanceof Missing) return target
       const { override, window } = target
       const now = clock.unsafeCurrentTimeMillis()
+      const answer = (decision: WindowDecision) => {
+        const answer = answerOf(decision, window.limit, override)
+        return recorded(
+          eventOf(principal.workspaceId, found.value.id, request.identifier, window, decision, override, {
+            source: "limit",
+            time: now,
+            started,
+            detail: detailOf(request.meta, request.resources)
+          }),
+          answer
+        )
+      }
       // An override decides how its limit is taken; without one, the request's `async` does.
       if ((override !== undefined ? override.async : request.async === true) && windows.shared) {
-        return decideNearby(window, override, now)
+        return Decision.andThen(decideNearby(window, now), answer)
       }
-      return Decision.andThen(
-        windows.takeAll([window], now),
-        ([decision]) => Exit.succeed(answerOf(decision!, window.limit, override))
-      )
+      return Decision.andThen(windows.takeAll([window], now), ([decision]) => answer(decision!))
+    }
+
+    /** The event of one decision of `window` for (namespace, identifier). */
+    const eventOf = (
+      workspaceId: string,
+      namespaceId: string,
+      identifier: string,
+      window: WindowRequest,
+      decision: WindowDecision,
+      override: Override | undefined,
+      at: {
+        readonly source: Source
+        readonly time: number
+        readonly started: number
+        readonly detail?: string | undefined
+      }
+    ): RatelimitEvent => ({
+      time: at.time,
+      workspaceId,
+      namespaceId,
+      identifier,
+      passed: decision.success,
+      limit: window.limit,
+      duration: window.duration,
+      remaining: decision.remaining,
+      cost: window.cost,
+      overrideId: override?.id,
+      source: at.source,
+      latency: Math.round((performance.now() - at.started) * 1000) / 1000,
+      detail: at.detail
+    })
+
+    /** `answer` once `event` is queued for recording: at once, unless the recorder's queue is full. */
+    const recorded = <A>(event: RatelimitEvent, answer: A): Decision.Turn<A> => {
+      const queued = recorder.decideRecord(event)
+      return Exit.isExit(queued) ? Exit.succeed(answer) : Effect.as(queued, answer)
     }
 
     /**
@@ -348,25 +403,27 @@ export class RateLimiter extends Effect.Service<RateLimiter>()("@keymeter/core/R
       options?: { readonly atomic?: boolean | undefined }
     ): Effect.Effect<MultiLimitResponse, LimitError> => {
       const atomic = options?.atomic === true
-      if (checkMultiLimit(input)) return Decision.make(() => decideMultiLimit(principal, input, atomic))
+      let started: number | undefined
+      const decide = (requests: ReadonlyArray<LimitRequest>) => () =>
+        decideMultiLimit(principal, requests, atomic, started ??= performance.now())
+      if (checkMultiLimit(input)) return Decision.make(decide(input))
       if (!Array.isArray(input) || input.length < 1 || input.length > MAX_LIMITS) {
         const got = Array.isArray(input) ? `${input.length} limits` : Validation.describeValue(input)
         return Exit.fail(
           new ValidationError({ message: `input: must be an array of 1 to ${MAX_LIMITS} limits, got ${got}` })
         )
       }
-      return Effect.flatMap(
-        decodeItems(input),
-        (decoded) => Decision.make(() => decideMultiLimit(principal, decoded, atomic))
-      )
+      return Effect.flatMap(decodeItems(input), (decoded) => Decision.make(decide(decoded)))
     }
 
     const decideMultiLimit = (
       principal: Principal,
       requests: ReadonlyArray<LimitRequest>,
-      atomic: boolean
+      atomic: boolean,
+      started: number
     ): Decision.Turn<MultiLimitResponse, LimitError> => {
       const targets: Array<Target> = []
+      const namespaceIds: Array<string> = []
       let creations: Array<Effect.Effect<unknown, StorageError>> | undefined
       for (let i = 0; i < requests.length; i++) {
         const request = requests[i]!
@@ -379,13 +436,32 @@ export class RateLimiter extends Effect.Service<RateLimiter>()("@keymeter/core/R
         const target = targetOf(principal.workspaceId, found.value, request.identifier, request, request.cost ?? 1)
         if (target instanceof Missing) return target
         targets.push(target)
+        namespaceIds.push(found.value.id)
       }
       if (creations !== undefined) return new Missing(Effect.all(creations, { discard: true }))
       const now = clock.unsafeCurrentTimeMillis()
       const answer = (decisions: ReadonlyArray<WindowDecision>) => {
+        let queued: Array<Effect.Effect<void>> | undefined
         const limits = targets.map(({ override, window }, i) => {
           const request = requests[i]!
-          const { overrideId, success, ...counts } = answerOf(decisions[i]!, window.limit, override)
+          const decision = decisions[i]!
+          const event = eventOf(
+            principal.workspaceId,
+            namespaceIds[i]!,
+            request.identifier,
+            window,
+            decision,
+            override,
+            {
+              source: "multiLimit",
+              time: now,
+              started,
+              detail: detailOf(request.meta, request.resources)
+            }
+          )
+          const waiting = recorder.decideRecord(event)
+          if (!Exit.isExit(waiting)) (queued ??= []).push(waiting)
+          const { overrideId, success, ...counts } = answerOf(decision, window.limit, override)
           return {
             namespace: request.namespaceId ?? request.namespace ?? DEFAULT_NAMESPACE,
             identifier: request.identifier,
@@ -394,7 +470,8 @@ export class RateLimiter extends Effect.Service<RateLimiter>()("@keymeter/core/R
             ...(overrideId !== undefined ? { overrideId } : {})
           }
         })
-        return Exit.succeed({ passed: limits.every((limit) => limit.passed), limits })
+        const response = { passed: limits.every((limit) => limit.passed), limits }
+        return queued === undefined ? Exit.succeed(response) : Effect.as(Effect.all(queued), response)
       }
       // `async` (a request's or an override's) is ignored: every item is decided from its exact
       // window, as all-or-none needs the windows themselves, and so an item is decided alike in
@@ -429,11 +506,7 @@ export class RateLimiter extends Effect.Service<RateLimiter>()("@keymeter/core/R
      * view of its window, then adds what it took to the shared window (or only reads it, when
      * refused) and raises the view to what all servers took.
      */
-    const decideNearby = (
-      window: WindowRequest,
-      override: Override | undefined,
-      now: number
-    ): Exit.Exit<LimitResponse, Busy> => {
+    const decideNearby = (window: WindowRequest, now: number): Exit.Exit<WindowDecision, Busy> => {
       const taken = Windows.takeAllFrom(nearby, [window], now)
       if (!Array.isArray(taken)) return Exit.fail(taken as Busy)
       const decision = taken[0]!
@@ -451,7 +524,7 @@ export class RateLimiter extends Effect.Service<RateLimiter>()("@keymeter/core/R
           Effect.ignore
         )
       )
-      return Exit.succeed(answerOf(decision, window.limit, override))
+      return Exit.succeed(decision)
     }
 
     /**
@@ -467,6 +540,7 @@ export class RateLimiter extends Effect.Service<RateLimiter>()("@keymeter/core/R
       now: number
     ): Decision.Turn<Taken, StorageError | Busy> => {
       if (requests.length === 0) return NOTHING_TAKEN
+      const started = performance.now()
       const resolved: Array<Resolved> = []
       for (const request of requests) {
         const found = namespaceNamed(workspaceId, request.name, allowed)
@@ -474,11 +548,23 @@ export class RateLimiter extends Effect.Service<RateLimiter>()("@keymeter/core/R
         const target = targetOf(workspaceId, found.value, request.identifier, request, request.cost)
         if (target instanceof Missing) return target
         // Field by field: a spread costs every verification with limits an object's copy.
-        resolved.push({ override: target.override, window: target.window, request })
+        resolved.push({ override: target.override, window: target.window, request, namespaceId: found.value.id })
       }
       return Decision.andThen(
         windows.takeAll(resolved.map((r) => r.window), now),
-        (decisions) => Exit.succeed(takenOf(resolved, decisions, now))
+        (decisions) => {
+          let queued: Array<Effect.Effect<void>> | undefined
+          for (let i = 0; i < resolved.length; i++) {
+            const { namespaceId, override, request, window } = resolved[i]!
+            const at = { source: "verifyKey" as const, time: now, started }
+            const waiting = recorder.decideRecord(
+              eventOf(workspaceId, namespaceId, request.identifier, window, decisions[i]!, override, at)
+            )
+            if (!Exit.isExit(waiting)) (queued ??= []).push(waiting)
+          }
+          const taken = takenOf(resolved, decisions, now)
+          return queued === undefined ? Exit.succeed(taken) : Effect.as(Effect.all(queued), taken)
+        }
       )
     }
 

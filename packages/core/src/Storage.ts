@@ -1,7 +1,9 @@
 /**
- * The Storage port, in two halves that adapters provide together or apart:
+ * The Storage port, in parts that adapters provide together or apart:
  * - {@link VerificationStore}: verification events and their aggregation, pushed down to the
  *   adapter (a columnar scan, a SQL `GROUP BY`), never handed to core as raw events;
+ * - {@link RatelimitStore}: rate-limit decisions, counted the same way (and kept where the
+ *   verifications are);
  * - {@link Catalog}: workspaces, root keys, apis, namespaces, overrides, keys, identities and
  *   credits.
  * A SQLite file can hold both; a ClickHouse server can hold the events while the catalog stays in
@@ -17,6 +19,7 @@ import type { Receipt } from "./Idempotency.js"
 import type { Credits, Identity, Key } from "./Key.js"
 import type { Namespace } from "./Namespace.js"
 import type { Override } from "./Override.js"
+import type { OverrideHits, RatelimitEvent } from "./RatelimitEvent.js"
 import type { KeyPermission, Role } from "./Role.js"
 import type { RootKey } from "./RootKey.js"
 import type { Verification } from "./Verification.js"
@@ -54,6 +57,41 @@ export class VerificationStore extends Context.Tag("@keymeter/core/VerificationS
      * callers can reuse an answer while it holds. Only adapters that alone write their data have
      * it (memory, SQLite); it is absent where other processes write too (ClickHouse).
      */
+    readonly revision?: (() => number) | undefined
+  }
+>() {}
+
+/**
+ * Where rate-limit decisions are kept and counted. Counts follow `RatelimitEvent`'s projection onto
+ * verifications: `aggregate` takes and answers the projected query (namespace as api, identifier as
+ * key, override as identity, passed/blocked as valid/rateLimited), so an adapter counts decisions
+ * with the same machinery (and speed) as verifications.
+ */
+export class RatelimitStore extends Context.Tag("@keymeter/core/RatelimitStore")<
+  RatelimitStore,
+  {
+    /** Stores a batch, all or nothing, durable for the adapter's promise (as `VerificationStore.append`). */
+    readonly append: (events: ReadonlyArray<RatelimitEvent>) => Effect.Effect<void, StorageError>
+    /** Counts matching decisions, in the projection's terms; see `Aggregation` for the contract. */
+    readonly aggregate: (query: AggregationQuery) => Effect.Effect<AggregationResult, StorageError | QueryTooLarge>
+    /**
+     * Of the workspace's overrides `overrideIds`, those that decided anything: how many decisions,
+     * and the last one's time (an override of a pattern namespace decides in the namespaces it matches).
+     */
+    readonly overrideHits: (
+      workspaceId: string,
+      overrideIds: ReadonlyArray<string>
+    ) => Effect.Effect<ReadonlyMap<string, OverrideHits>, StorageError>
+    /**
+     * The namespace's latest decisions still held in full, newest first (of `identifier` only, when
+     * given): adapters keep every decision's details for a bounded time or number, and counts for good.
+     */
+    readonly decisions: (
+      workspaceId: string,
+      namespaceId: string,
+      options: { readonly limit: number; readonly identifier?: string | undefined }
+    ) => Effect.Effect<ReadonlyArray<RatelimitEvent>, StorageError>
+    /** As `VerificationStore.revision`: changes with each stored batch; absent where others write too. */
     readonly revision?: (() => number) | undefined
   }
 >() {}
@@ -258,5 +296,5 @@ export class Catalog extends Context.Tag("@keymeter/core/Catalog")<
   }
 >() {}
 
-/** Both halves of the port. */
-export type Storage = VerificationStore | Catalog
+/** Every part of the port. */
+export type Storage = VerificationStore | RatelimitStore | Catalog

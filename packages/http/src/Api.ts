@@ -21,6 +21,7 @@ import {
 } from "@keymeter/core/Override"
 import type { Principal } from "@keymeter/core/Permission"
 import { LimitInput, LimitResponse } from "@keymeter/core/RateLimiter"
+import { RatelimitDatapoint, RatelimitQueryInput } from "@keymeter/core/RatelimitQuery"
 import {
   CreatePermissionInput,
   CreateRoleInput,
@@ -57,6 +58,9 @@ export class Authorization extends HttpApiMiddleware.Tag<Authorization>()("@keym
 /** Query parameters of `GET /v1/analytics.getVerifications`. */
 export const GetVerificationsParams = UrlParams.schema(VerificationQueryInput)
 
+/** Query parameters of `GET /v1/analytics.getRatelimits`. */
+export const GetRatelimitsParams = UrlParams.schema(RatelimitQueryInput)
+
 /** Query parameters of `GET /v1/ratelimits.getOverride`. */
 export const GetOverrideParams = UrlParams.schema(GetOverrideInput)
 
@@ -88,6 +92,19 @@ export class AnalyticsGroup extends HttpApiGroup.make("analytics")
       .addSuccess(Schema.Array(Datapoint))
       .annotate(OpenApi.Summary, "Verification counts, filtered, grouped, ordered and limited")
       .annotate(OpenApi.Description, "Permission: api.*.read_api or api.<apiId>.read_api.")
+  )
+  .add(
+    HttpApiEndpoint.get("getRatelimits", "/analytics.getRatelimits")
+      .setUrlParams(GetRatelimitsParams)
+      .addSuccess(Schema.Array(RatelimitDatapoint))
+      .annotate(OpenApi.Summary, "Rate-limit decision counts (passed, blocked), filtered, grouped, ordered and limited")
+      .annotate(
+        OpenApi.Description,
+        "A keymeter extension, shaped like getVerifications: every decision of ratelimits.limit, multiLimit " +
+          "and the limits of keys.verifyKey, in one namespace. identifier may be repeated (not comma-joined: " +
+          "an identifier may hold a comma). Permission: ratelimit.*.read_analytics or " +
+          "ratelimit.<namespaceId>.read_analytics."
+      )
   )
   .add(
     keyedPost("recordVerifications", "/analytics.recordVerifications")

@@ -13,6 +13,7 @@ import { Keys } from "@keymeter/core/Keys"
 import { GetOverrideInput, ListOverridesInput } from "@keymeter/core/Override"
 import { Overrides } from "@keymeter/core/Overrides"
 import type { Principal } from "@keymeter/core/Permission"
+import { RatelimitAnalytics } from "@keymeter/core/RatelimitAnalytics"
 import { Rbac } from "@keymeter/core/Rbac"
 import { PermissionIdInput, RoleIdInput } from "@keymeter/core/Role"
 import * as Validation from "@keymeter/core/Validation"
@@ -22,7 +23,7 @@ import type * as Schema from "effect/Schema"
 import { Api, CurrentPrincipal } from "./Api.js"
 import type { DomainError } from "./Errors.js"
 import { mapDomain } from "./Errors.js"
-import { HotRoutes, readQuery } from "./HotRoutes.js"
+import { HotRoutes, readQuery, readRatelimitQuery } from "./HotRoutes.js"
 import * as IdempotencyKey from "./internal/IdempotencyKey.js"
 import * as JsonBody from "./internal/JsonBody.js"
 import * as UrlParams from "./internal/UrlParams.js"
@@ -54,12 +55,19 @@ const withBody = <A>(
 export const AnalyticsLive = HttpApiBuilder.group(Api, "analytics", (handlers) =>
   Effect.gen(function*() {
     const routes = yield* HotRoutes
+    const ratelimitAnalytics = yield* RatelimitAnalytics
     return handlers
       .handle("getVerifications", () =>
         Effect.gen(function*() {
           const principal = yield* CurrentPrincipal
           const query = yield* readQuery(yield* HttpServerRequest.ParsedSearchParams)
           return wire(yield* routes.getVerifications(principal, query))
+        }).pipe(mapDomain))
+      .handle("getRatelimits", () =>
+        Effect.gen(function*() {
+          const principal = yield* CurrentPrincipal
+          const query = yield* readRatelimitQuery(yield* HttpServerRequest.ParsedSearchParams)
+          return wire(yield* ratelimitAnalytics.getRatelimits(principal, query))
         }).pipe(mapDomain))
       .handleRaw("recordVerifications", ({ request }) =>
         Effect.gen(function*() {

@@ -12,6 +12,7 @@ import type { KeyOptions } from "@keymeter/core/IdempotencyKeys"
 import { KeyVerifier } from "@keymeter/core/KeyVerifier"
 import type { Principal } from "@keymeter/core/Permission"
 import { RateLimiter } from "@keymeter/core/RateLimiter"
+import { RatelimitQueryInput } from "@keymeter/core/RatelimitQuery"
 import { fieldKinds } from "@keymeter/core/Validation"
 import * as Validation from "@keymeter/core/Validation"
 import { RecordVerificationsInput } from "@keymeter/core/Verification"
@@ -119,6 +120,15 @@ export class HotRoutes extends Effect.Service<HotRoutes>()("@keymeter/http/HotRo
 
 /** Parameters of `getVerifications` whose values cannot hold a comma: ids and groupBy's names. */
 const COMMA_SEPARATED: ReadonlySet<string> = new Set(["keyId", "groupBy"])
+
+const RATELIMIT_QUERY_KINDS = fieldKinds(RatelimitQueryInput)
+
+/** Parameters of `getRatelimits` that may be comma-joined: groupBy's names (an identifier may hold a comma). */
+const RATELIMIT_COMMA_SEPARATED: ReadonlySet<string> = new Set(["groupBy"])
+
+/** The query of `getRatelimits`, read as `readQuery` reads `getVerifications`'. */
+export const readRatelimitQuery = (params: QueryParams) =>
+  UrlParams.parse(params, RATELIMIT_QUERY_KINDS, RATELIMIT_COMMA_SEPARATED)
 
 /**
  * The query of `getVerifications`: its parameters read as the values of core's query struct.

@@ -13,7 +13,7 @@ import * as Idempotency from "@keymeter/core/Idempotency"
 import * as Keymeter from "@keymeter/core/Keymeter"
 import { KeyCacheCapacity } from "@keymeter/core/Keys"
 import { RecorderDelay } from "@keymeter/core/Recorder"
-import type { Catalog, VerificationStore } from "@keymeter/core/Storage"
+import type { Storage } from "@keymeter/core/Storage"
 import * as Windows from "@keymeter/core/Windows"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -177,7 +177,7 @@ export const serveNode = (server: Server, options: Options = {}) =>
 /** The standalone server: {@link serveNode} on a Node `http.Server` bound to `host:port`. */
 export const layer = (
   options: Options & NodeServer.Options & { readonly port: number; readonly host: string }
-): Layer.Layer<never, ServeError | StorageError, VerificationStore | Catalog> =>
+): Layer.Layer<never, ServeError | StorageError, Storage> =>
   Layer.unwrapEffect(Effect.sync(() => {
     const server = NodeServer.make(options)
     return serveNode(server, options).pipe(

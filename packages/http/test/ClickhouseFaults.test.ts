@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, layer } from "@effect/vitest"
 import { VerificationStore } from "@keymeter/core/Storage"
 import { ClickhouseVerificationStore } from "@keymeter/storage-clickhouse"
-import { MemoryCatalog } from "@keymeter/storage-memory"
+import { MemoryCatalog, MemoryRatelimitStore } from "@keymeter/storage-memory"
 import { ClickhouseTestServer } from "@keymeter/testing"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -60,8 +60,9 @@ describe.skipIf(skip !== undefined)("ClickHouse faults", () => {
     // Built only when the suite runs: without a server there is no proxy.
     TestServer.layer(
       Layer.suspend(() =>
-        Layer.merge(
+        Layer.mergeAll(
           MemoryCatalog.layer,
+          MemoryRatelimitStore.layer,
           Layer.scoped(
             VerificationStore,
             Effect.flatMap(

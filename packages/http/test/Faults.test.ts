@@ -1,7 +1,7 @@
 import { expect, layer } from "@effect/vitest"
 import { StorageError } from "@keymeter/core/Errors"
 import { VerificationStore } from "@keymeter/core/Storage"
-import { MemoryCatalog, MemoryVerificationStore } from "@keymeter/storage-memory"
+import { MemoryCatalog, MemoryRatelimitStore, MemoryVerificationStore } from "@keymeter/storage-memory"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
@@ -27,7 +27,7 @@ const FaultyVerifications = Layer.sync(VerificationStore, () => {
   })
 })
 
-const storage = Layer.merge(FaultyVerifications, MemoryCatalog.layer)
+const storage = Layer.mergeAll(FaultyVerifications, MemoryRatelimitStore.layer, MemoryCatalog.layer)
 const path = "/v1/analytics.getVerifications?apiId=api_a1&start=0"
 const batch = { verifications: [{ apiId: "api_a1", keyId: "k", outcome: "valid" }] }
 

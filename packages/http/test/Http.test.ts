@@ -601,6 +601,7 @@ layer(TestServer.layer(MemoryStorage.layer, { maxBodyBytes: 64 * 1024 }), { excl
         expect(spec.headers.get("x-request-id")).toMatch(/^req_/)
         const text = JSON.stringify(spec.body)
         expect(Object.keys(spec.body.paths).sort()).toEqual([
+          "/v1/analytics.getRatelimits",
           "/v1/analytics.getVerifications",
           "/v1/analytics.recordVerifications",
           "/v1/apis.createApi",

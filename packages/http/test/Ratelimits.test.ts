@@ -30,11 +30,13 @@ layer(TestServer.layer(MemoryStorage.layer), { excludeTestServices: true })("HTT
         "async",
         "createdAt",
         "duration",
+        "hits",
         "id",
         "identifier",
         "limit",
         "updatedAt"
       ])
+      expect(literal.body.hits).toBe(0)
       expect(literal.body).toMatchObject({
         id: set.body.overrideId,
         identifier: "user_*",
@@ -331,6 +333,99 @@ layer(TestServer.layer(MemoryStorage.layer), { excludeTestServices: true })("HTT
         duration: 1000
       }, keys.otherAdmin)
       expect(inB.body).toMatchObject({ success: false, limit: 0 })
+    }))
+})
+
+layer(TestServer.layer(MemoryStorage.layer), { excludeTestServices: true })("HTTP rate-limit analytics", (it) => {
+  const analytics = (params: Record<string, string | ReadonlyArray<string>>, key: string) => {
+    const search = new URLSearchParams()
+    for (const [name, value] of Object.entries(params)) {
+      for (const one of typeof value === "string" ? [value] : value) search.append(name, one)
+    }
+    return request(`/v1/analytics.getRatelimits?${search}`, { key })
+  }
+  const limit = (identifier: string, n: number) =>
+    Effect.forEach(
+      Array.from({ length: n }),
+      () => post("/v1/ratelimits.limit", { namespace: "email", identifier, limit: 2, duration: 60_000 }, keys.limiter)
+    )
+
+  it.effect("counts every decision of limit, by identifier and override, and each override's hits", () =>
+    Effect.gen(function*() {
+      const { body: { overrideId } } = yield* post(
+        "/v1/ratelimits.setOverride",
+        { namespaceName: "email", identifier: "bob", limit: 10, duration: 60_000 },
+        keys.admin
+      )
+      yield* limit("alice", 5)
+      yield* limit("bob", 3)
+      yield* limit("a,b", 1)
+      // v2's route is the same limiter: its decisions count too.
+      yield* post(
+        "/v2/ratelimit.limit",
+        { namespace: "email", identifier: "alice", limit: 2, duration: 60_000 },
+        keys.admin
+      )
+      const all = yield* analytics({ namespaceName: "email" }, keys.limitReaderOne)
+      expect(all.status, JSON.stringify(all.body)).toBe(200)
+      expect(all.body).toEqual([{ total: 10, passed: 6, blocked: 4 }])
+      const byIdentifier = yield* analytics(
+        { namespaceId: "rlns_a1", groupBy: "identifier", orderBy: "blocked", order: "desc" },
+        keys.limitReaderOne
+      )
+      expect(byIdentifier.body).toEqual([
+        { identifier: "alice", total: 6, passed: 2, blocked: 4 },
+        { identifier: "a,b", total: 1, passed: 1, blocked: 0 },
+        { identifier: "bob", total: 3, passed: 3, blocked: 0 }
+      ])
+      // An identifier with a comma is one identifier; several are repeated.
+      expect((yield* analytics({ namespaceName: "email", identifier: "a,b" }, keys.admin)).body).toEqual([
+        { total: 1, passed: 1, blocked: 0 }
+      ])
+      expect((yield* analytics({ namespaceName: "email", identifier: ["a,b", "bob"] }, keys.admin)).body).toEqual([
+        { total: 4, passed: 4, blocked: 0 }
+      ])
+      expect((yield* analytics({ namespaceName: "email", groupBy: "override,day" }, keys.admin)).body).toMatchObject([
+        { overrideId, total: 3, passed: 3, blocked: 0 }
+      ])
+      const override = yield* get("getOverride", { namespaceName: "email", identifier: "bob" }, keys.overrideReader)
+      expect(override.body).toMatchObject({ id: overrideId, hits: 3 })
+      expect(override.body.lastHitAt).toBeGreaterThan(Date.now() - 60_000)
+      const page = yield* get("listOverrides", { namespaceName: "email" }, keys.overrideReader)
+      expect(page.body.overrides).toMatchObject([{ id: overrideId, hits: 3 }])
+    }))
+
+  it.effect("checks ratelimit.<namespaceId>.read_analytics, keeps workspaces apart, and answers clear 400s", () =>
+    Effect.gen(function*() {
+      expectError(
+        yield* analytics({ namespaceName: "sms" }, keys.limitReaderOne),
+        403,
+        "INSUFFICIENT_PERMISSIONS"
+      )
+      expectError(yield* analytics({ namespaceId: "rlns_a1" }, keys.overrideReader), 403, "INSUFFICIENT_PERMISSIONS")
+      expectError(yield* analytics({ namespaceId: "rlns_a1" }, keys.otherAdmin), 404, "NOT_FOUND")
+      expect((yield* analytics({ namespaceName: "email" }, keys.otherAdmin)).body).toEqual([
+        { total: 0, passed: 0, blocked: 0 }
+      ])
+      expectError(yield* analytics({}, keys.admin), 400, "BAD_REQUEST", /either namespaceId or namespaceName/)
+      expectError(
+        yield* analytics({ namespaceName: "email", groupBy: "key" }, keys.admin),
+        400,
+        "BAD_REQUEST",
+        /^groupBy\[0\]: must be one of identifier, override, month, day, hour/
+      )
+      expectError(
+        yield* analytics({ namespaceName: "email", orderBy: "valid" }, keys.admin),
+        400,
+        "BAD_REQUEST",
+        /^orderBy: must be one of time, total, passed, blocked/
+      )
+      expectError(
+        yield* analytics({ namespaceName: "email", start: "7200000", end: "0" }, keys.admin),
+        400,
+        "BAD_REQUEST"
+      )
+      expectError(yield* analytics({ namespaceName: "email", limit: "0" }, keys.admin), 400, "BAD_REQUEST")
     }))
 })
 

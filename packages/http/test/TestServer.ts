@@ -31,7 +31,8 @@ export const keys = {
   disabled: "sk_test_disabled_k3ym3t3r_t3st_s3cr3t",
   expired: "sk_test_expired_k3ym3t3r_t3st_s3cr3t",
   otherAdmin: "sk_test_other_admin_k3ym3t3r_t3st_s3cr3t",
-  verifierOne: "sk_test_verifier_one_k3ym3t3r_t3st_s3cr3t"
+  verifierOne: "sk_test_verifier_one_k3ym3t3r_t3st_s3cr3t",
+  limitReaderOne: "sk_test_limit_reader_one_k3ym3t3r_t3st_s3cr3t"
 } as const
 
 export const provisioning: Provisioning.ProvisioningDocument = {
@@ -55,6 +56,7 @@ export const provisioning: Provisioning.ProvisioningDocument = {
         { key: keys.limiterOne, permissions: ["ratelimit.rlns_a1.limit"] },
         { key: keys.nothing, permissions: [] },
         { key: keys.verifierOne, permissions: ["api.api_a1.verify_key"] },
+        { key: keys.limitReaderOne, permissions: ["ratelimit.rlns_a1.read_analytics"] },
         { key: keys.disabled, permissions: ["*"], disabled: true },
         { key: keys.expired, permissions: ["*"], expiresAt: 1 }
       ],

@@ -41,12 +41,15 @@ import type {
 } from "@keymeter/core/Override"
 import { Overrides } from "@keymeter/core/Overrides"
 import * as Provisioning from "@keymeter/core/Provisioning"
+import { RatelimitAnalytics } from "@keymeter/core/RatelimitAnalytics"
 import type { LimitInput } from "@keymeter/core/RateLimiter"
 import { RateLimiter } from "@keymeter/core/RateLimiter"
+import type { RatelimitDatapoint } from "@keymeter/core/RatelimitQuery"
+import { RatelimitQueryInput } from "@keymeter/core/RatelimitQuery"
 import { Rbac } from "@keymeter/core/Rbac"
 import type { CreatePermissionInput, CreateRoleInput, PermissionIdInput, RoleIdInput } from "@keymeter/core/Role"
 import * as RootKey from "@keymeter/core/RootKey"
-import type { Catalog as CatalogTag, VerificationStore } from "@keymeter/core/Storage"
+import type { Storage } from "@keymeter/core/Storage"
 import { Catalog } from "@keymeter/core/Storage"
 import { fieldKinds } from "@keymeter/core/Validation"
 import type { VerificationInput } from "@keymeter/core/Verification"
@@ -75,7 +78,7 @@ export interface KeymeterOptions {
    * `"memory"` (the default), `"sqlite:<path>"`, `"postgres://user:pass@host:port/db"` (the catalog
    * servers share; with `analytics`), or an Effect layer providing the Storage port.
    */
-  readonly storage?: string | Layer.Layer<VerificationStore | CatalogTag, unknown> | undefined
+  readonly storage?: string | Layer.Layer<Storage, unknown> | undefined
   /** `"clickhouse:http://host:8123/<database>"`: verifications there, the catalog in `storage` (a string). */
   readonly analytics?: string | undefined
   /**
@@ -107,6 +110,9 @@ type OneOrMany<T> = {
 /** An analytics query as the library takes it: single values or arrays. */
 export type VerificationsQuery = OneOrMany<InputOf<typeof VerificationQueryInput>>
 
+/** A rate-limit analytics query as the library takes it: single values or arrays, the namespace by id or name. */
+export type RatelimitsQuery = OneOrMany<ByNamespace<typeof RatelimitQueryInput>>
+
 /** A namespace, by id or by name. */
 export type NamespaceRef = { readonly namespaceId: string; readonly namespaceName?: string } | {
   readonly namespaceId?: string
@@ -130,6 +136,7 @@ const oneOrMany = (struct: Schema.Schema.AnyNoContext) => {
 }
 
 const verificationsQuery = oneOrMany(VerificationQueryInput)
+const ratelimitsQuery = oneOrMany(RatelimitQueryInput)
 
 /** A failure of a library call, with the code and status the HTTP API would answer. */
 export class KeymeterError extends Error {
@@ -247,6 +254,11 @@ export interface Keymeter {
   }
   /** Verification counts, exactly as `GET /v1/analytics.getVerifications` answers them. */
   readonly getVerifications: (query: VerificationsQuery) => Promise<Array<Datapoint>>
+  /**
+   * Rate-limit decision counts (passed, blocked) of a namespace, exactly as
+   * `GET /v1/analytics.getRatelimits` answers them.
+   */
+  readonly getRatelimits: (query: RatelimitsQuery) => Promise<Array<RatelimitDatapoint>>
   /** Creates or overwrites the override of an identifier in a namespace. */
   readonly setOverride: (
     input: InputOf<typeof SetOverrideInput>,
@@ -301,7 +313,7 @@ const toError = (cause: Cause.Cause<unknown>): KeymeterError => {
 
 /** Starts keymeter in this process. */
 export const createKeymeter = async (options: KeymeterOptions = {}): Promise<Keymeter> => {
-  let storage: Layer.Layer<VerificationStore | CatalogTag, unknown>
+  let storage: Layer.Layer<Storage, unknown>
   if (options.storage === undefined || typeof options.storage === "string") {
     const spec = StorageSpec.parse(options.storage ?? "memory")
     if (spec instanceof StorageSpec.InvalidStorageSpec) throw new KeymeterError("BAD_REQUEST", spec.message)
@@ -370,6 +382,10 @@ export const createKeymeter = async (options: KeymeterOptions = {}): Promise<Key
       // A copy: a remembered answer is shared (and frozen), and callers may sort theirs.
       run(Effect.flatMap(Analytics, (analytics) => analytics.getVerifications(principal, verificationsQuery(query))))
         .then((answer) => Array.from(answer)),
+    getRatelimits: (query) =>
+      run(
+        Effect.flatMap(RatelimitAnalytics, (analytics) => analytics.getRatelimits(principal, ratelimitsQuery(query)))
+      ).then((answer) => Array.from(answer)),
     setOverride: (input, options) =>
       run(Effect.flatMap(Overrides, (overrides) => overrides.set(principal, input, options))),
     getOverride: (input) => run(Effect.flatMap(Overrides, (overrides) => overrides.get(principal, input))),

@@ -1,14 +1,14 @@
 /**
  * Choosing storage from strings, as the environment gives them: `KEYMETER_STORAGE` (`memory`, or
  * `sqlite:<path>`) holds everything, unless `KEYMETER_ANALYTICS` (`clickhouse:<url>`) takes the
- * verifications, leaving the catalog where `KEYMETER_STORAGE` says. `postgres://…` holds the
+ * verifications and rate-limit decisions, leaving the catalog where `KEYMETER_STORAGE` says. `postgres://…` holds the
  * catalog only (servers share it), so it goes with `KEYMETER_ANALYTICS`.
  *
  * The SQLite, PostgreSQL and ClickHouse adapters are optional peer dependencies, imported only when
  * a string names them: an embedder on memory storage installs neither native code nor a client.
  */
 import { redactUrl, StorageError } from "@keymeter/core/Errors"
-import type { Catalog, VerificationStore } from "@keymeter/core/Storage"
+import type { Catalog, Storage } from "@keymeter/core/Storage"
 import type { Windows } from "@keymeter/core/Windows"
 import { MemoryCatalog, MemoryStorage } from "@keymeter/storage-memory"
 import type { PostgresCatalog } from "@keymeter/storage-postgres"
@@ -164,7 +164,7 @@ export const adminCatalog = (
 export const layer = (
   spec: Spec,
   options: LayerOptions = {}
-): Layer.Layer<VerificationStore | Catalog, SqliteStorage.OpenError | StorageError | InvalidStorageSpec> =>
+): Layer.Layer<Storage, SqliteStorage.OpenError | StorageError | InvalidStorageSpec> =>
   Layer.unwrapEffect(Effect.gen(function*() {
     const { analytics } = options
     if (analytics === undefined) {
@@ -183,10 +183,14 @@ export const layer = (
       : spec._tag === "postgres"
       ? postgresCatalog((yield* postgres).PostgresCatalog, spec.url)
       : (yield* sqlite).SqliteStorage.layerServerCatalog({ filename: spec.filename })
-    const { ClickhouseVerificationStore } = yield* clickhouse
+    const { ClickhouseRatelimitStore, ClickhouseVerificationStore } = yield* clickhouse
     const target = ClickhouseVerificationStore.parseUrl(analytics.url)
     if ("_tag" in target) return yield* new InvalidStorageSpec({ message: `KEYMETER_ANALYTICS: ${target.message}` })
-    return Layer.merge(catalog, ClickhouseVerificationStore.layer({ url: analytics.url }))
+    return Layer.mergeAll(
+      catalog,
+      ClickhouseVerificationStore.layer({ url: analytics.url }),
+      ClickhouseRatelimitStore.layer({ url: analytics.url })
+    )
   }))
 
 const redis = importAdapter(

@@ -10,23 +10,21 @@
  *
  * Reads: one SELECT per query over the rollups (`internal/Planner`).
  */
-import type { AggregationQuery, AggregationResult } from "@keymeter/core/Aggregation"
-import { OUTCOMES, tooLarge } from "@keymeter/core/Aggregation"
-import { IdempotencyKeyInUse, redactUrl, StorageError } from "@keymeter/core/Errors"
+import { IdempotencyKeyInUse, StorageError } from "@keymeter/core/Errors"
 import * as GroupCommit from "@keymeter/core/GroupCommit"
 import type { Receipt } from "@keymeter/core/Idempotency"
 import * as Ids from "@keymeter/core/Ids"
 import { VerificationStore } from "@keymeter/core/Storage"
 import * as Time from "@keymeter/core/Time"
-import type { Identity, Verification } from "@keymeter/core/Verification"
+import type { Verification } from "@keymeter/core/Verification"
 import { OutcomeIndex } from "@keymeter/core/Verification"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import * as Connection from "./internal/Connection.js"
+import * as Aggregate from "./internal/Aggregate.js"
+import type * as Connection from "./internal/Connection.js"
+import * as Database from "./internal/Database.js"
 import { sql } from "./internal/Literal.js"
-import * as Planner from "./internal/Planner.js"
-import * as Migrations from "./Migrations.js"
 
 /** How to reach ClickHouse and how to batch. */
 export interface Options {
@@ -51,31 +49,8 @@ interface Claim {
 /** Past its writer's request deadline plus this, a claim whose batch has no rows is abandoned. */
 const CLAIM_MARGIN_MS = 5_000
 
-/** The URL is not one keymeter can use. */
-const invalid = (message: string) => new StorageError({ message })
-
 /** Splits `http://user:pass@host:port/db` into the client's URL, database and credentials. */
-export const parseUrl = (url: string): Connection.Target | StorageError => {
-  let parsed: URL
-  try {
-    parsed = new URL(url)
-  } catch {
-    return invalid(`Not a ClickHouse URL: ${JSON.stringify(redactUrl(url))} (expected http://host:8123/<database>)`)
-  }
-  if (parsed.protocol !== "http:" && parsed.protocol !== "https:") {
-    return invalid(`A ClickHouse URL must be http:// or https://, got ${JSON.stringify(redactUrl(url))}`)
-  }
-  const database = decodeURIComponent(parsed.pathname.replace(/^\/+|\/+$/g, "")) || "keymeter"
-  if (!Migrations.isDatabaseName(database)) {
-    return invalid(`Not a usable ClickHouse database name: ${JSON.stringify(database)} (letters, digits and _)`)
-  }
-  return {
-    url: `${parsed.protocol}//${parsed.host}`,
-    database,
-    username: parsed.username === "" ? undefined : decodeURIComponent(parsed.username),
-    password: parsed.password === "" ? undefined : decodeURIComponent(parsed.password)
-  }
-}
+export const parseUrl: (url: string) => Connection.Target | StorageError = Database.parseUrl
 
 const row = (event: Verification, batch = "") => {
   const hour = Math.floor(event.time / Time.HOUR)
@@ -96,57 +71,18 @@ const row = (event: Verification, batch = "") => {
 /** The store on the server `options.url` names, migrated; its writer lives as long as the scope. */
 export const make = (options: Options) =>
   Effect.gen(function*() {
-    const target = parseUrl(options.url)
-    if (target instanceof StorageError) return yield* target
     const maxPerInsert = Math.max(1, options.maxEventsPerInsert ?? 100_000)
     const maxBuffered = Math.max(maxPerInsert, options.maxBufferedEvents ?? 1_000_000)
-    const settings = { ...target, requestTimeoutMs: options.requestTimeoutMs }
-    const db = yield* Effect.acquireRelease(Effect.sync(() => Connection.make(settings)), (c) => c.close)
-    const admin = Connection.make(settings, "default")
-    yield* Migrations.run(admin, db, target.database).pipe(Effect.ensuring(admin.close))
+    const { db } = yield* Database.open(options)
 
     // The writer: one INSERT per round of queued calls (group commit).
-    const offer = yield* GroupCommit.make({
+    const offer = yield* GroupCommit.make<Verification>({
       write: (events, keyed) => (keyed.length === 0
         ? db.insert("verifications", events.map((event) => row(event)))
         : writeKeyed(events, keyed)),
       maxEvents: maxPerInsert,
       maxBuffered
     })
-
-    const read = (query: AggregationQuery): Effect.Effect<AggregationResult | undefined, StorageError> =>
-      Effect.gen(function*() {
-        const plan = Planner.plan(query)
-        if (plan === undefined) return { size: 0, counts: new Float64Array(0) }
-        const rows = yield* db.query(plan.text)
-        if (rows.length > query.maxRows) return undefined
-        const offset = plan.bucketed ? 1 : 0
-        const keyAt = plan.dimensions.includes("key") ? offset : -1
-        const identityAt = plan.dimensions.includes("identity") ? offset + (keyAt >= 0 ? 1 : 0) : -1
-        const tagsAt = plan.dimensions.includes("tags")
-          ? offset + (keyAt >= 0 ? 1 : 0) + (identityAt >= 0 ? 2 : 0)
-          : -1
-        const width = offset + (keyAt >= 0 ? 1 : 0) + (identityAt >= 0 ? 2 : 0) + (tagsAt >= 0 ? 1 : 0)
-        // An ungrouped sum over nothing is one row of zeros: no event, no row.
-        const kept = rows.filter((r) => {
-          for (let o = 0; o < OUTCOMES; o++) if ((r[width + o] as number) !== 0) return true
-          return false
-        })
-        const counts = new Float64Array(kept.length * OUTCOMES)
-        kept.forEach((r, i) => {
-          for (let o = 0; o < OUTCOMES; o++) counts[i * OUTCOMES + o] = r[width + o] as number
-        })
-        return {
-          size: kept.length,
-          counts,
-          time: plan.bucketed ? Float64Array.from(kept, (r) => plan.bucketTime(r[0] as number)) : undefined,
-          keyId: keyAt >= 0 ? kept.map((r) => r[keyAt] as string) : undefined,
-          identity: identityAt >= 0
-            ? kept.map((r): Identity => ({ id: r[identityAt] as string, externalId: r[identityAt + 1] as string }))
-            : undefined,
-          tags: tagsAt >= 0 ? kept.map((r) => r[tagsAt] as Array<string>) : undefined
-        }
-      })
 
     // Keyed writes: a claim, the insert tagged with the claim's batch id, a settlement (see below).
     const claimGraceMs = (options.requestTimeoutMs ?? 30_000) + CLAIM_MARGIN_MS
@@ -255,11 +191,7 @@ export const make = (options: Options) =>
     return VerificationStore.of({
       append: (events, receipt) => (receipt === undefined ? offer(events) : appendKeyed(events, receipt)),
       findReceipt,
-      aggregate: (query) =>
-        Effect.flatMap(
-          read(query),
-          (result) => (result === undefined ? Effect.fail(tooLarge(query, query.maxRows)) : Effect.succeed(result))
-        )
+      aggregate: Aggregate.make(db, "r_")
     })
   })
 

@@ -1,7 +1,9 @@
 /**
  * The ClickHouse schema, as versioned migrations run at start: raw events in a MergeTree table,
  * and SummingMergeTree rollups fed by materialized views at insert time, one per query shape the
- * planner serves (see `internal/Planner`). A database migrated by a newer keymeter is refused.
+ * planner serves (see `internal/Planner`). Rate-limit decisions have the same layout (migration
+ * 3): raw `ratelimits`, `rl_` rollups of the same shapes filled through `RatelimitEvent`'s
+ * projection, and each override's hits. A database migrated by a newer keymeter is refused.
  *
  * Hours are `intDiv(time, 3600000)` and days `intDiv(hour, 24)`, computed by keymeter rather than
  * with ClickHouse's date functions, so no server time zone can shift a bucket. 18.16 has no
@@ -11,6 +13,7 @@
  */
 import { COUNTER_COLUMNS } from "@keymeter/core/Aggregation"
 import { StorageError } from "@keymeter/core/Errors"
+import { OutcomeIndex } from "@keymeter/core/Verification"
 import * as Effect from "effect/Effect"
 import type { Connection } from "./internal/Connection.js"
 import { sql } from "./internal/Literal.js"
@@ -32,9 +35,44 @@ const DIMENSION_TYPES: Record<string, string> = {
 
 const DIMENSION_SOURCE: Record<string, string> = { day: "toUInt32(intDiv(hour, 24))" }
 
+/** The raw table a family of rollups is filled from, and how its columns make theirs. */
+interface Source {
+  readonly table: string
+  /** Expressions of the dimensions that are not a column of the same name. */
+  readonly dimensions: Readonly<Record<string, string>>
+  /** The counters, `AS c0` .. `AS c8`. */
+  readonly counters: string
+}
+
+const VERIFICATIONS: Source = { table: "verifications", dimensions: DIMENSION_SOURCE, counters: COUNTER_SUMS }
+
+/** The verification code a decision counts as, by whether it passed (`RatelimitEvent.asVerification`). */
+const PASSED = OutcomeIndex.get("valid")!
+const BLOCKED = OutcomeIndex.get("rateLimited")!
+
+/**
+ * Decisions through `RatelimitEvent`'s projection: the namespace as the api, the identifier as the
+ * key, the override as the identity (id and external id), no tags, passed or blocked as the
+ * `valid` or `rateLimited` counter ("" stays "no identity", as in `verifications`).
+ */
+const RATELIMITS: Source = {
+  table: "ratelimits",
+  dimensions: {
+    ...DIMENSION_SOURCE,
+    api_id: "namespace_id",
+    key_id: "identifier",
+    identity_id: "override_id",
+    external_id: "override_id",
+    tags: "emptyArrayString()"
+  },
+  counters: COUNTER_COLUMNS.map((c, i) =>
+    i === PASSED ? `sum(passed != 0) AS ${c}` : i === BLOCKED ? `sum(passed = 0) AS ${c}` : `toUInt64(0) AS ${c}`
+  ).join(", ")
+}
+
 /**
  * A rollup: a SummingMergeTree sorted (and so deduplicated) by its dimensions, and the view that
- * fills it from every insert into `verifications`, aggregated per insert block.
+ * fills it from every insert into its family's raw table, aggregated per insert block.
  */
 const rollupTable = (table: string, dimensions: ReadonlyArray<string>) =>
   `CREATE TABLE IF NOT EXISTS ${table} (${
@@ -42,29 +80,43 @@ const rollupTable = (table: string, dimensions: ReadonlyArray<string>) =>
   }, ${COUNTER_DEFINITIONS}) ` +
   `ENGINE = SummingMergeTree((${COUNTER_COLUMNS.join(", ")})) ORDER BY (${dimensions.join(", ")})`
 
-const rollupView = (table: string, dimensions: ReadonlyArray<string>) =>
+const rollupView = (table: string, dimensions: ReadonlyArray<string>, source: Source) =>
   `CREATE MATERIALIZED VIEW IF NOT EXISTS ${table}_mv TO ${table} AS SELECT ` +
   `${
-    dimensions.map((d) => (DIMENSION_SOURCE[d] ? `${DIMENSION_SOURCE[d]} AS ${d}` : d)).join(", ")
-  }, ${COUNTER_SUMS} ` +
-  `FROM verifications GROUP BY ${dimensions.join(", ")}`
+    dimensions.map((d) => (source.dimensions[d] ? `${source.dimensions[d]} AS ${d}` : d)).join(", ")
+  }, ${source.counters} ` +
+  `FROM ${source.table} GROUP BY ${dimensions.join(", ")}`
 
-/** Rollup tables by name, with their dimensions in sort order. */
-export const ROLLUPS = {
+/**
+ * Rollup shapes, with their dimensions in sort order. Each family of rollups has a table of every
+ * shape, named by the family's prefix and the shape: `r_` counts verifications, `rl_` rate-limit
+ * decisions (through `RatelimitEvent`'s projection), so one planner reads both.
+ */
+export const SHAPES = {
   // Hour grain: any hour-unit query and the partial days at a window's edges.
-  r_hour: ["workspace_id", "api_id", "hour", "key_id", "identity_id", "external_id", "tags"],
-  r_hour_total: ["workspace_id", "api_id", "hour"],
+  hour: ["workspace_id", "api_id", "hour", "key_id", "identity_id", "external_id", "tags"],
+  hour_total: ["workspace_id", "api_id", "hour"],
   // Key first: one key's hours over a long window are one contiguous range.
-  r_hour_key: ["workspace_id", "api_id", "key_id", "hour"],
+  hour_key: ["workspace_id", "api_id", "key_id", "hour"],
   // Day grain: whole days.
-  r_day: ["workspace_id", "api_id", "day", "key_id", "identity_id", "external_id", "tags"],
-  r_day_total: ["workspace_id", "api_id", "day"],
-  r_day_key: ["workspace_id", "api_id", "day", "key_id"],
-  r_day_identity: ["workspace_id", "api_id", "day", "identity_id", "external_id"],
-  r_day_tags: ["workspace_id", "api_id", "day", "tags"]
+  day: ["workspace_id", "api_id", "day", "key_id", "identity_id", "external_id", "tags"],
+  day_total: ["workspace_id", "api_id", "day"],
+  day_key: ["workspace_id", "api_id", "day", "key_id"],
+  day_identity: ["workspace_id", "api_id", "day", "identity_id", "external_id"],
+  day_tags: ["workspace_id", "api_id", "day", "tags"]
 } as const
 
-export type Rollup = keyof typeof ROLLUPS
+export type Shape = keyof typeof SHAPES
+
+/** A family of rollups, by its tables' prefix: `r_` of verifications, `rl_` of rate-limit decisions. */
+export type Family = "r_" | "rl_"
+
+/** The tables of a family, by name, with their dimensions in sort order. */
+const rollups = (family: Family): ReadonlyArray<readonly [string, ReadonlyArray<string>]> =>
+  Object.entries(SHAPES).map(([shape, dimensions]) => [`${family}${shape}`, dimensions])
+
+/** Verifications' rollup tables by name, with their dimensions in sort order. */
+export const ROLLUPS: Readonly<Record<string, ReadonlyArray<string>>> = Object.fromEntries(rollups("r_"))
 
 /**
  * Every migration, by number: steps run in order, the statements of a step at once (DDL is slow on
@@ -86,7 +138,7 @@ export const migrations: ReadonlyArray<
         ) ENGINE = MergeTree PARTITION BY intDiv(hour, 720) ORDER BY (workspace_id, api_id, hour, key_id)`,
         ...Object.entries(ROLLUPS).map(([table, dimensions]) => rollupTable(table, dimensions))
       ],
-      Object.entries(ROLLUPS).map(([table, dimensions]) => rollupView(table, dimensions))
+      Object.entries(ROLLUPS).map(([table, dimensions]) => rollupView(table, dimensions, VERIFICATIONS))
     ]
   },
   {
@@ -103,6 +155,34 @@ export const migrations: ReadonlyArray<
         created_at Int64, expires_at Int64
       ) ENGINE = MergeTree ORDER BY (workspace_id, key)`
     ]]
+  },
+  {
+    id: 3,
+    name: "ratelimits",
+    steps: [
+      [
+        // Every decision in full, for `decisions`, kept `decisionRetentionDays` (day partitions, dropped
+        // whole: 18.16 has no TTL); the counts live in the rollups, for good. Override "" is "none"
+        // (ids are at least one character); `source` is `SourceIndex`'s code.
+        `CREATE TABLE IF NOT EXISTS ratelimits (
+          workspace_id String, namespace_id String, time Int64, hour UInt32, identifier String, passed UInt8,
+          \`limit\` Int64, duration Int64, remaining Int64, cost Int64, override_id String, source UInt8,
+          latency_us UInt32, detail String
+        ) ENGINE = MergeTree PARTITION BY intDiv(hour, 24) ORDER BY (workspace_id, namespace_id, hour, identifier)`,
+        ...rollups("rl_").map(([table, dimensions]) => rollupTable(table, dimensions)),
+        // Each override's decisions and the last one's time (18.16 has no SimpleAggregateFunction).
+        `CREATE TABLE IF NOT EXISTS rl_override_hits (
+          workspace_id String, override_id String, hits AggregateFunction(count),
+          last_hit_at AggregateFunction(max, Int64)
+        ) ENGINE = AggregatingMergeTree ORDER BY (workspace_id, override_id)`
+      ],
+      [
+        ...rollups("rl_").map(([table, dimensions]) => rollupView(table, dimensions, RATELIMITS)),
+        `CREATE MATERIALIZED VIEW IF NOT EXISTS rl_override_hits_mv TO rl_override_hits AS SELECT workspace_id, ` +
+        "override_id, countState() AS hits, maxState(time) AS last_hit_at FROM ratelimits WHERE override_id != '' " +
+        "GROUP BY workspace_id, override_id"
+      ]
+    ]
   }
 ]
 

@@ -1,5 +1,7 @@
 /**
- * keymeter's ClickHouse storage adapter: the verification half of the Storage port.
+ * keymeter's ClickHouse storage adapter: the verification and rate-limit halves of the Storage
+ * port's events.
  */
+export * as ClickhouseRatelimitStore from "./ClickhouseRatelimitStore.js"
 export * as ClickhouseVerificationStore from "./ClickhouseVerificationStore.js"
 export * as Migrations from "./Migrations.js"

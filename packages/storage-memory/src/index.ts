@@ -2,5 +2,6 @@
  * keymeter's in-memory storage adapter.
  */
 export * as MemoryCatalog from "./MemoryCatalog.js"
+export * as MemoryRatelimitStore from "./MemoryRatelimitStore.js"
 export * as MemoryStorage from "./MemoryStorage.js"
 export * as MemoryVerificationStore from "./MemoryVerificationStore.js"

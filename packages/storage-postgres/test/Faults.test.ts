@@ -11,7 +11,7 @@ import { Keys } from "@keymeter/core/Keys"
 import { KeyVerifier } from "@keymeter/core/KeyVerifier"
 import { Catalog } from "@keymeter/core/Storage"
 import { Workspace } from "@keymeter/core/Workspace"
-import { MemoryVerificationStore } from "@keymeter/storage-memory"
+import { MemoryRatelimitStore, MemoryVerificationStore } from "@keymeter/storage-memory"
 import { PostgresCatalog } from "@keymeter/storage-postgres"
 import { PostgresTestServer } from "@keymeter/testing"
 import * as Effect from "effect/Effect"
@@ -38,7 +38,11 @@ describe.skipIf(skip !== undefined)("PostgreSQL going away", () => {
         const services = yield* Layer.build(
           Keymeter.layer.pipe(
             Layer.provideMerge(
-              Layer.merge(PostgresCatalog.layerUrl(url, { maxConnections: 2 }), MemoryVerificationStore.layer)
+              Layer.mergeAll(
+                PostgresCatalog.layerUrl(url, { maxConnections: 2 }),
+                MemoryVerificationStore.layer,
+                MemoryRatelimitStore.layer
+              )
             )
           )
         )

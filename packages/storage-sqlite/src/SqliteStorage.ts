@@ -1,12 +1,13 @@
 /**
- * The whole Storage port in one SQLite file: durable (WAL, synchronous FULL by default), migrated
- * at open, written by one server process at a time.
+ * The whole Storage port in one SQLite file (verifications, rate-limit decisions, catalog):
+ * durable (WAL, synchronous FULL by default), migrated at open, written by one server process at a
+ * time.
  */
 import * as Reactivity from "@effect/experimental/Reactivity"
 import { SqliteClient } from "@effect/sql-sqlite-node"
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { StorageError } from "@keymeter/core/Errors"
-import type { Catalog, VerificationStore } from "@keymeter/core/Storage"
+import type { Catalog, RatelimitStore, VerificationStore } from "@keymeter/core/Storage"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -15,6 +16,7 @@ import { dirname } from "node:path"
 import * as WriterLock from "./internal/WriterLock.js"
 import * as Migrations from "./Migrations.js"
 import * as SqliteCatalog from "./SqliteCatalog.js"
+import * as SqliteRatelimitStore from "./SqliteRatelimitStore.js"
 import * as SqliteVerificationStore from "./SqliteVerificationStore.js"
 
 /** How to open the file. */
@@ -32,8 +34,13 @@ export interface Options {
   readonly busyTimeoutMs?: number | undefined
   /** When closed days are rolled up into the day tables. */
   readonly compaction?: SqliteVerificationStore.CompactionOptions | undefined
-  /** Days of each api also held in memory for fast queries (see {@link SqliteVerificationStore.Options}). */
+  /**
+   * Days of each api (and of each rate-limit namespace) also held in memory for fast queries (see
+   * {@link SqliteVerificationStore.Options}).
+   */
   readonly hotDays?: number | undefined
+  /** Days each rate-limit decision is kept in full (see {@link SqliteRatelimitStore.Options}). */
+  readonly decisionDays?: number | undefined
 }
 
 /** Why the file could not be opened: another writer, a schema from elsewhere, or a storage failure. */
@@ -92,7 +99,8 @@ const clientLayer = (filename: string) =>
       // Owner-only: the file holds hashes of secrets. SQLite gives `-wal` and `-shm` its mode.
       if (filename !== ":memory:") mkdirSync(dirname(filename), { recursive: true, mode: 0o700 })
       // WAL is switched on by layerClient, once the file is known to be keymeter's.
-      return SqliteClient.make({ filename, disableWAL: true }).pipe(
+      // Room for the statements of both families of count tables (each keeps a few dozen prepared).
+      return SqliteClient.make({ filename, disableWAL: true, prepareCacheSize: 400 }).pipe(
         Effect.tap(() => filename === ":memory:" ? undefined : ownerOnly(filename))
       )
     }).pipe(
@@ -109,14 +117,43 @@ const clientLayer = (filename: string) =>
     )
   ).pipe(Layer.provide(Reactivity.layer))
 
-/** Both halves of the port on one file. */
+/**
+ * Both event stores on the SqlClient in context, with one hot range for both (loaded once both
+ * are). Each has its own writer: the SQLite client runs one transaction at a time on its one
+ * connection (statements of other fibers wait for it), so their transactions never mix.
+ */
+const eventStores = (options: Options) =>
+  Layer.scopedContext(Effect.gen(function*() {
+    const verifications = yield* SqliteVerificationStore.make({
+      compaction: options.compaction,
+      hotDays: options.hotDays
+    })
+    const ratelimits = yield* SqliteRatelimitStore.make({
+      compaction: options.compaction,
+      hotDays: options.hotDays,
+      decisionDays: options.decisionDays
+    })
+    const ofVerifications = Context.get(verifications, SqliteVerificationStore.HotRange)
+    const ofRatelimits = Context.get(ratelimits, SqliteVerificationStore.HotRange)
+    return Context.merge(verifications, ratelimits).pipe(
+      Context.add(
+        SqliteVerificationStore.HotRange,
+        SqliteVerificationStore.HotRange.of({
+          loaded: Effect.zipRight(ofVerifications.loaded, ofRatelimits.loaded),
+          events: Effect.zipWith(ofVerifications.events, ofRatelimits.events, (a, b) => a + b)
+        })
+      )
+    )
+  }))
+
+/** The whole port on one file. */
 export const layer = (
   options: Options
-): Layer.Layer<VerificationStore | SqliteVerificationStore.HotRange | Catalog | SqlClient.SqlClient, OpenError> =>
-  Layer.merge(
-    SqliteVerificationStore.layer({ compaction: options.compaction, hotDays: options.hotDays }),
-    SqliteCatalog.layerOnFile(options.filename)
-  ).pipe(
+): Layer.Layer<
+  VerificationStore | RatelimitStore | SqliteVerificationStore.HotRange | Catalog | SqlClient.SqlClient,
+  OpenError
+> =>
+  Layer.merge(eventStores(options), SqliteCatalog.layerOnFile(options.filename)).pipe(
     Layer.provideMerge(writerClient(options))
   )
 

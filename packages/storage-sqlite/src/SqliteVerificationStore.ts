@@ -28,6 +28,7 @@ import * as Dictionaries from "./internal/Dictionaries.js"
 import { HotIndex } from "./internal/HotIndex.js"
 import * as HotRangeLoader from "./internal/HotRangeLoader.js"
 import * as Reader from "./internal/Reader.js"
+import * as Tables from "./internal/Tables.js"
 import * as Writer from "./internal/Writer.js"
 import { storageError } from "./SqliteCatalog.js"
 
@@ -77,7 +78,7 @@ export const DEFAULT_HOT_DAYS = 92
 export const make = (options: Options = {}) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    const dictionaries = yield* Effect.catchAll(Dictionaries.load, storageError)
+    const dictionaries = yield* Effect.catchAll(Dictionaries.load(Tables.verifications), storageError)
     const hotDays = Math.max(0, Math.floor(options.hotDays ?? DEFAULT_HOT_DAYS))
     const hot = hotDays === 0 ? undefined : HotIndex.make(dictionaries, hotDays)
     // A commit and its append to the hot index are one step for the background loads (see HotIndex).
@@ -88,7 +89,7 @@ export const make = (options: Options = {}) =>
     // Bumped by every commit: this process is the file's only writer (the writer lock).
     let revision = 0
     const commit = (events: ReadonlyArray<Verification>, keyed: ReadonlyArray<GroupCommit.Keyed>) =>
-      Writer.commit(sql, dictionaries, events, keyed.map((k) => k.receipt)).pipe(
+      Writer.commit(sql, dictionaries, events, Writer.writeReceipts(sql, keyed.map((k) => k.receipt))).pipe(
         Effect.catchAll(storageError),
         Effect.zipLeft(Effect.suspend(() => hotRange.committed(events))),
         // Once the hot index holds the batch too, so no answer without it is kept as current.
@@ -97,7 +98,7 @@ export const make = (options: Options = {}) =>
       )
     // The writer: one transaction per round of queued calls; it compacts what closed after each
     // commit, and everything pending whenever it idles.
-    const offer = yield* GroupCommit.make({
+    const offer = yield* GroupCommit.make<Verification>({
       write: commit,
       maxEvents: MAX_EVENTS_PER_TRANSACTION,
       afterWrite: compaction.due(false),

@@ -4,10 +4,11 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Dictionaries } from "../src/internal/Dictionaries.js"
+import * as Tables from "../src/internal/Tables.js"
 
 describe("Dictionaries", () => {
   it("forgets the codes of a failed transaction, shortcuts included, and hands them out again", () => {
-    const d = new Dictionaries()
+    const d = new Dictionaries(Tables.verifications)
     const kept = d.tagsetCode(["kept"])
     const keptIdentity = d.identityCode({ id: "id_1", externalId: "ext_1" })
     const keptPartition = d.partitionFor("ws", "api_1")
@@ -36,7 +37,7 @@ describe("Dictionaries", () => {
   })
 
   it("keeps two external ids of one identity id apart", () => {
-    const d = new Dictionaries()
+    const d = new Dictionaries(Tables.verifications)
     const first = d.identityCode({ id: "id_1", externalId: "ext_1" })
     const second = d.identityCode({ id: "id_1", externalId: "ext_2" })
     expect(second).not.toBe(first)

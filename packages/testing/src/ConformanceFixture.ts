@@ -7,7 +7,7 @@ import * as Analytics from "@keymeter/core/Analytics"
 import { Api } from "@keymeter/core/Api"
 import * as Auth from "@keymeter/core/Auth"
 import * as Keymeter from "@keymeter/core/Keymeter"
-import type { Catalog as CatalogTag } from "@keymeter/core/Storage"
+import type { Storage } from "@keymeter/core/Storage"
 import { Catalog, VerificationStore } from "@keymeter/core/Storage"
 import * as Verification from "@keymeter/core/Verification"
 import { Workspace } from "@keymeter/core/Workspace"
@@ -165,7 +165,7 @@ export interface ConformanceOptions {
 /** One run of the suite, as each of its parts gets it. */
 export interface Suite {
   /** The storage under test: each test builds a fresh one. */
-  readonly storage: Layer.Layer<VerificationStore | CatalogTag, unknown>
+  readonly storage: Layer.Layer<Storage, unknown>
   /** Runs of each property test. */
   readonly numRuns: number
   /** Time each property test may take, in ms. */
@@ -179,7 +179,7 @@ export interface Suite {
  * `timeoutMs` (default 30 s).
  */
 export const makeSuite = (
-  storage: Layer.Layer<VerificationStore | CatalogTag, unknown>,
+  storage: Layer.Layer<Storage, unknown>,
   options: ConformanceOptions = {}
 ): Suite => {
   const numRuns = options.numRuns ?? 60

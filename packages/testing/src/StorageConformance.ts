@@ -1,15 +1,16 @@
 /**
  * The behaviour every Storage adapter must share, as one suite: `conformance(name, layer)` runs it
  * against a fresh storage per test. Its data and helpers are exported for adapter-specific suites.
- * The tests live by port: VerificationStoreConformance, CatalogConformance, and ServicesConformance
+ * The tests live by port: VerificationStoreConformance, RatelimitStoreConformance, CatalogConformance, and ServicesConformance
  * for core's services over both halves; what they share is in ConformanceFixture.
  */
 import { describe } from "@effect/vitest"
-import type { Catalog as CatalogTag, VerificationStore } from "@keymeter/core/Storage"
+import type { Storage } from "@keymeter/core/Storage"
 import type * as Layer from "effect/Layer"
 import * as CatalogConformance from "./CatalogConformance.js"
 import type { ConformanceOptions } from "./ConformanceFixture.js"
 import { makeSuite } from "./ConformanceFixture.js"
+import * as RatelimitStoreConformance from "./RatelimitStoreConformance.js"
 import * as ServicesConformance from "./ServicesConformance.js"
 import * as VerificationStoreConformance from "./VerificationStoreConformance.js"
 
@@ -18,13 +19,14 @@ export type { ConformanceOptions } from "./ConformanceFixture.js"
 
 export const conformance = (
   name: string,
-  storage: Layer.Layer<VerificationStore | CatalogTag, unknown>,
+  storage: Layer.Layer<Storage, unknown>,
   options: ConformanceOptions = {}
 ) => {
   const suite = makeSuite(storage, options)
 
   describe.skipIf(options.skip !== undefined)(`Storage conformance: ${name}`, () => {
     VerificationStoreConformance.tests(suite)
+    RatelimitStoreConformance.tests(suite)
     CatalogConformance.tests(suite)
     ServicesConformance.tests(suite)
   })

@@ -1,14 +1,14 @@
 /**
- * An aggregation query as one ClickHouse SELECT over the rollups. The window (whole hours) is split
- * into whole days, read from a day table, and the hours at its edges (or every hour, for an
- * hour-unit query), read from an hour table; for each, the smallest table holding the needed
- * columns is chosen. The parts are summed together by one outer GROUP BY. Every value is written
- * by `Literal`.
+ * An aggregation query as one ClickHouse SELECT over a family of rollups (verifications' or
+ * rate-limit decisions', which share their shapes). The window (whole hours) is split into whole
+ * days, read from a day table, and the hours at its edges (or every hour, for an hour-unit query),
+ * read from an hour table; for each, the smallest table holding the needed columns is chosen. The
+ * parts are summed together by one outer GROUP BY. Every value is written by `Literal`.
  */
 import type { AggregationQuery } from "@keymeter/core/Aggregation"
 import { COUNTER_COLUMNS } from "@keymeter/core/Aggregation"
 import * as Time from "@keymeter/core/Time"
-import type { Rollup } from "../Migrations.js"
+import type { Family, Shape } from "../Migrations.js"
 import { encode, integer, string } from "./Literal.js"
 
 export type Dimension = "key" | "identity" | "tags"
@@ -28,30 +28,30 @@ export interface Plan {
 }
 
 interface Part {
-  readonly table: Rollup
+  readonly shape: Shape
   readonly grain: "hour" | "day"
   readonly from: number
   readonly to: number
 }
 
 /**
- * `r_hour_key` is sorted by key before hour: the table for a few keys' hours over a long window,
- * but a scan of every key's whole history for a window of all keys. Those read `r_hour`, sorted
+ * `hour_key` is sorted by key before hour: the table for a few keys' hours over a long window,
+ * but a scan of every key's whole history for a window of all keys. Those read `hour`, sorted
  * by hour.
  */
-const hourTable = (needed: ReadonlySet<Dimension>, keyFilter: boolean): Rollup =>
-  needed.size === 0 ? "r_hour_total" : needed.size === 1 && needed.has("key") && keyFilter ? "r_hour_key" : "r_hour"
+const hourTable = (needed: ReadonlySet<Dimension>, keyFilter: boolean): Shape =>
+  needed.size === 0 ? "hour_total" : needed.size === 1 && needed.has("key") && keyFilter ? "hour_key" : "hour"
 
-const dayTable = (needed: ReadonlySet<Dimension>): Rollup => {
-  if (needed.size === 0) return "r_day_total"
-  if (needed.size > 1) return "r_day"
-  return needed.has("key") ? "r_day_key" : needed.has("identity") ? "r_day_identity" : "r_day_tags"
+const dayTable = (needed: ReadonlySet<Dimension>): Shape => {
+  if (needed.size === 0) return "day_total"
+  if (needed.size > 1) return "day"
+  return needed.has("key") ? "day_key" : needed.has("identity") ? "day_identity" : "day_tags"
 }
 
 /** Whole days [firstDay, lastDay] from a day table, the rest of [lo, hi] (hours) from an hour table. */
 const parts = (query: AggregationQuery, needed: ReadonlySet<Dimension>, lo: number, hi: number): Array<Part> => {
   const hours = (from: number, to: number): Part => ({
-    table: hourTable(needed, query.keyIds.length > 0),
+    shape: hourTable(needed, query.keyIds.length > 0),
     grain: "hour",
     from,
     to
@@ -60,13 +60,13 @@ const parts = (query: AggregationQuery, needed: ReadonlySet<Dimension>, lo: numb
   const { after, before, days } = Time.splitDays(lo, hi)
   const out: Array<Part> = []
   if (before) out.push(hours(before.from, before.to))
-  if (days) out.push({ table: dayTable(needed), grain: "day", ...days })
+  if (days) out.push({ shape: dayTable(needed), grain: "day", ...days })
   if (after) out.push(hours(after.from, after.to))
   return out
 }
 
-/** The plan of `query`, or undefined when its window is empty. */
-export const plan = (query: AggregationQuery): Plan | undefined => {
+/** The plan of `query` over the rollups of `family`, or undefined when its window is empty. */
+export const plan = (query: AggregationQuery, family: Family): Plan | undefined => {
   const lo = query.start === undefined ? 0 : Math.max(0, query.start / Time.HOUR)
   const hi = Math.min(query.end / Time.HOUR, 0xffff_ffff)
   if (lo > hi) return undefined
@@ -108,7 +108,7 @@ export const plan = (query: AggregationQuery): Plan | undefined => {
     if (query.tags.length > 0) where.push(`hasAll(tags, ${encode(query.tags)})`)
     if (query.externalId !== undefined) where.push(`external_id = ${string(query.externalId)} AND identity_id != ''`)
     else if (query.groupByIdentity) where.push("identity_id != ''")
-    return `SELECT ${[...bucket, ...columns, ...COUNTER_COLUMNS].join(", ")} FROM ${part.table} WHERE ${
+    return `SELECT ${[...bucket, ...columns, ...COUNTER_COLUMNS].join(", ")} FROM ${family}${part.shape} WHERE ${
       where.join(" AND ")
     }`
   })

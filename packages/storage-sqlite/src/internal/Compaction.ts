@@ -7,6 +7,7 @@ import type * as SqlClient from "@effect/sql/SqlClient"
 import { COUNTER_COLUMNS } from "@keymeter/core/Aggregation"
 import * as Effect from "effect/Effect"
 import type { Dictionaries, Partition } from "./Dictionaries.js"
+import type { Rollup, Tables } from "./Tables.js"
 
 /** When closed days are rolled up into the day tables. */
 export interface Options {
@@ -25,44 +26,46 @@ const SUMS = COUNTER_COLUMNS.map((c) => `sum(${c})`).join(", ")
 const COUNTERS = COUNTER_COLUMNS.join(", ")
 
 /** The day tables rolled up from `r_day`, with their dimensions. */
-const DAY_ROLLUPS = [
-  ["r_day_total", ["day"]],
-  ["r_day_key", ["key", "day"]],
-  ["r_day_identity", ["identity", "day"]],
-  ["r_day_tagset", ["tagset", "day"]]
-] as const
+const DAY_ROLLUPS: ReadonlyArray<readonly [Rollup, ReadonlyArray<string>]> = [
+  ["dayTotal", ["day"]],
+  ["dayKey", ["key", "day"]],
+  ["dayIdentity", ["identity", "day"]],
+  ["dayTagset", ["tagset", "day"]]
+]
 
 /** Rolls closed days of `partition` up into the day tables, a few days per transaction. */
-const compact = (sql: SqlClient.SqlClient, partition: Partition) =>
+const compact = (sql: SqlClient.SqlClient, tables: Tables, partition: Partition) =>
   Effect.gen(function*() {
+    const { rollups } = tables
     const through = Math.floor(partition.maxHour / 24) - 1
     const p = partition.no
     while (partition.compactedThrough < through) {
       // Start at the next day holding data: gaps (or the years before the first event) are skipped.
-      const [[next]] = yield* sql`SELECT min(hour) FROM r_hour_total WHERE p = ${p} AND hour >= ${
+      const [[next]] = yield* sql`SELECT min(hour) FROM ${sql(rollups.hourTotal)} WHERE p = ${p} AND hour >= ${
         (partition.compactedThrough + 1) * 24
       }`.values
       const from = next === null ? through + 1 : Math.floor((next as number) / 24)
       const to = Math.min(through, from + MAX_DAYS_PER_TRANSACTION - 1)
       if (from > through) {
-        yield* sql`UPDATE v_partitions SET compacted_through = ${through} WHERE no = ${p}`
+        yield* sql`UPDATE ${sql(tables.partitions)} SET compacted_through = ${through} WHERE no = ${p}`
         partition.compactedThrough = through
         break
       }
       yield* sql.withTransaction(Effect.all([
         sql.unsafe(
-          `INSERT INTO r_day (p, day, key, identity, tagset, ${COUNTERS}) SELECT p, hour / 24, key, identity, tagset, ${SUMS}
-           FROM r_hour WHERE p = ? AND hour BETWEEN ? AND ? GROUP BY hour / 24, key, identity, tagset`,
+          `INSERT INTO ${rollups.day} (p, day, key, identity, tagset, ${COUNTERS})
+           SELECT p, hour / 24, key, identity, tagset, ${SUMS}
+           FROM ${rollups.hour} WHERE p = ? AND hour BETWEEN ? AND ? GROUP BY hour / 24, key, identity, tagset`,
           [p, from * 24, to * 24 + 23]
         ),
-        ...DAY_ROLLUPS.map(([table, dims]) =>
+        ...DAY_ROLLUPS.map(([rollup, dims]) =>
           sql.unsafe(
-            `INSERT INTO ${table} (p, ${dims.join(", ")}, ${COUNTERS}) SELECT p, ${dims.join(", ")}, ${SUMS}
-             FROM r_day WHERE p = ? AND day BETWEEN ? AND ? GROUP BY ${dims.join(", ")}`,
+            `INSERT INTO ${rollups[rollup]} (p, ${dims.join(", ")}, ${COUNTERS}) SELECT p, ${dims.join(", ")}, ${SUMS}
+             FROM ${rollups.day} WHERE p = ? AND day BETWEEN ? AND ? GROUP BY ${dims.join(", ")}`,
             [p, from, to]
           )
         ),
-        sql`UPDATE v_partitions SET compacted_through = ${to} WHERE no = ${p}`
+        sql`UPDATE ${sql(tables.partitions)} SET compacted_through = ${to} WHERE no = ${p}`
       ], { discard: true }))
       partition.compactedThrough = to
     }
@@ -97,7 +100,11 @@ export const make = (sql: SqlClient.SqlClient, dictionaries: Dictionaries, optio
       }
       return Effect.forEach(
         ready,
-        (partition) => Effect.zipRight(compact(sql, partition), Effect.sync(() => pendingSince.delete(partition))),
+        (partition) =>
+          Effect.zipRight(
+            compact(sql, dictionaries.tables, partition),
+            Effect.sync(() => pendingSince.delete(partition))
+          ),
         { discard: true }
       )
     })

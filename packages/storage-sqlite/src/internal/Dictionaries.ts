@@ -6,6 +6,7 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { Identity } from "@keymeter/core/Verification"
 import * as Effect from "effect/Effect"
+import type { Tables } from "./Tables.js"
 
 /** What is known of one (workspace, api) partition. */
 export interface Partition {
@@ -26,7 +27,13 @@ const joinKey = (parts: ReadonlyArray<string>): string => {
   return out
 }
 
+/**
+ * The dictionaries of one family of tables (see `Tables`); they carry its table names for the
+ * modules that count with them.
+ */
 export class Dictionaries {
+  constructor(readonly tables: Tables) {}
+
   private readonly partitions = new Map<string, Partition>()
   readonly partitionsByNo: Array<Partition | undefined> = []
   private readonly keyCodes = new Map<string, number>()
@@ -214,39 +221,45 @@ export class Dictionaries {
   }
 }
 
-/** The dictionaries as stored, with each partition's bounds and compaction mark. */
-export const load = Effect.gen(function*() {
-  const sql = yield* SqlClient.SqlClient
-  const dictionaries = new Dictionaries()
-  const bounds = new Map<number, { min: number; max: number }>()
-  for (const [p, min, max] of yield* sql.unsafe("SELECT p, min(hour), max(hour) FROM r_hour_total GROUP BY p").values) {
-    bounds.set(p as number, { min: min as number, max: max as number })
-  }
-  for (
-    const [no, workspaceId, apiId, compacted] of yield* sql.unsafe(
-      "SELECT no, workspace_id, api_id, compacted_through FROM v_partitions"
-    ).values
-  ) {
-    const b = bounds.get(no as number)
-    dictionaries.loadPartition({
-      no: no as number,
-      workspaceId: workspaceId as string,
-      apiId: apiId as string,
-      compactedThrough: compacted as number,
-      minHour: b?.min ?? -1,
-      maxHour: b?.max ?? -1
-    })
-  }
-  for (const [no, value] of yield* sql.unsafe("SELECT no, value FROM v_keys").values) {
-    dictionaries.loadKey(no as number, value as string)
-  }
-  for (
-    const [no, id, externalId] of yield* sql.unsafe("SELECT no, identity_id, external_id FROM v_identities").values
-  ) {
-    dictionaries.loadIdentity(no as number, { id: id as string, externalId: externalId as string })
-  }
-  for (const [no, tags] of yield* sql.unsafe("SELECT no, tags FROM v_tagsets WHERE no > 0").values) {
-    dictionaries.loadTagset(no as number, tags as string)
-  }
-  return dictionaries
-})
+/** The dictionaries of `tables` as stored, with each partition's bounds and compaction mark. */
+export const load = (tables: Tables) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const dictionaries = new Dictionaries(tables)
+    const bounds = new Map<number, { min: number; max: number }>()
+    for (
+      const [p, min, max] of yield* sql.unsafe(
+        `SELECT p, min(hour), max(hour) FROM ${tables.rollups.hourTotal} GROUP BY p`
+      ).values
+    ) {
+      bounds.set(p as number, { min: min as number, max: max as number })
+    }
+    for (
+      const [no, workspaceId, apiId, compacted] of yield* sql.unsafe(
+        `SELECT no, workspace_id, api_id, compacted_through FROM ${tables.partitions}`
+      ).values
+    ) {
+      const b = bounds.get(no as number)
+      dictionaries.loadPartition({
+        no: no as number,
+        workspaceId: workspaceId as string,
+        apiId: apiId as string,
+        compactedThrough: compacted as number,
+        minHour: b?.min ?? -1,
+        maxHour: b?.max ?? -1
+      })
+    }
+    for (const [no, value] of yield* sql.unsafe(`SELECT no, value FROM ${tables.keys}`).values) {
+      dictionaries.loadKey(no as number, value as string)
+    }
+    for (
+      const [no, id, externalId] of yield* sql.unsafe(`SELECT no, identity_id, external_id FROM ${tables.identities}`)
+        .values
+    ) {
+      dictionaries.loadIdentity(no as number, { id: id as string, externalId: externalId as string })
+    }
+    for (const [no, tags] of yield* sql.unsafe(`SELECT no, tags FROM ${tables.tagsets} WHERE no > 0`).values) {
+      dictionaries.loadTagset(no as number, tags as string)
+    }
+    return dictionaries
+  })

@@ -35,7 +35,7 @@ import type { Dictionaries, Partition } from "./Dictionaries.js"
 const LOAD_HOURS = 6
 
 /** A turn of the event loop (not the Clock's, so it is the same under a TestClock). */
-const nextMacrotask = Effect.async<void>((resume) => {
+export const nextMacrotask = Effect.async<void>((resume) => {
   const handle = setImmediate(() => resume(Effect.void))
   return Effect.sync(() => clearImmediate(handle))
 })
@@ -158,7 +158,7 @@ export class HotIndex {
       const rows = yield* sql.unsafe(
         `SELECT hour, key, identity, tagset, ${
           COUNTER_COLUMNS.join(", ")
-        } FROM r_hour WHERE p = ? AND hour >= ? AND hour < ? ORDER BY hour`,
+        } FROM ${this.dictionaries.tables.rollups.hour} WHERE p = ? AND hour >= ? AND hour < ? ORDER BY hour`,
         [no, load.next, load.next + LOAD_HOURS]
       ).values
       const { codes } = load

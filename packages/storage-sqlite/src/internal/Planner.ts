@@ -9,13 +9,13 @@ import type { AggregationQuery } from "@keymeter/core/Aggregation"
 import { COUNTER_COLUMNS } from "@keymeter/core/Aggregation"
 import * as Time from "@keymeter/core/Time"
 import type { Dictionaries, Partition } from "./Dictionaries.js"
-import type { Table } from "./Rollup.js"
+import type { Rollup } from "./Tables.js"
 
 export type Dimension = "key" | "identity" | "tagset"
 
 /** One SQL statement of a plan. Its rows are [bucket, ...dimensions, c0 .. c8]. */
 export interface Statement {
-  readonly table: Table
+  readonly table: Rollup
   readonly text: string
   readonly params: ReadonlyArray<unknown>
 }
@@ -30,7 +30,7 @@ export interface Plan {
 
 const SUMS = COUNTER_COLUMNS.map((c) => `sum(${c})`).join(", ")
 
-const DAY_TABLE: Record<Dimension, Table> = { key: "r_day_key", identity: "r_day_identity", tagset: "r_day_tagset" }
+const DAY_TABLE: Record<Dimension, Rollup> = { key: "dayKey", identity: "dayIdentity", tagset: "dayTagset" }
 
 interface Segment {
   readonly grain: "hour" | "day"
@@ -100,13 +100,13 @@ export const plan = (query: AggregationQuery, dictionaries: Dictionaries): Plan 
   const statements = segments(query, partition, lo, hi).map((segment): Statement => {
     const hourly = segment.grain === "hour"
     const only = needed.size === 1 ? [...needed][0]! : undefined
-    const table: Table = needed.size === 0
-      ? (hourly ? "r_hour_total" : "r_day_total")
+    const table: Rollup = needed.size === 0
+      ? (hourly ? "hourTotal" : "dayTotal")
       : hourly
-      ? "r_hour"
+      ? "hour"
       : only !== undefined
       ? DAY_TABLE[only]
-      : "r_day"
+      : "day"
     const time = hourly ? "hour" : "day"
     const day = hourly ? "(hour / 24)" : "day"
     const bucket = query.timeUnit === undefined
@@ -122,7 +122,7 @@ export const plan = (query: AggregationQuery, dictionaries: Dictionaries): Plan 
     const params: Array<unknown> = [partition.no]
     // In the full rollups the key follows the time column: listing every hour (day) lets SQLite
     // seek each (time, key) pair instead of scanning the window.
-    if (keys && (table === "r_hour" || table === "r_day")) {
+    if (keys && (table === "hour" || table === "day")) {
       where.push(`${time} IN (SELECT value FROM json_each(?))`)
       params.push(range(segment.from, segment.to))
     } else {
@@ -148,9 +148,9 @@ export const plan = (query: AggregationQuery, dictionaries: Dictionaries): Plan 
         query.maxRows + 1
       }`
       : ""
-    const text = `SELECT ${bucket} AS b${dimensions.map((d) => `, ${d}`).join("")}, ${SUMS} FROM ${table} WHERE ${
-      where.join(" AND ")
-    }${grouping}`
+    const text = `SELECT ${bucket} AS b${dimensions.map((d) => `, ${d}`).join("")}, ${SUMS} FROM ${
+      dictionaries.tables.rollups[table]
+    } WHERE ${where.join(" AND ")}${grouping}`
     return { table, text, params }
   })
 

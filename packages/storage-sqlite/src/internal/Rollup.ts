@@ -1,27 +1,24 @@
 /**
- * Rollup rows: aggregation of a transaction's events in memory, then multi-row upserts that add
- * the counters to what is stored. Statements carry 2^k rows so that only a handful of statement
- * texts exist per table (they stay in the prepared-statement cache).
+ * Rollup rows: aggregation of a transaction's events in memory, then multi-row upserts (`Rows`)
+ * that add the counters to what is stored.
  */
 import type * as SqlClient from "@effect/sql/SqlClient"
 import { COUNTER_COLUMNS, OUTCOMES } from "@keymeter/core/Aggregation"
-import * as Effect from "effect/Effect"
+import * as Rows from "./Rows.js"
+import type { Rollup, Tables } from "./Tables.js"
 
 /** Dimension columns of every rollup table, in primary-key order. */
-export const TABLES = {
-  r_hour: ["p", "hour", "key", "identity", "tagset"],
-  r_hour_total: ["p", "hour"],
-  r_day: ["p", "day", "key", "identity", "tagset"],
-  r_day_total: ["p", "day"],
-  r_day_key: ["p", "key", "day"],
-  r_day_identity: ["p", "identity", "day"],
-  r_day_tagset: ["p", "tagset", "day"]
-} as const
+export const DIMENSIONS: { readonly [R in Rollup]: ReadonlyArray<string> } = {
+  hour: ["p", "hour", "key", "identity", "tagset"],
+  hourTotal: ["p", "hour"],
+  day: ["p", "day", "key", "identity", "tagset"],
+  dayTotal: ["p", "day"],
+  dayKey: ["p", "key", "day"],
+  dayIdentity: ["p", "identity", "day"],
+  dayTagset: ["p", "tagset", "day"]
+}
 
-/** A rollup table's name. */
-export type Table = keyof typeof TABLES
-
-/** Rows of one table, keyed by their dimension values. */
+/** Rows of one table (of a family's `rollup`), keyed by their dimension values. */
 export class RollupRows {
   private readonly index = new Map<number | string, number>()
   /** Rows of 5 dimensions: by the first two, then by the other three. */
@@ -29,7 +26,10 @@ export class RollupRows {
   private rows = 0
   /** Per row: the dimension values, then nine counters. */
   readonly values: Array<number> = []
-  constructor(readonly table: Table) {}
+  readonly table: string
+  constructor(tables: Tables, readonly rollup: Rollup) {
+    this.table = tables.rollups[rollup]
+  }
 
   get size(): number {
     return this.rows
@@ -74,35 +74,22 @@ export class RollupRows {
 /** Two non-negative integers as one map key: a number when they fit in 53 bits. */
 const pair = (a: number, b: number): number | string => a < 2 ** 31 && b < 2 ** 22 ? a * 2 ** 22 + b : `${a},${b}`
 
-const MAX_ROWS_PER_STATEMENT = 256
-
-const upsertText = (table: Table, rows: number): string => {
-  const columns = [...TABLES[table], ...COUNTER_COLUMNS]
-  const row = `(${columns.map(() => "?").join(", ")})`
-  return `INSERT INTO ${table} (${columns.join(", ")}) VALUES ${new Array(rows).fill(row).join(", ")} ` +
-    `ON CONFLICT DO UPDATE SET ${COUNTER_COLUMNS.map((c) => `${c} = ${c} + excluded.${c}`).join(", ")}`
-}
+const upsertText = (table: string, rollup: Rollup, rows: number): string =>
+  Rows.insertText(
+    table,
+    [...DIMENSIONS[rollup], ...COUNTER_COLUMNS],
+    rows,
+    ` ON CONFLICT DO UPDATE SET ${COUNTER_COLUMNS.map((c) => `${c} = ${c} + excluded.${c}`).join(", ")}`
+  )
 
 const texts = new Map<string, string>()
-const textFor = (table: Table, rows: number) => {
+const textFor = (table: string, rollup: Rollup, rows: number) => {
   const id = `${table}:${rows}`
   let text = texts.get(id)
-  if (text === undefined) texts.set(id, text = upsertText(table, rows))
+  if (text === undefined) texts.set(id, text = upsertText(table, rollup, rows))
   return text
 }
 
-/** Adds `rows` to their table: statements of 256 rows, then of decreasing powers of two. */
+/** Adds `rows` to their table (see `Rows`). */
 export const upsert = (sql: SqlClient.SqlClient, rows: RollupRows) =>
-  Effect.suspend(() => {
-    const width = TABLES[rows.table].length + OUTCOMES
-    const total = rows.size
-    const statements: Array<Effect.Effect<unknown, any>> = []
-    let done = 0
-    while (done < total) {
-      let n = MAX_ROWS_PER_STATEMENT
-      while (n > total - done) n >>= 1
-      statements.push(sql.unsafe(textFor(rows.table, n), rows.values.slice(done * width, (done + n) * width)))
-      done += n
-    }
-    return Effect.all(statements, { discard: true })
-  })
+  Rows.run(sql, (n) => textFor(rows.table, rows.rollup, n), DIMENSIONS[rows.rollup].length + OUTCOMES, rows.values)

@@ -1,6 +1,7 @@
 /**
- * The transaction of one batch: the dictionary entries it is the first to use, its hour rollups
- * (`r_hour`, `r_hour_total`), and for events of days already compacted, the day tables too. The
+ * The transaction of one batch: the dictionary entries it is the first to use, its hour rollups,
+ * and for events of days already compacted, the day tables too (all of the dictionaries' family of
+ * tables, see `Tables`); then what the caller stores with them (receipts, decisions). The
  * dictionaries keep the new entries when it commits and forget them when it fails.
  */
 import type * as SqlClient from "@effect/sql/SqlClient"
@@ -30,14 +31,15 @@ const insertAll = (sql: SqlClient.SqlClient, table: string, rows: ReadonlyArray<
 /** The writes of `events`, inside the caller's transaction. */
 const write = (sql: SqlClient.SqlClient, dictionaries: Dictionaries, events: ReadonlyArray<Verification>) =>
   Effect.gen(function*() {
-    const hour = new RollupRows("r_hour")
-    const hourTotal = new RollupRows("r_hour_total")
+    const { tables } = dictionaries
+    const hour = new RollupRows(tables, "hour")
+    const hourTotal = new RollupRows(tables, "hourTotal")
     const late = {
-      day: new RollupRows("r_day"),
-      dayTotal: new RollupRows("r_day_total"),
-      dayKey: new RollupRows("r_day_key"),
-      dayIdentity: new RollupRows("r_day_identity"),
-      dayTagset: new RollupRows("r_day_tagset")
+      day: new RollupRows(tables, "day"),
+      dayTotal: new RollupRows(tables, "dayTotal"),
+      dayKey: new RollupRows(tables, "dayKey"),
+      dayIdentity: new RollupRows(tables, "dayIdentity"),
+      dayTagset: new RollupRows(tables, "dayTagset")
     }
     for (const event of events) {
       const partition = dictionaries.partitionFor(event.workspaceId, event.apiId)
@@ -62,16 +64,16 @@ const write = (sql: SqlClient.SqlClient, dictionaries: Dictionaries, events: Rea
     const pending = dictionaries.pending
     yield* insertAll(
       sql,
-      "v_partitions",
+      tables.partitions,
       pending.partitions.map((p) => ({ no: p.no, workspace_id: p.workspaceId, api_id: p.apiId }))
     )
-    yield* insertAll(sql, "v_keys", pending.keys.map(([no, value]) => ({ no, value })))
+    yield* insertAll(sql, tables.keys, pending.keys.map(([no, value]) => ({ no, value })))
     yield* insertAll(
       sql,
-      "v_identities",
+      tables.identities,
       pending.identities.map(([no, i]) => ({ no, identity_id: i.id, external_id: i.externalId }))
     )
-    yield* insertAll(sql, "v_tagsets", pending.tagsets.map(([no, tags]) => ({ no, tags })))
+    yield* insertAll(sql, tables.tagsets, pending.tagsets.map(([no, tags]) => ({ no, tags })))
     yield* upsert(sql, hour)
     yield* upsert(sql, hourTotal)
     for (const rows of Object.values(late)) if (rows.size > 0) yield* upsert(sql, rows)
@@ -81,7 +83,7 @@ const write = (sql: SqlClient.SqlClient, dictionaries: Dictionaries, events: Rea
  * The receipts of the keyed calls in a batch: an expired receipt of the same key is replaced; a
  * live one makes the INSERT fail (primary key), and so the whole transaction.
  */
-const writeReceipts = (sql: SqlClient.SqlClient, receipts: ReadonlyArray<Receipt>) =>
+export const writeReceipts = (sql: SqlClient.SqlClient, receipts: ReadonlyArray<Receipt>) =>
   Effect.forEach(receipts, (r) =>
     Effect.zipRight(
       sql`DELETE FROM idempotency_receipts WHERE workspace_id = ${r.workspaceId} AND key = ${r.key}
@@ -99,13 +101,16 @@ const writeReceipts = (sql: SqlClient.SqlClient, receipts: ReadonlyArray<Receipt
       }`
     ), { discard: true })
 
-/** Stores `events` and the `receipts` of their keyed calls in one transaction; all or nothing. */
-export const commit = (
+/**
+ * Stores the counts of `events` and what `alongside` writes (after them: dictionary codes are
+ * handed out) in one transaction; all or nothing.
+ */
+export const commit = <E, R>(
   sql: SqlClient.SqlClient,
   dictionaries: Dictionaries,
   events: ReadonlyArray<Verification>,
-  receipts: ReadonlyArray<Receipt> = []
+  alongside: Effect.Effect<void, E, R>
 ) =>
-  sql.withTransaction(Effect.zipRight(write(sql, dictionaries, events), writeReceipts(sql, receipts))).pipe(
+  sql.withTransaction(Effect.zipRight(write(sql, dictionaries, events), alongside)).pipe(
     Effect.onExit((exit) => Effect.sync(() => (Exit.isSuccess(exit) ? dictionaries.commit() : dictionaries.rollback())))
   )

@@ -1,0 +1,201 @@
+/**
+ * The rate-limit half of the Storage port on ClickHouse (HTTP interface, 18.16 and newer), beside
+ * the verifications in the same database.
+ *
+ * Ingest: as `ClickhouseVerificationStore`'s, one INSERT per round of concurrent `append` calls
+ * (group commit) into `ratelimits`, bounded in events, failing at once when ClickHouse is down or
+ * behind. Its materialized views count every decision in the `rl_` rollups, through
+ * `RatelimitEvent`'s projection, and each override's hits, in the same request.
+ *
+ * Reads: counts from the `rl_` rollups by the planner of verifications (same shapes, other
+ * prefix), so they are answered exactly as verification counts are; hits from
+ * `rl_override_hits`; the latest decisions from `ratelimits`, which holds each decision in full
+ * for `decisionRetentionDays` (whole days of it are dropped after that; the counts stay).
+ */
+import type { StorageError } from "@keymeter/core/Errors"
+import * as GroupCommit from "@keymeter/core/GroupCommit"
+import type { OverrideHits, RatelimitEvent } from "@keymeter/core/RatelimitEvent"
+import { SourceIndex, Sources } from "@keymeter/core/RatelimitEvent"
+import { RatelimitStore } from "@keymeter/core/Storage"
+import * as Time from "@keymeter/core/Time"
+import * as Clock from "effect/Clock"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import type * as ClickhouseVerificationStore from "./ClickhouseVerificationStore.js"
+import * as Aggregate from "./internal/Aggregate.js"
+import type { Connection } from "./internal/Connection.js"
+import * as Database from "./internal/Database.js"
+import { integer, sql } from "./internal/Literal.js"
+
+/** How to reach ClickHouse, how to batch, and how long decisions are held in full. */
+export interface Options extends ClickhouseVerificationStore.Options {
+  /**
+   * Days each decision is held in full for `decisions` (default 30; `Infinity` keeps them): then
+   * its whole UTC day is dropped. Counts and hits are kept for good.
+   */
+  readonly decisionRetentionDays?: number | undefined
+}
+
+/** Default of {@link Options.decisionRetentionDays}. */
+export const DEFAULT_DECISION_RETENTION_DAYS = 30
+
+/** How often days past the retention are looked for (and once at start). */
+const SWEEP_INTERVAL = "1 hour"
+
+/**
+ * Windows (hours back from now) `decisions` looks in before reading a namespace's whole history:
+ * 18.16 cannot read a sorted table backwards and stop early, but a busy namespace's last hour
+ * usually holds its newest decisions, found without reading older days.
+ */
+const RECENT_HOURS = [1, 24]
+
+/** Override ids per `overrideHits` SELECT: keeps the IN list well below ClickHouse's 256 KiB query limit. */
+const HIT_IDS_PER_QUERY = 1_000
+
+const row = (event: RatelimitEvent) => ({
+  workspace_id: event.workspaceId,
+  namespace_id: event.namespaceId,
+  time: event.time,
+  hour: Math.floor(event.time / Time.HOUR),
+  identifier: event.identifier,
+  passed: event.passed ? 1 : 0,
+  limit: event.limit,
+  duration: event.duration,
+  remaining: event.remaining,
+  cost: event.cost,
+  override_id: event.overrideId ?? "",
+  source: SourceIndex.get(event.source)!,
+  // Whole microseconds (the event's precision): 18.16 parses some decimal floats a bit off.
+  latency_us: Math.min(0xffff_ffff, Math.round(event.latency * 1000)),
+  detail: event.detail ?? ""
+})
+
+/** Columns `decisions` reads, in the order `fromRow` takes them. */
+const DECISION_COLUMNS =
+  "time, identifier, passed, `limit`, duration, remaining, cost, override_id, source, latency_us, detail"
+
+type DecisionRow = [
+  time: number,
+  identifier: string,
+  passed: number,
+  limit: number,
+  duration: number,
+  remaining: number,
+  cost: number,
+  overrideId: string,
+  source: number,
+  latencyMicros: number,
+  detail: string
+]
+
+const fromRow = (workspaceId: string, namespaceId: string, r: Array<unknown>): RatelimitEvent => {
+  const [time, identifier, passed, limit, duration, remaining, cost, overrideId, source, latencyMicros, detail] =
+    r as DecisionRow
+  return {
+    time,
+    workspaceId,
+    namespaceId,
+    identifier,
+    passed: passed !== 0,
+    limit,
+    duration,
+    remaining,
+    cost,
+    overrideId: overrideId === "" ? undefined : overrideId,
+    source: Sources[source]!,
+    latency: latencyMicros / 1000,
+    detail: detail === "" ? undefined : detail
+  }
+}
+
+/**
+ * Drops the days of `ratelimits` wholly older than the retention (partitions are UTC days; a
+ * missing one drops nothing, so servers sweeping at once do no harm).
+ */
+const sweep = (db: Connection, database: string, retentionDays: number) =>
+  Effect.gen(function*() {
+    const now = yield* Clock.currentTimeMillis
+    const partitions = yield* db.query(
+      sql`SELECT DISTINCT partition FROM system.parts WHERE database = ${database} AND table = 'ratelimits' AND active`
+    )
+    const expired = partitions.map((r) => Number(r[0])).filter((day) =>
+      (day + 1) * Time.DAY <= now - retentionDays * Time.DAY
+    )
+    yield* Effect.forEach(expired, (day) => db.command(`ALTER TABLE ratelimits DROP PARTITION ${integer(day)}`), {
+      discard: true
+    })
+  }).pipe(
+    // Held longer than promised, never lost: the next sweep tries again.
+    Effect.catchAll((error) =>
+      Effect.logWarning(`Rate-limit decisions past their retention not dropped: ${error.message}`)
+    )
+  )
+
+/** The store on the server `options.url` names, migrated; its writer and sweeper live as long as the scope. */
+export const make = (options: Options) =>
+  Effect.gen(function*() {
+    const maxPerInsert = Math.max(1, options.maxEventsPerInsert ?? 100_000)
+    const maxBuffered = Math.max(maxPerInsert, options.maxBufferedEvents ?? 1_000_000)
+    const retentionDays = Math.max(0, options.decisionRetentionDays ?? DEFAULT_DECISION_RETENTION_DAYS)
+    const { database, db } = yield* Database.open(options)
+
+    const offer = yield* GroupCommit.make<RatelimitEvent>({
+      write: (events) => db.insert("ratelimits", events.map(row)),
+      maxEvents: maxPerInsert,
+      maxBuffered
+    })
+
+    if (Number.isFinite(retentionDays)) {
+      yield* sweep(db, database, retentionDays)
+      yield* Effect.forkScoped(Effect.forever(Effect.delay(sweep(db, database, retentionDays), SWEEP_INTERVAL)))
+    }
+
+    const hitsOf = (workspaceId: string, ids: ReadonlyArray<string>) =>
+      db.query(
+        sql`SELECT override_id, countMerge(hits), maxMerge(last_hit_at) FROM rl_override_hits
+          WHERE workspace_id = ${workspaceId} AND has(${ids}, override_id) GROUP BY override_id`
+      )
+
+    return RatelimitStore.of({
+      append: (events) => offer(events),
+      aggregate: Aggregate.make(db, "rl_"),
+      overrideHits: (workspaceId, overrideIds) =>
+        Effect.gen(function*() {
+          const ids = [...new Set(overrideIds)]
+          const chunks: Array<ReadonlyArray<string>> = []
+          for (let i = 0; i < ids.length; i += HIT_IDS_PER_QUERY) chunks.push(ids.slice(i, i + HIT_IDS_PER_QUERY))
+          const answers = yield* Effect.forEach(chunks, (chunk) => hitsOf(workspaceId, chunk), { concurrency: 4 })
+          const out = new Map<string, OverrideHits>()
+          for (const rows of answers) {
+            for (const [id, hits, lastHitAt] of rows as Array<[string, number, number]>) {
+              out.set(id, { hits: Number(hits), lastHitAt: Number(lastHitAt) })
+            }
+          }
+          return out
+        }),
+      decisions: (workspaceId, namespaceId, { identifier, limit }) =>
+        Effect.gen(function*() {
+          if (limit <= 0) return []
+          // Ties in time come in no particular order: ClickHouse keeps no order of arrival.
+          const newest = (fromHour: number | undefined) =>
+            db.query(
+              `SELECT ${DECISION_COLUMNS} FROM ratelimits ` +
+                sql`WHERE workspace_id = ${workspaceId} AND namespace_id = ${namespaceId}` +
+                (identifier === undefined ? "" : sql` AND identifier = ${identifier}`) +
+                (fromHour === undefined ? "" : sql` AND hour >= ${fromHour}`) +
+                sql` ORDER BY time DESC LIMIT ${limit}`
+            )
+          const hour = Math.floor((yield* Clock.currentTimeMillis) / Time.HOUR)
+          // Every decision outside a window is older than all inside it: a window holding `limit` has the newest.
+          for (const back of RECENT_HOURS) {
+            const rows = yield* newest(hour - back)
+            if (rows.length >= limit) return rows.map((r) => fromRow(workspaceId, namespaceId, r))
+          }
+          return (yield* newest(undefined)).map((r) => fromRow(workspaceId, namespaceId, r))
+        })
+    })
+  })
+
+/** The store as a scoped layer. */
+export const layer = (options: Options): Layer.Layer<RatelimitStore, StorageError> =>
+  Layer.scoped(RatelimitStore, make(options))

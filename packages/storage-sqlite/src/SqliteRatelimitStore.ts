@@ -1,0 +1,384 @@
+/**
+ * The rate-limit half of the Storage port in SQLite.
+ *
+ * - Counts: decisions are counted through `RatelimitEvent`'s projection onto verifications by the
+ *   verification store's own parts (`internal/`: writer, compaction, hot range, planner), on
+ *   tables of their own (`rl_`, see `internal/Tables`), so they are counted exactly, and as fast,
+ *   as verifications; and kept for good.
+ * - Details: every decision in full in `rl_decisions`, written in the transaction of its counts,
+ *   kept `decisionDays`; older rows are deleted in the background, after commits and when the
+ *   writer idles.
+ * - Override hits: per (workspace, override), summed per batch and added in the same transaction.
+ */
+import * as SqlClient from "@effect/sql/SqlClient"
+import { COUNTER_COLUMNS, tooLarge } from "@keymeter/core/Aggregation"
+import type { StorageError } from "@keymeter/core/Errors"
+import * as GroupCommit from "@keymeter/core/GroupCommit"
+import type { OverrideHits, RatelimitEvent } from "@keymeter/core/RatelimitEvent"
+import { asVerification, SourceIndex, Sources } from "@keymeter/core/RatelimitEvent"
+import { RatelimitStore } from "@keymeter/core/Storage"
+import * as Time from "@keymeter/core/Time"
+import type { Verification } from "@keymeter/core/Verification"
+import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Compaction from "./internal/Compaction.js"
+import * as Dictionaries from "./internal/Dictionaries.js"
+import { HotIndex, nextMacrotask } from "./internal/HotIndex.js"
+import * as HotRangeLoader from "./internal/HotRangeLoader.js"
+import * as Reader from "./internal/Reader.js"
+import * as Rows from "./internal/Rows.js"
+import * as Tables from "./internal/Tables.js"
+import * as Writer from "./internal/Writer.js"
+import { storageError } from "./SqliteCatalog.js"
+import { DEFAULT_HOT_DAYS, HotRange } from "./SqliteVerificationStore.js"
+
+/** How the store is run. */
+export interface Options {
+  /** When closed days are rolled up into the day tables. */
+  readonly compaction?: Compaction.Options | undefined
+  /** Days of each namespace's counts also held in memory (see `SqliteVerificationStore.Options`). */
+  readonly hotDays?: number | undefined
+  /**
+   * Days each decision is kept in full for `decisions`, back from now (default 30; `Infinity`
+   * keeps them); counts and override hits are kept for good.
+   */
+  readonly decisionDays?: number | undefined
+}
+
+/** Default of {@link Options.decisionDays}. */
+export const DEFAULT_DECISION_DAYS = 30
+
+/** Events one transaction takes at most; more wait for the next. */
+const MAX_EVENTS_PER_TRANSACTION = 100_000
+
+/** How often decisions past their days are looked for, when the last look left none behind. */
+const SWEEP_INTERVAL_MS = 60_000
+
+/**
+ * Rows one sweep deletes at least (at most what was written since the last one, if more): it keeps
+ * up with ingest, and a backlog (after a long stop) goes a bounded bite at a time.
+ */
+const MIN_SWEEP_ROWS = 10_000
+
+/** Rows one DELETE takes: each blocks the event loop, so requests are served in between. */
+const DELETE_ROWS = 5_000
+
+const DECISION_COLUMNS = [
+  "p",
+  "time",
+  "hour",
+  "identifier",
+  "passed",
+  "\"limit\"",
+  "duration",
+  "remaining",
+  "cost",
+  "override",
+  "source",
+  "latency",
+  "detail"
+]
+const decisionTexts = new Map<number, string>()
+const decisionText = (rows: number) => {
+  let text = decisionTexts.get(rows)
+  if (text === undefined) decisionTexts.set(rows, text = Rows.insertText("rl_decisions", DECISION_COLUMNS, rows))
+  return text
+}
+
+const HIT_COLUMNS = ["workspace_id", "override_id", "hits", "last_hit_at"]
+const hitTexts = new Map<number, string>()
+const hitText = (rows: number) => {
+  let text = hitTexts.get(rows)
+  if (text === undefined) {
+    hitTexts.set(
+      rows,
+      text = Rows.insertText(
+        "rl_override_hits",
+        HIT_COLUMNS,
+        rows,
+        " ON CONFLICT DO UPDATE SET hits = hits + excluded.hits, last_hit_at = max(last_hit_at, excluded.last_hit_at)"
+      )
+    )
+  }
+  return text
+}
+
+const READ_COLUMNS = "time, identifier, passed, \"limit\", duration, remaining, cost, override, source, latency, detail"
+// Indexes named: without statistics, SQLite may prefer scanning the namespace's (p, time) range.
+const LATEST = `SELECT ${READ_COLUMNS} FROM rl_decisions INDEXED BY rl_decisions_time ` +
+  "WHERE p = ? AND time >= ? ORDER BY time DESC, rowid DESC LIMIT ?"
+const LATEST_OF_IDENTIFIER_IN_HOUR = `SELECT ${READ_COLUMNS} FROM rl_decisions INDEXED BY rl_decisions_identifier ` +
+  "WHERE p = ? AND hour = ? AND identifier = ? ORDER BY time DESC, rowid DESC LIMIT ?"
+const LATEST_OF_IDENTIFIER_IN_HOURS = `SELECT ${READ_COLUMNS} FROM rl_decisions INDEXED BY rl_decisions_identifier ` +
+  "WHERE p = ? AND hour IN (SELECT value FROM json_each(?)) AND identifier = ? ORDER BY time DESC, rowid DESC LIMIT ?"
+/** The hours holding decisions of an identifier (a key of the projection), newest first, with their counts. */
+const HOURS_OF_IDENTIFIER = `SELECT hour, sum(${COUNTER_COLUMNS.join(" + ")}) FROM ${Tables.ratelimits.rollups.hour} ` +
+  "WHERE p = ? AND hour IN (SELECT value FROM json_each(?)) AND key = ? GROUP BY hour ORDER BY hour DESC"
+const EXPIRED =
+  "DELETE FROM rl_decisions WHERE rowid IN (SELECT rowid FROM rl_decisions WHERE p = ? AND time < ? LIMIT ?)"
+
+/** Decisions that hours read by one statement hold at most between them (they are sorted by time). */
+const GROUPED_ROWS = 1_000
+
+type DecisionRow = [
+  time: number,
+  identifier: number,
+  passed: number,
+  limit: number,
+  duration: number,
+  remaining: number,
+  cost: number,
+  override: number,
+  source: number,
+  latency: number,
+  detail: string | null
+]
+
+/**
+ * The latest decisions of an identifier (by code) in a namespace, from `fromHour` on. The hour
+ * rollup tells which hours hold its decisions, and how many (one seek per hour); those are read
+ * newest first: a crowded hour alone, in index order (a namespace-wide identifier stops there),
+ * sparse ones several per statement, until `limit` are found.
+ */
+const latestOfIdentifier = (
+  sql: SqlClient.SqlClient,
+  partition: Dictionaries.Partition,
+  code: number,
+  limit: number,
+  fromHour: number
+) =>
+  Effect.gen(function*() {
+    const out: Array<ReadonlyArray<unknown>> = []
+    const first = Math.max(fromHour, partition.minHour)
+    const last = partition.maxHour
+    if (first > last) return out
+    const hours = JSON.stringify(Array.from({ length: last - first + 1 }, (_, i) => first + i))
+    const counted = yield* sql.unsafe(HOURS_OF_IDENTIFIER, [partition.no, hours, code]).values
+    let next = 0
+    while (next < counted.length && out.length < limit) {
+      const wanted = limit - out.length
+      const group = [counted[next]![0] as number]
+      let rows = counted[next++]![1] as number
+      while (next < counted.length && rows < wanted && rows + (counted[next]![1] as number) <= GROUPED_ROWS) {
+        group.push(counted[next]![0] as number)
+        rows += counted[next++]![1] as number
+      }
+      const found = group.length === 1
+        ? yield* sql.unsafe(LATEST_OF_IDENTIFIER_IN_HOUR, [partition.no, group[0], code, wanted]).values
+        : yield* sql.unsafe(LATEST_OF_IDENTIFIER_IN_HOURS, [partition.no, JSON.stringify(group), code, wanted]).values
+      for (const row of found) out.push(row)
+    }
+    return out
+  })
+
+/**
+ * The rows of a batch's decisions (but those already past their days) and its override hits,
+ * summed per override, inside the transaction of its counts: `Writer` has handed out the codes of
+ * `projected` (the batch's projection) by then.
+ */
+const writeDetails = (
+  sql: SqlClient.SqlClient,
+  dictionaries: Dictionaries.Dictionaries,
+  events: ReadonlyArray<RatelimitEvent>,
+  projected: ReadonlyArray<Verification>,
+  keptFrom: number
+) =>
+  Effect.suspend(() => {
+    const decisions: Array<unknown> = []
+    const hits = new Map<string, Map<string, { hits: number; lastHitAt: number }>>()
+    for (let i = 0; i < events.length; i++) {
+      const event = events[i]!
+      const { identity } = projected[i]!
+      if (event.time >= keptFrom) {
+        decisions.push(
+          dictionaries.partition(event.workspaceId, event.namespaceId)!.no,
+          event.time,
+          Math.floor(event.time / Time.HOUR),
+          dictionaries.knownKey(event.identifier)!,
+          event.passed ? 1 : 0,
+          event.limit,
+          event.duration,
+          event.remaining,
+          event.cost,
+          identity === undefined ? 0 : dictionaries.identityCode(identity),
+          SourceIndex.get(event.source)!,
+          event.latency,
+          event.detail ?? null
+        )
+      }
+      if (event.overrideId === undefined) continue
+      let ofWorkspace = hits.get(event.workspaceId)
+      if (ofWorkspace === undefined) hits.set(event.workspaceId, ofWorkspace = new Map())
+      const counted = ofWorkspace.get(event.overrideId)
+      if (counted === undefined) ofWorkspace.set(event.overrideId, { hits: 1, lastHitAt: event.time })
+      else {
+        counted.hits++
+        if (event.time > counted.lastHitAt) counted.lastHitAt = event.time
+      }
+    }
+    const hitRows: Array<unknown> = []
+    for (const [workspaceId, ofWorkspace] of hits) {
+      for (const [overrideId, counted] of ofWorkspace) {
+        hitRows.push(workspaceId, overrideId, counted.hits, counted.lastHitAt)
+      }
+    }
+    return Effect.zipRight(
+      Rows.run(sql, decisionText, DECISION_COLUMNS.length, decisions),
+      Rows.run(sql, hitText, HIT_COLUMNS.length, hitRows)
+    )
+  })
+
+/**
+ * Deletes decisions past their days, run by the writer: after a commit and when idle, once a
+ * minute, or at once while the last sweep left some behind.
+ */
+const makeRetention = (sql: SqlClient.SqlClient, dictionaries: Dictionaries.Dictionaries, days: number) => {
+  const keptMs = days * Time.DAY
+  let sweptAt = -Infinity
+  let behind = false
+  let writtenSince = 0
+
+  const sweep = Effect.gen(function*() {
+    const now = yield* Clock.currentTimeMillis
+    if (!behind && now - sweptAt < SWEEP_INTERVAL_MS) return
+    sweptAt = now
+    let budget = Math.max(MIN_SWEEP_ROWS, writtenSince)
+    writtenSince = 0
+    // Per namespace: each DELETE seeks the oldest rows of one in the (p, time) index.
+    for (const partition of dictionaries.partitionsByNo) {
+      if (partition === undefined) continue
+      while (budget > 0) {
+        const take = Math.min(budget, DELETE_ROWS)
+        // In a transaction, which holds the connection: a statement outside one can end up inside
+        // another fiber's (the client lets go of the connection before it runs the statement).
+        const result = yield* sql.withTransaction(sql.unsafe(EXPIRED, [partition.no, now - keptMs, take]).raw)
+        const deleted = (result as unknown as { readonly changes: number }).changes
+        budget -= deleted
+        if (deleted < take) break
+        yield* nextMacrotask
+      }
+    }
+    behind = budget <= 0
+  }).pipe(
+    // Held longer than promised, never lost: the next sweep tries again.
+    Effect.catchAll((error) => Effect.logWarning("deleting rate-limit decisions past their days failed", error))
+  )
+
+  return {
+    /** The first time a decision must have to be written in full now. */
+    keptFrom: Effect.map(Clock.currentTimeMillis, (now) => now - keptMs),
+    written: (rows: number) => {
+      writtenSince += rows
+    },
+    sweep: Number.isFinite(keptMs) ? sweep : Effect.void
+  } as const
+}
+
+/** The store on the SqlClient in context (migrated); its writer and loads live as long as the scope. */
+export const make = (options: Options = {}) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const dictionaries = yield* Effect.catchAll(Dictionaries.load(Tables.ratelimits), storageError)
+    const hotDays = Math.max(0, Math.floor(options.hotDays ?? DEFAULT_HOT_DAYS))
+    const hot = hotDays === 0 ? undefined : HotIndex.make(dictionaries, hotDays)
+    // A commit and its append to the hot index are one step for the background loads (see HotIndex).
+    const exclusive = (yield* Effect.makeSemaphore(1)).withPermits(1)
+    const hotRange = yield* HotRangeLoader.make({ index: hot, dictionaries, exclusive })
+    const compaction = Compaction.make(sql, dictionaries, options.compaction)
+    const retention = makeRetention(sql, dictionaries, Math.max(0, options.decisionDays ?? DEFAULT_DECISION_DAYS))
+
+    // Bumped by every commit: this process is the file's only writer (the writer lock).
+    let revision = 0
+    const commit = (events: ReadonlyArray<RatelimitEvent>) =>
+      Effect.gen(function*() {
+        const projected = events.map(asVerification)
+        const keptFrom = yield* retention.keptFrom
+        yield* Effect.catchAll(
+          Writer.commit(sql, dictionaries, projected, writeDetails(sql, dictionaries, events, projected, keptFrom)),
+          storageError
+        )
+        retention.written(events.length)
+        yield* hotRange.committed(projected)
+      }).pipe(
+        // Once the hot index holds the batch too, so no answer without it is kept as current.
+        Effect.ensuring(Effect.sync(() => revision++)),
+        exclusive
+      )
+    const offer = yield* GroupCommit.make<RatelimitEvent>({
+      write: (events) => commit(events),
+      maxEvents: MAX_EVENTS_PER_TRANSACTION,
+      afterWrite: Effect.zipRight(compaction.due(false), retention.sweep),
+      whenIdle: { ms: compaction.idleMs, run: Effect.zipRight(compaction.due(true), retention.sweep) }
+    })
+    const read = Reader.make(sql, dictionaries, hot)
+
+    const store = RatelimitStore.of({
+      append: (events) => offer(events),
+      aggregate: (query) =>
+        read(query).pipe(
+          Effect.catchAll(storageError),
+          Effect.flatMap((result) =>
+            result === undefined ? Effect.fail(tooLarge(query, query.maxRows)) : Effect.succeed(result)
+          )
+        ),
+      overrideHits: (workspaceId, overrideIds) =>
+        Effect.gen(function*() {
+          const out = new Map<string, OverrideHits>()
+          if (overrideIds.length === 0) return out
+          // One JSON parameter: the statement text does not depend on the list's length.
+          const rows = yield* sql.unsafe(
+            "SELECT override_id, hits, last_hit_at FROM rl_override_hits WHERE workspace_id = ? " +
+              "AND override_id IN (SELECT value FROM json_each(?))",
+            [workspaceId, JSON.stringify(overrideIds)]
+          ).values
+          for (const [id, hits, lastHitAt] of rows) {
+            out.set(id as string, { hits: hits as number, lastHitAt: lastHitAt as number })
+          }
+          return out
+        }).pipe(Effect.catchTag("SqlError", storageError)),
+      decisions: (workspaceId, namespaceId, { identifier, limit }) =>
+        Effect.gen(function*() {
+          const partition = dictionaries.partition(workspaceId, namespaceId)
+          const code = identifier === undefined ? undefined : dictionaries.knownKey(identifier)
+          if (partition === undefined || limit <= 0 || (identifier !== undefined && code === undefined)) return []
+          // Rows past their days that no sweep has deleted yet are not answered.
+          const keptFrom = Math.max(Number.MIN_SAFE_INTEGER, yield* retention.keptFrom)
+          const rows = code === undefined
+            ? yield* sql.unsafe(LATEST, [partition.no, keptFrom, limit]).values
+            : yield* latestOfIdentifier(sql, partition, code, limit, Math.floor(keptFrom / Time.HOUR))
+          return rows.map((row): RatelimitEvent => {
+            const [time, key, passed, limit, duration, remaining, cost, override, source, latency, detail] =
+              row as DecisionRow
+            return {
+              time,
+              workspaceId,
+              namespaceId,
+              identifier: dictionaries.keyNames[key]!,
+              passed: passed !== 0,
+              limit,
+              duration,
+              remaining,
+              cost,
+              overrideId: override === 0 ? undefined : dictionaries.identityList[override]!.id,
+              source: Sources[source]!,
+              latency,
+              detail: detail ?? undefined
+            }
+          })
+        }).pipe(Effect.catchTag("SqlError", storageError)),
+      revision: () => revision
+    })
+    return Context.make(RatelimitStore, store).pipe(
+      Context.add(HotRange, HotRange.of({ loaded: hotRange.loaded, events: hotRange.events }))
+    )
+  })
+
+/**
+ * The store as a scoped layer over the SqlClient in context, with the hot range of its counts
+ * (`SqliteStorage.layer` joins it with the verifications').
+ */
+export const layer = (
+  options: Options = {}
+): Layer.Layer<RatelimitStore | HotRange, StorageError, SqlClient.SqlClient> => Layer.scopedContext(make(options))

@@ -23,6 +23,18 @@ const skip = (() => {
 const screenshots = join(root, "test/screenshots")
 const HOUR = 3_600_000
 const NAMESPACE = "api.requests"
+/** A namespace with an override and no decision. */
+const QUIET = "quiet"
+/** A row of getRatelimits' answer. */
+interface Decisions {
+  readonly time?: number
+  readonly identifier?: string
+  readonly total: number
+  readonly passed: number
+  readonly blocked: number
+}
+/** A time as the page shows it. */
+const utcText = (ms: number) => new Date(ms).toISOString().slice(0, 16).replace("T", " ") + " UTC"
 /** The seeded namespace's second page of overrides, in creation order. */
 const LAST_PAGE = ["seed_20", "seed_21", "seed_22", "seed_23", "seed_24", "seed_*"]
 
@@ -56,6 +68,20 @@ describe.skipIf(skip !== undefined)("dashboard in Chromium", () => {
       await keymeter.setOverride({ namespaceName: NAMESPACE, identifier: `seed_${i}`, limit: 10 + i, duration: 60_000 })
     }
     await keymeter.setOverride({ namespaceName: NAMESPACE, identifier: "seed_*", limit: 3, duration: 1000 })
+    // Limit decisions: identifiers blocked past the limit asked (one holding a comma), one decided
+    // by its own override (seed_3: 13 a minute), one by the pattern (seed_*: 3 a second).
+    const decide = async (identifier: string, limit: number, times: number) => {
+      for (let i = 0; i < times; i++) {
+        await keymeter.limit({ namespace: NAMESPACE, identifier, limit, duration: 60_000 })
+      }
+    }
+    await decide("user_1", 2, 6)
+    await decide("user,2", 1, 4)
+    await decide("user_3", 3, 4)
+    await decide("user_4", 10, 5)
+    await decide("seed_3", 1, 15)
+    await decide("seed_zz", 1, 5)
+    await keymeter.setOverride({ namespaceName: QUIET, identifier: "nobody", limit: 1, duration: 60_000 })
     readOnly = (await keymeter.createRootKey({
       permissions: ["api.*.read_api", "api.*.read_key", "ratelimit.*.read_override"]
     })).key
@@ -97,6 +123,15 @@ describe.skipIf(skip !== undefined)("dashboard in Chromium", () => {
       if (message.type() === "error") errors.push(message.text())
     })
     return { page, requests, errors }
+  }
+
+  /** A GET of the HTTP API with the admin key, as the page asks it. */
+  const api = async <A>(route: string, query: Record<string, string> = {}): Promise<A> => {
+    const reply = await fetch(`${base}/v1/${route}?${new URLSearchParams(query)}`, {
+      headers: { authorization: `Bearer ${admin}` }
+    })
+    expect(reply.status).toBe(200)
+    return await reply.json() as A
   }
 
   const signIn = async (page: Page, key: string) => {
@@ -378,6 +413,130 @@ describe.skipIf(skip !== undefined)("dashboard in Chromium", () => {
   )
 
   it(
+    "rate limits: passed and blocked per bucket, the most blocked identifiers and each override's hits are the API's; a row filters the chart",
+    async () => {
+      const { errors, page, requests } = await open()
+      await page.goto(`${base}/dashboard?section=ratelimits`)
+      await signIn(page, admin)
+      const { namespaces } = await api<{ namespaces: Array<{ namespaceId: string; name: string }> }>(
+        "ratelimits.listNamespaces"
+      )
+      const namespaceId = namespaces.find((n) => n.name === NAMESPACE)!.namespaceId
+      const decisions = page.getByRole("region", { name: "limit decisions" })
+      await page.waitForFunction(() => (globalThis as any).__keymeter?.chart?.label?.startsWith("limit decisions"))
+      // The last day by default, in hours.
+      const end = Date.now()
+      const window = { namespaceId, start: String(Math.floor((end - 24 * HOUR) / HOUR) * HOUR), end: String(end) }
+      expect(new URL(page.url()).searchParams.get("window")).toBe("24h")
+      const chart = () => page.evaluate(() => (globalThis as any).__keymeter.chart)
+      const seriesOf = (points: ReadonlyArray<Decisions>) => ({
+        passed: points.map((p) => p.passed),
+        blocked: points.map((p) => p.blocked)
+      })
+      const hours = await api<Array<Decisions>>("analytics.getRatelimits", { ...window, groupBy: "hour" })
+      expect(await chart()).toEqual({
+        label: "limit decisions per hour, passed and blocked",
+        bucket: "hour",
+        buckets: hours.length,
+        x: hours.map((p) => p.time! / 1000),
+        series: seriesOf(hours)
+      })
+      const [all] = await api<Array<Decisions>>("analytics.getRatelimits", window)
+      expect(all!.blocked).toBeGreaterThan(0)
+      const tiles = () => decisions.locator("[data-total]").allTextContents()
+      expect(await tiles()).toEqual([all!.total, all!.passed, all!.blocked].map(String))
+
+      // The most blocked identifiers, as the API orders them.
+      const top = await api<Array<Decisions>>("analytics.getRatelimits", {
+        ...window,
+        groupBy: "identifier",
+        orderBy: "blocked",
+        order: "desc",
+        limit: "10"
+      })
+      expect(top[0]).toMatchObject({ identifier: "user_1", total: 6, passed: 2, blocked: 4 })
+      const table = decisions.locator("section.top")
+      await table.locator("tbody tr").first().waitFor()
+      expect(await table.locator("tbody tr").evaluateAll((rows) => rows.map((row: any) => row.innerText.split("\t"))))
+        .toEqual(top.map((row) => [row.identifier, String(row.total), String(row.passed), String(row.blocked)]))
+
+      // A row filters the chart and the totals to its identifier (one holding a comma too).
+      for (const identifier of ["user_1", "user,2"]) {
+        await table.getByRole("link", { name: identifier, exact: true }).click()
+        await page.waitForURL((url) => url.searchParams.get("identifier") === identifier)
+        const mine = await api<Array<Decisions>>("analytics.getRatelimits", { ...window, identifier, groupBy: "hour" })
+        const [theirs] = await api<Array<Decisions>>("analytics.getRatelimits", { ...window, identifier })
+        await page.waitForFunction(
+          (series) => JSON.stringify((globalThis as any).__keymeter?.chart?.series) === series,
+          JSON.stringify(seriesOf(mine))
+        )
+        expect(await tiles()).toEqual([theirs!.total, theirs!.passed, theirs!.blocked].map(String))
+        expect(await table.locator("tr[aria-current=true] a").textContent()).toBe(identifier)
+      }
+      expect(await tiles()).toEqual(["4", "1", "3"])
+      await page.screenshot({ path: join(screenshots, "ratelimits-filtered.png"), fullPage: true })
+      await decisions.getByRole("button", { name: "remove filter identifier user,2" }).click()
+      await page.waitForFunction(
+        (series) => JSON.stringify((globalThis as any).__keymeter?.chart?.series) === series,
+        JSON.stringify(seriesOf(hours))
+      )
+      expect(new URL(page.url()).searchParams.has("identifier")).toBe(false)
+      expect(await tiles()).toEqual([all!.total, all!.passed, all!.blocked].map(String))
+
+      // Each override's hits and last hit, as listOverrides answers them.
+      const overrides = page.getByRole("region", { name: "overrides" })
+      await overrides.locator("tbody tr").first().waitFor()
+      const listed = await api<{ overrides: Array<{ identifier: string; hits: number; lastHitAt?: number }> }>(
+        "ratelimits.listOverrides",
+        { namespaceId, limit: "20" }
+      )
+      expect(listed.overrides.find((o) => o.identifier === "seed_3")).toMatchObject({ hits: 15 })
+      const headers = await overrides.locator("th").allTextContents()
+      const column = (name: string) =>
+        overrides.locator(`tbody tr td:nth-child(${headers.indexOf(name) + 1})`).allTextContents()
+      expect(await column("identifier")).toEqual(listed.overrides.map((o) => o.identifier))
+      expect(await column("hits")).toEqual(listed.overrides.map((o) => String(o.hits)))
+      expect(await column("last hit")).toEqual(
+        listed.overrides.map((o) => o.lastHitAt === undefined ? "never" : utcText(o.lastHitAt))
+      )
+      await page.screenshot({ path: join(screenshots, "ratelimits-decisions-1280.png"), fullPage: true })
+      await page.setViewportSize({ width: 390, height: 844 })
+      await page.screenshot({ path: join(screenshots, "ratelimits-decisions-390.png"), fullPage: true })
+      expect(await page.evaluate(() => (globalThis as any).document.documentElement.scrollWidth)).toBeLessThanOrEqual(
+        390
+      )
+      await page.setViewportSize({ width: 1280, height: 900 })
+
+      // Another window: days, as the API buckets them.
+      await decisions.getByLabel("Window").selectOption("7d")
+      await page.waitForURL((url) => url.searchParams.get("window") === "7d")
+      const weekEnd = Date.now()
+      const days = await api<Array<Decisions>>("analytics.getRatelimits", {
+        namespaceId,
+        start: String(Math.floor((weekEnd - 7 * 24 * HOUR) / HOUR) * HOUR),
+        end: String(weekEnd),
+        groupBy: "day"
+      })
+      await page.waitForFunction((n) =>
+        (globalThis as any).__keymeter?.chart?.bucket === "day" &&
+        (globalThis as any).__keymeter.chart.buckets === n, days.length)
+      expect((await chart()).series).toEqual(seriesOf(days))
+
+      // A namespace without decisions shows zeros, not an error.
+      await page.getByLabel("Namespace").selectOption(namespaces.find((n) => n.name === QUIET)!.namespaceId)
+      await expect.poll(() => decisions.locator("h2").first().textContent()).toBe(`Limit decisions in ${QUIET}`)
+      await expect.poll(tiles).toEqual(["0", "0", "0"])
+      await expect.poll(() => table.textContent()).toContain("None in this window.")
+      expect(await decisions.textContent()).toContain("No limit decisions in this window.")
+      expect(await page.getByRole("alert").count()).toBe(0)
+      expect(requests.every((url) => url.startsWith(base))).toBe(true)
+      expect(errors).toEqual([])
+      await page.close()
+    },
+    60_000
+  )
+
+  it(
     "keys: a key made in the page verifies with the secret shown once; disabled, then deleted in the page",
     async () => {
       const { errors, page } = await open()
@@ -465,35 +624,56 @@ describe.skipIf(skip !== undefined)("dashboard in Chromium", () => {
     90_000
   )
 
-  it("a read-only key sees no write controls; a usage-only key sees no rate-limit or key sections", async () => {
-    const { errors, page } = await open()
-    await page.goto(`${base}/dashboard?section=ratelimits`)
-    await signIn(page, readOnly)
-    const overrides = page.getByRole("region", { name: "overrides" })
-    await overrides.locator("tbody tr").first().waitFor()
-    const writes = /^(New override|New namespace|New key|Edit|Delete|Disable|Enable|edit |delete |disable |enable )/
-    expect(await page.getByRole("button", { name: writes }).count()).toBe(0)
-    expect(await overrides.locator("th").allTextContents()).not.toContain("actions")
-    // Reading is allowed: which override applies still answers.
-    const resolve = page.getByRole("form", { name: "which override applies" })
-    await resolve.getByLabel("Identifier").fill("seed_3")
-    await resolve.getByRole("button", { name: "Find" }).click()
-    await expect.poll(() => resolve.getByTestId("resolved").locator("p").textContent()).toContain("applies to seed_3")
-    await page.screenshot({ path: join(screenshots, "ratelimits-read-only.png"), fullPage: true })
-    await page.getByRole("link", { name: "Keys" }).click()
-    const keys = page.getByRole("region", { name: "keys" })
-    await keys.locator("tbody tr").first().waitFor()
-    expect(await page.getByRole("button", { name: writes }).count()).toBe(0)
-    await page.getByRole("button", { name: "Sign out" }).click()
-    // A key that may read usage only: no sections but usage.
-    await signIn(page, reader)
-    await page.getByRole("navigation", { name: "sections" }).waitFor()
-    expect(await page.getByRole("navigation", { name: "sections" }).getByRole("link").allTextContents()).toEqual([
-      "Usage"
-    ])
-    expect(errors.filter((e) => !/status of 403/.test(e))).toEqual([])
-    await page.close()
-  }, 60_000)
+  it(
+    "a read-only key sees no write controls nor decisions; a usage-only key sees no rate-limit or key sections",
+    async () => {
+      const { errors, page, requests } = await open()
+      await page.goto(`${base}/dashboard?section=ratelimits`)
+      await signIn(page, readOnly)
+      const overrides = page.getByRole("region", { name: "overrides" })
+      await overrides.locator("tbody tr").first().waitFor()
+      const writes = /^(New override|New namespace|New key|Edit|Delete|Disable|Enable|edit |delete |disable |enable )/
+      expect(await page.getByRole("button", { name: writes }).count()).toBe(0)
+      expect(await overrides.locator("th").allTextContents()).toEqual([
+        "identifier",
+        "limit",
+        "window",
+        "async",
+        "updated",
+        "hits",
+        "last hit"
+      ])
+      // Without read_analytics: the overrides, and a note instead of the charts (nothing asked, so no 403).
+      expect(await page.getByRole("note").textContent()).toBe(
+        "This key may not read the limit decisions of api.requests, so no charts here: they take " +
+          `ratelimit.*.read_analytics or ratelimit.${
+            new URL(page.url()).searchParams.get("namespaceId")
+          }.read_analytics.`
+      )
+      expect(await page.getByRole("region", { name: "limit decisions" }).count()).toBe(0)
+      expect(requests.filter((url) => url.includes("analytics.getRatelimits"))).toEqual([])
+      // Reading is allowed: which override applies still answers.
+      const resolve = page.getByRole("form", { name: "which override applies" })
+      await resolve.getByLabel("Identifier").fill("seed_3")
+      await resolve.getByRole("button", { name: "Find" }).click()
+      await expect.poll(() => resolve.getByTestId("resolved").locator("p").textContent()).toContain("applies to seed_3")
+      await page.screenshot({ path: join(screenshots, "ratelimits-read-only.png"), fullPage: true })
+      await page.getByRole("link", { name: "Keys" }).click()
+      const keys = page.getByRole("region", { name: "keys" })
+      await keys.locator("tbody tr").first().waitFor()
+      expect(await page.getByRole("button", { name: writes }).count()).toBe(0)
+      await page.getByRole("button", { name: "Sign out" }).click()
+      // A key that may read usage only: no sections but usage.
+      await signIn(page, reader)
+      await page.getByRole("navigation", { name: "sections" }).waitFor()
+      expect(await page.getByRole("navigation", { name: "sections" }).getByRole("link").allTextContents()).toEqual([
+        "Usage"
+      ])
+      expect(errors.filter((e) => !/status of 403/.test(e))).toEqual([])
+      await page.close()
+    },
+    60_000
+  )
 
   it("serves its assets with their types, a year of cache under hashed names, and a same-origin policy", async () => {
     const page = await fetch(`${base}/dashboard`)

@@ -1,34 +1,52 @@
 /**
- * Verifications over time by outcome: stacked uPlot bars, one per bucket (UTC), with a checkbox
- * per outcome that shows or hides its series.
+ * Counts over time: stacked uPlot bars, one per bucket (UTC), with a checkbox per series that shows
+ * or hides it; and the tiles of the window's totals. Usage stacks verification outcomes, rate
+ * limits passed and blocked decisions.
  */
 import { useEffect, useRef, useState } from "preact/hooks"
 import uPlot from "uplot"
 
-/** The nine outcomes: wire name, label, colour; valid first, so it sits at the bottom of a stack. */
-export const OUTCOMES = [
-  ["valid", "valid", "#2e9e5b"],
-  ["rateLimited", "rate limited", "#e0a100"],
-  ["usageExceeded", "usage exceeded", "#8e44ad"],
-  ["insufficientPermissions", "insufficient permissions", "#c0392b"],
-  ["forbidden", "forbidden", "#e74c3c"],
-  ["unauthorized", "unauthorized", "#d35400"],
-  ["disabled", "disabled", "#7f8c8d"],
-  ["expired", "expired", "#f39c12"],
-  ["notFound", "not found", "#34495e"]
-] as const
-export type Outcome = typeof OUTCOMES[number][0]
-export type Datapoint = { time?: number; total: number } & Record<Outcome, number>
+/** A stacked series: its field in the answer, its label and colour. */
+export type Series<N extends string> = readonly [name: N, label: string, color: string]
 
-/** The chart of a window's buckets. */
-export const Chart = (props: { points: ReadonlyArray<Datapoint>; bucket: string }) => {
+/** A bucket of an analytics answer: its time and a count per series. */
+export type Point<N extends string> = { readonly time?: number | undefined } & Readonly<Record<N, number>>
+
+/** The sums of `names` over the points. */
+export const totalsOf = <N extends string>(points: ReadonlyArray<Point<N>>, names: ReadonlyArray<N>) =>
+  Object.fromEntries(names.map((n) => [n, points.reduce((sum, p) => sum + p[n], 0)])) as Record<N, number>
+
+/** The window's totals, a tile each, marked with its name for tests. */
+export const Tiles = <N extends string>(
+  props: { totals: Record<N, number>; tiles: ReadonlyArray<readonly [N, string]> }
+) => {
+  ;(window as any).__keymeterTotals = props.totals
+  return (
+    <div class="tiles" data-testid="totals">
+      {props.tiles.map(([name, label]) => (
+        <div class="tile" key={name}>
+          {label}
+          <strong data-total={name}>{props.totals[name]}</strong>
+        </div>
+      ))}
+    </div>
+  )
+}
+
+/**
+ * The chart of a window's buckets, its series stacked in the order given (the first at the
+ * bottom). `label` names it for screen readers.
+ */
+export const Chart = <N extends string>(
+  props: { points: ReadonlyArray<Point<N>>; series: ReadonlyArray<Series<N>>; bucket: string; label: string }
+) => {
   const ref = useRef<HTMLDivElement>(null)
-  const [hidden, setHidden] = useState<ReadonlySet<Outcome>>(new Set())
+  const [hidden, setHidden] = useState<ReadonlySet<N>>(new Set())
   useEffect(() => {
     if (ref.current === null) return
     const x = props.points.map((p) => (p.time ?? 0) / 1000)
-    // Stacked: each series is the running sum of the outcomes below it (uPlot does not stack).
-    const shown = OUTCOMES.filter(([name]) => !hidden.has(name))
+    // Stacked: each series is the running sum of the series below it (uPlot does not stack).
+    const shown = props.series.filter(([name]) => !hidden.has(name))
     let running = props.points.map(() => 0)
     const stacked = shown.map(([name]) => (running = running.map((sum, i) => sum + props.points[i]![name])))
     const width = Math.max(300, ref.current.clientWidth - 16)
@@ -59,9 +77,10 @@ export const Chart = (props: { points: ReadonlyArray<Datapoint>; bucket: string 
       },
       [x, ...order.map((i) => stacked[i]!)] as uPlot.AlignedData,
       ref.current
-    )
+    ) // What is drawn, unstacked, for tests to compare with the API's answer.
     ;(window as any).__keymeter = {
       chart: {
+        label: props.label,
         x,
         series: Object.fromEntries(shown.map(([n]) => [n, props.points.map((p) => p[n])])),
         buckets: x.length,
@@ -80,9 +99,9 @@ export const Chart = (props: { points: ReadonlyArray<Datapoint>; bucket: string 
   }, [props.points, hidden])
   return (
     <div>
-      <div class="chart" ref={ref} aria-label={`verifications per ${props.bucket} by outcome`} role="img" />
-      <div role="group" aria-label="outcomes shown">
-        {OUTCOMES.map(([name, label, color]) => (
+      <div class="chart" ref={ref} aria-label={props.label} role="img" />
+      <div role="group" aria-label="series shown">
+        {props.series.map(([name, label, color]) => (
           <label key={name} style={{ display: "inline-flex", flexDirection: "row", marginRight: "0.75rem" }}>
             <input
               type="checkbox"

@@ -1,12 +1,15 @@
 /**
- * The rate-limits section: pick a namespace, page through its overrides, create or edit one (the
- * setOverride bounds checked here and again by the server), delete one after a confirmation, and
- * ask which override applies to an identifier (getOverride with resolve). Write controls show only
- * when the key holds the permission for them.
+ * The rate-limits section: pick a namespace; see its limit decisions over a window (passed and
+ * blocked per bucket, stacked, and the most blocked identifiers, whose rows filter the chart);
+ * page through its overrides with the hits of each, create or edit one (the setOverride bounds
+ * checked here and again by the server), delete one after a confirmation, and ask which override
+ * applies to an identifier (getOverride with resolve). Write controls, and the decisions, show
+ * only when the key holds the permission for them.
  */
 import { MAX_DURATION, MAX_IDENTIFIER_LENGTH, MIN_DURATION, MIN_IDENTIFIER_LENGTH } from "@keymeter/core/OverrideBounds"
 import { required } from "@keymeter/core/Permission"
 import { useEffect, useState } from "preact/hooks"
+import { Chart, type Point, type Series, Tiles, totalsOf } from "./Chart.js"
 import { ApiError, explain, get, utcText } from "./Client.js"
 import { ConfirmDelete } from "./ConfirmDelete.js"
 import { useDraft } from "./Form.js"
@@ -14,7 +17,9 @@ import { type NamespaceItem, useNamespaces, useSelection } from "./Lists.js"
 import { PagedTable, usePagedList } from "./Paging.js"
 import { Picker } from "./Picker.js"
 import { may, type Session, signedOut, write } from "./Session.js"
-import { useSectionUrl } from "./Url.js"
+import { rangeOf, readSpan, type Span, SpanControls, spanParams } from "./TimeWindow.js"
+import { FilterChips, Top } from "./Top.js"
+import { param, sectionSearch, useSectionUrl } from "./Url.js"
 
 /** Overrides per page. */
 const PAGE = 20
@@ -27,6 +32,9 @@ interface Override {
   readonly async: boolean
   readonly createdAt: number
   readonly updatedAt: number
+  /** Decisions it made, and the last one's time (absent while it made none). */
+  readonly hits: number
+  readonly lastHitAt?: number | undefined
 }
 
 /** What the form sends to setOverride (the namespace by name when it is a new one). */
@@ -199,6 +207,139 @@ const OverrideForm = (props: {
   )
 }
 
+/** A decision's series: passed at the bottom of the stack, blocked over it. */
+const DECISIONS = [
+  ["passed", "passed", "#2e9e5b"],
+  ["blocked", "blocked", "#c0392b"]
+] as const satisfies ReadonlyArray<Series<string>>
+
+/** A row of a getRatelimits answer. */
+type Decision = Point<"total" | "passed" | "blocked"> & { readonly identifier?: string }
+
+/** The most blocked identifiers' counts. */
+const COUNTS = [
+  ["total", (row: Decision) => row.total],
+  ["passed", (row: Decision) => row.passed],
+  ["blocked", (row: Decision) => row.blocked]
+] as const
+
+/** Rows of the most blocked identifiers. */
+const TOP = 10
+
+/**
+ * A namespace's limit decisions over a window: passed and blocked per bucket and the window's
+ * totals (of one identifier, when filtered to it), and the most blocked identifiers of the whole
+ * namespace, a row of which filters the rest.
+ */
+const Decisions = (props: {
+  session: Session
+  namespaceId: string
+  name: string
+  span: Span
+  identifier: string
+  onSpan: (span: Span) => void
+  onIdentifier: (identifier: string) => void
+  href: (identifier: string) => string
+}) => {
+  const { identifier, namespaceId, session, span } = props
+  const [state, setState] = useState<
+    { kind: "loading" } | { kind: "error"; message: string } | {
+      kind: "ready"
+      points: ReadonlyArray<Decision>
+      bucket: string
+    }
+  >({ kind: "loading" })
+  const [top, setTop] = useState<ReadonlyArray<Decision> | undefined>()
+  const read = (query: Record<string, string | undefined>) =>
+    get<ReadonlyArray<Decision>>(session.rootKey, "analytics.getRatelimits", { namespaceId, ...query })
+  const forbidden = `read the limit decisions of namespace ${props.name}`
+  const spanKey = [span.window, span.start, span.end, span.resolution]
+  useEffect(() => {
+    const { bucket, end, start } = rangeOf(span)
+    // An answer for a view left meanwhile (another row clicked) is dropped.
+    let current = true
+    setState({ kind: "loading" })
+    read({ start: String(start), end: String(end), identifier: identifier || undefined, groupBy: bucket }).then(
+      (points) => current && setState({ kind: "ready", points, bucket }),
+      (error: unknown) => {
+        if (current && !signedOut(session, error)) setState({ kind: "error", message: explain(error, forbidden) })
+      }
+    )
+    return () => {
+      current = false
+    }
+  }, [namespaceId, identifier, ...spanKey])
+  // The top list is the namespace's whatever the filter, so that another row can be picked.
+  useEffect(() => {
+    const { end, start } = rangeOf(span)
+    let current = true
+    setTop(undefined)
+    read({
+      start: String(start),
+      end: String(end),
+      groupBy: "identifier",
+      orderBy: "blocked",
+      order: "desc",
+      limit: String(TOP)
+    })
+      .then(
+        (rows) => current && setTop(rows),
+        // The chart above says why.
+        () => current && setTop([])
+      )
+    return () => {
+      current = false
+    }
+  }, [namespaceId, ...spanKey])
+  const totals = state.kind === "ready" ? totalsOf(state.points, ["total", "passed", "blocked"]) : undefined
+  return (
+    <section class="decisions" aria-label="limit decisions">
+      <h2>Limit decisions in {props.name}</h2>
+      <form class="controls" onSubmit={(e) => e.preventDefault()}>
+        <SpanControls span={span} onChange={props.onSpan} />
+      </form>
+      <FilterChips
+        filters={identifier === "" ? [] : [["identifier", identifier]]}
+        onRemove={() => props.onIdentifier("")}
+      />
+      {state.kind === "loading" && <p class="empty" aria-live="polite">Loading…</p>}
+      {state.kind === "error" && <p class="error" role="alert">{state.message}</p>}
+      {state.kind === "ready" && totals !== undefined && (
+        <>
+          <Tiles totals={totals} tiles={[["total", "decisions"], ["passed", "passed"], ["blocked", "blocked"]]} />
+          {totals.total === 0
+            ? (
+              <p class="empty">
+                No limit decisions{identifier === "" ? "" : ` for ${identifier}`}{" "}
+                in this window. ratelimits.limit records them (and keys.verifyKey, for keys with limits).
+              </p>
+            )
+            : (
+              <Chart
+                points={state.points}
+                series={DECISIONS}
+                bucket={state.bucket}
+                label={`limit decisions per ${state.bucket}, passed and blocked`}
+              />
+            )}
+        </>
+      )}
+      <div class="tops">
+        <Top
+          title="Most blocked identifiers"
+          name="identifier"
+          rows={top}
+          label={(row) => row.identifier ?? ""}
+          columns={COUNTS}
+          href={(row) => props.href(row.identifier ?? "")}
+          onPick={(row) => props.onIdentifier(row.identifier ?? "")}
+          picked={identifier || undefined}
+        />
+      </div>
+    </section>
+  )
+}
+
 /** "Which override applies to identifier X?" — the winning rule, or none. */
 const Resolve = (props: { session: Session; namespaceId: string }) => {
   const [identifier, setIdentifier] = useState("")
@@ -286,6 +427,8 @@ const OverrideRow = (props: {
       <td>{windowText(override.duration)}</td>
       <td>{override.async ? "yes" : "no"}</td>
       <td>{utcText(override.updatedAt)}</td>
+      <td>{override.hits}</td>
+      <td>{override.lastHitAt === undefined ? "never" : utcText(override.lastHitAt)}</td>
       {(props.canSet || props.canDelete) && (
         <td class="actions">
           {props.canSet && (
@@ -303,7 +446,11 @@ export const RateLimits = (props: { session: Session }) => {
   const [namespaceId, setNamespaceId] = useSelection(namespaces, (n) => n.namespaceId, "namespaceId")
   const [form, setForm] = useState<{ editing: Override | undefined; newNamespace: boolean } | undefined>()
   const [status, setStatus] = useState<string | undefined>()
-  useSectionUrl("ratelimits", { namespaceId })
+  // Rate limits are a recent matter: the last day, in hours, unless the URL says otherwise.
+  const [span, setSpan] = useState(() => readSpan(new URLSearchParams(location.search), "24h"))
+  const [identifier, setIdentifier] = useState(() => param("identifier"))
+  const view = { namespaceId, ...spanParams(span) }
+  useSectionUrl("ratelimits", { ...view, identifier })
   const list = usePagedList<Override>(
     session,
     namespaceId === "" ? undefined : namespaceId,
@@ -319,6 +466,7 @@ export const RateLimits = (props: { session: Session }) => {
   const canSet = namespaceId !== "" && may(session, required.setOverride(namespaceId))
   const canDelete = namespaceId !== "" && may(session, required.deleteOverride(namespaceId))
   const canCreateNamespace = may(session, required.createNamespace())
+  const canReadDecisions = namespaceId !== "" && may(session, required.readRatelimitAnalytics(namespaceId))
   const name = namespaces.items?.find((n) => n.namespaceId === namespaceId)?.name ?? namespaceId
 
   const save = async (input: OverrideInput) => {
@@ -364,6 +512,7 @@ export const RateLimits = (props: { session: Session }) => {
           items={namespaces.items?.map((n) => ({ id: n.namespaceId, text: `${n.name} (${n.namespaceId})` }))}
           onChange={(id) => {
             setNamespaceId(id)
+            setIdentifier("")
             list.reset()
             setForm(undefined)
             setStatus(undefined)
@@ -406,6 +555,25 @@ export const RateLimits = (props: { session: Session }) => {
       )}
       {namespaceId !== "" && (
         <>
+          {canReadDecisions
+            ? (
+              <Decisions
+                session={session}
+                namespaceId={namespaceId}
+                name={name}
+                span={span}
+                identifier={identifier}
+                onSpan={setSpan}
+                onIdentifier={setIdentifier}
+                href={(picked) => sectionSearch("ratelimits", { ...view, identifier: picked })}
+              />
+            )
+            : (
+              <p class="empty" role="note">
+                This key may not read the limit decisions of {name}, so no charts here: they take{" "}
+                <code>ratelimit.*.read_analytics</code> or <code>ratelimit.{namespaceId}.read_analytics</code>.
+              </p>
+            )}
           <PagedTable
             label="overrides"
             title={`Overrides in ${name}`}
@@ -414,7 +582,16 @@ export const RateLimits = (props: { session: Session }) => {
             empty={`No overrides in this namespace: every identifier gets the limit its caller asks for.${
               canSet ? " Add one with New override." : ""
             }`}
-            headers={["identifier", "limit", "window", "async", "updated", ...(canSet || canDelete ? ["actions"] : [])]}
+            headers={[
+              "identifier",
+              "limit",
+              "window",
+              "async",
+              "updated",
+              "hits",
+              "last hit",
+              ...(canSet || canDelete ? ["actions"] : [])
+            ]}
             row={(override) => (
               <OverrideRow
                 key={override.id}

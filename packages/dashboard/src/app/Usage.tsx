@@ -4,51 +4,32 @@
  * lives in the URL (bookmarkable, back and forward), the key never does.
  */
 import { useEffect, useState } from "preact/hooks"
-import { Chart, type Datapoint, OUTCOMES } from "./Chart.js"
+import { Chart, type Point, type Series, Tiles, totalsOf } from "./Chart.js"
 import { explain, get } from "./Client.js"
 import { useApis } from "./Lists.js"
 import { Picker } from "./Picker.js"
 import { type Session, signedOut } from "./Session.js"
+import { rangeOf, readSpan, type Span, SpanControls, spanOf, spanParams } from "./TimeWindow.js"
+import { FilterChips, Top } from "./Top.js"
 
-const WINDOWS = { "24h": 86_400_000, "7d": 7 * 86_400_000, "30d": 30 * 86_400_000, "90d": 90 * 86_400_000 }
-type Window = keyof typeof WINDOWS | "custom"
-type Resolution = "hour" | "day" | "month"
-const RESOLUTIONS: ReadonlyArray<Resolution> = ["hour", "day", "month"]
-const HOUR = 3_600_000
-
-/** A time as a datetime-local input shows it, in UTC. */
-const utcInput = (ms: number) => new Date(ms).toISOString().slice(0, 16)
-
-/** One end of a custom window, in UTC; a value that would empty the window is ignored. */
-const UtcInput = (
-  props: { label: string; name: string; value: number; accept: (ms: number) => boolean; onChange: (ms: number) => void }
-) => (
-  <label>
-    {props.label} (UTC)
-    <input
-      type="datetime-local"
-      name={props.name}
-      value={utcInput(props.value)}
-      onChange={(e) => {
-        const ms = Date.parse((e.target as HTMLInputElement).value + "Z")
-        if (Number.isFinite(ms) && props.accept(ms)) props.onChange(ms)
-      }}
-    />
-  </label>
-)
-
-/** The bucket a window is shown in: hours up to three days, days up to 90, then months. */
-const bucketOf = (ms: number) => (ms <= 3 * 86_400_000 ? "hour" : ms <= 90 * 86_400_000 ? "day" : "month")
+/** The nine outcomes: wire name, label, colour; valid first, so it sits at the bottom of a stack. */
+const OUTCOMES = [
+  ["valid", "valid", "#2e9e5b"],
+  ["rateLimited", "rate limited", "#e0a100"],
+  ["usageExceeded", "usage exceeded", "#8e44ad"],
+  ["insufficientPermissions", "insufficient permissions", "#c0392b"],
+  ["forbidden", "forbidden", "#e74c3c"],
+  ["unauthorized", "unauthorized", "#d35400"],
+  ["disabled", "disabled", "#7f8c8d"],
+  ["expired", "expired", "#f39c12"],
+  ["notFound", "not found", "#34495e"]
+] as const satisfies ReadonlyArray<Series<string>>
+type Outcome = typeof OUTCOMES[number][0]
+type Datapoint = Point<Outcome | "total">
 
 /** What the page shows: the api, the window and the filters, all in the URL. */
-interface View {
+interface View extends Span {
   readonly apiId: string
-  readonly window: Window
-  /** A custom window, unix ms (with `window: "custom"`). */
-  readonly start?: number | undefined
-  readonly end?: number | undefined
-  /** The bucket asked for; chosen from the window's length when absent. */
-  readonly resolution?: Resolution | undefined
   readonly keyId?: string | undefined
   readonly externalId?: string | undefined
   readonly tag?: string | undefined
@@ -57,88 +38,27 @@ const FILTERS = ["keyId", "externalId", "tag"] as const
 
 const readView = (): View => {
   const params = new URLSearchParams(location.search)
-  const window = (params.get("window") ?? "7d") as Window
   const view: Record<string, string> = {}
   for (const name of FILTERS) {
     const value = params.get(name)
     if (value) view[name] = value
   }
-  const start = Number(params.get("start"))
-  const end = Number(params.get("end"))
-  const custom = window === "custom" && Number.isSafeInteger(start) && Number.isSafeInteger(end) && start < end &&
-    start > 0
-  const resolution = params.get("resolution") as Resolution | null
-  return {
-    apiId: params.get("apiId") ?? "",
-    window: custom ? "custom" : window in WINDOWS ? window : "7d",
-    ...(custom ? { start, end } : {}),
-    ...(resolution !== null && RESOLUTIONS.includes(resolution) ? { resolution } : {}),
-    ...view
-  }
+  return { apiId: params.get("apiId") ?? "", ...readSpan(params, "7d"), ...view }
 }
 
 /** The view's query parameters (filters included), as the URL and the API take them. */
 const paramsOf = (view: View) => {
   const params = new URLSearchParams()
   if (view.apiId) params.set("apiId", view.apiId)
-  params.set("window", view.window)
-  if (view.window === "custom") {
-    params.set("start", String(view.start))
-    params.set("end", String(view.end))
-  }
-  if (view.resolution !== undefined) params.set("resolution", view.resolution)
+  for (const [name, value] of Object.entries(spanParams(view))) if (value !== "") params.set(name, value)
   for (const name of FILTERS) if (view[name] !== undefined) params.set(name, view[name]!)
   return params
 }
 
 type Row = Datapoint & { keyId?: string; identity?: { id: string; externalId: string }; tag?: string }
 
-/** A top-10 table whose rows filter the view. */
-const Top = (props: {
-  title: string
-  rows: ReadonlyArray<Row> | undefined
-  label: (row: Row) => string
-  pick: (row: Row) => Partial<View>
-  onPick: (filter: Partial<View>) => void
-}) => (
-  <section class="top">
-    <h2>{props.title}</h2>
-    {props.rows === undefined
-      ? <p class="empty">Loading…</p>
-      : props.rows.length === 0
-      ? <p class="empty">None in this window.</p>
-      : (
-        <table>
-          <thead>
-            <tr>
-              <th scope="col">{props.title.replace(/^Top /, "")}</th>
-              <th scope="col">total</th>
-              <th scope="col">valid</th>
-            </tr>
-          </thead>
-          <tbody>
-            {props.rows.map((row) => (
-              <tr key={props.label(row)}>
-                <td>
-                  <a
-                    href={`?${paramsOf({ ...readView(), ...props.pick(row) })}`}
-                    onClick={(event) => {
-                      event.preventDefault()
-                      props.onPick(props.pick(row))
-                    }}
-                  >
-                    {props.label(row)}
-                  </a>
-                </td>
-                <td>{row.total}</td>
-                <td>{row.valid}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      )}
-  </section>
-)
+/** The top tables' counts. */
+const COUNTS = [["total", (row: Row) => row.total], ["valid", (row: Row) => row.valid]] as const
 
 /** The usage section: an api's verifications over a window, by outcome, with its top lists. */
 export const Usage = (props: { session: Session }) => {
@@ -165,9 +85,7 @@ export const Usage = (props: { session: Session }) => {
     const params = paramsOf(view)
     if (location.search !== `?${params}`) history.pushState(null, "", `${location.pathname}?${params}`)
     if (view.apiId === "") return setState({ kind: "idle" })
-    const end = view.window === "custom" ? view.end! : Date.now()
-    const start = view.window === "custom" ? view.start! : Math.floor((end - WINDOWS[view.window]) / HOUR) * HOUR
-    const bucket = view.resolution ?? bucketOf(end - start)
+    const { bucket, end, start } = rangeOf(view)
     setState({ kind: "loading" })
     const route = "analytics.getVerifications"
     const query = (extra: Record<string, string>) => ({
@@ -206,92 +124,24 @@ export const Usage = (props: { session: Session }) => {
     return () => removeEventListener("popstate", back)
   }, [])
   const totals = state.kind === "ready"
-    ? Object.fromEntries(
-      ["total", ...OUTCOMES.map(([n]) => n)].map((n) => [n, state.points.reduce((s, p) => s + (p as any)[n], 0)])
-    )
+    ? totalsOf(state.points, ["total", ...OUTCOMES.map(([n]) => n)])
     : undefined
-  if (totals !== undefined) (window as any).__keymeterTotals = totals
   const pick = (filter: Partial<View>) => setView({ ...view, ...filter })
-  const active = FILTERS.filter((name) => view[name] !== undefined)
   return (
     <main>
-      {active.length > 0 && (
-        <p class="filters" aria-label="filters">
-          {active.map((name) => (
-            <button
-              key={name}
-              type="button"
-              class="chip"
-              aria-label={`remove filter ${name} ${view[name]}`}
-              onClick={() => setView({ ...view, [name]: undefined })}
-            >
-              {name}: {view[name]} ×
-            </button>
-          ))}
-        </p>
-      )}
+      <FilterChips
+        filters={FILTERS.flatMap((name) => view[name] !== undefined ? [[name, view[name]!] as const] : [])}
+        onRemove={(name) => setView({ ...view, [name]: undefined })}
+      />
       <form class="controls" onSubmit={(e) => e.preventDefault()}>
         <Picker
           label="Api"
           name="apiId"
           value={view.apiId}
           items={apis.items?.map((api) => ({ id: api.apiId, text: `${api.name} (${api.apiId})` }))}
-          onChange={(apiId) => setView({ apiId, window: view.window })}
+          onChange={(apiId) => setView({ apiId, ...spanOf(view) })}
         />
-        <label>
-          Window
-          <select
-            name="window"
-            value={view.window}
-            onChange={(e) => {
-              const window = (e.target as HTMLSelectElement).value as Window
-              if (window !== "custom") return setView({ ...view, window, start: undefined, end: undefined })
-              // A custom window starts as the last seven days, to the hour.
-              const end = Math.ceil(Date.now() / HOUR) * HOUR
-              setView({ ...view, window, start: end - WINDOWS["7d"], end })
-            }}
-          >
-            <option value="24h">last 24 hours</option>
-            <option value="7d">last 7 days</option>
-            <option value="30d">last 30 days</option>
-            <option value="90d">last 90 days</option>
-            <option value="custom">custom (UTC)</option>
-          </select>
-        </label>
-        {view.window === "custom" && (
-          <>
-            <UtcInput
-              label="From"
-              name="start"
-              value={view.start!}
-              accept={(start) => start < view.end!}
-              onChange={(start) => setView({ ...view, start })}
-            />
-            <UtcInput
-              label="To"
-              name="end"
-              value={view.end!}
-              accept={(end) => end > view.start!}
-              onChange={(end) => setView({ ...view, end })}
-            />
-          </>
-        )}
-        <label>
-          Resolution
-          <select
-            name="resolution"
-            value={view.resolution ?? "auto"}
-            onChange={(e) => {
-              const value = (e.target as HTMLSelectElement).value
-              setView({ ...view, resolution: value === "auto" ? undefined : value as Resolution })
-            }}
-          >
-            <option value="auto">automatic</option>
-            <option value="hour">hours</option>
-            <option value="day">days</option>
-            <option value="month">months</option>
-          </select>
-        </label>
+        <SpanControls span={view} onChange={(span) => setView({ ...view, ...span })} />
       </form>
       {state.kind === "idle" && (
         <p class="empty">
@@ -306,17 +156,7 @@ export const Usage = (props: { session: Session }) => {
       {state.kind === "error" && <p class="error" role="alert">{state.message}</p>}
       {state.kind === "ready" && totals !== undefined && (
         <>
-          <div class="tiles" data-testid="totals">
-            <div class="tile">
-              total<strong data-total="total">{totals.total}</strong>
-            </div>
-            {OUTCOMES.map(([name, label]) => (
-              <div class="tile" key={name}>
-                {label}
-                <strong data-total={name}>{totals[name]}</strong>
-              </div>
-            ))}
-          </div>
+          <Tiles totals={totals} tiles={[["total", "total"], ...OUTCOMES.map(([n, label]) => [n, label] as const)]} />
           {totals.total === 0
             ? (
               <p class="empty">
@@ -324,28 +164,44 @@ export const Usage = (props: { session: Session }) => {
                 (keys.verifyKey).
               </p>
             )
-            : <Chart points={state.points} bucket={state.bucket} />}
+            : (
+              <Chart
+                points={state.points}
+                series={OUTCOMES}
+                bucket={state.bucket}
+                label={`verifications per ${state.bucket} by outcome`}
+              />
+            )}
           <div class="tops">
             <Top
               title="Top keys"
+              name="keys"
               rows={tops.keys}
               label={(r) => r.keyId ?? ""}
-              pick={(r) => ({ keyId: r.keyId })}
-              onPick={pick}
+              columns={COUNTS}
+              href={(r) => `?${paramsOf({ ...view, keyId: r.keyId })}`}
+              onPick={(r) => pick({ keyId: r.keyId })}
+              picked={view.keyId}
             />
             <Top
               title="Top identities"
+              name="identities"
               rows={tops.identities?.filter((r) => r.identity !== undefined)}
               label={(r) => r.identity!.externalId}
-              pick={(r) => ({ externalId: r.identity!.externalId })}
-              onPick={pick}
+              columns={COUNTS}
+              href={(r) => `?${paramsOf({ ...view, externalId: r.identity!.externalId })}`}
+              onPick={(r) => pick({ externalId: r.identity!.externalId })}
+              picked={view.externalId}
             />
             <Top
               title="Top tags"
+              name="tags"
               rows={tops.tags}
               label={(r) => r.tag ?? ""}
-              pick={(r) => ({ tag: r.tag })}
-              onPick={pick}
+              columns={COUNTS}
+              href={(r) => `?${paramsOf({ ...view, tag: r.tag })}`}
+              onPick={(r) => pick({ tag: r.tag })}
+              picked={view.tag}
             />
           </div>
         </>

@@ -1,6 +1,7 @@
 /**
  * Three keymeter server processes sharing PostgreSQL (catalog), Redis (rate-limit windows) and
- * ClickHouse (verifications), requests spread round-robin: they behave as one server.
+ * ClickHouse (verifications and rate-limit decisions), requests spread round-robin: they behave as
+ * one server.
  */
 import { ClickhouseTestServer, PostgresTestServer, RedisTestServer } from "@keymeter/testing"
 import * as Effect from "effect/Effect"
@@ -66,6 +67,13 @@ describe.skipIf(skip !== undefined)("three servers sharing PostgreSQL, Redis and
         duration: 60_000
       }).then(json)))
     expect(answers.filter((answer) => answer.success)).toHaveLength(100)
+    // Every decision of every server is counted in ClickHouse: each server reads them all (another
+    // server's once its recorder has written them, within KEYMETER_RECORD_DELAY_MS).
+    const counts = (base: string) =>
+      fetch(`${base}/v1/analytics.getRatelimits?namespaceName=email&identifier=burst_${run}`, { headers: AUTH })
+        .then(json)
+    await eventually(async () => (await counts(servers[0]!.base))[0].total === 300, 10_000)
+    for (const { base } of servers) expect(await counts(base)).toEqual([{ total: 300, passed: 100, blocked: 200 }])
   })
 
   it("async overrides: each server answers from its own view, reconciled through Redis (overshoot measured)", async () => {

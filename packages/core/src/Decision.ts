@@ -29,13 +29,35 @@ export class Missing<E = never, R = never> {
  */
 export type Turn<A, E = never, R = never> = Missing<E, R> | Effect.Effect<A, E, R>
 
+/** Decisions started so far: each one's number tells its turns from other decisions' turns. */
+let started = 0
+/** The decision whose turn is running; 0 outside any turn. */
+let running = 0
+
+/**
+ * The decision whose turn is running now (0 outside a turn): a lookup that cannot tell whether what
+ * it remembers still holds (a catalog without revision) keeps what it loads for the rest of that
+ * decision, whose later turns look it up again, and for no other.
+ */
+export const current = (): number => running
+
 /**
  * The decision's first turn, now: its Exit when decided from memory; otherwise the effect that
  * finishes it (loading what is missing and deciding again, as often as it takes).
  */
-export const start = <A, E, R>(decide: () => Turn<A, E, R>): Effect.Effect<A, E, R> => {
-  const turn = decide()
-  return turn instanceof Missing ? Effect.flatMap(turn.load, () => start(decide)) : turn
+export const start = <A, E, R>(decide: () => Turn<A, E, R>): Effect.Effect<A, E, R> => turns(decide, ++started)
+
+const turns = <A, E, R>(decide: () => Turn<A, E, R>, decision: number): Effect.Effect<A, E, R> => {
+  // A turn may start another decision (`now` inside `andThen`): the outer one resumes after it.
+  const outer = running
+  running = decision
+  let turn: Turn<A, E, R>
+  try {
+    turn = decide()
+  } finally {
+    running = outer
+  }
+  return turn instanceof Missing ? Effect.flatMap(turn.load, () => turns(decide, decision)) : turn
 }
 
 const FirstTurn = Symbol.for("@keymeter/core/Decision/FirstTurn")

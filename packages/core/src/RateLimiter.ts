@@ -220,7 +220,13 @@ export class RateLimiter extends Effect.Service<RateLimiter>()("@keymeter/core/R
         const byId = namespaceWithId(workspaceId, name)
         if (byId instanceof Missing || (Option.isSome(byId) && !isPattern(byId.value.name))) return byId
       }
-      return Decision.failed(mayCreate()) ?? new Creation(createNamespace(workspaceId, name))
+      return Decision.failed(mayCreate()) ??
+        new Creation(
+          namespaces.written(
+            CompositeKey.make(workspaceId, name),
+            Effect.map(createNamespace(workspaceId, name), Option.some)
+          ).load
+        )
     }
 
     /** The workspace's namespace of id `id` (none when it has none), as a lookup. */

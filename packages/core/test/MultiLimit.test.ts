@@ -200,4 +200,26 @@ describe("RateLimiter.multiLimit", () => {
       expect((yield* catalog.findNamespaceByName(WS, "fresh"))._tag).toBe("None")
       expect(yield* peek("email", "user_1", 3)).toBe(1)
     }).pipe(Effect.provide(Test)))
+
+  it.effect("decides on a catalog without revision: one call naming a namespace twice, or creating it", () =>
+    Effect.gen(function*() {
+      const { limiter } = yield* setup
+      // What a catalog without revision loads is kept for the rest of the decision that loaded it:
+      // its later turns, and its second look at the same namespace, find it (they once loaded it
+      // again and again, for ever).
+      expect((yield* limiter.limit(admin, item("made_now", "u", 3))).remaining).toBe(2)
+      const answer = yield* limiter.multiLimit(admin, [item("made_now", "u", 3), item("made_now", "u", 3)])
+      expect(answer.limits.map((limit) => limit.remaining)).toEqual([1, 0])
+      const both = yield* limiter.multiLimit(admin, [item("also_new", "u", 1), item("also_new", "u", 1)])
+      expect(both.limits.map((limit) => limit.passed)).toEqual([true, false])
+    }).pipe(Effect.provide(WithoutRevision)))
 })
+
+/** The memory storage, its catalog without a revision (as a SQLite file whose version cannot be read). */
+const WithoutRevision = Keymeter.layer.pipe(
+  Layer.provideMerge(
+    Layer.effect(Catalog, Effect.map(Catalog, (catalog) => ({ ...catalog, revision: undefined }))).pipe(
+      Layer.provideMerge(MemoryStorage.layer)
+    )
+  )
+)

@@ -1,15 +1,22 @@
 /**
  * Core's services over both halves of the storage port at once: an override set and an api created
  * once per idempotency key (the write in the Catalog, its receipt in the VerificationStore), and
- * the revisions of both halves, by which Auth knows what it remembered is still true.
+ * the revisions of both halves, by which Auth knows what it remembered is still true; and what
+ * Unkey v2's routes ask of them on every store (reroll, imports skipping what exists, identities and
+ * namespaces by id or name, paged permissions, several limits at once).
  */
 import { expect, it } from "@effect/vitest"
 import { Api } from "@keymeter/core/Api"
 import * as Apis from "@keymeter/core/Apis"
 import * as Auth from "@keymeter/core/Auth"
 import * as Decision from "@keymeter/core/Decision"
+import * as Identities from "@keymeter/core/Identities"
+import * as Keys from "@keymeter/core/Keys"
+import * as KeyVerifier from "@keymeter/core/KeyVerifier"
 import { Namespace } from "@keymeter/core/Namespace"
 import * as Overrides from "@keymeter/core/Overrides"
+import * as RateLimiter from "@keymeter/core/RateLimiter"
+import * as Rbac from "@keymeter/core/Rbac"
 import { hash as RootKeyHash, RootKey } from "@keymeter/core/RootKey"
 import { Catalog, VerificationStore } from "@keymeter/core/Storage"
 import * as Effect from "effect/Effect"
@@ -50,6 +57,57 @@ export const tests = (suite: Suite) => {
       const a = yield* apis.create(principal, { name: "plain" })
       const b = yield* apis.create(principal, { name: "plain" })
       expect(a.apiId).not.toBe(b.apiId)
+    })))
+
+  it.effect("rerolls keys, imports skipping existing hashes, names identities and namespaces either way", () =>
+    run(Effect.gen(function*() {
+      yield* seedCatalog
+      const keys = yield* Keys.Keys
+      const verifier = yield* KeyVerifier.KeyVerifier
+      const identities = yield* Identities.Identities
+      const rbac = yield* Rbac.Rbac
+      const limiter = yield* RateLimiter.RateLimiter
+      const principal = Auth.system(WS)
+      const verify = (key: string) => Effect.map(verifier.verify(principal, { key }), (answer) => answer.code)
+
+      const old = yield* keys.create(principal, { apiId: "api_1", externalId: "acme", credits: { remaining: 7 } })
+      const rolled = yield* keys.reroll(principal, { keyId: old.keyId, expiration: 0 })
+      expect(yield* verify(rolled.key)).toBe("VALID")
+      expect(yield* verify(old.key!)).toBe("EXPIRED")
+      expect((yield* keys.get(principal, { keyId: rolled.keyId })).credits?.remaining).toBe(6)
+
+      const hashOf = (n: number) => n.toString(16).padStart(64, "0")
+      const imported = yield* keys.migrate(principal, [{ apiId: "api_1", hash: hashOf(1) }], { skipExisting: true })
+      const again = yield* keys.migrate(principal, [
+        { apiId: "api_1", hash: hashOf(1) },
+        { apiId: "api_1", hash: hashOf(2) },
+        { apiId: "api_1", hash: hashOf(2) }
+      ], { skipExisting: true })
+      expect(imported.skipped).toEqual([])
+      expect(again.skipped).toEqual([0, 2])
+      expect(again.keyIds).toHaveLength(1)
+
+      const acme = yield* identities.get(principal, { identity: "acme" })
+      expect((yield* identities.get(principal, { identity: acme.id })).externalId).toBe("acme")
+      const found = yield* identities.list(principal, { search: "ACM" })
+      expect(found.identities.map((identity) => identity.externalId)).toEqual(["acme"])
+
+      for (const slug of ["c.read", "a.read", "b.read"]) yield* rbac.createPermission(principal, { name: slug })
+      const first = yield* rbac.pagePermissions(principal, { limit: 2 })
+      const second = yield* rbac.pagePermissions(principal, { limit: 2, cursor: first.cursor })
+      expect([...first.items, ...second.items].map((p) => p.slug).sort()).toEqual(["a.read", "b.read", "c.read"])
+      expect(second.cursor).toBeUndefined()
+
+      const byName = yield* limiter.limit(principal, { namespace: "both", identifier: "u", limit: 3, duration: 60_000 })
+      const namespace = yield* (yield* Catalog).findNamespaceByName(WS, "both")
+      const id = Option.getOrThrow(namespace).id
+      const byId = yield* limiter.limit(principal, { namespace: id, identifier: "u", limit: 3, duration: 60_000 })
+      expect([byName.remaining, byId.remaining]).toEqual([2, 1])
+      const multi = yield* limiter.multiLimit(principal, [
+        { namespace: "both", identifier: "u", limit: 3, duration: 60_000 },
+        { namespace: "both", identifier: "u", limit: 3, duration: 60_000 }
+      ])
+      expect(multi.limits.map((l) => l.passed)).toEqual([true, false])
     })))
 
   it.effect("moves its revisions on every write, so what was read and remembered is read again", () =>

@@ -50,6 +50,31 @@ type QueryError = ValidationError | InsufficientPermissions | NotFound | QueryTo
  */
 export const stable = CountReader.stable
 
+/**
+ * A reader of the counts of `store`, fed by `recorder`, under this module's bounds
+ * ({@link MaxDatapoints}, {@link MaxReadsAtOnce}, {@link RememberedAnswers}); `what` names its reads
+ * in `Busy`'s message.
+ */
+export const countReader = (
+  store: {
+    readonly aggregate: CountReader.Options["aggregate"]
+    readonly revision?: (() => number) | undefined
+  },
+  recorder: CountReader.Options["recorder"],
+  what: string
+) =>
+  Effect.gen(function*() {
+    return CountReader.make({
+      aggregate: store.aggregate,
+      revision: store.revision,
+      recorder,
+      maxDatapoints: yield* MaxDatapoints,
+      maxReadsAtOnce: yield* MaxReadsAtOnce,
+      remembered: yield* RememberedAnswers,
+      what
+    })
+  })
+
 /** Answers analytics queries, pushing the aggregation down to the {@link VerificationStore}. */
 export class Analytics extends Effect.Service<Analytics>()("@keymeter/core/Analytics", {
   effect: Effect.gen(function*() {
@@ -64,15 +89,7 @@ export class Analytics extends Effect.Service<Analytics>()("@keymeter/core/Analy
     // workspace is given again while the store has stored nothing since (its revision) and no
     // verification waits to be stored, after the same permission check. Stores others write to
     // (ClickHouse) have no revision, so nothing is remembered for them.
-    const reader = CountReader.make({
-      aggregate: store.aggregate,
-      revision: store.revision,
-      recorder,
-      maxDatapoints: yield* MaxDatapoints,
-      maxReadsAtOnce: yield* MaxReadsAtOnce,
-      remembered: yield* RememberedAnswers,
-      what: "analytics reads"
-    })
+    const reader = yield* countReader(store, recorder, "analytics reads")
 
     /**
      * Validates the query, checks `api.*.read_api` or `api.<apiId>.read_api`, checks the api is in

@@ -5,11 +5,10 @@
  */
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
-import { MaxDatapoints, MaxReadsAtOnce, RememberedAnswers } from "./Analytics.js"
+import { countReader } from "./Analytics.js"
 import { Auth } from "./Auth.js"
 import type { Busy, InsufficientPermissions, NotFound, QueryTooLarge, StorageError } from "./Errors.js"
 import { ValidationError } from "./Errors.js"
-import * as CountReader from "./internal/CountReader.js"
 import { Overrides } from "./Overrides.js"
 import type { Principal } from "./Permission.js"
 import * as Permission from "./Permission.js"
@@ -30,15 +29,7 @@ export class RatelimitAnalytics extends Effect.Service<RatelimitAnalytics>()("@k
     const overrides = yield* Overrides
     const auth = yield* Auth
     const decode = Validation.decode(RatelimitQuery.RatelimitQueryInput)
-    const reader = CountReader.make({
-      aggregate: store.aggregate,
-      revision: store.revision,
-      recorder,
-      maxDatapoints: yield* MaxDatapoints,
-      maxReadsAtOnce: yield* MaxReadsAtOnce,
-      remembered: yield* RememberedAnswers,
-      what: "rate-limit analytics reads"
-    })
+    const reader = yield* countReader(store, recorder, "rate-limit analytics reads")
 
     /**
      * The datapoints of a query (see `RatelimitQuery`): validated, the namespace found (by id or

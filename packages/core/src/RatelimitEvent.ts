@@ -101,3 +101,19 @@ export interface OverrideHits {
   /** Unix ms of its last decision. */
   readonly lastHitAt: number
 }
+
+/** Hits by workspace, then override id, as stores tally them. */
+export type HitTally = Map<string, Map<string, { hits: number; lastHitAt: number }>>
+
+/** Adds the hit of `event`'s override (if one decided it) to `tally`. */
+export const tallyHit = (tally: HitTally, event: RatelimitEvent): void => {
+  if (event.overrideId === undefined) return
+  let ofWorkspace = tally.get(event.workspaceId)
+  if (ofWorkspace === undefined) tally.set(event.workspaceId, ofWorkspace = new Map())
+  const counted = ofWorkspace.get(event.overrideId)
+  if (counted === undefined) ofWorkspace.set(event.overrideId, { hits: 1, lastHitAt: event.time })
+  else {
+    counted.hits++
+    if (event.time > counted.lastHitAt) counted.lastHitAt = event.time
+  }
+}

@@ -8,7 +8,7 @@ import type { Datapoint } from "./Datapoint.js"
 import { MAX_IDENTIFIER_LENGTH } from "./Override.js"
 import { boundedString, expected } from "./Validation.js"
 import type { GroupBy, OrderBy, VerificationQueryInput } from "./VerificationQuery.js"
-import { Limit, MAX_KEY_IDS, OrderSchema, TimeBound } from "./VerificationQuery.js"
+import { End, Limit, MAX_KEY_IDS, OrderSchema, Start } from "./VerificationQuery.js"
 
 /** Dimensions and time units a query may group by. */
 export const GroupByValues = ["identifier", "override", "month", "day", "hour"] as const
@@ -45,14 +45,8 @@ export const RatelimitQueryInput = Schema.Struct({
   overrideId: Schema.optional(
     boundedString("an override id", 1, 255).annotations({ description: "Only decisions this override made." })
   ),
-  start: Schema.optional(
-    TimeBound.annotations({ description: "Unix ms; truncated to its UTC hour; inclusive. Default: no bound." })
-  ),
-  end: Schema.optional(
-    TimeBound.annotations({
-      description: "Unix ms; truncated to its UTC hour, that whole hour included. Default: now."
-    })
-  ),
+  start: Schema.optional(Start),
+  end: Schema.optional(End),
   groupBy: Schema.optional(
     Schema.Array(
       expected(Schema.Literal(...GroupByValues), `must be one of ${list(GroupByValues)}`)

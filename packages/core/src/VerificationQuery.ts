@@ -43,6 +43,16 @@ export const TimeBound = expected(
   `must be an integer of unix milliseconds from 0 to ${Time.MAX_TIME}, or null`
 )
 
+/** Schema of `start`: the window's first hour. */
+export const Start = TimeBound.annotations({
+  description: "Unix ms; truncated to its UTC hour; inclusive. Default: no bound."
+})
+
+/** Schema of `end`: the window's last hour. */
+export const End = TimeBound.annotations({
+  description: "Unix ms; truncated to its UTC hour, that whole hour included. Default: now."
+})
+
 /** Schema of `limit`. */
 export const Limit = expected(
   Schema.Number.pipe(Schema.int(), Schema.between(1, Number.MAX_SAFE_INTEGER)),
@@ -69,14 +79,8 @@ export const VerificationQueryInput = Schema.Struct({
       description: `Only events carrying all these tags (AND), at most ${MAX_TAGS}.`
     })
   ),
-  start: Schema.optional(
-    TimeBound.annotations({ description: "Unix ms; truncated to its UTC hour; inclusive. Default: no bound." })
-  ),
-  end: Schema.optional(
-    TimeBound.annotations({
-      description: "Unix ms; truncated to its UTC hour, that whole hour included. Default: now."
-    })
-  ),
+  start: Schema.optional(Start),
+  end: Schema.optional(End),
   groupBy: Schema.optional(
     Schema.Array(GroupBySchema).annotations({
       description: `Any of ${quoteList(GroupByValues)}. At most one time unit; not tag with tags.`

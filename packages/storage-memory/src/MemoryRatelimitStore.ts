@@ -5,8 +5,8 @@
  */
 import * as Aggregation from "@keymeter/core/Aggregation"
 import { StorageError } from "@keymeter/core/Errors"
-import type { OverrideHits, RatelimitEvent } from "@keymeter/core/RatelimitEvent"
-import { asVerification } from "@keymeter/core/RatelimitEvent"
+import type { HitTally, OverrideHits, RatelimitEvent } from "@keymeter/core/RatelimitEvent"
+import { asVerification, tallyHit } from "@keymeter/core/RatelimitEvent"
 import { RatelimitStore } from "@keymeter/core/Storage"
 import { Engine } from "@keymeter/engine"
 import * as Effect from "effect/Effect"
@@ -28,7 +28,7 @@ export const make = (options: Options = {}) => {
   // The latest decisions, a ring: `next` is where the next one goes.
   const ring: Array<RatelimitEvent | undefined> = []
   let next = 0
-  const hits = new Map<string, Map<string, { hits: number; lastHitAt: number }>>()
+  const hits: HitTally = new Map()
   let revision = 0
 
   const append = (events: ReadonlyArray<RatelimitEvent>) => {
@@ -38,15 +38,7 @@ export const make = (options: Options = {}) => {
         ring[next] = event
         next = (next + 1) % held
       }
-      if (event.overrideId === undefined) continue
-      let ofWorkspace = hits.get(event.workspaceId)
-      if (ofWorkspace === undefined) hits.set(event.workspaceId, ofWorkspace = new Map())
-      const counted = ofWorkspace.get(event.overrideId)
-      if (counted === undefined) ofWorkspace.set(event.overrideId, { hits: 1, lastHitAt: event.time })
-      else {
-        counted.hits++
-        if (event.time > counted.lastHitAt) counted.lastHitAt = event.time
-      }
+      tallyHit(hits, event)
     }
     revision++
   }

@@ -14,8 +14,8 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import { COUNTER_COLUMNS, tooLarge } from "@keymeter/core/Aggregation"
 import type { StorageError } from "@keymeter/core/Errors"
 import * as GroupCommit from "@keymeter/core/GroupCommit"
-import type { OverrideHits, RatelimitEvent } from "@keymeter/core/RatelimitEvent"
-import { asVerification, SourceIndex, Sources } from "@keymeter/core/RatelimitEvent"
+import type { HitTally, OverrideHits, RatelimitEvent } from "@keymeter/core/RatelimitEvent"
+import { asVerification, SourceIndex, Sources, tallyHit } from "@keymeter/core/RatelimitEvent"
 import { RatelimitStore } from "@keymeter/core/Storage"
 import * as Time from "@keymeter/core/Time"
 import type { Verification } from "@keymeter/core/Verification"
@@ -187,7 +187,7 @@ const writeDetails = (
 ) =>
   Effect.suspend(() => {
     const decisions: Array<unknown> = []
-    const hits = new Map<string, Map<string, { hits: number; lastHitAt: number }>>()
+    const hits: HitTally = new Map()
     for (let i = 0; i < events.length; i++) {
       const event = events[i]!
       const { identity } = projected[i]!
@@ -208,15 +208,7 @@ const writeDetails = (
           event.detail ?? null
         )
       }
-      if (event.overrideId === undefined) continue
-      let ofWorkspace = hits.get(event.workspaceId)
-      if (ofWorkspace === undefined) hits.set(event.workspaceId, ofWorkspace = new Map())
-      const counted = ofWorkspace.get(event.overrideId)
-      if (counted === undefined) ofWorkspace.set(event.overrideId, { hits: 1, lastHitAt: event.time })
-      else {
-        counted.hits++
-        if (event.time > counted.lastHitAt) counted.lastHitAt = event.time
-      }
+      tallyHit(hits, event)
     }
     const hitRows: Array<unknown> = []
     for (const [workspaceId, ofWorkspace] of hits) {

@@ -268,7 +268,7 @@ const compareTagSets = (a: ReadonlyArray<string>, b: ReadonlyArray<string>): num
  * joined with `,` — as stable counting sorts by each column's ranks, the last column first: linear
  * in the rows, where a comparison sort of strings costs seconds on large answers.
  */
-const defaultOrder = (rows: AggregationResult): { readonly order: Uint32Array; readonly timeRanks?: Uint32Array } => {
+const defaultOrder = (rows: AggregationResult): Uint32Array => {
   const size = rows.size
   let order = new Uint32Array(size)
   for (let i = 0; i < size; i++) order[i] = i
@@ -287,22 +287,26 @@ const defaultOrder = (rows: AggregationResult): { readonly order: Uint32Array; r
   if (rows.tag) by(rankColumn(rows.tag, size, compareStrings))
   if (rows.identity) by(rankColumn(rows.identity, size, compareIdentities))
   if (rows.keyId) by(rankColumn(rows.keyId, size, compareStrings))
-  if (rows.time) {
-    const time = rankColumn(rows.time, size, compareNumbers)
-    by(time)
-    return { order, timeRanks: time.ranks }
-  }
-  return { order }
+  if (rows.time) by(rankColumn(rows.time, size, compareNumbers))
+  return order
 }
 
-const orderValues = (
-  query: VerificationQuery,
-  rows: AggregationResult,
-  timeRanks: Uint32Array | undefined
-): ArrayLike<number> | undefined => {
+/**
+ * Two rows in the default ordering, compared column by column: as {@link defaultOrder} orders
+ * them, rows equal in every column by their position (its sorts are stable).
+ */
+const compareDefault = (rows: AggregationResult, a: number, b: number): number =>
+  (rows.time !== undefined ? rows.time[a]! - rows.time[b]! : 0) ||
+  (rows.keyId !== undefined ? compareStrings(rows.keyId[a]!, rows.keyId[b]!) : 0) ||
+  (rows.identity !== undefined ? compareIdentities(rows.identity[a]!, rows.identity[b]!) : 0) ||
+  (rows.tag !== undefined ? compareStrings(rows.tag[a]!, rows.tag[b]!) : 0) ||
+  (rows.tags !== undefined ? compareTagSets(rows.tags[a]!, rows.tags[b]!) : 0) ||
+  a - b
+
+const orderValues = (query: VerificationQuery, rows: AggregationResult): ArrayLike<number> | undefined => {
   const orderBy = query.orderBy
   if (orderBy === undefined) return undefined
-  if (orderBy === "time") return timeRanks
+  if (orderBy === "time") return rows.time
   const values = new Float64Array(rows.size)
   if (orderBy === "total") {
     for (let row = 0; row < rows.size; row++) {
@@ -405,10 +409,32 @@ export const finalize = (
   } else if ((rows.groups ?? rows.size) > cap) {
     return Either.left(tooLarge(query, cap))
   }
-  const { order: sorted, timeRanks } = defaultOrder(rows)
-  const values = orderValues(query, rows, timeRanks)
+  const values = orderValues(query, rows)
   const direction = query.order === "desc" ? -1 : 1
   const limit = query.limit === undefined ? rows.size : Math.min(query.limit, rows.size)
+  let order: ArrayLike<number>
+  if (values !== undefined && limit * 8 < rows.size) {
+    // A few rows of many: chosen without putting every row in the default ordering first (ranking
+    // every key id costs more than the whole scan); ties compare the default ordering's columns.
+    const compare = (a: number, b: number) => direction * (values[a]! - values[b]!) || compareDefault(rows, a, b)
+    order = selectTop(rows.size, limit, compare)
+  } else {
+    order = ordered(rows, values, direction, limit)
+  }
+  const make = datapointMaker(rows)
+  const out = new Array<Datapoint>(order.length)
+  for (let i = 0; i < order.length; i++) out[i] = make(rows, order[i]!)
+  return Either.right(out)
+}
+
+/** The first `limit` rows, every row put in the default ordering first. */
+const ordered = (
+  rows: AggregationResult,
+  values: ArrayLike<number> | undefined,
+  direction: 1 | -1,
+  limit: number
+): ArrayLike<number> => {
+  const sorted = defaultOrder(rows)
   let order: ArrayLike<number>
   if (values === undefined) {
     order = direction === 1 ? sorted.subarray(0, limit) : sorted.reverse().subarray(0, limit)
@@ -417,17 +443,10 @@ export const finalize = (
     const position = new Uint32Array(rows.size)
     for (let i = 0; i < sorted.length; i++) position[sorted[i]!] = i
     const compare = (a: number, b: number) => direction * (values[a]! - values[b]!) || position[a]! - position[b]!
-    if (limit * 8 < rows.size) {
-      order = selectTop(rows.size, limit, compare)
-    } else {
-      const all = Array.from(sorted)
-      all.sort(compare)
-      all.length = limit
-      order = all
-    }
+    const all = Array.from(sorted)
+    all.sort(compare)
+    all.length = limit
+    order = all
   }
-  const make = datapointMaker(rows)
-  const out = new Array<Datapoint>(order.length)
-  for (let i = 0; i < order.length; i++) out[i] = make(rows, order[i]!)
-  return Either.right(out)
+  return order
 }

@@ -30,15 +30,18 @@ export const mulberry32 = (seed: number) => () => {
   return ((t ^ (t >>> 14)) >>> 0) / 4294967296
 }
 
-const cdf = (weights: ArrayLike<number>) => {
+/** The cumulative distribution of `weights`, normalized to end at 1 (for {@link pick}). */
+export const cdf = (weights: ArrayLike<number>) => {
   const out = new Float64Array(weights.length)
   let sum = 0
   for (let i = 0; i < weights.length; i++) out[i] = sum += weights[i]!
   for (let i = 0; i < out.length; i++) out[i]! /= sum
   return out
 }
-const zipf = (n: number) => cdf(Float64Array.from({ length: n }, (_, i) => 1 / (i + 1)))
-const pick = (table: Float64Array, u: number) => {
+/** Zipf(1) over `n` ranks: rank 0 the most frequent. */
+export const zipf = (n: number) => cdf(Float64Array.from({ length: n }, (_, i) => 1 / (i + 1)))
+/** The index a uniform `u` falls on in a {@link cdf} table (binary search). */
+export const pick = (table: Float64Array, u: number) => {
   let lo = 0
   let hi = table.length - 1
   while (lo < hi) {
@@ -120,10 +123,52 @@ const generateColumns = (size: number, seed: number) => {
   return { time, api, key, tagset, outcome, tagsets, identityOf }
 }
 
-const dataDir = fileURLToPath(new URL("../data/", import.meta.url))
+/** Where generated data sets (and the engines' files) are kept. */
+export const dataDir = fileURLToPath(new URL("../data/", import.meta.url))
 
-/** Bytes per event of each column, in file order. */
-const COLUMNS = [["time", 8], ["api", 1], ["key", 2], ["tagset", 2], ["outcome", 1]] as const
+/** A typed array a data set column is kept in. */
+type ColumnArray = Float64Array | Uint32Array | Uint16Array | Uint8Array
+type ColumnType =
+  | Float64ArrayConstructor
+  | Uint32ArrayConstructor
+  | Uint16ArrayConstructor
+  | Uint8ArrayConstructor
+
+/**
+ * Writes a data set's columns to `file`, one after the other (so a slice of each is one read),
+ * and its dictionaries as JSON to `file.json`.
+ */
+export const writeColumns = (file: string, columns: ReadonlyArray<ColumnArray>, dictionaries: unknown) => {
+  mkdirSync(dataDir, { recursive: true })
+  writeFileSync(file, Buffer.concat(columns.map((c) => Buffer.from(c.buffer, c.byteOffset, c.byteLength))))
+  writeFileSync(`${file}.json`, JSON.stringify(dictionaries))
+}
+
+/**
+ * Reads a file of {@link writeColumns} a slice at a time, so a run does not hold all of it in
+ * memory: `read(from, to)` gives each column's rows `from` to `to`, by the names of `spec`.
+ */
+export const openColumns = <Spec extends Record<string, ColumnType>>(file: string, size: number, spec: Spec) => {
+  const fd = openSync(file, "r")
+  const columns = Object.entries(spec)
+  const read = (from: number, to: number): { readonly [K in keyof Spec]: InstanceType<Spec[K]> } => {
+    const n = to - from
+    const out: Record<string, ColumnArray> = {}
+    let offset = 0
+    for (const [name, Type] of columns) {
+      const bytes = Type.BYTES_PER_ELEMENT
+      const buffer = Buffer.alloc(n * bytes)
+      readSync(fd, buffer, 0, n * bytes, offset + from * bytes)
+      offset += size * bytes
+      out[name] = new Type(buffer.buffer, buffer.byteOffset, n)
+    }
+    return out as { readonly [K in keyof Spec]: InstanceType<Spec[K]> }
+  }
+  return { read, close: () => closeSync(fd) }
+}
+
+/** The columns of the verification data set, in file order. */
+const COLUMNS = { time: Float64Array, api: Uint8Array, key: Uint16Array, tagset: Uint16Array, outcome: Uint8Array }
 
 const fileOf = (size: number, seed: number) => `${dataDir}events-${size}-${seed}.bin`
 
@@ -132,18 +177,10 @@ export const ensure = (size: number, seed = 1): string => {
   const file = fileOf(size, seed)
   if (existsSync(file) && existsSync(`${file}.json`)) return file
   const columns = generateColumns(size, seed)
-  mkdirSync(dataDir, { recursive: true })
-  writeFileSync(
+  writeColumns(
     file,
-    Buffer.concat(
-      [columns.time, columns.api, columns.key, columns.tagset, columns.outcome].map((c) =>
-        Buffer.from(c.buffer, c.byteOffset, c.byteLength)
-      )
-    )
-  )
-  writeFileSync(
-    `${file}.json`,
-    JSON.stringify({ tagsets: columns.tagsets, identityOf: columns.identityOf.map((a) => Array.from(a)) })
+    [columns.time, columns.api, columns.key, columns.tagset, columns.outcome],
+    { tagsets: columns.tagsets, identityOf: columns.identityOf.map((a) => Array.from(a)) }
   )
   return file
 }
@@ -156,45 +193,24 @@ const keyIdsOf = () =>
 
 /** The whole data set in memory (for small sizes and tools). */
 export const load = (size: number, seed = 1): Dataset => {
-  const file = ensure(size, seed)
-  const chunk = open(size, seed).read(0, size)
-  const { tagsets, identityOf } = JSON.parse(readFileSync(`${file}.json`, "utf8"))
-  return {
-    ...chunk,
-    tagsets,
-    identityOf: identityOf.map((ids: Array<number>) => Int32Array.from(ids)),
-    keyIds: keyIdsOf()
-  }
+  const data = open(size, seed)
+  const whole = data.read(0, size)
+  data.close()
+  return whole
 }
 
 /** Reads the cached data set a slice at a time, so a run does not hold all of it in memory. */
 export const open = (size: number, seed = 1) => {
   const file = ensure(size, seed)
-  const fd = openSync(file, "r")
   const { tagsets, identityOf } = JSON.parse(readFileSync(`${file}.json`, "utf8"))
   const dictionaries = {
     tagsets: tagsets as ReadonlyArray<ReadonlyArray<string>>,
     identityOf: (identityOf as Array<Array<number>>).map((ids) => Int32Array.from(ids)),
     keyIds: keyIdsOf()
   }
-  const read = (from: number, to: number): Dataset => {
-    const n = to - from
-    const out: Record<string, ArrayBufferView> = {}
-    let offset = 0
-    for (const [name, bytes] of COLUMNS) {
-      const buffer = Buffer.alloc(n * bytes)
-      readSync(fd, buffer, 0, n * bytes, offset + from * bytes)
-      offset += size * bytes
-      const array = name === "time"
-        ? new Float64Array(buffer.buffer, buffer.byteOffset, n)
-        : bytes === 2
-        ? new Uint16Array(buffer.buffer, buffer.byteOffset, n)
-        : new Uint8Array(buffer.buffer, buffer.byteOffset, n)
-      out[name] = array
-    }
-    return { size: n, ...(out as any), ...dictionaries }
-  }
-  return { size, read, close: () => closeSync(fd), dictionaries }
+  const columns = openColumns(file, size, COLUMNS)
+  const read = (from: number, to: number): Dataset => ({ size: to - from, ...columns.read(from, to), ...dictionaries })
+  return { size, read, close: columns.close, dictionaries }
 }
 
 /** Api id of api number `a`. */

@@ -1,14 +1,18 @@
 /**
  * Measuring keymeter through its library API: ingest through `Verifications.record` (validation
- * and all) and queries through `Analytics.getVerifications`, on any Storage layer.
+ * and all) and queries through `Analytics.getVerifications`, on any Storage layer; rate-limit
+ * decisions appended to the `RatelimitStore` and read through `RatelimitAnalytics.getRatelimits`.
  */
 import { Analytics, RememberedAnswers } from "@keymeter/core/Analytics"
 import { Api } from "@keymeter/core/Api"
 import * as Auth from "@keymeter/core/Auth"
 import type { Datapoint } from "@keymeter/core/Datapoint"
 import * as Keymeter from "@keymeter/core/Keymeter"
+import { Namespace } from "@keymeter/core/Namespace"
+import { RatelimitAnalytics } from "@keymeter/core/RatelimitAnalytics"
+import type { RatelimitDatapoint, RatelimitQueryInput } from "@keymeter/core/RatelimitQuery"
 import type { Storage } from "@keymeter/core/Storage"
-import { Catalog } from "@keymeter/core/Storage"
+import { Catalog, RatelimitStore } from "@keymeter/core/Storage"
 import type { VerificationQueryInput } from "@keymeter/core/VerificationQuery"
 import { Verifications } from "@keymeter/core/Verifications"
 import { Workspace } from "@keymeter/core/Workspace"
@@ -17,13 +21,14 @@ import * as Layer from "effect/Layer"
 import * as ManagedRuntime from "effect/ManagedRuntime"
 import type { Dataset } from "./Dataset.js"
 import { apiId, APIS, input } from "./Dataset.js"
+import * as Decisions from "./Decisions.js"
 
-const WORKSPACE = "ws_bench"
+const WORKSPACE = Decisions.WORKSPACE
 const principal = Auth.system(WORKSPACE)
 
 export const BATCH = 10_000
 
-/** A keymeter instance over `storage`, with the bench workspace and apis. */
+/** A keymeter instance over `storage`, with the bench workspace, apis and rate-limit namespaces. */
 export const open = async (storage: Layer.Layer<Storage, unknown>) => {
   // Every query is run, not given again from the answers Analytics remembers: the stores are measured.
   const runtime = ManagedRuntime.make(
@@ -35,9 +40,14 @@ export const open = async (storage: Layer.Layer<Storage, unknown>) => {
     for (let a = 0; a < APIS; a++) {
       yield* catalog.putApi(new Api({ id: apiId(a), workspaceId: WORKSPACE, name: apiId(a) }))
     }
+    for (const ns of Decisions.NAMESPACES) {
+      yield* catalog.putNamespace(new Namespace({ id: ns.id, workspaceId: WORKSPACE, name: ns.name }))
+    }
   }))
   const verifications = await runtime.runPromise(Verifications)
   const analytics = await runtime.runPromise(Analytics)
+  const decisions = await runtime.runPromise(RatelimitStore)
+  const ratelimits = await runtime.runPromise(RatelimitAnalytics)
   return {
     /**
      * Records the data set in batches of 10,000, read a slice at a time; resolves with events per
@@ -55,6 +65,23 @@ export const open = async (storage: Layer.Layer<Storage, unknown>) => {
     },
     query: (query: VerificationQueryInput): Promise<ReadonlyArray<Datapoint>> =>
       runtime.runPromise(analytics.getVerifications(principal, query)),
+    /**
+     * Appends the decision data set straight into the `RatelimitStore` (as the limiter's recorder
+     * does), in batches of 10,000, read a slice at a time; resolves with decisions per second
+     * (building the decision objects included).
+     */
+    appendDecisions: async (data: ReturnType<typeof Decisions.open>) => {
+      const started = performance.now()
+      for (let from = 0; from < data.size; from += BATCH) {
+        const slice = data.read(from, Math.min(data.size, from + BATCH))
+        const batch = new Array(slice.size)
+        for (let i = 0; i < slice.size; i++) batch[i] = Decisions.event(data.catalog, slice, i)
+        await runtime.runPromise(decisions.append(batch))
+      }
+      return data.size / ((performance.now() - started) / 1000)
+    },
+    getRatelimits: (query: RatelimitQueryInput): Promise<ReadonlyArray<RatelimitDatapoint>> =>
+      runtime.runPromise(ratelimits.getRatelimits(principal, query)),
     close: () => runtime.dispose()
   }
 }

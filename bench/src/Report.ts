@@ -23,6 +23,17 @@ export interface Run {
   readonly verify?: ReadonlyArray<VerifyResult> | undefined
   readonly scaleOut?: ScaleOutResult | undefined
   readonly http: ReadonlyArray<HttpResult>
+  /** Rate-limit decisions and the getRatelimits mix (`--ratelimits`), per size. */
+  readonly ratelimits?: ReadonlyArray<RatelimitSection> | undefined
+}
+
+/** The rate-limit run of one size: DuckDB's layouts and keymeter's engines on the same decisions. */
+export interface RatelimitSection {
+  readonly size: number
+  readonly engines: ReadonlyArray<EngineResult>
+  readonly mismatches: ReadonlyArray<string>
+  /** Each query of the mix in a line, and its grouping, in the mix's order. */
+  readonly queries: ReadonlyArray<{ readonly text: string; readonly shape: string }>
 }
 
 const ms = (n: number) => (n < 10 ? n.toFixed(2) : n < 100 ? n.toFixed(1) : n.toFixed(0))
@@ -108,10 +119,13 @@ export const queryTable = (engines: ReadonlyArray<EngineResult>): Array<Array<st
   return [header, ...rows]
 }
 
-export const resourceTable = (engines: ReadonlyArray<EngineResult>): Array<Array<string>> => [
+export const resourceTable = (
+  engines: ReadonlyArray<EngineResult>,
+  ingest = "ingest, events/s (library)"
+): Array<Array<string>> => [
   ["", ...engines.map((e) => e.engine)],
   [
-    "ingest, events/s (library)",
+    ingest,
     ...engines.map((e) =>
       e.ingest
         ? Math.round(e.ingest.eventsPerSecond).toLocaleString("en")
@@ -152,21 +166,27 @@ export const mixStats = (engine: EngineResult, best: ReadonlyArray<number>) => {
   const first: Array<number> = []
   const repeat: Array<number> = []
   const ratios: Array<number> = []
+  /** The mix's index of each ratio. */
+  const indexes: Array<number> = []
   let refused = 0
   engine.mix!.first.forEach((ms, i) => {
     if (ms === null) return void refused++
     first.push(ms)
     repeat.push(engine.mix!.repeat[i] ?? NaN)
     ratios.push(ms / best[i]!)
+    indexes.push(i)
   })
   const geomean = Math.exp(ratios.reduce((sum, r) => sum + Math.log(r), 0) / ratios.length)
+  const worst = Math.max(...ratios)
   return {
     first,
     repeat,
     ratios,
+    indexes,
     refused,
     geomean,
-    worst: Math.max(...ratios),
+    worst,
+    worstIndex: indexes[ratios.indexOf(worst)] ?? -1,
     overHalf: ratios.filter((r) => r > 0.5).length,
     slower: ratios.filter((r) => r > 1).length
   }
@@ -210,23 +230,31 @@ export const targets = (run: Run): Array<string> => {
   const lines: Array<string> = []
   const check = (ok: boolean, text: string) => lines.push(`${ok ? "met" : "MISSED"}: ${text}`)
   // The targets are set for 10M and 50M events; smaller runs are dominated by per-call costs.
-  for (const { size, engines } of run.sizes.filter((s) => s.size >= 10_000_000)) {
+  /** Issue 15's targets of a query mix (issue 30's for getRatelimits: the same). */
+  const mixTargets = (size: number, engines: ReadonlyArray<EngineResult>, what: string) => {
     const at = `at ${count(size)}`
     const best = duckMixBest(engines)
     for (const engine of engines.filter((e) => (e.engine === "memory" || e.engine === "sqlite") && e.mix)) {
       const stats = mixStats(engine, best!)
       check(
         stats.overHalf === 0 && stats.geomean <= 0.05,
-        `${engine.engine} mix ${at}: first sight ${stats.overHalf} of ${stats.ratios.length} queries over 0.5× DuckDB, ` +
-          `worst ${stats.worst.toFixed(2)}×, geomean ${
+        `${engine.engine} ${what} ${at}: first sight ${stats.overHalf} of ${stats.ratios.length} queries over 0.5× ` +
+          `DuckDB, worst ${stats.worst.toFixed(2)}×, geomean ${
             stats.geomean.toFixed(3)
           }× (target none over 0.5×, geomean <= 0.05×)`
       )
       if (size === 10_000_000) {
         const p99 = quantile(stats.first, 0.99)
-        check(p99 <= 15, `${engine.engine} mix ${at}: first-sight p99 ${ms(p99)} ms (target <= 15 ms)`)
+        check(p99 <= 15, `${engine.engine} ${what} ${at}: first-sight p99 ${ms(p99)} ms (target <= 15 ms)`)
       }
     }
+  }
+  for (const { engines, size } of (run.ratelimits ?? []).filter((s) => s.size >= 10_000_000)) {
+    mixTargets(size, engines, "getRatelimits mix")
+  }
+  for (const { size, engines } of run.sizes.filter((s) => s.size >= 10_000_000)) {
+    const at = `at ${count(size)}`
+    mixTargets(size, engines, "mix")
     // The targets hold for each adapter's default configuration; "rollups only" is for comparison.
     for (const engine of engines.filter((e) => !e.engine.startsWith("duckdb") && e.engine !== "sqlite, rollups only")) {
       const bound = engine.engine === "memory" ? 0.2 : 1
@@ -310,7 +338,7 @@ export const targets = (run: Run): Array<string> => {
       )
     }
   }
-  if (!run.sizes.some((s) => s.size >= 10_000_000)) {
+  if (![...run.sizes, ...(run.ratelimits ?? [])].some((s) => s.size >= 10_000_000)) {
     lines.unshift("(query, ingest and memory targets apply at 10M and 50M events: run with --size 10m,50m)")
   }
   return lines
@@ -328,6 +356,161 @@ const markdown = (rows: Array<Array<string>>) =>
     ...rows.slice(1).map((r) => `| ${r.join(" | ")} |`)
   ].join("\n")
 
+/** Per engine: ingest, the getRatelimits mix on first sight and repeat, and against DuckDB's better layout. */
+export const ratelimitSummary = (section: RatelimitSection): Array<Array<string>> => {
+  const { engines } = section
+  const best = duckMixBest(engines)!
+  const ducks = engines.filter((e) => e.engine.startsWith("duckdb"))
+  const duckRepeat = best.map((_, i) => Math.min(...ducks.map((d) => d.mix!.repeat[i] ?? Infinity)))
+  const rate = (e: EngineResult | undefined) =>
+    e?.ingest ? Math.round(e.ingest.eventsPerSecond).toLocaleString("en") : "–"
+  const pair = (values: ReadonlyArray<number>) => `${ms(quantile(values, 0.5))} / ${ms(quantile(values, 0.99))}`
+  const rows = [[
+    "engine",
+    "ingest, decisions/s",
+    "first sight median / p99, ms",
+    "repeat median / p99, ms",
+    "× DuckDB best, geomean",
+    "worst × (query #)",
+    "> 0.5× DuckDB",
+    "repeat > 0.5× DuckDB's repeat",
+    "refused (too large)"
+  ]]
+  rows.push(["duckdb, better layout", `${rate(ducks[0])} (raw)`, pair(best), pair(duckRepeat), "–", "–", "–", "–", "–"])
+  for (const engine of engines.filter((e) => !e.engine.startsWith("duckdb") && e.mix !== undefined)) {
+    const stats = mixStats(engine, best)
+    rows.push([
+      engine.engine,
+      rate(engine),
+      pair(stats.first),
+      pair(stats.repeat),
+      `${stats.geomean.toFixed(3)}×`,
+      `${stats.worst.toFixed(2)}× (#${stats.worstIndex})`,
+      `${stats.overHalf} of ${stats.ratios.length}`,
+      `${stats.indexes.filter((i) => engine.mix!.repeat[i]! / duckRepeat[i]! > 0.5).length} of ${stats.ratios.length}`,
+      String(stats.refused)
+    ])
+  }
+  return rows
+}
+
+/** The mix by grouping: how many queries, DuckDB's median, and each engine's geomean, worst and count over 0.5×. */
+export const ratelimitShapes = (section: RatelimitSection): Array<Array<string>> => {
+  const { engines, queries } = section
+  const best = duckMixBest(engines)!
+  const ours = engines.filter((e) => !e.engine.startsWith("duckdb") && e.mix !== undefined)
+  const shapes = [...new Set(queries.map((q) => q.shape))]
+  const rows = [[
+    "grouping",
+    "queries",
+    "DuckDB best median, ms",
+    ...ours.map((e) => `${e.engine}: median ms, geomean × / worst × / > 0.5×`)
+  ]]
+  for (const shape of shapes) {
+    const members = queries.flatMap((q, i) => (q.shape === shape ? [i] : []))
+    rows.push([
+      shape,
+      String(members.length),
+      ms(quantile(members.map((i) => best[i]!), 0.5)),
+      ...ours.map((engine) => {
+        const answered = members.filter((i) => engine.mix!.first[i] !== null)
+        if (answered.length === 0) return "all refused"
+        const ratios = answered.map((i) => engine.mix!.first[i]! / best[i]!)
+        const geomean = Math.exp(ratios.reduce((sum, r) => sum + Math.log(r), 0) / ratios.length)
+        return `${ms(quantile(answered.map((i) => engine.mix!.first[i]!), 0.5))}, ${geomean.toFixed(3)}× / ${
+          Math.max(...ratios).toFixed(2)
+        }× / ${ratios.filter((r) => r > 0.5).length}` +
+          (answered.length < members.length ? ` (${members.length - answered.length} refused)` : "")
+      })
+    ])
+  }
+  return rows
+}
+
+/** The queries over 0.5× DuckDB's better layout on first sight (each engine's `most` worst), worst first. */
+export const ratelimitMisses = (section: RatelimitSection, most = 25): Array<Array<string>> => {
+  const { engines, queries } = section
+  const best = duckMixBest(engines)!
+  const raw = engines.find((e) => e.engine === "duckdb raw decisions")
+  const rollup = engines.find((e) => e.engine === "duckdb hourly rollup")
+  const rows = [[
+    "engine",
+    "#",
+    "query",
+    "DuckDB raw / rollup, ms",
+    "first sight, ms",
+    "× DuckDB best",
+    "repeat, ms"
+  ]]
+  for (const engine of engines.filter((e) => !e.engine.startsWith("duckdb") && e.mix !== undefined)) {
+    const over = engine.mix!.first.flatMap((first, i) =>
+      first !== null && first / best[i]! > 0.5 ? [{ i, first, ratio: first / best[i]! }] : []
+    ).sort((a, b) => b.ratio - a.ratio)
+    for (const { first, i, ratio } of over.slice(0, most)) {
+      rows.push([
+        engine.engine,
+        String(i),
+        queries[i]!.text,
+        `${ms(raw?.mix?.first[i] ?? NaN)} / ${ms(rollup?.mix?.first[i] ?? NaN)}`,
+        ms(first),
+        `${ratio.toFixed(2)}×`,
+        ms(engine.mix!.repeat[i] ?? NaN)
+      ])
+    }
+    if (over.length > most) rows.push([engine.engine, "…", `${over.length - most} more`, "", "", "", ""])
+  }
+  return rows
+}
+
+/** The rate-limit sections as text or markdown lines. */
+const renderRatelimits = (
+  run: Run,
+  format: "text" | "markdown",
+  table: (rows: Array<Array<string>>) => string
+): Array<string> => {
+  const out: Array<string> = []
+  for (const section of run.ratelimits ?? []) {
+    const { engines, mismatches, queries, size } = section
+    out.push(
+      format === "markdown"
+        ? `## getRatelimits, ${count(size)} decisions`
+        : `\n== getRatelimits, ${count(size)} decisions ==`,
+      "",
+      `Decisions appended straight into each store in batches of 10,000 (building the decision objects included); ` +
+        `then a seeded mix of ${queries.length} getRatelimits queries through the library, each timed once on first ` +
+        "sight (a process that has not asked it; remembered answers off), then again. × is the ratio to DuckDB's " +
+        "better layout (raw decisions or hourly rollup), query by query.",
+      "",
+      table(ratelimitSummary(section)),
+      ""
+    )
+    const best = duckMixBest(engines)!
+    for (const engine of engines.filter((e) => !e.engine.startsWith("duckdb") && e.mix !== undefined)) {
+      const stats = mixStats(engine, best)
+      if (stats.worstIndex < 0) continue
+      out.push(
+        `Worst on ${engine.engine}: #${stats.worstIndex} ${queries[stats.worstIndex]!.text}: ` +
+          `${ms(engine.mix!.first[stats.worstIndex]!)} ms against DuckDB's ${ms(best[stats.worstIndex]!)} ms ` +
+          `(${stats.worst.toFixed(2)}×).`,
+        ""
+      )
+    }
+    out.push(table(resourceTable(engines, "ingest, decisions/s")), "")
+    out.push("By grouping (first sight):", "", table(ratelimitShapes(section)), "")
+    const misses = ratelimitMisses(section)
+    out.push(
+      misses.length > 1
+        ? `Queries over 0.5× DuckDB's better layout on first sight:\n\n${table(misses)}\n`
+        : "No query over 0.5× DuckDB's better layout on first sight.\n",
+      mismatches.length === 0
+        ? "Answers: every engine's equal to DuckDB's raw decisions on every query (the hourly rollup's too)."
+        : `ANSWERS DIFFER:\n${mismatches.join("\n")}`,
+      ""
+    )
+  }
+  return out
+}
+
 /** The run as text for the terminal, or as markdown. */
 export const render = (run: Run, format: "text" | "markdown"): string => {
   const table = format === "text" ? plain : markdown
@@ -335,10 +518,12 @@ export const render = (run: Run, format: "text" | "markdown"): string => {
   if (format === "markdown") {
     out.push(`# keymeter benchmark, ${run.startedAt}`, "")
     out.push(`Machine: ${Object.entries(run.machine).map(([k, v]) => `${k} ${v}`).join("; ")}.`, "")
-    out.push(
-      "Medians in ms, (min–max) over the timed runs; × is the ratio to DuckDB's better layout for that query.",
-      ""
-    )
+    if (run.sizes.length > 0) {
+      out.push(
+        "Medians in ms, (min–max) over the timed runs; × is the ratio to DuckDB's better layout for that query.",
+        ""
+      )
+    }
   }
   for (const { size, engines, mismatches } of run.sizes) {
     out.push(format === "markdown" ? `## ${count(size)} events` : `\n== ${count(size)} events ==`, "")
@@ -362,6 +547,7 @@ export const render = (run: Run, format: "text" | "markdown"): string => {
       ""
     )
   }
+  for (const line of renderRatelimits(run, format, table)) out.push(line)
   if ((run.verify ?? []).length > 0) {
     out.push(
       format === "markdown" ? "## verifyKey through the library" : "\n== verifyKey through the library ==",

@@ -1,6 +1,7 @@
 /**
  * One engine on one data set size, in a process of its own (so its peak RSS is its own): ingest,
- * then the reference queries warm. Writes its results as JSON to `--out`.
+ * then the reference queries warm. Writes its results as JSON to `--out`. With `--ratelimits`:
+ * the rate-limit decision data set appended, then the getRatelimits mix (see `Mix.ratelimits`).
  */
 import type { Storage } from "@keymeter/core/Storage"
 import type { VerificationQueryInput } from "@keymeter/core/VerificationQuery"
@@ -15,6 +16,7 @@ import { fileURLToPath } from "node:url"
 import { parseArgs } from "node:util"
 import * as Clickhouse from "./Clickhouse.js"
 import * as Dataset from "./Dataset.js"
+import * as Decisions from "./Decisions.js"
 import * as Duck from "./Duck.js"
 import * as Library from "./Library.js"
 import * as Mix from "./Mix.js"
@@ -58,15 +60,20 @@ const { values } = parseArgs({
     runs: { type: "string" },
     clickhouse: { type: "string" },
     mix: { type: "string" },
-    seed: { type: "string" }
+    seed: { type: "string" },
+    // The rate-limit decision data set and the getRatelimits mix (duckdb, memory or sqlite).
+    ratelimits: { type: "boolean", default: false }
   }
 })
-const mix = values.mix ? Mix.make(Number(values.mix), Number(values.seed ?? 15)) : []
+const mix = values.mix && !values.ratelimits ? Mix.make(Number(values.mix), Number(values.seed ?? 15)) : []
 
-/** Runs every query of the mix once (first sight), then each again (repeat). */
-const runMix = async (query: (q: VerificationQueryInput) => Promise<unknown>): Promise<MixResult | undefined> => {
-  if (mix.length === 0) return undefined
-  const once = async (q: VerificationQueryInput) => {
+/** Runs every query of `queries` once (first sight), then each again (repeat). */
+const runMix = async <Q = VerificationQueryInput>(
+  query: (q: Q) => Promise<unknown>,
+  queries: ReadonlyArray<Q> = mix as ReadonlyArray<unknown> as ReadonlyArray<Q>
+): Promise<MixResult | undefined> => {
+  if (queries.length === 0) return undefined
+  const once = async (q: Q) => {
     // Answers are kept as one string each, so that 300 answers held for the comparison (some of
     // 90,000 datapoints) do not slow every later garbage collection, and so the later queries.
     const started = performance.now()
@@ -84,18 +91,19 @@ const runMix = async (query: (q: VerificationQueryInput) => Promise<unknown>): P
   }
   const first: Array<number | null> = []
   const answers: Array<unknown> = []
-  for (const q of mix) {
+  for (const q of queries) {
     const { answer, ms } = await once(q)
     first.push(ms)
     answers.push(answer)
   }
   const repeat: Array<number | null> = []
-  for (const q of mix) repeat.push((await once(q)).ms)
+  for (const q of queries) repeat.push((await once(q)).ms)
   return { first, repeat, answers }
 }
 const size = Number(values.size)
 const runs = values.runs ? Number(values.runs) : undefined
-const data = Dataset.open(size)
+// The verification data set, but for a rate-limit run (which reads its own).
+const data = values.ratelimits ? undefined : Dataset.open(size)
 const dataDir = fileURLToPath(new URL("../data/", import.meta.url))
 const peakRss = () => Math.round(process.resourceUsage().maxRSS / 1024)
 const fileSize = (paths: Array<string>) =>
@@ -115,12 +123,86 @@ const timeQueries = async (keymeter: Awaited<ReturnType<typeof Library.open>>) =
   return { queries, answers }
 }
 
-if (values.engine === "duckdb") {
+/**
+ * The rate-limit run: the decisions appended in batches of 10,000 (DuckDB: DataChunks, then its
+ * hourly rollup), then the getRatelimits mix, first sight and repeat.
+ */
+const ratelimitRun = async (): Promise<Array<EngineResult>> => {
+  const decisions = Decisions.open(size)
+  const queries = Mix.ratelimits(Number(values.mix ?? 300), Number(values.seed ?? 15), decisions.catalog)
+  const out: Array<EngineResult> = []
+  if (!["duckdb", "memory", "sqlite"].includes(values.engine!)) {
+    throw new Error(`--ratelimits runs duckdb, memory or sqlite, not ${values.engine}`)
+  }
+  if (values.engine === "duckdb") {
+    const file = `${dataDir}rl-duck-${size}.duckdb`
+    const duck = await Duck.openRatelimits(file)
+    const started = performance.now()
+    for (let from = 0; from < size; from += Library.BATCH) {
+      duck.append(decisions.catalog, decisions.read(from, Math.min(size, from + Library.BATCH)))
+      // Native chunk memory is freed when the event loop turns: yield between batches.
+      await new Promise((resolve) => setImmediate(resolve))
+    }
+    await duck.finish()
+    const seconds = (performance.now() - started) / 1000
+    const building = performance.now()
+    await duck.buildRollup()
+    const buildSeconds = (performance.now() - building) / 1000
+    for (const layout of ["raw", "rollup"] as const) {
+      const mixed = await runMix((q: (typeof queries)[number]) => duck.query(layout, q), queries)
+      out.push({
+        mix: mixed,
+        engine: `duckdb ${layout === "raw" ? "raw decisions" : "hourly rollup"}`,
+        size,
+        ...(layout === "raw" ? { ingest: { eventsPerSecond: size / seconds, seconds } } : { buildSeconds }),
+        queries: {},
+        answers: {},
+        peakRssMiB: peakRss(),
+        diskMiB: fileSize([file, `${file}.wal`])
+      })
+    }
+    duck.close()
+  } else {
+    const file = `${dataDir}rl-keymeter-${size}.db`
+    for (const suffix of ["", "-wal", "-shm", "-lock"]) rmSync(file + suffix, { force: true })
+    // SQLite keeps each decision in full for 30 days back from now: as live, the data set's last
+    // 30 days (it lies in 2025).
+    const decisionDays = (Date.now() - Dataset.END) / 86_400_000 + 30
+    const storage = values.engine === "memory"
+      ? MemoryStorage.layer
+      : SqliteStorage.layer({ filename: file, decisionDays })
+    const keymeter = await Library.open(storage)
+    const started = performance.now()
+    const eventsPerSecond = await keymeter.appendDecisions(decisions)
+    const seconds = (performance.now() - started) / 1000
+    // Let background work settle as in steady state (SQLite compacts closed days once idle).
+    await new Promise((resolve) => setTimeout(resolve, 3000))
+    // First sight: no query has been asked of this process yet.
+    const mixed = await runMix(keymeter.getRatelimits, queries)
+    out.push({
+      mix: mixed,
+      engine: values.engine!,
+      size,
+      ingest: { eventsPerSecond, seconds },
+      queries: {},
+      answers: {},
+      peakRssMiB: peakRss(),
+      ...(values.engine === "sqlite" ? { diskMiB: fileSize([file, `${file}-wal`]) } : {})
+    })
+    await keymeter.close()
+  }
+  decisions.close()
+  return out
+}
+
+if (values.ratelimits) {
+  for (const result of await ratelimitRun()) results.push(result)
+} else if (values.engine === "duckdb") {
   const file = `${dataDir}duck-${size}.duckdb`
   const duck = await Duck.open(file)
   const started = performance.now()
   for (let from = 0; from < size; from += Library.BATCH) {
-    duck.append(data.read(from, Math.min(size, from + Library.BATCH)))
+    duck.append(data!.read(from, Math.min(size, from + Library.BATCH)))
     // Native chunk memory is freed when the event loop turns: yield between batches.
     await new Promise((resolve) => setImmediate(resolve))
   }
@@ -205,7 +287,7 @@ if (values.engine === "duckdb") {
   }
   const keymeter = await Library.open(storage)
   const started = performance.now()
-  const eventsPerSecond = await keymeter.ingest(data)
+  const eventsPerSecond = await keymeter.ingest(data!)
   const seconds = (performance.now() - started) / 1000
   // Let background work settle as in steady state (SQLite compacts closed days once idle,
   // ClickHouse merges parts).
@@ -229,5 +311,5 @@ if (values.engine === "duckdb") {
   await keymeter.close()
 }
 
-data.close()
+data?.close()
 writeFileSync(values.out!, JSON.stringify(results))

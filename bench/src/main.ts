@@ -3,17 +3,24 @@
  * an hourly rollup) and each adapter run in processes of their own on the same data; every answer
  * is checked against DuckDB's; then HTTP ingest and load against the standalone server. Prints
  * the tables and writes them to bench/results/ as JSON and markdown.
+ *
+ * `npm run bench -- --ratelimits --size 10m`: only rate-limit decisions, the same way: the decision
+ * data set appended into DuckDB (raw and an hourly rollup) and into memory and SQLite, then a
+ * seeded getRatelimits mix on first sight and repeat, every answer checked against DuckDB's;
+ * written to bench/results/ratelimits-<sizes>.{json,md}.
  */
 import { spawnSync } from "node:child_process"
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
-import { cpus, release, totalmem } from "node:os"
+import { cpus, loadavg, release, totalmem } from "node:os"
 import { fileURLToPath } from "node:url"
 import { parseArgs } from "node:util"
 import * as Clickhouse from "./Clickhouse.js"
 import * as Dataset from "./Dataset.js"
+import * as Decisions from "./Decisions.js"
 import * as Http from "./Http.js"
 import * as Load from "./Load.js"
-import type { HttpResult, Run } from "./Report.js"
+import * as Mix from "./Mix.js"
+import type { HttpResult, RatelimitSection, Run } from "./Report.js"
 import * as Report from "./Report.js"
 import * as ScaleOut from "./ScaleOut.js"
 import type { VerifyResult } from "./Verify.js"
@@ -31,6 +38,8 @@ const { values } = parseArgs({
     "skip-queries": { type: "boolean", default: false },
     // A seeded mix of N varied queries, each timed on first sight and on repeat, per engine.
     mix: { type: "string" },
+    // Only rate-limit decisions: ingest and the getRatelimits mix (300 queries unless --mix), per size.
+    ratelimits: { type: "boolean", default: false },
     seed: { type: "string", default: "15" },
     "http-events": { type: "string", default: "1m" },
     "load-seconds": { type: "string", default: "10" },
@@ -56,9 +65,9 @@ const log = (line: string) => process.stdout.write(line + "\n")
 const here = (path: string) => fileURLToPath(new URL(path, import.meta.url))
 const tsxLoader = new URL("../../node_modules/tsx/dist/loader.mjs", import.meta.url).href
 
-/** Runs one engine in its own process. */
-const runWorker = (engine: string, size: number): Array<EngineResult> => {
-  const out = here(`../data/result-${engine}-${size}.json`)
+/** Runs one engine in its own process (on the decision data set with `ratelimits`). */
+const runWorker = (engine: string, size: number, ratelimits = false): Array<EngineResult> => {
+  const out = here(`../data/${ratelimits ? "rl-" : ""}result-${engine}-${size}.json`)
   const args = [
     "--max-old-space-size=16384",
     "--conditions=@keymeter/source",
@@ -73,7 +82,8 @@ const runWorker = (engine: string, size: number): Array<EngineResult> => {
     out
   ]
   if (values.runs) args.push("--runs", values.runs)
-  if (values.mix) args.push("--mix", values.mix, "--seed", values.seed!)
+  if (ratelimits) args.push("--ratelimits", "--mix", values.mix ?? "300", "--seed", values.seed!)
+  else if (values.mix) args.push("--mix", values.mix, "--seed", values.seed!)
   // A ClickHouse server of its own for each run: left running, it merges parts in the background
   // and takes CPU from whatever is measured next (memory's HTTP figures fell by a third beside it).
   const clickhouse = engine === "clickhouse" ? Clickhouse.start() : undefined
@@ -133,6 +143,29 @@ const compare = (engines: ReadonlyArray<EngineResult>): Array<string> => {
   return out
 }
 
+/**
+ * Differences between each engine's getRatelimits answers (DuckDB's rollup's too) and DuckDB's
+ * raw decisions' answers, printed as they are found.
+ */
+const compareRatelimits = (engines: ReadonlyArray<EngineResult>): Array<string> => {
+  const reference = engines.find((e) => e.engine === "duckdb raw decisions")!
+  const out: Array<string> = []
+  for (const engine of engines.filter((e) => e !== reference)) {
+    engine.mix?.answers.forEach((answer, i) => {
+      // Refused by keymeter as too large: nothing to compare.
+      if (answer === null) return
+      const want = reference.mix!.answers[i] as string
+      const got = answer as string
+      if (got !== want) {
+        const line = `${engine.engine} getRatelimits #${i}: got ${got.slice(0, 300)} want ${want.slice(0, 300)}`
+        log(`MISMATCH ${line}`)
+        out.push(line)
+      }
+    })
+  }
+  return out
+}
+
 const cpu = cpus()
 const run: {
   startedAt: string
@@ -141,13 +174,16 @@ const run: {
   verify: Array<VerifyResult>
   scaleOut?: ScaleOut.ScaleOutResult
   http: Array<HttpResult>
+  ratelimits?: Array<RatelimitSection>
 } = {
   startedAt: new Date().toISOString(),
   machine: {
     cpu: `${cpu.length} × ${cpu[0]?.model ?? "unknown"}`,
     memory: `${Math.round(totalmem() / 1024 ** 3)} GiB`,
     os: `${process.platform} ${release()}`,
-    node: process.version
+    node: process.version,
+    // The machine may be shared: the 1, 5 and 15 minute load averages when the run started (and ended).
+    "load at start": loadavg().map((l) => l.toFixed(2)).join(" ")
   },
   sizes: [],
   verify: [],
@@ -155,7 +191,36 @@ const run: {
 }
 
 let failed = false
-for (const size of values["http-only"] || values["skip-queries"] ? [] : sizes) {
+if (values.ratelimits) {
+  run.ratelimits = []
+  const queries = Mix.ratelimits(Number(values.mix ?? 300), Number(values.seed), Decisions.catalog())
+  for (const adapter of adapters.filter((a) => a !== "memory" && a !== "sqlite")) {
+    log(`(--ratelimits measures memory and sqlite: ${adapter} left out)`)
+  }
+  for (const size of sizes) {
+    const t = performance.now()
+    Decisions.ensure(size)
+    log(
+      `\n${Report.count(size)} rate-limit decisions (data set ready in ${
+        ((performance.now() - t) / 1000).toFixed(1)
+      } s)`
+    )
+    const engines = [
+      ...runWorker("duckdb", size, true),
+      ...adapters.filter((a) => a === "memory" || a === "sqlite").flatMap((adapter) => runWorker(adapter, size, true))
+    ]
+    const mismatches = compareRatelimits(engines)
+    if (mismatches.length > 0) failed = true
+    run.ratelimits.push({
+      size,
+      engines: engines.map(({ mix, ...rest }) => ({ ...rest, ...(mix ? { mix: { ...mix, answers: [] } } : {}) })),
+      mismatches,
+      queries: queries.map((q) => ({ text: Mix.describe(q), shape: Mix.shapeOf(q) }))
+    })
+  }
+}
+const only = values["http-only"] || values.ratelimits
+for (const size of values["http-only"] || values["skip-queries"] || values.ratelimits ? [] : sizes) {
   const t = performance.now()
   Dataset.ensure(size)
   log(`\n${Report.count(size)} events (data set ready in ${((performance.now() - t) / 1000).toFixed(1)} s)`)
@@ -178,7 +243,7 @@ for (const size of values["http-only"] || values["skip-queries"] ? [] : sizes) {
   })
 }
 
-if (!values["skip-verify"] && !values["http-only"]) {
+if (!values["skip-verify"] && !only) {
   for (const adapter of adapters.filter((a) => a === "memory" || a === "sqlite")) {
     const keys = Dataset.parseSize(adapter === "memory" ? values.keys! : values["sqlite-keys"]!)
     log(`\nverifyKey through the library on ${adapter}, ${Report.count(keys)} keys`)
@@ -186,7 +251,7 @@ if (!values["skip-verify"] && !values["http-only"]) {
   }
 }
 
-if (!values["skip-http"]) {
+if (!values["skip-http"] && !values.ratelimits) {
   for (const size of sizes) Dataset.ensure(size)
   const data = Dataset.open(Math.max(...sizes))
   const events = Math.min(data.size, Dataset.parseSize(values["http-events"]!))
@@ -207,19 +272,28 @@ if (!values["skip-http"]) {
   data.close()
 }
 
-if (!values["skip-scale-out"] && !values["http-only"]) {
+if (!values["skip-scale-out"] && !only) {
   log("\nSeveral servers")
   run.scaleOut = await ScaleOut.run(Math.max(3, Math.round(Number(values["load-seconds"]) / 2)), log)
 }
 
+run.machine["load at end"] = loadavg().map((l) => l.toFixed(2)).join(" ")
 log("\n" + Report.render(run, "text"))
 const results = here("../results/")
 mkdirSync(results, { recursive: true })
-const stamp = run.startedAt.replaceAll(":", "-").slice(0, 19)
-writeFileSync(`${results}${stamp}.json`, JSON.stringify(run, null, 2))
-writeFileSync(`${results}${stamp}.md`, Report.render(run, "markdown") + "\n")
-writeFileSync(`${results}latest.md`, Report.render(run, "markdown") + "\n")
-log(`\nwritten: bench/results/${stamp}.json, bench/results/${stamp}.md, bench/results/latest.md`)
+if (values.ratelimits) {
+  // Beside the full runs' latest.md, which it leaves alone.
+  const name = `ratelimits-${values.size!.replaceAll(",", "-").toLowerCase()}`
+  writeFileSync(`${results}${name}.json`, JSON.stringify(run, null, 2))
+  writeFileSync(`${results}${name}.md`, Report.render(run, "markdown") + "\n")
+  log(`\nwritten: bench/results/${name}.json, bench/results/${name}.md`)
+} else {
+  const stamp = run.startedAt.replaceAll(":", "-").slice(0, 19)
+  writeFileSync(`${results}${stamp}.json`, JSON.stringify(run, null, 2))
+  writeFileSync(`${results}${stamp}.md`, Report.render(run, "markdown") + "\n")
+  writeFileSync(`${results}latest.md`, Report.render(run, "markdown") + "\n")
+  log(`\nwritten: bench/results/${stamp}.json, bench/results/${stamp}.md, bench/results/latest.md`)
+}
 if (failed) {
   log("\nFAILED: some answers differ from DuckDB's (see above).")
   process.exitCode = 1

@@ -109,18 +109,13 @@ const READ_COLUMNS = "time, identifier, passed, \"limit\", duration, remaining, 
 // Indexes named: without statistics, SQLite may prefer scanning the namespace's (p, time) range.
 const LATEST = `SELECT ${READ_COLUMNS} FROM rl_decisions INDEXED BY rl_decisions_time ` +
   "WHERE p = ? AND time >= ? ORDER BY time DESC, rowid DESC LIMIT ?"
-const LATEST_OF_IDENTIFIER_IN_HOUR = `SELECT ${READ_COLUMNS} FROM rl_decisions INDEXED BY rl_decisions_identifier ` +
-  "WHERE p = ? AND hour = ? AND identifier = ? ORDER BY time DESC, rowid DESC LIMIT ?"
-const LATEST_OF_IDENTIFIER_IN_HOURS = `SELECT ${READ_COLUMNS} FROM rl_decisions INDEXED BY rl_decisions_identifier ` +
-  "WHERE p = ? AND hour IN (SELECT value FROM json_each(?)) AND identifier = ? ORDER BY time DESC, rowid DESC LIMIT ?"
+const LATEST_OF_IDENTIFIER_BETWEEN = `SELECT ${READ_COLUMNS} FROM rl_decisions INDEXED BY rl_decisions_time ` +
+  "WHERE p = ? AND time >= ? AND time < ? AND identifier = ? ORDER BY time DESC, rowid DESC LIMIT ?"
 /** The hours holding decisions of an identifier (a key of the projection), newest first, with their counts. */
 const HOURS_OF_IDENTIFIER = `SELECT hour, sum(${COUNTER_COLUMNS.join(" + ")}) FROM ${Tables.ratelimits.rollups.hour} ` +
   "WHERE p = ? AND hour IN (SELECT value FROM json_each(?)) AND key = ? GROUP BY hour ORDER BY hour DESC"
 const EXPIRED =
   "DELETE FROM rl_decisions WHERE rowid IN (SELECT rowid FROM rl_decisions WHERE p = ? AND time < ? LIMIT ?)"
-
-/** Decisions that hours read by one statement hold at most between them (they are sorted by time). */
-const GROUPED_ROWS = 1_000
 
 type DecisionRow = [
   time: number,
@@ -138,9 +133,9 @@ type DecisionRow = [
 
 /**
  * The latest decisions of an identifier (by code) in a namespace, from `fromHour` on. The hour
- * rollup tells which hours hold its decisions, and how many (one seek per hour); those are read
- * newest first: a crowded hour alone, in index order (a namespace-wide identifier stops there),
- * sparse ones several per statement, until `limit` are found.
+ * rollup tells which hours hold its decisions, and how many (one seek per hour); those hours are
+ * read newest first, each run of adjacent ones as one range of the (p, time) index (every
+ * decision of the namespace in it is looked at), until `limit` are found.
  */
 const latestOfIdentifier = (
   sql: SqlClient.SqlClient,
@@ -159,15 +154,18 @@ const latestOfIdentifier = (
     let next = 0
     while (next < counted.length && out.length < limit) {
       const wanted = limit - out.length
-      const group = [counted[next]![0] as number]
+      // Newest first: a run of adjacent hours, down to the one that holds enough.
+      const newest = counted[next]![0] as number
+      let oldest = newest
       let rows = counted[next++]![1] as number
-      while (next < counted.length && rows < wanted && rows + (counted[next]![1] as number) <= GROUPED_ROWS) {
-        group.push(counted[next]![0] as number)
+      while (next < counted.length && rows < wanted && counted[next]![0] === oldest - 1) {
+        oldest--
         rows += counted[next++]![1] as number
       }
-      const found = group.length === 1
-        ? yield* sql.unsafe(LATEST_OF_IDENTIFIER_IN_HOUR, [partition.no, group[0], code, wanted]).values
-        : yield* sql.unsafe(LATEST_OF_IDENTIFIER_IN_HOURS, [partition.no, JSON.stringify(group), code, wanted]).values
+      const found = yield* sql.unsafe(
+        LATEST_OF_IDENTIFIER_BETWEEN,
+        [partition.no, oldest * Time.HOUR, (newest + 1) * Time.HOUR, code, wanted]
+      ).values
       for (const row of found) out.push(row)
     }
     return out

@@ -252,12 +252,11 @@ export class RateLimiter extends Effect.Service<RateLimiter>()("@keymeter/core/R
      * holds what it needs.
      */
     const limit = (principal: Principal, input: unknown) => {
-      // The decision's latency counts from its first turn, through whatever it loads.
-      let started: number | undefined
-      const decide = (request: LimitRequest) => () => decideLimit(principal, request, started ??= performance.now())
+      // The decision's latency counts from the call, through whatever it loads.
+      const started = performance.now()
       return checkLimit(input)
-        ? Decision.make(decide(input))
-        : Effect.flatMap(decode(input), (decoded) => Decision.make(decide(decoded)))
+        ? Decision.make(() => decideLimit(principal, input, started))
+        : Effect.flatMap(decode(input), (decoded) => Decision.make(() => decideLimit(principal, decoded, started)))
     }
 
     const decideLimit = (
@@ -409,9 +408,9 @@ export class RateLimiter extends Effect.Service<RateLimiter>()("@keymeter/core/R
       options?: { readonly atomic?: boolean | undefined }
     ): Effect.Effect<MultiLimitResponse, LimitError> => {
       const atomic = options?.atomic === true
-      let started: number | undefined
+      const started = performance.now()
       const decide = (requests: ReadonlyArray<LimitRequest>) => () =>
-        decideMultiLimit(principal, requests, atomic, started ??= performance.now())
+        decideMultiLimit(principal, requests, atomic, started)
       if (checkMultiLimit(input)) return Decision.make(decide(input))
       if (!Array.isArray(input) || input.length < 1 || input.length > MAX_LIMITS) {
         const got = Array.isArray(input) ? `${input.length} limits` : Validation.describeValue(input)

@@ -14,12 +14,12 @@ import * as Layer from "effect/Layer"
 
 /** Tuning of the store. */
 export interface Options extends Engine.Options {
-  /** Latest decisions held in full, of all workspaces (default 100,000); counts are kept for all. */
+  /** Latest decisions held in full, of all workspaces (default 10,000); counts are kept for all. */
   readonly heldDecisions?: number | undefined
 }
 
 /** Default of {@link Options.heldDecisions}. */
-export const DEFAULT_HELD_DECISIONS = 100_000
+export const DEFAULT_HELD_DECISIONS = 10_000
 
 /** A {@link RatelimitStore} over a new, empty {@link Engine}. */
 export const make = (options: Options = {}) => {

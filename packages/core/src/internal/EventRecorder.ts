@@ -18,11 +18,16 @@ import type { StorageError } from "../Errors.js"
 /** Most events the writer stores in one batch. */
 const BATCH = 10_000
 
-/** An event (with who waits for it to be stored), or a `flush` waiting for everything before it. */
-interface Entry<A> {
-  readonly event: A | undefined
-  readonly stored: Deferred.Deferred<void, StorageError> | undefined
+/**
+ * What someone waits for: an event to be stored (`durable`), or with no event, everything queued
+ * before it (a `flush`). Other events are queued bare: one allocation fewer per event.
+ */
+class Waited<A> {
+  constructor(readonly event: A | undefined, readonly stored: Deferred.Deferred<void, StorageError>) {}
 }
+
+/** A queued event, or a {@link Waited} one. */
+type Entry<A> = A | Waited<A>
 
 /** A recorder of events of type `A`. */
 export interface EventRecorder<A> {
@@ -61,7 +66,10 @@ export const make = <A>(options: {
 
     const write = (entries: ReadonlyArray<Entry<A>>) => {
       const events: Array<A> = []
-      for (const entry of entries) if (entry.event !== undefined) events.push(entry.event)
+      for (const entry of entries) {
+        if (!(entry instanceof Waited)) events.push(entry)
+        else if (entry.event !== undefined) events.push(entry.event)
+      }
       return (events.length === 0 ? Effect.exit(Effect.void) : Effect.exit(append(events))).pipe(
         Effect.tap(() => {
           outstanding -= events.length
@@ -73,14 +81,14 @@ export const make = <A>(options: {
               : Effect.void,
             Effect.forEach(
               entries,
-              (entry) => entry.stored === undefined ? Effect.void : Deferred.done(entry.stored, exit),
+              (entry) => entry instanceof Waited ? Deferred.done(entry.stored, exit) : Effect.void,
               { discard: true }
             )
           )
         )
       )
     }
-    const urgent = (entries: ReadonlyArray<Entry<A>>) => entries.some((entry) => entry.stored !== undefined)
+    const urgent = (entries: ReadonlyArray<Entry<A>>) => entries.some((entry) => entry instanceof Waited)
 
     // Interruptible only while waiting: a batch taken is always written, even at shutdown.
     yield* Effect.uninterruptibleMask((restore) =>
@@ -102,21 +110,21 @@ export const make = <A>(options: {
     /** Offers `entry`, waiting for room; an event given up on (interrupted) is no longer counted. */
     const offer = (entry: Entry<A>) =>
       Effect.suspend(() => {
-        if (entry.event !== undefined) outstanding++
+        const counted = !(entry instanceof Waited) || entry.event !== undefined
+        if (counted) outstanding++
         return Effect.onInterrupt(Queue.offer(queue, entry), () =>
           Effect.sync(() => {
-            if (entry.event !== undefined) outstanding--
+            if (counted) outstanding--
           }))
       })
 
     const decideRecord = (event: A): Effect.Effect<void> => {
-      const entry = { event, stored: undefined }
-      if (!queue.unsafeOffer(entry)) return Effect.asVoid(offer(entry))
+      if (!queue.unsafeOffer(event)) return Effect.asVoid(offer(event))
       outstanding++
       return Exit.void
     }
 
-    const waitFor = (entry: Entry<A> & { readonly stored: Deferred.Deferred<void, StorageError> }) =>
+    const waitFor = (entry: Waited<A>) =>
       Effect.zipRight(
         offer(entry),
         Effect.zipRight(Effect.sync(() => Deferred.unsafeDone(hurry, Exit.void)), Deferred.await(entry.stored))
@@ -125,7 +133,7 @@ export const make = <A>(options: {
     return {
       record: (event, durable) =>
         durable
-          ? Effect.flatMap(Deferred.make<void, StorageError>(), (stored) => waitFor({ event, stored }))
+          ? Effect.flatMap(Deferred.make<void, StorageError>(), (stored) => waitFor(new Waited(event, stored)))
           : Decision.make(() => decideRecord(event)),
       decideRecord,
       pending: () => outstanding > 0,
@@ -134,7 +142,7 @@ export const make = <A>(options: {
           ? Effect.void
           : Effect.flatMap(
             Deferred.make<void, StorageError>(),
-            (stored) => Effect.ignore(waitFor({ event: undefined, stored }))
+            (stored) => Effect.ignore(waitFor(new Waited<A>(undefined, stored)))
           )
       )
     }

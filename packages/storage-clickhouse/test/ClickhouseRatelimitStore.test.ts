@@ -97,7 +97,6 @@ const rows = (result: AggregationResult) =>
       Array.from(result.counts.subarray(i * Aggregation.OUTCOMES, (i + 1) * Aggregation.OUTCOMES))
     ])).sort()
 
-
 const total = (result: AggregationResult) => result.counts.reduce((a, b) => a + b, 0)
 
 const select = (database: string, text: string) =>

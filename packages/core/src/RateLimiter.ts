@@ -273,12 +273,12 @@ export class RateLimiter extends Effect.Service<RateLimiter>()("@keymeter/core/R
       const answer = (decision: WindowDecision) => {
         const answer = answerOf(decision, window.limit, override)
         return recorded(
-          eventOf(principal.workspaceId, found.value.id, request.identifier, window, decision, override, {
+          [eventOf(principal.workspaceId, found.value.id, request.identifier, window, decision, override, {
             source: "limit",
             time: now,
             started,
             detail: detailOf(request.meta, request.resources)
-          }),
+          })],
           answer
         )
       }
@@ -319,10 +319,14 @@ export class RateLimiter extends Effect.Service<RateLimiter>()("@keymeter/core/R
       detail: at.detail
     })
 
-    /** `answer` once `event` is queued for recording: at once, unless the recorder's queue is full. */
-    const recorded = <A>(event: RatelimitEvent, answer: A): Decision.Turn<A> => {
-      const queued = recorder.decideRecord(event)
-      return Exit.isExit(queued) ? Exit.succeed(answer) : Effect.as(queued, answer)
+    /** `answer` once `events` are queued for recording: at once, unless the recorder's queue is full. */
+    const recorded = <A>(events: ReadonlyArray<RatelimitEvent>, answer: A): Decision.Turn<A> => {
+      let waiting: Array<Effect.Effect<void>> | undefined
+      for (const event of events) {
+        const queued = recorder.decideRecord(event)
+        if (!Exit.isExit(queued)) (waiting ??= []).push(queued)
+      }
+      return waiting === undefined ? Exit.succeed(answer) : Effect.as(Effect.all(waiting), answer)
     }
 
     /**
@@ -446,11 +450,11 @@ export class RateLimiter extends Effect.Service<RateLimiter>()("@keymeter/core/R
       if (creations !== undefined) return new Missing(Effect.all(creations, { discard: true }))
       const now = clock.unsafeCurrentTimeMillis()
       const answer = (decisions: ReadonlyArray<WindowDecision>) => {
-        let queued: Array<Effect.Effect<void>> | undefined
+        const events: Array<RatelimitEvent> = []
         const limits = targets.map(({ override, window }, i) => {
           const request = requests[i]!
           const decision = decisions[i]!
-          const event = eventOf(
+          events.push(eventOf(
             principal.workspaceId,
             namespaceIds[i]!,
             request.identifier,
@@ -463,9 +467,7 @@ export class RateLimiter extends Effect.Service<RateLimiter>()("@keymeter/core/R
               started,
               detail: detailOf(request.meta, request.resources)
             }
-          )
-          const waiting = recorder.decideRecord(event)
-          if (!Exit.isExit(waiting)) (queued ??= []).push(waiting)
+          ))
           const { overrideId, success, ...counts } = answerOf(decision, window.limit, override)
           return {
             namespace: request.namespaceId ?? request.namespace ?? DEFAULT_NAMESPACE,
@@ -475,8 +477,7 @@ export class RateLimiter extends Effect.Service<RateLimiter>()("@keymeter/core/R
             ...(overrideId !== undefined ? { overrideId } : {})
           }
         })
-        const response = { passed: limits.every((limit) => limit.passed), limits }
-        return queued === undefined ? Exit.succeed(response) : Effect.as(Effect.all(queued), response)
+        return recorded(events, { passed: limits.every((limit) => limit.passed), limits })
       }
       // `async` (a request's or an override's) is ignored: every item is decided from its exact
       // window, as all-or-none needs the windows themselves, and so an item is decided alike in
@@ -558,17 +559,11 @@ export class RateLimiter extends Effect.Service<RateLimiter>()("@keymeter/core/R
       return Decision.andThen(
         windows.takeAll(resolved.map((r) => r.window), now),
         (decisions) => {
-          let queued: Array<Effect.Effect<void>> | undefined
-          for (let i = 0; i < resolved.length; i++) {
-            const { namespaceId, override, request, window } = resolved[i]!
-            const at = { source: "verifyKey" as const, time: now, started }
-            const waiting = recorder.decideRecord(
-              eventOf(workspaceId, namespaceId, request.identifier, window, decisions[i]!, override, at)
-            )
-            if (!Exit.isExit(waiting)) (queued ??= []).push(waiting)
-          }
-          const taken = takenOf(resolved, decisions, now)
-          return queued === undefined ? Exit.succeed(taken) : Effect.as(Effect.all(queued), taken)
+          const at = { source: "verifyKey" as const, time: now, started }
+          const events = resolved.map(({ namespaceId, override, request, window }, i) =>
+            eventOf(workspaceId, namespaceId, request.identifier, window, decisions[i]!, override, at)
+          )
+          return recorded(events, takenOf(resolved, decisions, now))
         }
       )
     }

@@ -14,6 +14,7 @@ import type * as Effect from "effect/Effect"
 import type * as Option from "effect/Option"
 import type { AggregationQuery, AggregationResult } from "./Aggregation.js"
 import type { Api } from "./Api.js"
+import type { RatelimitColumns, ScanScope, VerificationColumns } from "./EventScan.js"
 import type { IdempotencyKeyInUse, QueryTooLarge, StorageError } from "./Errors.js"
 import type { Receipt } from "./Idempotency.js"
 import type { Credits, Identity, Key } from "./Key.js"
@@ -53,6 +54,13 @@ export class VerificationStore extends Context.Tag("@keymeter/core/VerificationS
     /** Counts matching events per (time bucket, group); see `Aggregation` for the contract. */
     readonly aggregate: (query: AggregationQuery) => Effect.Effect<AggregationResult, StorageError | QueryTooLarge>
     /**
+     * The scope's verifications as raw columns, for SQL analytics (see `EventScan`). Fails with
+     * `QueryTooLarge` when the scope holds more than `scope.maxRows` rows.
+     */
+    readonly scan?: (
+      scope: ScanScope
+    ) => Effect.Effect<ReadonlyArray<VerificationColumns>, StorageError | QueryTooLarge>
+    /**
      * A number that changes whenever what `aggregate` answers may change (each stored batch), so
      * callers can reuse an answer while it holds. Only adapters that alone write their data have
      * it (memory, SQLite); it is absent where other processes write too (ClickHouse).
@@ -91,6 +99,10 @@ export class RatelimitStore extends Context.Tag("@keymeter/core/RatelimitStore")
       namespaceId: string,
       options: { readonly limit: number; readonly identifier?: string | undefined }
     ) => Effect.Effect<ReadonlyArray<RatelimitEvent>, StorageError>
+    /** The scope's decisions as raw columns, for SQL analytics (as `VerificationStore.scan`). */
+    readonly scan?: (
+      scope: ScanScope
+    ) => Effect.Effect<ReadonlyArray<RatelimitColumns>, StorageError | QueryTooLarge>
     /** As `VerificationStore.revision`: changes with each stored batch; absent where others write too. */
     readonly revision?: (() => number) | undefined
   }

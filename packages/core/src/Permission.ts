@@ -35,6 +35,13 @@ export const required = {
     "ratelimit.*.read_analytics",
     `ratelimit.${namespaceId}.read_analytics`
   ],
+  /** Verification analytics (SQL): v1's `read_api`, or v2's `read_analytics`. */
+  readVerificationAnalytics: (apiId: string) => [
+    "api.*.read_api",
+    `api.${apiId}.read_api`,
+    "api.*.read_analytics",
+    `api.${apiId}.read_analytics`
+  ],
   createKey: (apiId: string) => ["api.*.create_key", `api.${apiId}.create_key`],
   verifyKey: (apiId: string) => ["api.*.verify_key", `api.${apiId}.verify_key`],
   readKey: (apiId: string) => ["api.*.read_key", `api.${apiId}.read_key`],
@@ -67,3 +74,30 @@ export const required = {
   removeRoleFromKey: (apiId: string) => ["rbac.*.remove_role_from_key", "api.*.update_key", `api.${apiId}.update_key`],
   addPermissionToRole: () => ["rbac.*.add_permission_to_role"]
 } as const
+
+/**
+ * The resource ids `permissions` grant `required` for: undefined when they grant it for every
+ * resource (`*`, or the wildcard form `required("*")`), else the ids of the exact forms held
+ * (possibly none).
+ */
+export const idsGranted = (
+  permissions: ReadonlyArray<string>,
+  required: (id: string) => ReadonlyArray<string>
+): ReadonlyArray<string> | undefined => {
+  if (allows(permissions, required("*"))) return undefined
+  // Each form is a prefix and a suffix around the id.
+  const forms = required("\u0000").filter((form) => form.includes("\u0000")).map((form) => form.split("\u0000"))
+  const ids = new Set<string>()
+  for (const permission of permissions) {
+    for (const [prefix, suffix] of forms) {
+      if (
+        permission.length > prefix!.length + suffix!.length && permission.startsWith(prefix!) &&
+        permission.endsWith(suffix!)
+      ) {
+        const id = permission.slice(prefix!.length, permission.length - suffix!.length)
+        if (id !== "*") ids.add(id)
+      }
+    }
+  }
+  return [...ids]
+}

@@ -1,0 +1,162 @@
+/**
+ * Runs one SQL query of the subset over one workspace's events: parse, bind against the public
+ * tables of one family, execute under budgets. The rows come only through the given scans, which
+ * the caller bounded to what its key may read; see the README's "SQL analytics" for the argument.
+ */
+import type { QueryTooLarge, StorageError } from "@keymeter/core/Errors"
+import type { RatelimitColumns, ScanScope, VerificationColumns } from "@keymeter/core/EventScan"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Runtime from "effect/Runtime"
+import type * as Ast from "./Ast.js"
+import type { Limits, ScanHint } from "./internal/Executor.js"
+import { BindFault, BudgetFault, Context, execute } from "./internal/Executor.js"
+import { parse as parseText, ParseError } from "./internal/Parser.js"
+import { QueryFault } from "./internal/Values.js"
+import { InvalidQuery, placeOf, QueryBudgetExceeded } from "./SqlError.js"
+import type { Family, Type } from "./Tables.js"
+
+export type { Limits } from "./internal/Executor.js"
+
+/** Budgets when none are configured. */
+export const DEFAULT_LIMITS: Limits = {
+  timeMs: 10_000,
+  scannedRows: 100_000_000,
+  resultRows: 10_000,
+  memoryBytes: 256 * 1024 * 1024
+}
+
+/** A scan of one family's raw events for a scope (a store's `scan`). */
+export type Scan<A> = (scope: ScanScope) => Effect.Effect<ReadonlyArray<A>, StorageError | QueryTooLarge>
+
+export interface Options {
+  readonly family: Family
+  readonly workspaceId: string
+  /** Api (namespace) ids the caller may read; undefined: all of the workspace's. */
+  readonly within: ReadonlyArray<string> | undefined
+  readonly verifications: Scan<VerificationColumns>
+  readonly ratelimits: Scan<RatelimitColumns>
+  readonly limits: Limits
+  /** Unix ms that `now()` reads. */
+  readonly now: number
+}
+
+/** One column of an answer. */
+export interface AnswerColumn {
+  readonly name: string
+  readonly type: Type | "Null"
+}
+
+/** An answer: its columns, and its rows as objects keyed by column name. */
+export interface Answer {
+  readonly columns: ReadonlyArray<AnswerColumn>
+  readonly rows: ReadonlyArray<Record<string, unknown>>
+}
+
+/** Parses a query, or fails with InvalidQuery naming the fault and its place. */
+export const parse = (text: string): Effect.Effect<Ast.Query, InvalidQuery> =>
+  Effect.try({
+    try: () => parseText(text),
+    catch: (error) => toInvalid(text, error)
+  })
+
+const toInvalid = (text: string, error: unknown): InvalidQuery => {
+  if (error instanceof ParseError || error instanceof BindFault || error instanceof QueryFault) {
+    const at = error instanceof ParseError ? error.at : error.at
+    return new InvalidQuery({
+      message: at === undefined ? error.message : `${error.message} (${placeOf(text, at)})`,
+      position: at
+    })
+  }
+  // The parser bounds nesting well below the stack; this is the last guard.
+  if (error instanceof RangeError) return new InvalidQuery({ message: "the query nests too deeply" })
+  throw error
+}
+
+/** A scan's failure, carried through the executor's promises. */
+class ScanFailure {
+  constructor(readonly error: StorageError | QueryTooLarge) {}
+}
+
+/** Runs a query: its answer, or why not (never a partial answer). */
+export const run = (
+  text: string,
+  options: Options
+): Effect.Effect<Answer, InvalidQuery | QueryBudgetExceeded | StorageError> =>
+  Effect.gen(function*() {
+    if (text.length > 100_000) {
+      return yield* new InvalidQuery({ message: "the query is longer than 100,000 characters" })
+    }
+    const query = yield* parse(text)
+    const runtime = yield* Effect.runtime<never>()
+    const runExit = Runtime.runPromiseExit(runtime)
+    const scan = <A>(scanner: Scan<A>) => async (hint: ScanHint, maxRows: number): Promise<ReadonlyArray<A>> => {
+      // The caller's scope bounds every scan; the query's hint can only narrow it.
+      const within = options.within === undefined
+        ? hint.within
+        : hint.within === undefined
+        ? options.within
+        : hint.within.filter((id) => options.within!.includes(id))
+      const exit = await runExit(
+        scanner({ workspaceId: options.workspaceId, within, from: hint.from, to: hint.to, maxRows })
+      )
+      if (Exit.isSuccess(exit)) return exit.value
+      const failure = exit.cause._tag === "Fail" ? exit.cause.error : undefined
+      if (failure !== undefined) throw new ScanFailure(failure)
+      throw new Error("scan failed")
+    }
+    const context = new Context(
+      {
+        workspaceId: options.workspaceId,
+        verifications: scan(options.verifications),
+        ratelimits: scan(options.ratelimits)
+      },
+      options.family,
+      options.limits,
+      options.now
+    )
+    const relation = yield* Effect.tryPromise({
+      try: () => execute(context, query),
+      catch: (error): InvalidQuery | QueryBudgetExceeded | StorageError => {
+        if (error instanceof BudgetFault) {
+          return new QueryBudgetExceeded({ budget: error.budget, message: error.message })
+        }
+        if (error instanceof ScanFailure) {
+          const failure = error.error
+          return failure._tag === "QueryTooLarge"
+            ? new QueryBudgetExceeded({
+              budget: "scannedRows",
+              message: `the query reads more than its budget of ${options.limits.scannedRows} rows`
+            })
+            : failure
+        }
+        return toInvalid(text, error)
+      }
+    })
+    if (relation.rows.length > options.limits.resultRows) {
+      return yield* new QueryBudgetExceeded({
+        budget: "resultRows",
+        message: `the answer has more than ${options.limits.resultRows} rows: add a LIMIT or group more coarsely`
+      })
+    }
+    const names = relation.names
+    const seen = new Set<string>()
+    for (const name of names) {
+      if (seen.has(name)) {
+        return yield* new InvalidQuery({ message: `two columns are named ${name}: give them distinct aliases` })
+      }
+      seen.add(name)
+    }
+    const rows = relation.rows.map((row) => {
+      const out: Record<string, unknown> = {}
+      for (let k = 0; k < names.length; k++) {
+        const value = row[k]
+        out[names[k]!] = typeof value === "number" && !Number.isFinite(value) ? null : value
+      }
+      return out
+    })
+    return {
+      columns: names.map((name, k) => ({ name, type: relation.types[k] as Type | "Null" })),
+      rows
+    }
+  })

@@ -1,0 +1,1400 @@
+/**
+ * Runs a parsed query over the caller's rows. Names resolve against the public tables of one
+ * family and the query's own CTEs and subqueries, nothing else: a table is read only through
+ * `Sources`, which the caller built for one workspace and the apis (or namespaces) its key may
+ * read. Expressions compile to closures once per SELECT; rows stream from scans batch by batch,
+ * yielding the event loop between batches, under the query's budgets.
+ */
+import type { RatelimitColumns, VerificationColumns } from "@keymeter/core/EventScan"
+import type * as Ast from "../Ast.js"
+import type { Budget } from "../SqlError.js"
+import type { Family, PublicTable } from "../Tables.js"
+import { OUTCOME_NAMES, TABLES } from "../Tables.js"
+import type { Aggregate, State } from "./Functions.js"
+import { AGGREGATES, likePattern, SCALARS, shift, SignatureError, SPECIAL, UNIT_MONTHS, UNIT_MS } from "./Functions.js"
+import { parse } from "./Parser.js"
+import type { IntervalValue, Value, VType } from "./Values.js"
+import { compare, equal, isNumeric, keyOf, keyOfRow, QueryFault, truthy } from "./Values.js"
+
+/** What a scan may be narrowed to by the query (the caller's scope still bounds it). */
+export interface ScanHint {
+  readonly from: number
+  readonly to: number
+  /** Api (namespace) ids the query names; undefined: it names none. */
+  readonly within: ReadonlyArray<string> | undefined
+}
+
+/** Where a query's rows come from: one workspace's, already limited to what the caller may read. */
+export interface Sources {
+  readonly workspaceId: string
+  readonly verifications: (hint: ScanHint, maxRows: number) => Promise<ReadonlyArray<VerificationColumns>>
+  readonly ratelimits: (hint: ScanHint, maxRows: number) => Promise<ReadonlyArray<RatelimitColumns>>
+}
+
+export interface Limits {
+  /** Milliseconds a query may run. */
+  readonly timeMs: number
+  /** Rows all its scans together may read. */
+  readonly scannedRows: number
+  /** Rows its answer may have. */
+  readonly resultRows: number
+  /** Bytes it may hold at once (estimated: groups, states, rows kept). */
+  readonly memoryBytes: number
+}
+
+/** A budget exceeded, as thrown inside the executor. */
+export class BudgetFault {
+  constructor(readonly budget: Budget, readonly message: string) {}
+}
+
+/** A binding or typing fault at a place. */
+export class BindFault {
+  constructor(readonly message: string, readonly at: number | undefined) {}
+}
+
+/** A materialized result. */
+export interface Relation {
+  readonly names: ReadonlyArray<string>
+  readonly types: ReadonlyArray<VType>
+  readonly rows: Array<Array<Value>>
+}
+
+/** Bytes a kept value is counted as (for the memory budget). */
+const CELL_BYTES = 16
+
+interface Env {
+  b: any
+  i: number
+  row: Array<Value>
+  elem: Value
+  g: Group | undefined
+}
+
+type Eval = (env: Env) => Value
+
+interface Compiled {
+  readonly type: VType
+  readonly eval: Eval
+  /** No column, no aggregate, no arrayJoin: foldable. */
+  readonly constant: boolean
+}
+
+interface Group {
+  readonly keys: Array<Value>
+  readonly states: Array<State>
+}
+
+interface InputColumn {
+  readonly name: string
+  readonly type: VType
+  readonly get: Eval
+}
+
+/** The rows a SELECT reads. */
+interface Input {
+  readonly columns: ReadonlyArray<InputColumn>
+  readonly qualifiers: ReadonlySet<string>
+  /** Calls `visit` with `env` positioned at each row. */
+  readonly run: (env: Env, visit: () => void) => Promise<void>
+}
+
+const MAX_DEPTH = 64
+const YIELD_EVERY = 65_536
+
+/** The query's run: its budgets, clock, CTEs and the subquery results computed before rows flow. */
+export class Context {
+  private readonly deadline: number
+  private scanned = 0
+  private cells = 0
+  private ticks = 0
+  constructor(
+    readonly sources: Sources,
+    readonly family: Family,
+    readonly limits: Limits,
+    /** Unix ms the query sees as `now()`. */
+    readonly now: number,
+    private readonly clock: () => number = Date.now
+  ) {
+    this.deadline = clock() + limits.timeMs
+  }
+
+  /** Called once per row visited: checks the clock now and then. */
+  tick(): void {
+    if ((++this.ticks & 4095) === 0) this.checkTime()
+  }
+
+  checkTime(): void {
+    if (this.clock() > this.deadline) {
+      throw new BudgetFault("time", `the query ran longer than its time budget (${this.limits.timeMs} ms)`)
+    }
+  }
+
+  /** Lets other work run (verifications, limits) between batches. */
+  async pause(): Promise<void> {
+    await new Promise<void>((resolve) => setImmediate(resolve))
+    this.checkTime()
+  }
+
+  /** Rows a scan may still read. */
+  get scanLeft(): number {
+    return Math.max(0, this.limits.scannedRows - this.scanned)
+  }
+
+  scannedRows(n: number): void {
+    this.scanned += n
+    if (this.scanned > this.limits.scannedRows) {
+      throw new BudgetFault("scannedRows", `the query reads more than its budget of ${this.limits.scannedRows} rows`)
+    }
+  }
+
+  /** Values held (rows kept, groups and their states); `bytes` for those counted by size. */
+  hold(cells: number, bytes = 0): void {
+    this.cells += cells + bytes / CELL_BYTES
+    if (this.cells * CELL_BYTES > this.limits.memoryBytes) {
+      throw new BudgetFault(
+        "memory",
+        `the query holds more than its memory budget of ${Math.round(this.limits.memoryBytes / 1048576)} MiB`
+      )
+    }
+  }
+
+  release(cells: number): void {
+    this.cells = Math.max(0, this.cells - cells)
+  }
+}
+
+interface CteBinding {
+  readonly query: Ast.Query
+  readonly scope: Scope
+  result: Promise<Relation> | undefined
+}
+
+/** Names visible to a query: its CTEs and those around it. */
+class Scope {
+  constructor(readonly ctes: ReadonlyMap<string, CteBinding>, readonly depth: number) {}
+}
+
+/** Runs a query. */
+export const execute = (context: Context, query: Ast.Query): Promise<Relation> =>
+  runQuery(context, query, new Scope(new Map(), 0), undefined)
+
+const runQuery = async (
+  context: Context,
+  query: Ast.Query,
+  outer: Scope,
+  hint: ScanHint | undefined
+): Promise<Relation> => {
+  if (outer.depth > MAX_DEPTH) throw new BindFault(`the query nests more than ${MAX_DEPTH} levels deep`, query.at)
+  let scope = outer
+  if (query.with.length > 0) {
+    const ctes = new Map(outer.ctes)
+    for (const cte of query.with) {
+      const key = cte.name.toLowerCase()
+      if (query.with.filter((other) => other.name.toLowerCase() === key).length > 1) {
+        throw new BindFault(`the CTE ${cte.name} is defined twice`, cte.at)
+      }
+      // A CTE sees the CTEs before it (and the outer ones).
+      ctes.set(key, { query: cte.query, scope: new Scope(new Map(ctes), outer.depth + 1), result: undefined })
+    }
+    scope = new Scope(ctes, outer.depth + 1)
+  }
+  return runBody(context, query.body, scope, hint)
+}
+
+const runBody = async (
+  context: Context,
+  body: Ast.Select | Ast.SetOperation,
+  scope: Scope,
+  hint: ScanHint | undefined
+): Promise<Relation> => {
+  if (body._tag === "Select") return runSelect(context, body, scope, hint)
+  const left = await runQuery(context, body.left, scope, undefined)
+  const right = await runQuery(context, body.right, scope, undefined)
+  if (left.names.length !== right.names.length) {
+    throw new BindFault(
+      `${body.op} needs the same number of columns on both sides (${left.names.length} and ${right.names.length})`,
+      body.at
+    )
+  }
+  const types = left.types.map((type, i) => {
+    const other = right.types[i]!
+    if (type === "Null") return other
+    if (other === "Null" || type === other) return type
+    if (isNumeric(type) && isNumeric(other)) return "Float" as VType
+    throw new BindFault(`${body.op} column ${i + 1} is ${type} on the left and ${other} on the right`, body.at)
+  })
+  let rows: Array<Array<Value>>
+  if (body.op === "UNION ALL") rows = left.rows.concat(right.rows)
+  else if (body.op === "UNION DISTINCT") rows = distinctRows(left.rows.concat(right.rows))
+  else {
+    const exclude = new Set(right.rows.map(keyOfRow))
+    rows = left.rows.filter((row) => !exclude.has(keyOfRow(row)))
+    if (body.op === "EXCEPT DISTINCT") rows = distinctRows(rows)
+  }
+  return { names: left.names, types, rows }
+}
+
+const distinctRows = (rows: Array<Array<Value>>): Array<Array<Value>> => {
+  const seen = new Set<string>()
+  return rows.filter((row) => {
+    const key = keyOfRow(row)
+    if (seen.has(key)) return false
+    seen.add(key)
+    return true
+  })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Inputs
+
+const tableNotFound = (name: string, family: Family, at: number): BindFault => {
+  const names = [...TABLES.values()].filter((table) => table.family === family).map((table) => table.name)
+  const other = TABLES.get(name.toLowerCase())
+  if (other !== undefined) {
+    return new BindFault(
+      `the table ${name} holds ${other.family}: this route reads ${family} only (${names.join(", ")})`,
+      at
+    )
+  }
+  return new BindFault(`unknown table ${name}: queries may read ${names.join(", ")}`, at)
+}
+
+const verificationColumns = (workspaceId: string): Array<InputColumn> => [
+  { name: "time", type: "Int", get: (e) => e.b.time[e.i] },
+  { name: "workspace_id", type: "String", get: () => workspaceId },
+  { name: "key_space_id", type: "String", get: (e) => e.b.apiId.values[e.b.apiId.codes[e.i]] },
+  { name: "key_id", type: "String", get: (e) => e.b.keyId.values[e.b.keyId.codes[e.i]] },
+  { name: "identity_id", type: "String", get: (e) => e.b.identityId.values[e.b.identityId.codes[e.i]] },
+  { name: "external_id", type: "String", get: (e) => e.b.externalId.values[e.b.externalId.codes[e.i]] },
+  { name: "outcome", type: "String", get: (e) => OUTCOME_NAMES[e.b.outcome[e.i]]! },
+  { name: "tags", type: "Array(String)", get: (e) => e.b.tags.values[e.b.tags.codes[e.i]] },
+  { name: "spent_credits", type: "Int", get: (e) => e.b.spentCredits[e.i] },
+  { name: "latency", type: "Float", get: (e) => e.b.latency[e.i] },
+  { name: "region", type: "String", get: (e) => e.b.region.values[e.b.region.codes[e.i]] }
+]
+
+const ratelimitColumns = (workspaceId: string): Array<InputColumn> => [
+  { name: "time", type: "Int", get: (e) => e.b.time[e.i] },
+  { name: "workspace_id", type: "String", get: () => workspaceId },
+  { name: "namespace_id", type: "String", get: (e) => e.b.namespaceId.values[e.b.namespaceId.codes[e.i]] },
+  { name: "identifier", type: "String", get: (e) => e.b.identifier.values[e.b.identifier.codes[e.i]] },
+  { name: "passed", type: "Int", get: (e) => e.b.passed[e.i] },
+  { name: "latency", type: "Float", get: (e) => e.b.latency[e.i] },
+  { name: "override_id", type: "String", get: (e) => e.b.overrideId.values[e.b.overrideId.codes[e.i]] }
+]
+
+const rawInput = (context: Context, table: PublicTable, qualifiers: ReadonlySet<string>, hint: ScanHint): Input => {
+  const verifications = table.family === "verifications"
+  return {
+    columns: verifications
+      ? verificationColumns(context.sources.workspaceId)
+      : ratelimitColumns(context.sources.workspaceId),
+    qualifiers,
+    run: async (env, visit) => {
+      if (hint.from >= hint.to || (hint.within !== undefined && hint.within.length === 0)) return
+      const batches = verifications
+        ? await context.sources.verifications(hint, context.scanLeft)
+        : await context.sources.ratelimits(hint, context.scanLeft)
+      let rows = 0
+      for (const batch of batches) rows += batch.length
+      context.scannedRows(rows)
+      context.checkTime()
+      for (const batch of batches) {
+        env.b = batch
+        for (let i = 0; i < batch.length; i++) {
+          env.i = i
+          visit()
+        }
+        context.checkTime()
+        await context.pause()
+      }
+      env.b = undefined
+    }
+  }
+}
+
+const relationInput = (context: Context, relation: Relation, qualifiers: ReadonlySet<string>): Input => ({
+  columns: relation.names.map((name, k) => ({ name, type: relation.types[k]!, get: (e: Env) => e.row[k]! })),
+  qualifiers,
+  run: async (env, visit) => {
+    const rows = relation.rows
+    for (let r = 0; r < rows.length; r++) {
+      env.row = rows[r]!
+      visit()
+      if ((r & (YIELD_EVERY - 1)) === YIELD_EVERY - 1) await context.pause()
+    }
+  }
+})
+
+const noInput: Input = {
+  columns: [],
+  qualifiers: new Set(),
+  run: async (_env, visit) => visit()
+}
+
+/** Milliseconds a bucket of each grain may span at most (months: 31 days). */
+const GRAIN_SPAN: Record<string, number> = { minute: 60_000, hour: 3_600_000, day: 86_400_000, month: 31 * 86_400_000 }
+
+const viewCache = new Map<string, Ast.Query>()
+
+const viewOf = (table: PublicTable): Ast.Query => {
+  let query = viewCache.get(table.name)
+  if (query === undefined) viewCache.set(table.name, query = parse(table.view!))
+  return query
+}
+
+const inputOf = async (
+  context: Context,
+  from: Ast.From | undefined,
+  scope: Scope,
+  where: Ast.Expr | undefined,
+  outer: ScanHint | undefined
+): Promise<Input> => {
+  if (from === undefined) return noInput
+  if (from._tag === "Subquery") {
+    const relation = await runQuery(context, from.query, new Scope(scope.ctes, scope.depth + 1), undefined)
+    return relationInput(context, relation, new Set(from.alias === undefined ? [] : [from.alias.toLowerCase()]))
+  }
+  const key = from.name.toLowerCase()
+  const qualifiers = new Set([from.alias?.toLowerCase() ?? key])
+  const cte = from.name.includes(".") ? undefined : scope.ctes.get(key)
+  if (cte !== undefined) {
+    cte.result ??= runQuery(context, cte.query, cte.scope, undefined)
+    return relationInput(context, await cte.result, qualifiers)
+  }
+  const table = TABLES.get(key)
+  if (table === undefined || table.family !== context.family) throw tableNotFound(from.name, context.family, from.at)
+  const hint = intersect(hintOf(context, table, where), outer)
+  if (table.view === undefined) return rawInput(context, table, qualifiers, hint)
+  // A rollup is its view over the raw table; the outer bounds on its bucket start bound the raw
+  // times from below as they are, and from above a bucket's span later.
+  const span = GRAIN_SPAN[table.grain]!
+  const inner: ScanHint = {
+    from: hint.from,
+    to: hint.to >= Number.MAX_SAFE_INTEGER ? hint.to : hint.to + span,
+    within: hint.within
+  }
+  const relation = await runQuery(context, viewOf(table), new Scope(new Map(), scope.depth + 1), inner)
+  return relationInput(context, relation, qualifiers)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Scan hints: bounds on time and the api (namespace) column that WHERE implies.
+
+const intersect = (a: ScanHint, b: ScanHint | undefined): ScanHint =>
+  b === undefined ? a : {
+    from: Math.max(a.from, b.from),
+    to: Math.min(a.to, b.to),
+    within: a.within === undefined
+      ? b.within
+      : b.within === undefined
+      ? a.within
+      : a.within.filter((id) => b.within!.includes(id))
+  }
+
+const conjuncts = (expr: Ast.Expr | undefined, out: Array<Ast.Expr> = []): Array<Ast.Expr> => {
+  if (expr === undefined) return out
+  if (expr._tag === "Binary" && expr.op === "AND") {
+    conjuncts(expr.left, out)
+    conjuncts(expr.right, out)
+  } else out.push(expr)
+  return out
+}
+
+const isColumn = (expr: Ast.Expr, name: string): boolean => expr._tag === "Column" && expr.name.toLowerCase() === name
+
+const hintOf = (context: Context, table: PublicTable, where: Ast.Expr | undefined): ScanHint => {
+  let from = 0
+  let to = Number.MAX_SAFE_INTEGER
+  let within: Array<string> | undefined
+  const idColumn = table.family === "verifications" ? "key_space_id" : "namespace_id"
+  const constant = (expr: Ast.Expr): Value | undefined => {
+    try {
+      const compiled = compileExpr(context, expr, constantBinder)
+      return compiled.constant ? compiled.eval(emptyEnv()) : undefined
+    } catch {
+      return undefined
+    }
+  }
+  const bound = (op: string, value: Value | undefined) => {
+    if (typeof value !== "number" || Number.isNaN(value)) return
+    if (op === ">=") from = Math.max(from, Math.ceil(value))
+    else if (op === ">") from = Math.max(from, Math.floor(value) + 1)
+    else if (op === "<") to = Math.min(to, Math.ceil(value))
+    else if (op === "<=") to = Math.min(to, Math.floor(value) + 1)
+    else if (op === "=") {
+      from = Math.max(from, Math.ceil(value))
+      to = Math.min(to, Math.floor(value) + 1)
+    }
+  }
+  const FLIP: Record<string, string> = { "<": ">", "<=": ">=", ">": "<", ">=": "<=", "=": "=" }
+  const narrow = (ids: Array<string>) => {
+    within = within === undefined ? ids : within.filter((id) => ids.includes(id))
+  }
+  for (const term of conjuncts(where)) {
+    if (term._tag === "Binary" && FLIP[term.op] !== undefined) {
+      if (isColumn(term.left, "time")) bound(term.op, constant(term.right))
+      else if (isColumn(term.right, "time")) bound(FLIP[term.op]!, constant(term.left))
+      else if (term.op === "=" && (isColumn(term.left, idColumn) || isColumn(term.right, idColumn))) {
+        const value = constant(isColumn(term.left, idColumn) ? term.right : term.left)
+        if (typeof value === "string") narrow([value])
+      }
+    } else if (term._tag === "Between" && !term.not && isColumn(term.expr, "time")) {
+      bound(">=", constant(term.low))
+      bound("<=", constant(term.high))
+    } else if (term._tag === "InList" && !term.not && isColumn(term.expr, idColumn)) {
+      const values = term.items.map(constant)
+      if (values.every((value) => typeof value === "string")) narrow(values as Array<string>)
+    }
+  }
+  return { from, to, within }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Binding and compiling expressions
+
+const emptyEnv = (): Env => ({ b: undefined, i: 0, row: [], elem: null, g: undefined })
+
+/** How a SELECT's names and aggregates resolve while compiling one expression. */
+interface Binder {
+  /** The column `name` (qualified by `table`), or undefined when the input has none. */
+  column(ref: Ast.Column): InputColumn | undefined
+  /** Post-aggregation only: the group key equal to `expr`, if any. */
+  groupKey(expr: Ast.Expr): Compiled | undefined
+  /** Post-aggregation only: a slot for an aggregate call; undefined where aggregates are not allowed. */
+  aggregate(call: Ast.Call, aggregate: Aggregate): Compiled | undefined
+  /** Where an aggregate is refused, why. */
+  readonly aggregateRefusal: string
+  /** The arrayJoin of this SELECT, if compiling row expressions. */
+  arrayJoin(call: Ast.Call): Compiled | undefined
+  /** IN (subquery) results, computed before rows flow. */
+  readonly subqueries: ReadonlyMap<Ast.InQuery, { readonly keys: ReadonlySet<string | number>; readonly type: VType }>
+  /** True in post-aggregation expressions: a bare column must be a group key. */
+  readonly grouped: boolean
+}
+
+const constantBinder: Binder = {
+  column: () => undefined,
+  groupKey: () => undefined,
+  aggregate: () => undefined,
+  aggregateRefusal: "aggregate functions are not allowed here",
+  arrayJoin: () => undefined,
+  subqueries: new Map(),
+  grouped: false
+}
+
+/** A canonical text of an expression (positions and letter case of keywords left out). */
+export const canonical = (expr: Ast.Expr): string => {
+  switch (expr._tag) {
+    case "Column":
+      return `c(${expr.name.toLowerCase()})`
+    case "Literal":
+      return typeof expr.value === "string"
+        ? `s(${JSON.stringify(expr.value)})`
+        : `l(${expr.value}${expr.integer ? "" : "f"})`
+    case "Interval":
+      return `iv(${canonical(expr.value)},${expr.unit})`
+    case "ArrayLiteral":
+      return `[${expr.items.map(canonical).join(",")}]`
+    case "Unary":
+      return `${expr.op}(${canonical(expr.operand)})`
+    case "Binary":
+      return `(${canonical(expr.left)}${expr.op}${canonical(expr.right)})`
+    case "Call":
+      return `${expr.name.toLowerCase()}(${expr.distinct ? "distinct " : ""}${
+        expr.star ? "*" : expr.args.map(canonical).join(",")
+      })`
+    case "InList":
+      return `in${expr.not ? "!" : ""}(${canonical(expr.expr)};${expr.items.map(canonical).join(",")})`
+    case "InQuery":
+      return `inq${expr.not ? "!" : ""}(${canonical(expr.expr)};@${expr.at})`
+    case "Like":
+      return `like${expr.not ? "!" : ""}${expr.caseInsensitive ? "i" : ""}(${canonical(expr.expr)},${
+        canonical(expr.pattern)
+      })`
+    case "Between":
+      return `btw${expr.not ? "!" : ""}(${canonical(expr.expr)},${canonical(expr.low)},${canonical(expr.high)})`
+    case "IsNull":
+      return `null${expr.not ? "!" : ""}(${canonical(expr.expr)})`
+    case "Case":
+      return `case(${expr.operand === undefined ? "" : canonical(expr.operand)};${
+        expr.whens.map((w) => canonical(w.when) + ">" + canonical(w.then)).join(";")
+      };${expr.otherwise === undefined ? "" : canonical(expr.otherwise)})`
+  }
+}
+
+const constantOf = (type: VType, value: Value): Compiled => ({ type, eval: () => value, constant: true })
+
+/** Folds a compiled expression whose inputs are all constant. */
+const folded = (compiled: Compiled): Compiled =>
+  compiled.constant && compiled.type !== "Interval" ? constantOf(compiled.type, compiled.eval(emptyEnv())) : compiled
+
+const unify = (types: ReadonlyArray<VType>, what: string, at: number): VType => {
+  let out: VType = "Null"
+  for (const type of types) {
+    if (type === "Null") continue
+    if (out === "Null") out = type
+    else if (isNumeric(out) && isNumeric(type)) out = out === "Int" && type === "Int" ? "Int" : "Float"
+    else if (out !== type) throw new BindFault(`${what} mixes ${out} and ${type}`, at)
+  }
+  return out
+}
+
+const comparable = (a: VType, b: VType, what: string, at: number) => {
+  if (a === "Null" || b === "Null") return
+  if (a === "Interval" || b === "Interval") throw new BindFault(`${what} cannot compare an INTERVAL`, at)
+  if (isNumeric(a) && isNumeric(b)) return
+  if (a !== b) throw new BindFault(`${what} compares ${a} with ${b}`, at)
+}
+
+const needCondition = (compiled: Compiled, what: string, at: number) => {
+  if (!isNumeric(compiled.type)) throw new BindFault(`${what} needs a condition (a number), got ${compiled.type}`, at)
+}
+
+export const compileExpr = (context: Context, expr: Ast.Expr, binder: Binder): Compiled => {
+  if (binder.grouped) {
+    const key = binder.groupKey(expr)
+    if (key !== undefined) return key
+  }
+  const recurse = (inner: Ast.Expr) => compileExpr(context, inner, binder)
+  switch (expr._tag) {
+    case "Literal":
+      if (expr.value === null) return constantOf("Null", null)
+      return constantOf(typeof expr.value === "string" ? "String" : expr.integer ? "Int" : "Float", expr.value)
+    case "Column": {
+      if (expr.name === "*") throw new BindFault("'*' is only allowed as a whole SELECT item or in count(*)", expr.at)
+      const column = binder.column(expr)
+      if (column === undefined) {
+        throw new BindFault(`unknown column ${expr.table === undefined ? "" : expr.table + "."}${expr.name}`, expr.at)
+      }
+      if (binder.grouped) {
+        throw new BindFault(`the column ${expr.name} must be in GROUP BY or inside an aggregate function`, expr.at)
+      }
+      return { type: column.type, eval: column.get, constant: false }
+    }
+    case "Interval": {
+      const value = recurse(expr.value)
+      if (!isNumeric(value.type)) throw new BindFault(`INTERVAL needs a number, got ${value.type}`, expr.at)
+      const ms = UNIT_MS[expr.unit]
+      const months = UNIT_MONTHS[expr.unit]
+      const f = value.eval
+      return {
+        type: "Interval",
+        eval: (env): IntervalValue => {
+          const n = f(env) as number
+          return ms !== undefined ? { ms: n * ms, months: 0 } : { ms: 0, months: Math.trunc(n * months!) }
+        },
+        constant: value.constant
+      }
+    }
+    case "ArrayLiteral": {
+      const items = expr.items.map(recurse)
+      for (const item of items) {
+        if (item.type !== "String") throw new BindFault(`arrays hold Strings only, got ${item.type}`, expr.at)
+      }
+      const fs = items.map((item) => item.eval)
+      return folded({
+        type: "Array(String)",
+        eval: (env) => fs.map((f) => f(env) as string),
+        constant: items.every((i) => i.constant)
+      })
+    }
+    case "Unary": {
+      const operand = recurse(expr.operand)
+      const f = operand.eval
+      if (expr.op === "NOT") {
+        needCondition(operand, "NOT", expr.at)
+        return folded({
+          type: "Int",
+          eval: (env) => {
+            const v = f(env)
+            return v === null ? null : truthy(v) ? 0 : 1
+          },
+          constant: operand.constant
+        })
+      }
+      if (!isNumeric(operand.type)) throw new BindFault(`'-' needs a number, got ${operand.type}`, expr.at)
+      return folded({
+        type: operand.type,
+        eval: (env) => {
+          const v = f(env)
+          return v === null ? null : -(v as number)
+        },
+        constant: operand.constant
+      })
+    }
+    case "Binary":
+      return compileBinary(expr, recurse(expr.left), recurse(expr.right))
+    case "Between": {
+      const value = recurse(expr.expr)
+      const low = recurse(expr.low)
+      const high = recurse(expr.high)
+      comparable(value.type, low.type, "BETWEEN", expr.at)
+      comparable(value.type, high.type, "BETWEEN", expr.at)
+      const [f, l, h] = [value.eval, low.eval, high.eval]
+      const not = expr.not
+      return folded({
+        type: "Int",
+        eval: (env) => {
+          const v = f(env)
+          const a = l(env)
+          const b = h(env)
+          if (v === null || a === null || b === null) return null
+          const inside = compare(v, a) >= 0 && compare(v, b) <= 0
+          return inside !== not ? 1 : 0
+        },
+        constant: value.constant && low.constant && high.constant
+      })
+    }
+    case "IsNull": {
+      const value = recurse(expr.expr)
+      const f = value.eval
+      const not = expr.not
+      return folded({ type: "Int", eval: (env) => (f(env) === null) !== not ? 1 : 0, constant: value.constant })
+    }
+    case "Like": {
+      const value = recurse(expr.expr)
+      const pattern = recurse(expr.pattern)
+      if (value.type !== "String" && value.type !== "Null") {
+        throw new BindFault(`LIKE needs a String, got ${value.type}`, expr.at)
+      }
+      if (pattern.type !== "String" && pattern.type !== "Null") {
+        throw new BindFault(`LIKE needs a String pattern, got ${pattern.type}`, expr.at)
+      }
+      const [f, p] = [value.eval, pattern.eval]
+      const not = expr.not
+      const ci = expr.caseInsensitive
+      if (pattern.constant) {
+        const text = p(emptyEnv())
+        if (text === null) return constantOf("Null", null)
+        const regex = likePattern(text as string, ci)
+        return folded({
+          type: "Int",
+          eval: (env) => {
+            const v = f(env)
+            return v === null ? null : regex.test(v as string) !== not ? 1 : 0
+          },
+          constant: value.constant
+        })
+      }
+      return {
+        type: "Int",
+        eval: (env) => {
+          const v = f(env)
+          const t = p(env)
+          return v === null || t === null ? null : likePattern(t as string, ci).test(v as string) !== not ? 1 : 0
+        },
+        constant: false
+      }
+    }
+    case "InList": {
+      const value = recurse(expr.expr)
+      const items = expr.items.map(recurse)
+      for (const item of items) comparable(value.type, item.type, "IN", expr.at)
+      const f = value.eval
+      const not = expr.not
+      if (items.every((item) => item.constant)) {
+        const keys = new Set(items.map((item) => keyOf(item.eval(emptyEnv()))))
+        return folded({
+          type: "Int",
+          eval: (env) => {
+            const v = f(env)
+            return v === null ? null : keys.has(keyOf(v)) !== not ? 1 : 0
+          },
+          constant: value.constant
+        })
+      }
+      const fs = items.map((item) => item.eval)
+      return {
+        type: "Int",
+        eval: (env) => {
+          const v = f(env)
+          if (v === null) return null
+          const found = fs.some((g) => equal(g(env), v))
+          return found !== not ? 1 : 0
+        },
+        constant: false
+      }
+    }
+    case "InQuery": {
+      const value = recurse(expr.expr)
+      const result = binder.subqueries.get(expr)
+      if (result === undefined) throw new BindFault("IN (SELECT …) is not allowed here", expr.at)
+      comparable(value.type, result.type, "IN", expr.at)
+      const f = value.eval
+      const keys = result.keys
+      const not = expr.not
+      return {
+        type: "Int",
+        eval: (env) => {
+          const v = f(env)
+          return v === null ? null : keys.has(keyOf(v)) !== not ? 1 : 0
+        },
+        constant: false
+      }
+    }
+    case "Case":
+      return compileCase(expr, recurse)
+    case "Call":
+      return compileCall(context, expr, binder, recurse)
+  }
+}
+
+const compileBinary = (expr: Ast.Binary, left: Compiled, right: Compiled): Compiled => {
+  const [a, b] = [left.eval, right.eval]
+  const constant = left.constant && right.constant
+  const op = expr.op
+  switch (op) {
+    case "AND":
+    case "OR": {
+      needCondition(left, op, expr.at)
+      needCondition(right, op, expr.at)
+      const and = op === "AND"
+      return folded({
+        type: "Int",
+        eval: (env) => {
+          const x = a(env)
+          if (and && x !== null && !truthy(x)) return 0
+          if (!and && truthy(x)) return 1
+          const y = b(env)
+          if (and) return y !== null && !truthy(y) ? 0 : x === null || y === null ? null : 1
+          return truthy(y) ? 1 : x === null || y === null ? null : 0
+        },
+        constant
+      })
+    }
+    case "=":
+    case "!=":
+    case "<":
+    case "<=":
+    case ">":
+    case ">=": {
+      comparable(left.type, right.type, `'${op}'`, expr.at)
+      const test = op === "=" ?
+        (c: number) => c === 0
+        : op === "!=" ?
+        (c: number) => c !== 0
+        : op === "<" ?
+        (c: number) => c < 0
+        : op === "<=" ?
+        (c: number) => c <= 0
+        : op === ">" ?
+        (c: number) => c > 0
+        : (c: number) => c >= 0
+      return folded({
+        type: "Int",
+        eval: (env) => {
+          const x = a(env)
+          const y = b(env)
+          if (x === null || y === null) return null
+          if (typeof x === "number" && typeof y === "number" && (Number.isNaN(x) || Number.isNaN(y))) {
+            return op === "!="
+              ? 1
+              : 0
+          }
+          return test(compare(x, y)) ? 1 : 0
+        },
+        constant
+      })
+    }
+    case "||": {
+      if ((left.type !== "String" && left.type !== "Null") || (right.type !== "String" && right.type !== "Null")) {
+        throw new BindFault(`'||' joins Strings, got ${left.type} and ${right.type}`, expr.at)
+      }
+      return folded({
+        type: "String",
+        eval: (env) => {
+          const x = a(env)
+          const y = b(env)
+          return x === null || y === null ? null : (x as string) + (y as string)
+        },
+        constant
+      })
+    }
+    default: {
+      if ((op === "+" || op === "-") && (left.type === "Interval" || right.type === "Interval")) {
+        if (right.type === "Interval" && isNumeric(left.type)) {
+          const sign = op === "+" ? 1 : -1
+          return folded({
+            type: "Int",
+            eval: (env) => {
+              const x = a(env)
+              return x === null ? null : shift(x as number, b(env) as IntervalValue, sign)
+            },
+            constant
+          })
+        }
+        if (op === "+" && left.type === "Interval" && isNumeric(right.type)) {
+          return folded({
+            type: "Int",
+            eval: (env) => {
+              const y = b(env)
+              return y === null ? null : shift(y as number, a(env) as IntervalValue, 1)
+            },
+            constant
+          })
+        }
+        throw new BindFault(`'${op}' takes a time and an INTERVAL (time - INTERVAL 1 DAY)`, expr.at)
+      }
+      if (!isNumeric(left.type) || !isNumeric(right.type)) {
+        throw new BindFault(`'${op}' needs numbers, got ${left.type} and ${right.type}`, expr.at)
+      }
+      const integer = left.type !== "Float" && right.type !== "Float"
+      const type: VType = op === "/" ? "Float" : integer ? "Int" : "Float"
+      const apply = op === "+" ?
+        (x: number, y: number) => x + y
+        : op === "-" ?
+        (x: number, y: number) => x - y
+        : op === "*" ?
+        (x: number, y: number) => x * y
+        : op === "/" ?
+        (x: number, y: number) => x / y
+        : integer
+        ? (x: number, y: number) => {
+          if (y === 0) throw new QueryFault("division by zero in '%'", expr.at)
+          return x % y
+        }
+        : (x: number, y: number) => x % y
+      return folded({
+        type,
+        eval: (env) => {
+          const x = a(env)
+          const y = b(env)
+          return x === null || y === null ? null : apply(x as number, y as number)
+        },
+        constant
+      })
+    }
+  }
+}
+
+const compileCase = (expr: Ast.Case, recurse: (e: Ast.Expr) => Compiled): Compiled => {
+  const operand = expr.operand === undefined ? undefined : recurse(expr.operand)
+  const whens = expr.whens.map((w) => ({ when: recurse(w.when), then: recurse(w.then) }))
+  const otherwise = expr.otherwise === undefined ? undefined : recurse(expr.otherwise)
+  for (const w of whens) {
+    if (operand !== undefined) comparable(operand.type, w.when.type, "CASE", expr.at)
+    else needCondition(w.when, "CASE WHEN", expr.at)
+  }
+  const type = unify([...whens.map((w) => w.then.type), ...(otherwise ? [otherwise.type] : [])], "CASE", expr.at)
+  const o = operand?.eval
+  const ws = whens.map((w) => [w.when.eval, w.then.eval] as const)
+  const e = otherwise?.eval
+  const constant = (operand?.constant ?? true) && whens.every((w) => w.when.constant && w.then.constant) &&
+    (otherwise?.constant ?? true)
+  return folded({
+    type,
+    eval: (env) => {
+      const subject = o === undefined ? undefined : o(env)
+      for (const [when, then] of ws) {
+        const w = when(env)
+        if (subject === undefined ? truthy(w) : subject !== null && w !== null && equal(subject, w)) return then(env)
+      }
+      return e === undefined ? null : e(env)
+    },
+    constant
+  })
+}
+
+const compileCall = (
+  context: Context,
+  expr: Ast.Call,
+  binder: Binder,
+  recurse: (e: Ast.Expr) => Compiled
+): Compiled => {
+  const name = expr.name.toLowerCase()
+  const aggregate = AGGREGATES.get(name)
+  if (aggregate !== undefined || (name === "count" && expr.star)) {
+    const fn = aggregate ?? AGGREGATES.get("count")!
+    const slot = binder.aggregate(expr, fn)
+    if (slot === undefined) throw new BindFault(binder.aggregateRefusal.replace("{name}", expr.name), expr.at)
+    return slot
+  }
+  if (expr.star) throw new BindFault(`${expr.name}(*) is not supported: only count(*)`, expr.at)
+  if (expr.distinct) throw new BindFault(`DISTINCT is only allowed in count(DISTINCT …)`, expr.at)
+  if (SPECIAL.has(name)) {
+    if (name === "arrayjoin") {
+      const compiled = binder.arrayJoin(expr)
+      if (compiled === undefined) throw new BindFault("arrayJoin is not allowed here", expr.at)
+      return compiled
+    }
+    if (expr.args.length > 0) throw new BindFault(`${expr.name}() takes no arguments`, expr.at)
+    const day = 86_400_000
+    return constantOf("Int", name === "now" ? context.now : Math.floor(context.now / day) * day)
+  }
+  const scalar = SCALARS.get(name)
+  if (scalar === undefined) {
+    throw new BindFault(`unknown function ${expr.name}: see the README for the functions supported`, expr.at)
+  }
+  const [min, max] = scalar.arity
+  if (expr.args.length < min || expr.args.length > max) {
+    throw new BindFault(
+      `${expr.name} takes ${min === max ? min : `${min} to ${max}`} argument${
+        max === 1 ? "" : "s"
+      }, got ${expr.args.length}`,
+      expr.at
+    )
+  }
+  const args = expr.args.map(recurse)
+  let type: VType
+  try {
+    type = scalar.type(args.map((arg) => arg.type), expr.name)
+  } catch (error) {
+    if (error instanceof SignatureError) throw new BindFault(error.message, expr.at)
+    throw error
+  }
+  const fs = args.map((arg) => arg.eval)
+  const apply = scalar.apply
+  const at = expr.at
+  const run = (values: Array<Value>) => {
+    try {
+      return apply(values)
+    } catch (error) {
+      if (error instanceof QueryFault && error.at === undefined) throw new QueryFault(error.message, at)
+      throw error
+    }
+  }
+  const constant = args.every((arg) => arg.constant)
+  if (fs.length === 1) {
+    const f = fs[0]!
+    return folded({ type, eval: (env) => run([f(env)]), constant })
+  }
+  return folded({ type, eval: (env) => run(fs.map((f) => f(env))), constant })
+}
+
+// ---------------------------------------------------------------------------------------------
+// SELECT
+
+/** Replaces bare names of SELECT aliases by their expressions (not inside an alias's own). */
+const substitute = (
+  expr: Ast.Expr,
+  aliases: ReadonlyMap<string, Ast.Expr>,
+  excluded: ReadonlySet<string> = new Set()
+): Ast.Expr => {
+  const walk = (e: Ast.Expr): Ast.Expr => substitute(e, aliases, excluded)
+  switch (expr._tag) {
+    case "Column": {
+      if (expr.table !== undefined) return expr
+      const key = expr.name.toLowerCase()
+      const target = aliases.get(key)
+      if (target === undefined || excluded.has(key)) return expr
+      return substitute(target, aliases, new Set([...excluded, key]))
+    }
+    case "Literal":
+      return expr
+    case "Interval":
+      return { ...expr, value: walk(expr.value) }
+    case "ArrayLiteral":
+      return { ...expr, items: expr.items.map(walk) }
+    case "Unary":
+      return { ...expr, operand: walk(expr.operand) }
+    case "Binary":
+      return { ...expr, left: walk(expr.left), right: walk(expr.right) }
+    case "Call":
+      return { ...expr, args: expr.args.map(walk) }
+    case "InList":
+      return { ...expr, expr: walk(expr.expr), items: expr.items.map(walk) }
+    case "InQuery":
+      return { ...expr, expr: walk(expr.expr) }
+    case "Like":
+      return { ...expr, expr: walk(expr.expr), pattern: walk(expr.pattern) }
+    case "Between":
+      return { ...expr, expr: walk(expr.expr), low: walk(expr.low), high: walk(expr.high) }
+    case "IsNull":
+      return { ...expr, expr: walk(expr.expr) }
+    case "Case":
+      return {
+        ...expr,
+        operand: expr.operand === undefined ? undefined : walk(expr.operand),
+        whens: expr.whens.map((w) => ({ when: walk(w.when), then: walk(w.then) })),
+        otherwise: expr.otherwise === undefined ? undefined : walk(expr.otherwise)
+      }
+  }
+}
+
+/** Calls `f` on every node of an expression (not into subqueries). */
+const visitExpr = (expr: Ast.Expr, f: (e: Ast.Expr) => void): void => {
+  f(expr)
+  switch (expr._tag) {
+    case "Interval":
+      return visitExpr(expr.value, f)
+    case "ArrayLiteral":
+      return expr.items.forEach((e) => visitExpr(e, f))
+    case "Unary":
+      return visitExpr(expr.operand, f)
+    case "Binary":
+      visitExpr(expr.left, f)
+      return visitExpr(expr.right, f)
+    case "Call":
+      return expr.args.forEach((e) => visitExpr(e, f))
+    case "InList":
+      visitExpr(expr.expr, f)
+      return expr.items.forEach((e) => visitExpr(e, f))
+    case "InQuery":
+      return visitExpr(expr.expr, f)
+    case "Like":
+      visitExpr(expr.expr, f)
+      return visitExpr(expr.pattern, f)
+    case "Between":
+      visitExpr(expr.expr, f)
+      visitExpr(expr.low, f)
+      return visitExpr(expr.high, f)
+    case "IsNull":
+      return visitExpr(expr.expr, f)
+    case "Case":
+      if (expr.operand) visitExpr(expr.operand, f)
+      expr.whens.forEach((w) => (visitExpr(w.when, f), visitExpr(w.then, f)))
+      if (expr.otherwise) visitExpr(expr.otherwise, f)
+      return
+    default:
+      return
+  }
+}
+
+const isAggregateCall = (e: Ast.Expr): boolean =>
+  e._tag === "Call" && (AGGREGATES.has(e.name.toLowerCase()) || (e.star && e.name.toLowerCase() === "count"))
+
+const hasAggregate = (expr: Ast.Expr): boolean => {
+  let found = false
+  visitExpr(expr, (e) => {
+    if (isAggregateCall(e)) found = true
+  })
+  return found
+}
+
+/** A positional reference (`ORDER BY 2`) as the item's expression. */
+const positional = (expr: Ast.Expr, items: ReadonlyArray<Ast.SelectItem>, what: string): Ast.Expr => {
+  if (expr._tag !== "Literal" || !expr.integer || typeof expr.value !== "number") return expr
+  const item = items[expr.value - 1]
+  if (item === undefined || item.expr._tag === "Column" && item.expr.name === "*") {
+    throw new BindFault(`${what} ${expr.value} names no column of the SELECT list`, expr.at)
+  }
+  return item.expr
+}
+
+const constantInteger = (context: Context, expr: Ast.Expr | undefined, what: string): number | undefined => {
+  if (expr === undefined) return undefined
+  const compiled = compileExpr(context, expr, constantBinder)
+  const value = compiled.constant ? compiled.eval(emptyEnv()) : undefined
+  if (typeof value !== "number" || !Number.isInteger(value) || value < 0) {
+    throw new BindFault(`${what} needs a whole number ≥ 0`, expr.at)
+  }
+  return value
+}
+
+const runSelect = async (
+  context: Context,
+  select: Ast.Select,
+  scope: Scope,
+  hint: ScanHint | undefined
+): Promise<Relation> => {
+  context.checkTime()
+  // Aliases first: WHERE may name them (as ClickHouse allows), and the scan's bounds come from
+  // the WHERE they resolve to. `*` names no alias.
+  const aliases = new Map<string, Ast.Expr>()
+  for (const item of select.items) {
+    if (item.alias === undefined) continue
+    const key = item.alias.toLowerCase()
+    const prior = aliases.get(key)
+    if (prior !== undefined && canonical(prior) !== canonical(item.expr)) {
+      throw new BindFault(`the alias ${item.alias} names two different expressions`, item.expr.at)
+    }
+    aliases.set(key, item.expr)
+  }
+  const resolve = (expr: Ast.Expr, own?: string) =>
+    substitute(expr, aliases, own === undefined ? new Set() : new Set([own.toLowerCase()]))
+  const where = select.where === undefined ? undefined : resolve(select.where)
+  const input = await inputOf(context, select.from, scope, where, hint)
+  const byName = new Map(input.columns.map((column) => [column.name.toLowerCase(), column]))
+
+  // The SELECT list, `*` expanded.
+  const items: Array<Ast.SelectItem> = []
+  for (const item of select.items) {
+    if (item.expr._tag === "Column" && item.expr.name === "*") {
+      if (input.columns.length === 0) throw new BindFault("SELECT * needs a FROM", item.expr.at)
+      for (const column of input.columns) {
+        items.push({
+          expr: { _tag: "Column", at: item.expr.at, table: undefined, name: column.name },
+          alias: undefined,
+          text: column.name
+        })
+      }
+    } else items.push(item)
+  }
+  const itemExprs = items.map((item) => resolve(item.expr, item.alias))
+  const groupBy = select.groupBy.map((e) => resolve(positional(e, items, "GROUP BY")))
+  const having = select.having === undefined ? undefined : resolve(select.having)
+  const orderBy = select.orderBy.map((o) => ({
+    expr: resolve(positional(o.expr, items, "ORDER BY")),
+    descending: o.descending
+  }))
+
+  if (where !== undefined && hasAggregate(where)) {
+    throw new BindFault("aggregate functions are not allowed in WHERE: use HAVING", where.at)
+  }
+  for (const e of groupBy) {
+    if (hasAggregate(e)) throw new BindFault("aggregate functions are not allowed in GROUP BY", e.at)
+  }
+  const aggregated = groupBy.length > 0 || having !== undefined || itemExprs.some(hasAggregate) ||
+    orderBy.some((o) => hasAggregate(o.expr))
+
+  // IN (SELECT …) results, before rows flow.
+  const subqueries = new Map<Ast.InQuery, { keys: Set<string | number>; type: VType }>()
+  const allExprs = [
+    ...itemExprs,
+    ...(where ? [where] : []),
+    ...groupBy,
+    ...(having ? [having] : []),
+    ...orderBy.map((o) => o.expr)
+  ]
+  for (const e of allExprs) {
+    const pending: Array<Ast.InQuery> = []
+    visitExpr(e, (node) => {
+      if (node._tag === "InQuery" && !subqueries.has(node)) pending.push(node)
+    })
+    for (const node of pending) {
+      const relation = await runQuery(context, node.query, new Scope(scope.ctes, scope.depth + 1), undefined)
+      if (relation.names.length !== 1) {
+        throw new BindFault(`IN (SELECT …) needs one column, got ${relation.names.length}`, node.at)
+      }
+      context.hold(relation.rows.length)
+      subqueries.set(node, { keys: new Set(relation.rows.map((row) => keyOf(row[0]!))), type: relation.types[0]! })
+    }
+  }
+
+  // The one arrayJoin of this SELECT, if any: every row is repeated once per element.
+  let arrayJoin: { readonly text: string; readonly source: Compiled; type: VType } | undefined
+  const rowBinder: Binder = {
+    column: (ref) => {
+      if (ref.table !== undefined && !input.qualifiers.has(ref.table.toLowerCase())) {
+        throw new BindFault(`unknown table ${ref.table} in ${ref.table}.${ref.name}`, ref.at)
+      }
+      return byName.get(ref.name.toLowerCase())
+    },
+    groupKey: () => undefined,
+    aggregate: () => undefined,
+    aggregateRefusal: "aggregate functions cannot be nested or used here ({name})",
+    arrayJoin: (call) => {
+      if (call.args.length !== 1) throw new BindFault("arrayJoin takes one array", call.at)
+      const text = canonical(call.args[0]!)
+      if (arrayJoin === undefined) {
+        const source = compileExpr(context, call.args[0]!, rowBinder)
+        if (source.type !== "Array(String)") {
+          throw new BindFault(`arrayJoin needs an array, got ${source.type}`, call.at)
+        }
+        arrayJoin = { text, source, type: "String" }
+      } else if (arrayJoin.text !== text) {
+        throw new BindFault("only one arrayJoin (of one array) per SELECT is supported", call.at)
+      }
+      return { type: "String", eval: (env) => env.elem, constant: false }
+    },
+    subqueries,
+    grouped: false
+  }
+  const compileRow = (e: Ast.Expr) => compileExpr(context, e, rowBinder)
+
+  const whereEval = where === undefined ? undefined : compileRow(where)
+  if (whereEval !== undefined) needCondition(whereEval, "WHERE", where!.at)
+
+  let outTypes: Array<VType>
+  let produce: () => Promise<Array<Array<Value>>>
+  const env = emptyEnv()
+  const visitRows = async (visit: () => void) => {
+    const w = whereEval?.eval
+    const join = arrayJoin
+    await input.run(env, () => {
+      context.tick()
+      if (join === undefined) {
+        if (w === undefined || truthy(w(env))) visit()
+        return
+      }
+      const elements = join.source.eval(env) as ReadonlyArray<string>
+      for (let k = 0; k < elements.length; k++) {
+        env.elem = elements[k]!
+        if (w === undefined || truthy(w(env))) visit()
+      }
+    })
+  }
+
+  const orderCount = orderBy.length
+  if (!aggregated) {
+    const outputs = itemExprs.map(compileRow)
+    const orders = orderBy.map((o) => compileRow(o.expr))
+    outTypes = outputs.map((o) => o.type)
+    const fs = [...outputs, ...orders].map((o) => o.eval)
+    produce = async () => {
+      const rows: Array<Array<Value>> = []
+      const width = fs.length
+      await visitRows(() => {
+        const row = new Array<Value>(width)
+        for (let k = 0; k < width; k++) row[k] = fs[k]!(env)
+        rows.push(row)
+        context.hold(width)
+      })
+      return rows
+    }
+  } else {
+    const keys = groupBy.map(compileRow)
+    const keyTexts = groupBy.map(canonical)
+    const slots: Array<{
+      readonly aggregate: Aggregate
+      readonly type: VType
+      readonly result: VType
+      readonly args: Array<Eval>
+    }> = []
+    const slotTexts: Array<string> = []
+    const groupBinder: Binder = {
+      ...rowBinder,
+      grouped: true,
+      column: rowBinder.column,
+      groupKey: (e) => {
+        const k = keyTexts.indexOf(canonical(e))
+        if (k < 0) return undefined
+        const type = keys[k]!.type
+        return { type, eval: (env) => env.g!.keys[k]!, constant: false }
+      },
+      aggregate: (call, aggregate) => {
+        const name = call.name.toLowerCase()
+        const text = canonical(call)
+        let s = slotTexts.indexOf(text)
+        if (s < 0) {
+          const [min, max] = aggregate.arity
+          if (!call.star && (call.args.length < min || call.args.length > max)) {
+            throw new BindFault(
+              `${call.name} takes ${min === max ? min : `${min} to ${max}`} argument${
+                max === 1 ? "" : "s"
+              }, got ${call.args.length}`,
+              call.at
+            )
+          }
+          if (call.star && name !== "count") throw new BindFault(`${call.name}(*) is not supported`, call.at)
+          const args = call.args.map((arg) => {
+            if (hasAggregate(arg)) throw new BindFault("aggregate functions cannot be nested", arg.at)
+            return compileRow(arg)
+          })
+          let fn = aggregate
+          if (call.distinct) {
+            if (name !== "count") throw new BindFault("DISTINCT is only allowed in count(DISTINCT …)", call.at)
+            fn = AGGREGATES.get("uniqexact")!
+          }
+          let type: VType
+          try {
+            type = call.star || args.length === 0 ? "Int" : fn.type(args.map((a) => a.type), call.name)
+          } catch (error) {
+            if (error instanceof SignatureError) throw new BindFault(error.message, call.at)
+            throw error
+          }
+          s = slots.length
+          // count() and count(*) count rows: a constant argument that is never NULL.
+          const evals = args.length === 0 ? [() => 1] : args.map((a) => a.eval)
+          slots.push({ aggregate: fn, type: args[0]?.type ?? "Int", result: type, args: evals })
+          slotTexts.push(text)
+        }
+        const index = s
+        return { type: slots[index]!.result, eval: (env) => env.g!.states[index]!.result(), constant: false }
+      },
+      arrayJoin: (call) => {
+        // An arrayJoin in GROUP BY is a key; elsewhere after grouping it is refused.
+        const k = keyTexts.indexOf(canonical(call))
+        if (k < 0) throw new BindFault("arrayJoin after GROUP BY must be one of the GROUP BY expressions", call.at)
+        return undefined
+      }
+    }
+    const compileGroup = (e: Ast.Expr): Compiled => compileExpr(context, e, groupBinder)
+    const outputs = itemExprs.map(compileGroup)
+    const havingEval = having === undefined ? undefined : compileGroup(having)
+    if (havingEval !== undefined) needCondition(havingEval, "HAVING", having!.at)
+    const orders = orderBy.map((o) => compileGroup(o.expr))
+    outTypes = outputs.map((o) => o.type)
+    const fs = [...outputs, ...orders].map((o) => o.eval)
+    const keyFs = keys.map((k) => k.eval)
+    const stateBytes = slots.reduce((sum, slot) => sum + slot.aggregate.bytes, 0)
+    const newGroup = (values: Array<Value>): Group => ({
+      keys: values,
+      states: slots.map((slot) => slot.aggregate.make(slot.type))
+    })
+    produce = async () => {
+      const groups = new Map<string | number, Group>()
+      const single = keyFs.length === 0 ? newGroup([]) : undefined
+      const one = keyFs.length === 1 ? keyFs[0]! : undefined
+      const slotCount = slots.length
+      const args = slots.map((slot) => slot.args)
+      await visitRows(() => {
+        let group: Group | undefined = single
+        if (group === undefined) {
+          let key: string | number
+          let values: Array<Value>
+          if (one !== undefined) {
+            const v = one(env)
+            key = keyOf(v)
+            group = groups.get(key)
+            values = group === undefined ? [v] : group.keys
+          } else {
+            values = keyFs.map((f) => f(env))
+            key = keyOfRow(values)
+            group = groups.get(key)
+          }
+          if (group === undefined) {
+            group = newGroup(values)
+            groups.set(key, group)
+            context.hold(values.length + 2, stateBytes)
+          }
+        }
+        const states = group.states
+        for (let s = 0; s < slotCount; s++) {
+          const a = args[s]!
+          states[s]!.add(a.length > 0 ? a[0]!(env) : null, a.length > 1 ? a[1]!(env) : null)
+        }
+      })
+      const rows: Array<Array<Value>> = []
+      const all = single !== undefined ? [single] : groups.values()
+      const genv = emptyEnv()
+      const h = havingEval?.eval
+      for (const group of all) {
+        genv.g = group
+        if (h !== undefined && !truthy(h(genv))) continue
+        rows.push(fs.map((f) => f(genv)))
+      }
+      context.hold(rows.length * fs.length)
+      return rows
+    }
+  }
+
+  let rows = await produce()
+  const width = outTypes.length
+  if (select.distinct) {
+    const seen = new Set<string>()
+    rows = rows.filter((row) => {
+      const key = keyOfRow(row.slice(0, width))
+      if (seen.has(key)) return false
+      seen.add(key)
+      return true
+    })
+  }
+  if (orderCount > 0) {
+    const descending = orderBy.map((o) => o.descending)
+    rows.sort((a, b) => {
+      for (let k = 0; k < orderCount; k++) {
+        const x = a[width + k]!
+        const y = b[width + k]!
+        // NULLs last whatever the direction, as ClickHouse sorts them.
+        if (x === null || y === null) {
+          if (x === y) continue
+          return x === null ? 1 : -1
+        }
+        const c = compare(x, y)
+        if (c !== 0) return descending[k] ? -c : c
+      }
+      return 0
+    })
+  }
+  const offset = constantInteger(context, select.offset, "OFFSET") ?? 0
+  const limit = constantInteger(context, select.limit, "LIMIT")
+  if (offset > 0 || limit !== undefined) rows = rows.slice(offset, limit === undefined ? undefined : offset + limit)
+  if (orderCount > 0) rows = rows.map((row) => row.slice(0, width))
+  const names = items.map((item) => item.alias ?? item.text)
+  for (const [k, type] of outTypes.entries()) {
+    if (type === "Interval") throw new BindFault("an INTERVAL is not a value: add it to a time", items[k]!.expr.at)
+  }
+  return { names, types: outTypes, rows }
+}

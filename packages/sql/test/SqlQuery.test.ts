@@ -1,0 +1,270 @@
+import { describe, expect, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import type { Limits } from "../src/SqlQuery.js"
+import * as SqlQuery from "../src/SqlQuery.js"
+import type { Family } from "../src/Tables.js"
+import type { Decision, Event } from "./Columns.js"
+import { ratelimitScan, verificationScan } from "./Columns.js"
+
+const T0 = Date.UTC(2026, 0, 30, 22, 30) // a Friday
+const MIN = 60_000
+
+/** 600 events a minute apart in ws_1 (api_a and api_b), and some of another workspace. */
+const events: Array<Event> = Array.from({ length: 700 }, (_, i) => ({
+  workspaceId: i >= 600 ? "ws_other" : "ws_1",
+  time: T0 + i * MIN,
+  apiId: i % 3 === 0 ? "api_a" : "api_b",
+  keyId: `key_${i % 7}`,
+  identityId: i % 2 === 1 ? "id_1" : "",
+  externalId: i % 2 === 1 ? "user_1" : "",
+  outcome: i % 5 === 0 ? "rateLimited" : i % 11 === 0 ? "usageExceeded" : "valid",
+  tags: i % 4 === 0 ? ["a", "b"] : i % 4 === 1 ? ["b"] : [],
+  spentCredits: i % 3,
+  latency: (i % 10) / 4,
+  region: i % 2 === 0 ? "fra" : "iad"
+}))
+
+const decisions: Array<Decision> = Array.from({ length: 300 }, (_, i) => ({
+  workspaceId: "ws_1",
+  time: T0 + i * MIN,
+  namespaceId: i % 2 === 0 ? "ns_a" : "ns_b",
+  identifier: `user_${i % 5}`,
+  passed: i % 4 !== 0,
+  latency: 0.5,
+  overrideId: i % 10 === 0 ? "ovr_1" : ""
+}))
+
+const mine = events.filter((e) => e.workspaceId === "ws_1")
+
+const run = (
+  text: string,
+  options: { family?: Family; within?: ReadonlyArray<string>; limits?: Partial<Limits> } = {}
+) =>
+  SqlQuery.run(text, {
+    family: options.family ?? "verifications",
+    workspaceId: "ws_1",
+    within: options.within,
+    verifications: verificationScan(events, 64),
+    ratelimits: ratelimitScan(decisions, 64),
+    limits: { ...SqlQuery.DEFAULT_LIMITS, ...options.limits },
+    now: T0 + 600 * MIN
+  })
+
+const rows = (text: string, options?: Parameters<typeof run>[1]) => Effect.map(run(text, options), (a) => a.rows)
+
+const failure = (text: string, options?: Parameters<typeof run>[1]) =>
+  Effect.map(Effect.exit(run(text, options)), (exit) => {
+    if (Exit.isSuccess(exit) || exit.cause._tag !== "Fail") throw new Error(`expected a failure: ${text}`)
+    return exit.cause.error
+  })
+
+const countBy = <A>(items: ReadonlyArray<A>, key: (a: A) => string) => {
+  const out = new Map<string, number>()
+  for (const item of items) out.set(key(item), (out.get(key(item)) ?? 0) + 1)
+  return out
+}
+
+describe("SqlQuery", () => {
+  it.effect("counts, groups, orders and limits the caller's rows only", () =>
+    Effect.gen(function*() {
+      expect(yield* rows("SELECT count(*) AS n FROM key_verifications_v1")).toEqual([{ n: 600 }])
+      const byKey = countBy(mine, (e) => e.keyId)
+      const top = [...byKey].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1)).slice(1, 3)
+      expect(
+        yield* rows(
+          "SELECT key_id, count() AS total FROM key_verifications_v1 GROUP BY key_id ORDER BY total DESC, key_id LIMIT 1, 2"
+        )
+      ).toEqual(top.map(([key_id, total]) => ({ key_id, total })))
+      expect(yield* rows("SELECT count() AS n FROM key_verifications_v1 WHERE workspace_id = 'ws_other'")).toEqual([{
+        n: 0
+      }])
+      expect(
+        yield* rows("SELECT outcome, count() AS n FROM key_verifications_v1 GROUP BY outcome ORDER BY outcome")
+      ).toEqual(
+        [...countBy(mine, (e) => e.outcome.replace(/[A-Z]/g, (c) => "_" + c).toUpperCase())].sort().map(
+          ([outcome, n]) => ({ outcome, n })
+        )
+      )
+    }))
+
+  it.effect("sums, averages, conditional and distinct counts", () =>
+    Effect.gen(function*() {
+      const [row] = yield* rows(
+        "SELECT sum(spent_credits) AS credits, countIf(outcome = 'VALID') AS valid, sumIf(spent_credits, key_id = 'key_1') AS k1, " +
+          "uniq(key_id) AS keys, count(DISTINCT region) AS regions, min(time) AS first, max(latency) AS slowest, avg(latency) AS mean " +
+          "FROM key_verifications_v1"
+      )
+      expect(row).toEqual({
+        credits: mine.reduce((s, e) => s + e.spentCredits, 0),
+        valid: mine.filter((e) => e.outcome === "valid").length,
+        k1: mine.filter((e) => e.keyId === "key_1").reduce((s, e) => s + e.spentCredits, 0),
+        keys: 7,
+        regions: 2,
+        first: T0,
+        slowest: 2.25,
+        mean: mine.reduce((s, e) => s + e.latency, 0) / mine.length
+      })
+    }))
+
+  it.effect("buckets times in UTC: minute, hour, day, Sunday weeks, months; INTERVAL arithmetic", () =>
+    Effect.gen(function*() {
+      const t = Date.UTC(2026, 0, 30, 22, 31, 17, 5)
+      const [row] = yield* rows(
+        `SELECT toStartOfMinute(${t}) AS m, toStartOfHour(${t}) AS h, toStartOfDay(${t}) AS d, toDate(${t}) AS dd, ` +
+          `toStartOfWeek(${t}) AS w, toMonday(${t}) AS mo, toStartOfMonth(${t}) AS mon, ${t} - INTERVAL 1 MONTH AS back, ` +
+          `${Date.UTC(2026, 2, 31)} - INTERVAL 1 MONTH AS clamp, now() - INTERVAL 2 DAY AS ago`
+      )
+      expect(row).toEqual({
+        m: Date.UTC(2026, 0, 30, 22, 31),
+        h: Date.UTC(2026, 0, 30, 22),
+        d: Date.UTC(2026, 0, 30),
+        dd: Date.UTC(2026, 0, 30),
+        w: Date.UTC(2026, 0, 25),
+        mo: Date.UTC(2026, 0, 26),
+        mon: Date.UTC(2026, 0, 1),
+        back: Date.UTC(2025, 11, 30, 22, 31, 17, 5),
+        clamp: Date.UTC(2026, 1, 28),
+        ago: T0 + 600 * MIN - 2 * 86_400_000
+      })
+    }))
+
+  it.effect("a rollup table is the raw table grouped by its bucket", () =>
+    Effect.gen(function*() {
+      const fromRollup = yield* rows(
+        "SELECT time, sum(count) AS n, sum(spent_credits) AS c FROM key_verifications_per_hour_v1 " +
+          "WHERE key_space_id = 'api_a' GROUP BY time ORDER BY time"
+      )
+      const fromRaw = yield* rows(
+        "SELECT toStartOfHour(time) AS time, count() AS n, sum(spent_credits) AS c FROM key_verifications_v1 " +
+          "WHERE key_space_id = 'api_a' GROUP BY time ORDER BY time"
+      )
+      expect(fromRollup).toEqual(fromRaw)
+      expect(fromRollup.length).toBeGreaterThan(5)
+      const windowed = yield* rows(
+        `SELECT sum(count) AS n FROM key_verifications_per_day_v1 WHERE time >= ${Date.UTC(2026, 0, 31)} ` +
+          `AND time < ${Date.UTC(2026, 1, 1)}`
+      )
+      expect(windowed).toEqual([{
+        n: mine.filter((e) => e.time >= Date.UTC(2026, 0, 31) && e.time < Date.UTC(2026, 1, 1)).length
+      }])
+    }))
+
+  it.effect("CTEs, subqueries in FROM and IN, UNION ALL, UNION DISTINCT, EXCEPT, DISTINCT", () =>
+    Effect.gen(function*() {
+      expect(
+        yield* rows(
+          "WITH per AS (SELECT key_id, count() AS c FROM key_verifications_v1 GROUP BY key_id), " +
+            "big AS (SELECT key_id FROM per WHERE c >= 86) SELECT count() AS n FROM big"
+        )
+      ).toEqual([{ n: [...countBy(mine, (e) => e.keyId).values()].filter((c) => c >= 86).length }])
+      expect(
+        yield* rows(
+          "SELECT k, n FROM (SELECT key_id AS k, count() AS n FROM key_verifications_v1 WHERE key_id IN " +
+            "(SELECT key_id FROM key_verifications_v1 WHERE spent_credits = 2 AND key_id < 'key_2') GROUP BY k) ORDER BY k"
+        )
+      ).toEqual([{ k: "key_0", n: 86 }, { k: "key_1", n: 86 }])
+      expect(yield* rows("SELECT 1 AS x UNION ALL SELECT 1 UNION ALL SELECT 2")).toEqual([{ x: 1 }, { x: 1 }, { x: 2 }])
+      expect(yield* rows("SELECT 1 AS x UNION DISTINCT SELECT 1")).toEqual([{ x: 1 }])
+      expect(
+        yield* rows(
+          "SELECT DISTINCT key_id FROM key_verifications_v1 EXCEPT SELECT key_id FROM key_verifications_v1 " +
+            "WHERE key_id != 'key_3'"
+        )
+      ).toEqual([{ key_id: "key_3" }])
+      expect(yield* rows("SELECT DISTINCT region FROM key_verifications_v1 ORDER BY region")).toEqual([
+        { region: "fra" },
+        { region: "iad" }
+      ])
+    }))
+
+  it.effect("tags: has, arrayJoin; CASE, LIKE, BETWEEN, IN, aliases in WHERE and GROUP BY", () =>
+    Effect.gen(function*() {
+      expect(yield* rows("SELECT count() AS n FROM key_verifications_v1 WHERE has(tags, 'a')")).toEqual([{
+        n: mine.filter((e) => e.tags.includes("a")).length
+      }])
+      expect(
+        yield* rows("SELECT arrayJoin(tags) AS tag, count() AS n FROM key_verifications_v1 GROUP BY tag ORDER BY tag")
+      ).toEqual([
+        { tag: "a", n: mine.filter((e) => e.tags.includes("a")).length },
+        { tag: "b", n: mine.filter((e) => e.tags.includes("b")).length }
+      ])
+      expect(
+        yield* rows(
+          "SELECT CASE WHEN latency < 1 THEN 'fast' ELSE 'slow' END AS speed, count() AS n FROM key_verifications_v1 " +
+            "WHERE key_id LIKE 'key\\\\_%' AND spent_credits BETWEEN 1 AND 2 AND region IN ('fra') GROUP BY speed ORDER BY speed"
+        )
+      ).toEqual(["fast", "slow"].map((speed) => ({
+        speed,
+        n: mine.filter((e) => e.spentCredits >= 1 && e.region === "fra" && (e.latency < 1 ? "fast" : "slow") === speed)
+          .length
+      })))
+    }))
+
+  it.effect("reads decisions on the rate-limit family, and refuses the other family's tables", () =>
+    Effect.gen(function*() {
+      expect(
+        yield* rows(
+          "SELECT namespace_id, sum(passed) AS passed, sum(total) AS total FROM ratelimits_per_minute_v1 " +
+            "GROUP BY namespace_id ORDER BY namespace_id",
+          { family: "ratelimits" }
+        )
+      ).toEqual([
+        { namespace_id: "ns_a", passed: 75, total: 150 },
+        { namespace_id: "ns_b", passed: 150, total: 150 }
+      ])
+      const error = yield* failure("SELECT count() FROM ratelimits_v1")
+      expect(error._tag).toBe("InvalidQuery")
+      expect(error.message).toContain("this route reads verifications only")
+    }))
+
+  it.effect("names each refused construct and its line and column", () =>
+    Effect.gen(function*() {
+      const cases: Array<[string, string]> = [
+        ["SELECT count() FROM key_verifications_v1 JOIN x ON 1", "JOIN is not supported (line 1, column 42)"],
+        ["SELECT\n  count()\nFROM numbers(10)", "table functions are not supported (numbers(…)) (line 3, column 6)"],
+        ["SELECT sleep(1)", "unknown function sleep"],
+        ["INSERT INTO x VALUES (1)", "only SELECT queries are supported, found INSERT"],
+        ["SELECT 1; SELECT 2", "only one statement per query"],
+        ["SELECT key_id FROM key_verifications_v1 GROUP BY outcome", "must be in GROUP BY or inside an aggregate"],
+        ["SELECT count() FROM key_verifications_v1 WHERE key_id = 1", "'=' compares String with Int"],
+        ["SELECT count() FROM key_verifications_v1 SETTINGS max_threads = 1", "SETTINGS is not supported"],
+        ["SELECT 1 UNION SELECT 2", "UNION needs ALL or DISTINCT"],
+        ["SELECT quantile(0.9)(latency) FROM key_verifications_v1", "parametric functions are not supported"],
+        ["SELECT 'open", "unterminated string"],
+        ["SELECT count() FROM key_verifications_v1 WHERE sum(latency) > 1", "not allowed in WHERE"],
+        ["SELECT nope FROM key_verifications_v1", "unknown column nope (line 1, column 8)"],
+        ["SELECT " + "(".repeat(3000) + "1" + ")".repeat(3000), "nests too deeply"],
+        ["SELECT " + Array.from({ length: 1200 }, () => "1").join(" + "), "nests too deeply"]
+      ]
+      // Long but reasonable expressions are fine.
+      expect(yield* rows("SELECT " + Array.from({ length: 500 }, () => "1").join(" + ") + " AS n")).toEqual([{
+        n: 500
+      }])
+      for (const [text, message] of cases) {
+        const error = yield* failure(text)
+        expect(error._tag, text).toBe("InvalidQuery")
+        expect(error.message, text).toContain(message)
+      }
+    }))
+
+  it.effect("stops at each budget with a 4xx naming it, and answers nothing", () =>
+    Effect.gen(function*() {
+      const result = yield* failure("SELECT time FROM key_verifications_v1", { limits: { resultRows: 100 } })
+      expect(result).toMatchObject({ _tag: "QueryBudgetExceeded", budget: "resultRows" })
+      const scanned = yield* failure("SELECT count() FROM key_verifications_v1", { limits: { scannedRows: 599 } })
+      expect(scanned).toMatchObject({ _tag: "QueryBudgetExceeded", budget: "scannedRows" })
+      // Within the budget when WHERE narrows the scan to one api.
+      expect(
+        yield* rows("SELECT count() AS n FROM key_verifications_v1 WHERE key_space_id = 'api_a'", {
+          limits: { scannedRows: 200 }
+        })
+      ).toEqual([{ n: 200 }])
+      const memory = yield* failure("SELECT time, key_id, count() FROM key_verifications_v1 GROUP BY time, key_id", {
+        limits: { memoryBytes: 4096 }
+      })
+      expect(memory).toMatchObject({ _tag: "QueryBudgetExceeded", budget: "memory" })
+      const time = yield* failure("SELECT count() FROM key_verifications_v1", { limits: { timeMs: -1 } })
+      expect(time).toMatchObject({ _tag: "QueryBudgetExceeded", budget: "time" })
+    }))
+})

@@ -30,6 +30,14 @@ export interface PublicTable {
   readonly columns: ReadonlyArray<PublicColumn>
   /** For a rollup: the SELECT over the family's raw table that it is. */
   readonly view: string | undefined
+  /** For a rollup: the columns it groups by (`time` its bucket), and its measures. */
+  readonly dimensions: ReadonlyArray<string>
+  readonly measures: ReadonlyArray<string>
+  /**
+   * For a rollup: its view grouped by some of its dimensions only. Summing a measure over such
+   * rows gives what summing it over the full rollup's rows gives, per group of those dimensions.
+   */
+  readonly viewBy: ((dimensions: ReadonlyArray<string>) => string) | undefined
 }
 
 /** An outcome as the tables spell it: `VALID`, `RATE_LIMITED`, … */
@@ -61,7 +69,10 @@ const RAW_VERIFICATIONS: PublicTable = {
     column("latency", "Float", "milliseconds the verification took"),
     column("region", "String", "where it was verified, '' when not recorded")
   ],
-  view: undefined
+  view: undefined,
+  dimensions: [],
+  measures: [],
+  viewBy: undefined
 }
 
 const RAW_RATELIMITS: PublicTable = {
@@ -77,7 +88,10 @@ const RAW_RATELIMITS: PublicTable = {
     column("latency", "Float", "milliseconds the decision took"),
     column("override_id", "String", "the override that decided, '' when none")
   ],
-  view: undefined
+  view: undefined,
+  dimensions: [],
+  measures: [],
+  viewBy: undefined
 }
 
 const BUCKETS: ReadonlyArray<readonly [Exclude<Grain, "event">, string]> = [
@@ -87,38 +101,72 @@ const BUCKETS: ReadonlyArray<readonly [Exclude<Grain, "event">, string]> = [
   ["month", "toStartOfMonth"]
 ]
 
-const verificationRollup = ([grain, bucket]: readonly [Exclude<Grain, "event">, string]): PublicTable => ({
-  name: `key_verifications_per_${grain}_v1`,
-  family: "verifications",
-  grain,
-  columns: [
-    column("time", "Int", `unix ms of the ${grain}'s start`),
-    ...VERIFICATION_DIMENSIONS,
-    column("count", "Int", "verifications"),
-    column("spent_credits", "Int", "credits they spent"),
-    column("latency_avg", "Float", "their mean latency, ms")
-  ],
-  view: `SELECT ${bucket}(time) AS time, workspace_id, key_space_id, key_id, identity_id, external_id, outcome, ` +
-    "tags, count() AS count, sum(spent_credits) AS spent_credits, avg(latency) AS latency_avg FROM key_verifications_v1 " +
-    "GROUP BY time, workspace_id, key_space_id, key_id, identity_id, external_id, outcome, tags"
-})
+/** A rollup of `raw`: its bucketed time and dimensions, and its measures as `expression AS name`. */
+const rollup = (
+  family: Family,
+  name: string,
+  grain: Exclude<Grain, "event">,
+  bucket: string,
+  raw: string,
+  columns: ReadonlyArray<PublicColumn>,
+  measures: ReadonlyArray<readonly [name: string, expression: string]>
+): PublicTable => {
+  const dimensions = columns.map((c) => c.name).filter((c) => !measures.some(([m]) => m === c))
+  const viewBy = (kept: ReadonlyArray<string>) => {
+    const dims = dimensions.filter((d) => kept.includes(d))
+    const select = [
+      ...dims.map((d) => d === "time" ? `${bucket}(time) AS time` : d),
+      ...measures.map(([m, expression]) => `${expression} AS ${m}`)
+    ]
+    return `SELECT ${select.join(", ")} FROM ${raw}${dims.length > 0 ? ` GROUP BY ${dims.join(", ")}` : ""}`
+  }
+  return {
+    name,
+    family,
+    grain,
+    columns,
+    view: viewBy(dimensions),
+    dimensions,
+    measures: measures.map(([m]) => m),
+    viewBy
+  }
+}
 
-const ratelimitRollup = ([grain, bucket]: readonly [Exclude<Grain, "event">, string]): PublicTable => ({
-  name: `ratelimits_per_${grain}_v1`,
-  family: "ratelimits",
-  grain,
-  columns: [
-    column("time", "Int", `unix ms of the ${grain}'s start`),
-    column("workspace_id", "String", "the caller's workspace"),
-    column("namespace_id", "String", "the namespace's id"),
-    column("identifier", "String", "who was limited"),
-    column("passed", "Int", "decisions that passed"),
-    column("total", "Int", "decisions"),
-    column("latency_avg", "Float", "their mean latency, ms")
-  ],
-  view: `SELECT ${bucket}(time) AS time, workspace_id, namespace_id, identifier, sum(passed) AS passed, ` +
-    "count() AS total, avg(latency) AS latency_avg FROM ratelimits_v1 GROUP BY time, workspace_id, namespace_id, identifier"
-})
+const verificationRollup = ([grain, bucket]: readonly [Exclude<Grain, "event">, string]): PublicTable =>
+  rollup(
+    "verifications",
+    `key_verifications_per_${grain}_v1`,
+    grain,
+    bucket,
+    "key_verifications_v1",
+    [
+      column("time", "Int", `unix ms of the ${grain}'s start`),
+      ...VERIFICATION_DIMENSIONS,
+      column("count", "Int", "verifications"),
+      column("spent_credits", "Int", "credits they spent"),
+      column("latency_avg", "Float", "their mean latency, ms")
+    ],
+    [["count", "count()"], ["spent_credits", "sum(spent_credits)"], ["latency_avg", "avg(latency)"]]
+  )
+
+const ratelimitRollup = ([grain, bucket]: readonly [Exclude<Grain, "event">, string]): PublicTable =>
+  rollup(
+    "ratelimits",
+    `ratelimits_per_${grain}_v1`,
+    grain,
+    bucket,
+    "ratelimits_v1",
+    [
+      column("time", "Int", `unix ms of the ${grain}'s start`),
+      column("workspace_id", "String", "the caller's workspace"),
+      column("namespace_id", "String", "the namespace's id"),
+      column("identifier", "String", "who was limited"),
+      column("passed", "Int", "decisions that passed"),
+      column("total", "Int", "decisions"),
+      column("latency_avg", "Float", "their mean latency, ms")
+    ],
+    [["passed", "sum(passed)"], ["total", "count()"], ["latency_avg", "avg(latency)"]]
+  )
 
 /** Every public table, by name. */
 export const TABLES: ReadonlyMap<string, PublicTable> = new Map(

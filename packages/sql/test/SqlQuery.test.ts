@@ -145,6 +145,19 @@ describe("SqlQuery", () => {
         `SELECT sum(count) AS n FROM key_verifications_per_day_v1 WHERE time >= ${Date.UTC(2026, 0, 31)} ` +
           `AND time < ${Date.UTC(2026, 1, 1)}`
       )
+      // Rows of the rollup are counted as the full rollup holds them (every dimension), whatever
+      // the query reads; sums of its measures equal the raw counts.
+      const [rollup] = yield* rows(
+        "SELECT count() AS rows, sum(count) AS events, uniq(key_id) AS keys FROM key_verifications_per_hour_v1"
+      )
+      const distinct = new Set(
+        mine.map((e) =>
+          JSON.stringify([Math.floor(e.time / 3_600_000), e.apiId, e.keyId, e.identityId, e.outcome, e.tags])
+        )
+      )
+      expect(rollup).toEqual({ rows: distinct.size, events: mine.length, keys: 7 })
+      expect(yield* rows("SELECT sum(count) AS events, max(key_id) AS last FROM key_verifications_per_hour_v1"))
+        .toEqual([{ events: mine.length, last: "key_6" }])
       expect(windowed).toEqual([{
         n: mine.filter((e) => e.time >= Date.UTC(2026, 0, 31) && e.time < Date.UTC(2026, 1, 1)).length
       }])

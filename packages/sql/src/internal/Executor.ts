@@ -77,6 +77,8 @@ interface Compiled {
   readonly eval: Eval
   /** No column, no aggregate, no arrayJoin: foldable. */
   readonly constant: boolean
+  /** For a dictionary column: its value's code (see `InputColumn.code`), cheaper to group by. */
+  readonly code?: Eval | undefined
 }
 
 interface Group {
@@ -88,6 +90,8 @@ interface InputColumn {
   readonly name: string
   readonly type: VType
   readonly get: Eval
+  /** A number standing for the value, the same for equal values within the query (dictionary columns). */
+  readonly code?: Eval | undefined
 }
 
 /** The rows a SELECT reads. */
@@ -259,28 +263,107 @@ const tableNotFound = (name: string, family: Family, at: number): BindFault => {
   return new BindFault(`unknown table ${name}: queries may read ${names.join(", ")}`, at)
 }
 
+interface Dict {
+  readonly codes: ArrayLike<number>
+  readonly values: ReadonlyArray<unknown>
+}
+
+/**
+ * Codes of a dictionary column that hold across batches: each batch's dictionary code is mapped,
+ * once per distinct value, to a number of this query's own.
+ */
+const interner = (pick: (batch: any) => Dict): Eval => {
+  const ids = new Map<unknown, number>()
+  const remaps = new Map<ReadonlyArray<unknown>, Array<number>>()
+  let lastValues: ReadonlyArray<unknown> | undefined
+  let remap: Array<number> = []
+  return (e) => {
+    const dict = pick(e.b)
+    if (dict.values !== lastValues) {
+      lastValues = dict.values
+      remap = remaps.get(dict.values) ?? []
+      remaps.set(dict.values, remap)
+    }
+    const c = dict.codes[e.i]!
+    let id = remap[c]
+    if (id === undefined) {
+      const value = dict.values[c]
+      const key = typeof value === "string" ? value : JSON.stringify(value)
+      let known = ids.get(key)
+      if (known === undefined) ids.set(key, known = ids.size)
+      remap[c] = id = known
+    }
+    return id
+  }
+}
+
 const verificationColumns = (workspaceId: string): Array<InputColumn> => [
   { name: "time", type: "Int", get: (e) => e.b.time[e.i] },
   { name: "workspace_id", type: "String", get: () => workspaceId },
-  { name: "key_space_id", type: "String", get: (e) => e.b.apiId.values[e.b.apiId.codes[e.i]] },
-  { name: "key_id", type: "String", get: (e) => e.b.keyId.values[e.b.keyId.codes[e.i]] },
-  { name: "identity_id", type: "String", get: (e) => e.b.identityId.values[e.b.identityId.codes[e.i]] },
-  { name: "external_id", type: "String", get: (e) => e.b.externalId.values[e.b.externalId.codes[e.i]] },
-  { name: "outcome", type: "String", get: (e) => OUTCOME_NAMES[e.b.outcome[e.i]]! },
-  { name: "tags", type: "Array(String)", get: (e) => e.b.tags.values[e.b.tags.codes[e.i]] },
+  {
+    name: "key_space_id",
+    type: "String",
+    get: (e) => e.b.apiId.values[e.b.apiId.codes[e.i]],
+    code: interner((b) => b.apiId)
+  },
+  {
+    name: "key_id",
+    type: "String",
+    get: (e) => e.b.keyId.values[e.b.keyId.codes[e.i]],
+    code: interner((b) => b.keyId)
+  },
+  {
+    name: "identity_id",
+    type: "String",
+    get: (e) => e.b.identityId.values[e.b.identityId.codes[e.i]],
+    code: interner((b) => b.identityId)
+  },
+  {
+    name: "external_id",
+    type: "String",
+    get: (e) => e.b.externalId.values[e.b.externalId.codes[e.i]],
+    code: interner((b) => b.externalId)
+  },
+  { name: "outcome", type: "String", get: (e) => OUTCOME_NAMES[e.b.outcome[e.i]]!, code: (e) => e.b.outcome[e.i] },
+  {
+    name: "tags",
+    type: "Array(String)",
+    get: (e) => e.b.tags.values[e.b.tags.codes[e.i]],
+    code: interner((b) => b.tags)
+  },
   { name: "spent_credits", type: "Int", get: (e) => e.b.spentCredits[e.i] },
   { name: "latency", type: "Float", get: (e) => e.b.latency[e.i] },
-  { name: "region", type: "String", get: (e) => e.b.region.values[e.b.region.codes[e.i]] }
+  {
+    name: "region",
+    type: "String",
+    get: (e) => e.b.region.values[e.b.region.codes[e.i]],
+    code: interner((b) => b.region)
+  }
 ]
 
 const ratelimitColumns = (workspaceId: string): Array<InputColumn> => [
   { name: "time", type: "Int", get: (e) => e.b.time[e.i] },
   { name: "workspace_id", type: "String", get: () => workspaceId },
-  { name: "namespace_id", type: "String", get: (e) => e.b.namespaceId.values[e.b.namespaceId.codes[e.i]] },
-  { name: "identifier", type: "String", get: (e) => e.b.identifier.values[e.b.identifier.codes[e.i]] },
+  {
+    name: "namespace_id",
+    type: "String",
+    get: (e) => e.b.namespaceId.values[e.b.namespaceId.codes[e.i]],
+    code: interner((b) => b.namespaceId)
+  },
+  {
+    name: "identifier",
+    type: "String",
+    get: (e) => e.b.identifier.values[e.b.identifier.codes[e.i]],
+    code: interner((b) => b.identifier)
+  },
   { name: "passed", type: "Int", get: (e) => e.b.passed[e.i] },
   { name: "latency", type: "Float", get: (e) => e.b.latency[e.i] },
-  { name: "override_id", type: "String", get: (e) => e.b.overrideId.values[e.b.overrideId.codes[e.i]] }
+  {
+    name: "override_id",
+    type: "String",
+    get: (e) => e.b.overrideId.values[e.b.overrideId.codes[e.i]],
+    code: interner((b) => b.overrideId)
+  }
 ]
 
 const rawInput = (context: Context, table: PublicTable, qualifiers: ReadonlySet<string>, hint: ScanHint): Input => {
@@ -337,10 +420,90 @@ const GRAIN_SPAN: Record<string, number> = { minute: 60_000, hour: 3_600_000, da
 
 const viewCache = new Map<string, Ast.Query>()
 
-const viewOf = (table: PublicTable): Ast.Query => {
-  let query = viewCache.get(table.name)
-  if (query === undefined) viewCache.set(table.name, query = parse(table.view!))
+/** A rollup's view, grouped by `dimensions` only when given (see `prunedDimensions`). */
+const viewOf = (table: PublicTable, dimensions: ReadonlyArray<string> | undefined): Ast.Query => {
+  const text = dimensions === undefined ? table.view! : table.viewBy!(dimensions)
+  let query = viewCache.get(text)
+  if (query === undefined) {
+    if (viewCache.size > 256) viewCache.clear()
+    viewCache.set(text, query = parse(text))
+  }
   return query
+}
+
+/** Aggregates whose answer does not depend on how many rollup rows a group spans. */
+const ROW_COUNT_FREE = new Set(["sum", "sumif", "min", "max", "minif", "maxif", "any", "uniq", "uniqexact", "uniqif"])
+
+/**
+ * The dimensions of a rollup a SELECT over it needs, when grouping the rollup by those alone
+ * answers the SELECT the same: the SELECT aggregates, its measures appear only summed (`sum`,
+ * `sumIf`'s first argument), and its other aggregates do not count rows. Else undefined (the full
+ * rollup is built). A rollup of 2M raw rows by all its dimensions holds nearly as many groups;
+ * `SELECT time, sum(count) … GROUP BY time` needs one per bucket.
+ */
+const prunedDimensions = (
+  table: PublicTable,
+  exprs: ReadonlyArray<Ast.Expr>,
+  aggregated: boolean
+): ReadonlyArray<string> | undefined => {
+  if (table.viewBy === undefined || !aggregated) return undefined
+  const used = new Set<string>()
+  let prunable = true
+  const column = (node: Ast.Column, summed: boolean) => {
+    const name = node.name.toLowerCase()
+    if (!table.measures.includes(name)) used.add(name)
+    else if (!summed || name === "latency_avg") prunable = false
+  }
+  const walk = (expr: Ast.Expr): void => {
+    if (expr._tag === "Column") return column(expr, false)
+    if (expr._tag === "Call" && isAggregateCall(expr)) {
+      const name = expr.name.toLowerCase()
+      if (!ROW_COUNT_FREE.has(name) && !(name === "count" && expr.distinct)) prunable = false
+      expr.args.forEach((arg, i) =>
+        visitExpr(arg, (node) => {
+          if (node._tag === "Call" && isAggregateCall(node)) prunable = false
+          else if (node._tag === "Column") column(node, node === arg && i === 0 && (name === "sum" || name === "sumif"))
+        })
+      )
+      return
+    }
+    childrenOf(expr).forEach(walk)
+  }
+  for (const expr of exprs) walk(expr)
+  return prunable ? [...used] : undefined
+}
+
+/** The expressions directly inside one (not into subqueries). */
+const childrenOf = (expr: Ast.Expr): ReadonlyArray<Ast.Expr> => {
+  switch (expr._tag) {
+    case "Interval":
+      return [expr.value]
+    case "ArrayLiteral":
+      return expr.items
+    case "Unary":
+      return [expr.operand]
+    case "Binary":
+      return [expr.left, expr.right]
+    case "Call":
+      return expr.args
+    case "InList":
+      return [expr.expr, ...expr.items]
+    case "InQuery":
+    case "IsNull":
+      return [expr.expr]
+    case "Like":
+      return [expr.expr, expr.pattern]
+    case "Between":
+      return [expr.expr, expr.low, expr.high]
+    case "Case":
+      return [
+        ...(expr.operand ? [expr.operand] : []),
+        ...expr.whens.flatMap((w) => [w.when, w.then]),
+        ...(expr.otherwise ? [expr.otherwise] : [])
+      ]
+    default:
+      return []
+  }
 }
 
 const inputOf = async (
@@ -348,7 +511,9 @@ const inputOf = async (
   from: Ast.From | undefined,
   scope: Scope,
   where: Ast.Expr | undefined,
-  outer: ScanHint | undefined
+  outer: ScanHint | undefined,
+  /** The SELECT's expressions (aliases resolved; undefined when it has `*`) and whether it aggregates. */
+  uses: { readonly exprs: ReadonlyArray<Ast.Expr>; readonly aggregated: boolean } | undefined
 ): Promise<Input> => {
   if (from === undefined) return noInput
   if (from._tag === "Subquery") {
@@ -374,7 +539,8 @@ const inputOf = async (
     to: hint.to >= Number.MAX_SAFE_INTEGER ? hint.to : hint.to + span,
     within: hint.within
   }
-  const relation = await runQuery(context, viewOf(table), new Scope(new Map(), scope.depth + 1), inner)
+  const dimensions = uses === undefined ? undefined : prunedDimensions(table, uses.exprs, uses.aggregated)
+  const relation = await runQuery(context, viewOf(table, dimensions), new Scope(new Map(), scope.depth + 1), inner)
   return relationInput(context, relation, qualifiers)
 }
 
@@ -570,7 +736,7 @@ export const compileExpr = (context: Context, expr: Ast.Expr, binder: Binder): C
       if (binder.grouped) {
         throw new BindFault(`the column ${expr.name} must be in GROUP BY or inside an aggregate function`, expr.at)
       }
-      return { type: column.type, eval: column.get, constant: false }
+      return { type: column.type, eval: column.get, constant: false, code: column.code }
     }
     case "Interval": {
       const value = recurse(expr.value)
@@ -1015,40 +1181,7 @@ const substitute = (
 /** Calls `f` on every node of an expression (not into subqueries). */
 const visitExpr = (expr: Ast.Expr, f: (e: Ast.Expr) => void): void => {
   f(expr)
-  switch (expr._tag) {
-    case "Interval":
-      return visitExpr(expr.value, f)
-    case "ArrayLiteral":
-      return expr.items.forEach((e) => visitExpr(e, f))
-    case "Unary":
-      return visitExpr(expr.operand, f)
-    case "Binary":
-      visitExpr(expr.left, f)
-      return visitExpr(expr.right, f)
-    case "Call":
-      return expr.args.forEach((e) => visitExpr(e, f))
-    case "InList":
-      visitExpr(expr.expr, f)
-      return expr.items.forEach((e) => visitExpr(e, f))
-    case "InQuery":
-      return visitExpr(expr.expr, f)
-    case "Like":
-      visitExpr(expr.expr, f)
-      return visitExpr(expr.pattern, f)
-    case "Between":
-      visitExpr(expr.expr, f)
-      visitExpr(expr.low, f)
-      return visitExpr(expr.high, f)
-    case "IsNull":
-      return visitExpr(expr.expr, f)
-    case "Case":
-      if (expr.operand) visitExpr(expr.operand, f)
-      expr.whens.forEach((w) => (visitExpr(w.when, f), visitExpr(w.then, f)))
-      if (expr.otherwise) visitExpr(expr.otherwise, f)
-      return
-    default:
-      return
-  }
+  for (const child of childrenOf(expr)) visitExpr(child, f)
 }
 
 const isAggregateCall = (e: Ast.Expr): boolean =>
@@ -1104,7 +1237,21 @@ const runSelect = async (
   const resolve = (expr: Ast.Expr, own?: string) =>
     substitute(expr, aliases, own === undefined ? new Set() : new Set([own.toLowerCase()]))
   const where = select.where === undefined ? undefined : resolve(select.where)
-  const input = await inputOf(context, select.from, scope, where, hint)
+  // What the SELECT reads of its input, known before `*` is expanded unless it has one.
+  const starred = select.items.some((item) => item.expr._tag === "Column" && item.expr.name === "*")
+  const used = starred ? undefined : (() => {
+    const list = select.items.map((item) => resolve(item.expr, item.alias))
+    const positionals = (e: Ast.Expr) => resolve(positional(e, select.items, "GROUP BY"))
+    const group = select.groupBy.map(positionals)
+    const rest = [
+      ...(where ? [where] : []),
+      ...(select.having ? [resolve(select.having)] : []),
+      ...select.orderBy.map((o) => positionals(o.expr))
+    ]
+    const exprs = [...list, ...group, ...rest]
+    return { exprs, aggregated: group.length > 0 || exprs.some(hasAggregate) }
+  })()
+  const input = await inputOf(context, select.from, scope, where, hint, used)
   const byName = new Map(input.columns.map((column) => [column.name.toLowerCase(), column]))
 
   // The SELECT list, `*` expanded.
@@ -1308,36 +1455,44 @@ const runSelect = async (
     outTypes = outputs.map((o) => o.type)
     const fs = [...outputs, ...orders].map((o) => o.eval)
     const keyFs = keys.map((k) => k.eval)
+    // What rows are grouped by: a dictionary column's code, or the value's key.
+    const groupFs = keys.map((k): Eval => {
+      if (k.code !== undefined) return k.code
+      const f = k.eval
+      return k.type === "Int" || k.type === "Float" ? f : (env) => keyOf(f(env))
+    })
     const stateBytes = slots.reduce((sum, slot) => sum + slot.aggregate.bytes, 0)
     const newGroup = (values: Array<Value>): Group => ({
       keys: values,
       states: slots.map((slot) => slot.aggregate.make(slot.type))
     })
     produce = async () => {
-      const groups = new Map<string | number, Group>()
+      // Groups in nested maps, one level per key (no key string built per row); the last level
+      // holds the groups, the others the next maps.
+      const root = new Map<unknown, any>()
+      const all: Array<Group> = []
       const single = keyFs.length === 0 ? newGroup([]) : undefined
-      const one = keyFs.length === 1 ? keyFs[0]! : undefined
+      if (single !== undefined) all.push(single)
+      const depth = groupFs.length
       const slotCount = slots.length
       const args = slots.map((slot) => slot.args)
       await visitRows(() => {
         let group: Group | undefined = single
         if (group === undefined) {
-          let key: string | number
-          let values: Array<Value>
-          if (one !== undefined) {
-            const v = one(env)
-            key = keyOf(v)
-            group = groups.get(key)
-            values = group === undefined ? [v] : group.keys
-          } else {
-            values = keyFs.map((f) => f(env))
-            key = keyOfRow(values)
-            group = groups.get(key)
+          let map = root
+          for (let j = 0; j < depth - 1; j++) {
+            const key = groupFs[j]!(env)
+            let next = map.get(key)
+            if (next === undefined) map.set(key, next = new Map())
+            map = next
           }
+          const last = groupFs[depth - 1]!(env)
+          group = map.get(last)
           if (group === undefined) {
-            group = newGroup(values)
-            groups.set(key, group)
-            context.hold(values.length + 2, stateBytes)
+            group = newGroup(keyFs.map((f) => f(env)))
+            map.set(last, group)
+            all.push(group)
+            context.hold(depth + 2, stateBytes)
           }
         }
         const states = group.states
@@ -1347,7 +1502,6 @@ const runSelect = async (
         }
       })
       const rows: Array<Array<Value>> = []
-      const all = single !== undefined ? [single] : groups.values()
       const genv = emptyEnv()
       const h = havingEval?.eval
       for (const group of all) {

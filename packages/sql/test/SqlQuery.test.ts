@@ -163,6 +163,55 @@ describe("SqlQuery", () => {
       }])
     }))
 
+  it.effect("a rollup's rows are counted in full by any sum that is not of a measure", () =>
+    Effect.gen(function*() {
+      const rollupRows = new Set(
+        mine.map((e) =>
+          JSON.stringify([Math.floor(e.time / 86_400_000), e.apiId, e.keyId, e.identityId, e.outcome, e.tags])
+        )
+      )
+      const perRow = [...rollupRows].map((row) =>
+        JSON.parse(row) as [number, string, string, string, string, Array<string>]
+      )
+      // sum(length(key_id)) adds one length per rollup row, not per distinct key_id.
+      expect(yield* rows("SELECT sum(length(key_id)) AS chars, sum(count) AS n FROM key_verifications_per_day_v1"))
+        .toEqual([{ chars: perRow.reduce((sum, row) => sum + row[2].length, 0), n: mine.length }])
+      expect(yield* rows("SELECT sum(has(tags, 'a')) AS tagged FROM key_verifications_per_day_v1")).toEqual([{
+        tagged: perRow.filter((row) => row[5].includes("a")).length
+      }])
+    }))
+
+  it.effect("arrays compare element by element in min and max", () =>
+    Effect.gen(function*() {
+      expect(yield* rows("SELECT min(tags) AS lo, max(tags) AS hi FROM key_verifications_v1")).toEqual([{
+        lo: [],
+        hi: ["b"]
+      }])
+      // Element-wise ["b"] < ["b", "a"] < ["b c"]; compared as joined text, "b,a" would be the max.
+      expect(
+        yield* rows(
+          "SELECT max(t) AS hi, min(t) AS lo FROM (SELECT ['b c'] AS t UNION ALL SELECT ['b', 'a'] UNION ALL SELECT ['b'])"
+        )
+      ).toEqual([{ hi: ["b c"], lo: ["b"] }])
+    }))
+
+  it.effect("a name may be top, and EXCEPT may take a parenthesized query", () =>
+    Effect.gen(function*() {
+      expect(
+        yield* rows(
+          "WITH top AS (SELECT key_id AS kid, count() AS n FROM key_verifications_v1 GROUP BY kid " +
+            "ORDER BY n DESC, kid LIMIT 2) SELECT top.kid AS k FROM top ORDER BY k"
+        )
+      ).toHaveLength(2)
+      expect(
+        yield* rows(
+          "SELECT DISTINCT key_id FROM key_verifications_v1 EXCEPT (SELECT key_id FROM key_verifications_v1 " +
+            "WHERE key_id != 'key_3')"
+        )
+      ).toEqual([{ key_id: "key_3" }])
+      expect((yield* failure("SELECT TOP 5 key_id FROM key_verifications_v1")).message).toMatch(/SELECT TOP/)
+    }))
+
   it.effect("CTEs, subqueries in FROM and IN, UNION ALL, UNION DISTINCT, EXCEPT, DISTINCT", () =>
     Effect.gen(function*() {
       expect(

@@ -459,6 +459,12 @@ const prunedDimensions = (
     if (expr._tag === "Call" && isAggregateCall(expr)) {
       const name = expr.name.toLowerCase()
       if (!ROW_COUNT_FREE.has(name) && !(name === "count" && expr.distinct)) prunable = false
+      // A sum counts rows unless what it sums is a measure (summed again, it is the same).
+      const first = expr.args[0]
+      if (
+        (name === "sum" || name === "sumif") &&
+        !(first?._tag === "Column" && table.measures.includes(first.name.toLowerCase()))
+      ) prunable = false
       expr.args.forEach((arg, i) =>
         visitExpr(arg, (node) => {
           if (node._tag === "Call" && isAggregateCall(node)) prunable = false

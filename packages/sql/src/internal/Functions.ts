@@ -3,7 +3,7 @@
  * group). Names are matched case-insensitively. Anything not listed here is refused by name.
  */
 import type { IntervalValue, Value, VType } from "./Values.js"
-import { isNumeric, keyOf, QueryFault } from "./Values.js"
+import { compare, isNumeric, keyOf, QueryFault } from "./Values.js"
 
 const MINUTE = 60_000
 const HOUR = 3_600_000
@@ -384,7 +384,11 @@ class ExtremeState implements State {
   add(a: Value, b: Value): void {
     if (this.conditional && !(typeof b === "number" && b !== 0)) return
     if (a === null) return
-    if (this.value === null || (this.max ? a > this.value : a < this.value)) this.value = a
+    if (this.value === null) this.value = a
+    else if (typeof a === "object") {
+      // Arrays compare element by element (JS's `<` would compare their joined text).
+      if (this.max ? compare(a, this.value) > 0 : compare(a, this.value) < 0) this.value = a
+    } else if (this.max ? a > this.value : a < this.value) this.value = a
   }
   result(): Value {
     return this.value ?? this.empty

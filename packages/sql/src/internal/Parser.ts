@@ -238,7 +238,11 @@ class Parser {
         else if (this.acceptWord("DISTINCT")) op = "UNION DISTINCT"
         else this.fail("UNION needs ALL or DISTINCT (UNION ALL, UNION DISTINCT)", at)
       } else if (this.acceptWord("EXCEPT")) {
-        if (this.isOp("(")) this.fail("EXCEPT(<columns>) is not supported", at)
+        // `EXCEPT (SELECT …)` is the set operation; `EXCEPT (a, b)` ClickHouse's column modifier.
+        const inner = this.peek()
+        if (this.isOp("(") && !this.isWord("SELECT", inner) && !this.isWord("WITH", inner) && !this.isOp("(", inner)) {
+          this.fail("EXCEPT(<columns>) is not supported", at)
+        }
         op = this.acceptWord("DISTINCT") ? "EXCEPT DISTINCT" : (this.acceptWord("ALL"), "EXCEPT")
       } else if (this.isWord("INTERSECT")) {
         this.fail("INTERSECT is not supported")
@@ -277,7 +281,10 @@ class Parser {
     const at = this.token.at
     this.expectWord("SELECT")
     const distinct = this.acceptWord("DISTINCT")
-    if (this.isWord("TOP")) this.fail("SELECT TOP is not supported: use LIMIT")
+    // `SELECT TOP 10 …`; a column or CTE named top (`SELECT top.n`) is read as a name.
+    if (this.isWord("TOP") && (this.peek().kind === "number" || this.isOp("(", this.peek()))) {
+      this.fail("SELECT TOP is not supported: use LIMIT")
+    }
     const items: Array<Ast.SelectItem> = []
     do items.push(this.selectItem())
     while (this.acceptOp(","))

@@ -193,16 +193,26 @@ export class KeyVerifier extends Effect.Service<KeyVerifier>()("@keymeter/core/K
      * what it needs and the key has no credits.
      */
     const verify = (principal: Principal, input: unknown, options: VerifyOptions = {}) => {
+      // The verification's latency counts from the call, through whatever it loads, to its answer.
+      const started = performance.now()
       const durable = options.durable ?? false
       const hide = options.hideOtherApis ?? false
       return checkVerify(input)
-        ? verifyDecoded(principal, input, durable, hide)
-        : Effect.flatMap(decodeVerify(input), (decoded) => verifyDecoded(principal, decoded, durable, hide))
+        ? verifyDecoded(principal, input, durable, hide, started)
+        : Effect.flatMap(decodeVerify(input), (decoded) => verifyDecoded(principal, decoded, durable, hide, started))
     }
 
-    const verifyDecoded = (principal: Principal, request: VerifyKeyInput, durable: boolean, hide: boolean) => {
+    const verifyDecoded = (
+      principal: Principal,
+      request: VerifyKeyInput,
+      durable: boolean,
+      hide: boolean,
+      started: number
+    ) => {
       const hash = RootKey.hash(request.key)
-      return Decision.make(() => decide(principal, request, hash, clock.unsafeCurrentTimeMillis(), durable, hide))
+      return Decision.make(() =>
+        decide(principal, request, hash, clock.unsafeCurrentTimeMillis(), durable, hide, started)
+      )
     }
 
     /** The verification at `now`, from what memory holds. */
@@ -212,7 +222,8 @@ export class KeyVerifier extends Effect.Service<KeyVerifier>()("@keymeter/core/K
       hash: string,
       now: number,
       durable: boolean,
-      hide: boolean
+      hide: boolean,
+      started: number
     ): Decision.Turn<VerifyKeyResponse, VerifyError> => {
       const { apiId } = request
       if (apiId !== undefined) {
@@ -227,7 +238,7 @@ export class KeyVerifier extends Effect.Service<KeyVerifier>()("@keymeter/core/K
       // named, if any.
       if (Option.isNone(found) || found.value.workspaceId !== principal.workspaceId) {
         if (apiId === undefined) return NOT_FOUND
-        const event = eventOf(principal, request, now, apiId, UNKNOWN_KEY_ID, "NOT_FOUND", undefined)
+        const event = eventOf(principal, request, now, apiId, UNKNOWN_KEY_ID, "NOT_FOUND", undefined, 0, started)
         return recorded(event, durable, NOT_FOUND_ANSWER)
       }
       const key = found.value
@@ -235,7 +246,7 @@ export class KeyVerifier extends Effect.Service<KeyVerifier>()("@keymeter/core/K
         const denied = Decision.failed(auth.authorize(principal, Permission.required.verifyKey(key.apiId)))
         if (denied !== undefined) {
           if (!hide || !principal.permissions.some(isVerifyPermission)) return denied
-          const event = eventOf(principal, request, now, key.apiId, key.id, "NOT_FOUND", undefined)
+          const event = eventOf(principal, request, now, key.apiId, key.id, "NOT_FOUND", undefined, 0, started)
           return recorded(event, durable, NOT_FOUND_ANSWER)
         }
       }
@@ -268,7 +279,7 @@ export class KeyVerifier extends Effect.Service<KeyVerifier>()("@keymeter/core/K
       const permissions = roles === undefined ? key.permissions : permissionsOf(key, roles)
       const roleNames = roles?.map((role) => role.name)
       const code = precheck(key, identity, request, now, permissions)
-      const end = { principal, request, now, key, identity, permissions, roleNames, durable }
+      const end = { principal, request, now, key, identity, permissions, roleNames, durable, started }
       if (code !== undefined) return answered(end, code, undefined)
       return Decision.andThen(
         limiter.decideTakeAll(key.workspaceId, limitsOf(key, identity, requested, request.ratelimit?.cost), now),
@@ -294,11 +305,14 @@ export class KeyVerifier extends Effect.Service<KeyVerifier>()("@keymeter/core/K
       limits: ReadonlyArray<TakenLimit> | undefined
     ): Effect.Effect<VerifyKeyResponse, StorageError> => {
       const { identity, key } = end
-      const event = eventOf(end.principal, end.request, end.now, key.apiId, key.id, code, identity)
-      if (!key.credited) return recorded(event, end.durable, answerOf(end, code, limits, undefined))
+      if (!key.credited) {
+        const event = eventOf(end.principal, end.request, end.now, key.apiId, key.id, code, identity, 0, end.started)
+        return recorded(event, end.durable, answerOf(end, code, limits, undefined))
+      }
+      // The answer waits for the balance: so does the latency.
       return Effect.flatMap(catalog.getCredits(key.id), (credits) =>
         recorded(
-          event,
+          eventOf(end.principal, end.request, end.now, key.apiId, key.id, code, identity, 0, end.started),
           end.durable,
           answerOf(end, code, limits, Option.getOrUndefined(credits)?.remaining)
         ))
@@ -324,9 +338,11 @@ export class KeyVerifier extends Effect.Service<KeyVerifier>()("@keymeter/core/K
           limits = yield* taken.refund
           code = "USAGE_EXCEEDED"
         }
-        // No balance: the key's credits were removed meanwhile; it verifies as a key without.
+        // No balance: the key's credits were removed meanwhile; it verifies as a key without (and
+        // spends nothing).
         const remaining = Option.isSome(spend) ? spend.value.remaining : undefined
-        const event = eventOf(end.principal, request, now, key.apiId, key.id, code, identity)
+        const spent = Option.isSome(spend) && spend.value.spent ? request.credits?.cost ?? 1 : 0
+        const event = eventOf(end.principal, request, now, key.apiId, key.id, code, identity, spent, end.started)
         return yield* recorded(event, end.durable, answerOf(end, code, limits, remaining))
       })
 
@@ -359,9 +375,14 @@ interface End {
   readonly key: Key
   readonly identity: Identity | undefined
   readonly durable: boolean
+  /** `performance.now()` when the call began. */
+  readonly started: number
 }
 
-/** The verification event of a call. */
+/**
+ * The verification event of a call that spent `spentCredits`, begun at `started`
+ * (`performance.now()`): its latency runs until now, when its answer is ready.
+ */
 const eventOf = (
   principal: Principal,
   request: VerifyKeyInput,
@@ -369,7 +390,9 @@ const eventOf = (
   apiId: string,
   keyId: string,
   code: Code,
-  identity: Identity | undefined
+  identity: Identity | undefined,
+  spentCredits: number,
+  started: number
 ) =>
   Verification.make({
     time: now,
@@ -378,7 +401,10 @@ const eventOf = (
     keyId,
     outcome: outcomeOf[code],
     identity: identity === undefined ? undefined : { id: identity.id, externalId: identity.externalId },
-    tags: request.tags
+    tags: request.tags,
+    spentCredits,
+    latency: Math.round((performance.now() - started) * 1000) / 1000,
+    region: ""
   })
 
 const NO_LIMITS: ReadonlyArray<KeyModel.KeyRatelimit> = []

@@ -4,7 +4,7 @@
 import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
 import { ValidationError } from "./Errors.js"
-import { boundedString, describeValue as describe, isWellFormed, NOT_WELL_FORMED } from "./Validation.js"
+import { boundedString, describeValue as describe, expected, isWellFormed, NOT_WELL_FORMED } from "./Validation.js"
 
 /** The nine outcomes of a verification, in the order the datapoint counters use. */
 export const Outcomes = [
@@ -46,6 +46,15 @@ export const MAX_BATCH = 10_000
 /** How far ahead of the server's clock a verification's time may be. */
 export const MAX_CLOCK_SKEW = 60_000
 
+/** Most credits one verification may record as spent (stores keep them as 32-bit unsigned integers). */
+export const MAX_SPENT_CREDITS = 4_294_967_295
+
+/** Longest latency one verification may record, in ms (an hour). */
+export const MAX_LATENCY = 3_600_000
+
+/** Longest region name, in UTF-16 code units. */
+export const MAX_REGION_LENGTH = 64
+
 /** Schema of a key, identity, external or api id. */
 export const Id = boundedString("an id", 1, MAX_ID_LENGTH)
 
@@ -77,7 +86,24 @@ export const VerificationInput = Schema.Struct({
   outcome: Outcome,
   time: Schema.optional(Timestamp.annotations({ description: "unix ms; defaults to now; at most 60 s ahead" })),
   identity: Schema.optional(Identity),
-  tags: Schema.optional(Schema.Array(Tag).pipe(Schema.maxItems(MAX_TAGS)))
+  tags: Schema.optional(Schema.Array(Tag).pipe(Schema.maxItems(MAX_TAGS))),
+  spentCredits: Schema.optional(
+    expected(
+      Schema.Number.pipe(Schema.int(), Schema.between(0, MAX_SPENT_CREDITS)),
+      `must be an integer from 0 to ${MAX_SPENT_CREDITS}`
+    ).annotations({ description: "credits the verification deducted; defaults to 0" })
+  ),
+  latency: Schema.optional(
+    expected(
+      Schema.Number.pipe(Schema.finite(), Schema.between(0, MAX_LATENCY)),
+      `must be a number of milliseconds from 0 to ${MAX_LATENCY}`
+    ).annotations({ description: "how long the verification took, in ms (kept to the microsecond); defaults to 0" })
+  ),
+  region: Schema.optional(
+    boundedString("a region", 0, MAX_REGION_LENGTH).annotations({
+      description: "where the verification ran; defaults to \"\" (unknown)"
+    })
+  )
 }).annotations({ identifier: "VerificationInput" })
 
 /** A verification as submitted. */
@@ -88,7 +114,12 @@ export const RecordVerificationsInput = Schema.Struct({
   verifications: Schema.Array(VerificationInput).pipe(Schema.minItems(1), Schema.maxItems(MAX_BATCH))
 }).annotations({ identifier: "RecordVerificationsInput" })
 
-/** A verification as stored: time set, tags de-duplicated and sorted. */
+/**
+ * A verification as stored: time set, tags de-duplicated and sorted. {@link make} and
+ * {@link decodeBatch} always set `spentCredits`, `latency` and `region`; they are optional in the
+ * type only so that events made elsewhere (a rate-limit decision's projection) need not carry them.
+ * Stores read an absent one as its default (0, 0, "").
+ */
 export interface Verification {
   readonly time: number
   readonly workspaceId: string
@@ -97,13 +128,25 @@ export interface Verification {
   readonly identity: Identity | undefined
   readonly outcome: Outcome
   readonly tags: ReadonlyArray<string>
+  /** Credits the verification deducted: an integer from 0 (none) to {@link MAX_SPENT_CREDITS}. */
+  readonly spentCredits?: number | undefined
+  /** How long the verification took, in ms to the microsecond (>= 0). */
+  readonly latency?: number | undefined
+  /** Where it ran; "" when unknown. */
+  readonly region?: string | undefined
 }
 
-/** A verification in stored form: without an identity or tags unless given; tags normalized. */
+/**
+ * A verification in stored form: without an identity or tags unless given; tags normalized; no
+ * credits spent, no latency and no region unless given.
+ */
 export const make = (
-  fields: Omit<Verification, "identity" | "tags"> & {
+  fields: Omit<Verification, "identity" | "tags" | "spentCredits" | "latency" | "region"> & {
     readonly identity?: Identity | undefined
     readonly tags?: ReadonlyArray<string> | undefined
+    readonly spentCredits?: number | undefined
+    readonly latency?: number | undefined
+    readonly region?: string | undefined
   }
 ): Verification => ({
   time: fields.time,
@@ -112,7 +155,10 @@ export const make = (
   keyId: fields.keyId,
   identity: fields.identity,
   outcome: fields.outcome,
-  tags: normalizeTags(fields.tags ?? [])
+  tags: normalizeTags(fields.tags ?? []),
+  spentCredits: fields.spentCredits ?? 0,
+  latency: fields.latency ?? 0,
+  region: fields.region ?? ""
 })
 
 /**
@@ -137,7 +183,17 @@ const isPlainObject = (value: unknown): value is Record<string, unknown> =>
 
 const OUTCOME_LIST = Outcomes.join(", ")
 const IDENTITY_FIELDS: ReadonlySet<string> = new Set(["id", "externalId"])
-const ITEM_FIELDS: ReadonlySet<string> = new Set(["apiId", "keyId", "outcome", "time", "identity", "tags"])
+const ITEM_FIELDS: ReadonlySet<string> = new Set([
+  "apiId",
+  "keyId",
+  "outcome",
+  "time",
+  "identity",
+  "tags",
+  "spentCredits",
+  "latency",
+  "region"
+])
 
 /** The first own field of `value` outside `known`; counting first keeps the common case cheap. */
 const unknownField = (value: Record<string, unknown>, known: ReadonlySet<string>, expected: number) => {
@@ -179,11 +235,12 @@ export const decodeBatch = (
     const item: unknown = input[i]
     const at = `${root}[${i}]`
     if (!isPlainObject(item)) return fail(`${at}: must be an object, got ${describe(item)}`)
-    const { apiId, keyId, outcome, time, identity, tags } = item
+    const { apiId, identity, keyId, latency, outcome, region, spentCredits, tags, time } = item
     const extra = unknownField(
       item,
       ITEM_FIELDS,
-      3 + (time !== undefined ? 1 : 0) + (identity !== undefined ? 1 : 0) + (tags !== undefined ? 1 : 0)
+      3 + (time !== undefined ? 1 : 0) + (identity !== undefined ? 1 : 0) + (tags !== undefined ? 1 : 0) +
+        (spentCredits !== undefined ? 1 : 0) + (latency !== undefined ? 1 : 0) + (region !== undefined ? 1 : 0)
     )
     if (extra !== undefined) return fail(`${at}.${extra}: is not a known field`)
     const error = checkId(apiId, `${at}.apiId`) ?? checkId(keyId, `${at}.keyId`) ??
@@ -226,6 +283,25 @@ export const decodeBatch = (
       }
       checkedTags = normalizeTags(tags as Array<string>)
     }
+    if (
+      spentCredits !== undefined &&
+      (typeof spentCredits !== "number" || !Number.isInteger(spentCredits) || spentCredits < 0 ||
+        spentCredits > MAX_SPENT_CREDITS)
+    ) {
+      return fail(
+        `${at}.spentCredits: must be an integer from 0 to ${MAX_SPENT_CREDITS}, got ${describe(spentCredits)}`
+      )
+    }
+    if (latency !== undefined && (typeof latency !== "number" || !(latency >= 0 && latency <= MAX_LATENCY))) {
+      return fail(`${at}.latency: must be a number of milliseconds from 0 to ${MAX_LATENCY}, got ${describe(latency)}`)
+    }
+    if (region !== undefined) {
+      if (typeof region !== "string") return fail(`${at}.region: must be a string, got ${describe(region)}`)
+      if (region.length > MAX_REGION_LENGTH) {
+        return fail(`${at}.region: must be 0 to ${MAX_REGION_LENGTH} characters, got ${region.length}`)
+      }
+      if (!isWellFormed(region)) return fail(`${at}.region: ${NOT_WELL_FORMED}`)
+    }
     out[i] = {
       time: at_time,
       workspaceId: options.workspaceId,
@@ -233,7 +309,10 @@ export const decodeBatch = (
       keyId: keyId as string,
       identity: checkedIdentity,
       outcome: outcome as Outcome,
-      tags: checkedTags
+      tags: checkedTags,
+      spentCredits: (spentCredits as number | undefined) ?? 0,
+      latency: (latency as number | undefined) ?? 0,
+      region: (region as string | undefined) ?? ""
     }
   }
   return Either.right(out)

@@ -5,10 +5,13 @@ import { describe, expect, it } from "@effect/vitest"
 import { Analytics } from "@keymeter/core/Analytics"
 import * as Auth from "@keymeter/core/Auth"
 import { Identity } from "@keymeter/core/Key"
+import * as Keymeter from "@keymeter/core/Keymeter"
 import { refillSince } from "@keymeter/core/KeyVerifier"
 import { Overrides } from "@keymeter/core/Overrides"
-import { Catalog } from "@keymeter/core/Storage"
+import { Catalog, VerificationStore } from "@keymeter/core/Storage"
+import { MemoryCatalog, MemoryRatelimitStore, MemoryVerificationStore } from "@keymeter/storage-memory"
 import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as TestClock from "effect/TestClock"
 import { admin, NOW, setup, SharedWindows, Test, WS } from "./KeyFixture.js"
@@ -48,6 +51,26 @@ const limitsAndCredits = Effect.gen(function*() {
   const unknown = yield* Effect.flip(verify(asked, { ratelimits: [{ name: "nope" }] }))
   expect(unknown._tag).toBe("ValidationError")
 })
+
+/** The memory storage with every key lookup by hash taking 25 ms more (a real timer). */
+const SlowLookups = Keymeter.layer.pipe(
+  Layer.provideMerge(Layer.mergeAll(
+    MemoryVerificationStore.layer,
+    MemoryRatelimitStore.layer,
+    Layer.effect(
+      Catalog,
+      Effect.map(Catalog, (catalog) =>
+        Catalog.of({
+          ...catalog,
+          findKeyByHash: (hash) =>
+            Effect.zipRight(
+              Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 25))),
+              catalog.findKeyByHash(hash)
+            )
+        }))
+    ).pipe(Layer.provide(MemoryCatalog.layer))
+  ))
+)
 
 describe("KeyVerifier", () => {
   it.effect("answers each outcome by its condition, first failure wins", () =>
@@ -103,6 +126,50 @@ describe("KeyVerifier", () => {
       expect(yield* verify(five, { credits: { cost: 0 } })).toMatchObject({ code: "VALID", credits: { remaining: 5 } })
       expect(yield* verify(five, { credits: { cost: 5 } })).toMatchObject({ code: "VALID", credits: { remaining: 0 } })
     }).pipe(Effect.provide(Test)))
+
+  it.effect("records the credits each verification spent and how long it took, to its answer", () =>
+    Effect.gen(function*() {
+      const { create, verify } = yield* setup
+      const store = yield* VerificationStore
+      const five = yield* create({ credits: { remaining: 5 } })
+      const plain = yield* create()
+      yield* verify(five.key, { credits: { cost: 3 } })
+      yield* verify(five.key, { credits: { cost: 3 } })
+      yield* verify(five.key, { credits: { cost: 0 } })
+      yield* verify(plain.key, { credits: { cost: 3 } })
+      yield* verify(five.key, { credits: { cost: 2 }, apiId: "api_b" })
+      const [batch] = yield* store.scan!({ workspaceId: WS, within: undefined, from: 0, to: NOW + 1, maxRows: 10 })
+      const rows = Array.from({ length: batch!.length }, (_, i) => ({
+        keyId: batch!.keyId.values[batch!.keyId.codes[i]!],
+        outcome: batch!.outcome[i],
+        spentCredits: batch!.spentCredits[i],
+        latency: batch!.latency[i]!,
+        region: batch!.region.values[batch!.region.codes[i]!]
+      }))
+      // Only what was taken: nothing when the balance fell short, for a key without credits, or
+      // another api's key (FORBIDDEN).
+      expect(rows.map((r) => [r.keyId, r.outcome, r.spentCredits, r.region])).toEqual([
+        [five.keyId, 0, 3, ""],
+        [five.keyId, 3, 0, ""],
+        [five.keyId, 0, 0, ""],
+        [plain.keyId, 0, 0, ""],
+        [five.keyId, 2, 0, ""]
+      ])
+      for (const { latency } of rows) {
+        expect(latency).toBeGreaterThanOrEqual(0)
+        expect(Math.round(latency * 1000) / 1000).toBe(latency)
+      }
+      // The first verification of a key loads it: its latency holds the load.
+      const slow = yield* create()
+      const started = performance.now()
+      yield* verify(slow.key)
+      const took = performance.now() - started
+      const all = yield* store.scan!({ workspaceId: WS, within: ["api_a"], from: 0, to: NOW + 1, maxRows: 10 })
+      const last = all.at(-1)!
+      const latency = last.latency[last.length - 1]!
+      expect(latency).toBeGreaterThanOrEqual(25)
+      expect(latency).toBeLessThanOrEqual(took + 0.001)
+    }).pipe(Effect.provide(SlowLookups)))
 
   it.effect("takes limits and credits together: a refused call spends neither", () =>
     limitsAndCredits.pipe(Effect.provide(Test)))

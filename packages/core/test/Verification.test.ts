@@ -13,13 +13,24 @@ const message = (items: unknown) => {
 }
 
 describe("Verification.decodeBatch", () => {
-  it("stores the normalised form: time defaults to now, tags de-duplicated and sorted", () => {
+  it("stores the normalised form: time defaults to now, tags de-duplicated and sorted, no details", () => {
     const result = decode([
       { apiId: "a", keyId: "k", outcome: "valid", tags: ["b", "a", "b"] },
-      { apiId: "a", keyId: "k", outcome: "expired", time: 0, identity: { id: "i", externalId: "e" } }
+      { apiId: "a", keyId: "k", outcome: "expired", time: 0, identity: { id: "i", externalId: "e" } },
+      { apiId: "a", keyId: "k", outcome: "valid", spentCredits: 4_294_967_295, latency: 0.125, region: "eu-west-1" }
     ])
-    expect(Either.getOrThrow(result)).toEqual([
-      { time: NOW, workspaceId: "ws", apiId: "a", keyId: "k", identity: undefined, outcome: "valid", tags: ["a", "b"] },
+    const none = { spentCredits: 0, latency: 0, region: "" }
+    expect(Either.getOrThrow(result)).toStrictEqual([
+      {
+        time: NOW,
+        workspaceId: "ws",
+        apiId: "a",
+        keyId: "k",
+        identity: undefined,
+        outcome: "valid",
+        tags: ["a", "b"],
+        ...none
+      },
       {
         time: 0,
         workspaceId: "ws",
@@ -27,9 +38,26 @@ describe("Verification.decodeBatch", () => {
         keyId: "k",
         identity: { id: "i", externalId: "e" },
         outcome: "expired",
-        tags: []
+        tags: [],
+        ...none
+      },
+      {
+        time: NOW,
+        workspaceId: "ws",
+        apiId: "a",
+        keyId: "k",
+        identity: undefined,
+        outcome: "valid",
+        tags: [],
+        spentCredits: 4_294_967_295,
+        latency: 0.125,
+        region: "eu-west-1"
       }
     ])
+    // `make` gives what a record call without them stores.
+    expect(Verification.make({ time: 0, workspaceId: "ws", apiId: "a", keyId: "k", outcome: "valid" })).toStrictEqual(
+      { time: 0, workspaceId: "ws", apiId: "a", keyId: "k", identity: undefined, outcome: "valid", tags: [], ...none }
+    )
   })
 
   it("names the index and field of the first bad item", () => {
@@ -59,6 +87,30 @@ describe("Verification.decodeBatch", () => {
       "verifications[0].identity.x: is not a known field"
     )
     expect(message([{ ...ok, extra: true }])).toBe("verifications[0].extra: is not a known field")
+    expect(message([{ ...ok, spentCredits: 1.5 }])).toBe(
+      "verifications[0].spentCredits: must be an integer from 0 to 4294967295, got 1.5"
+    )
+    expect(message([{ ...ok, spentCredits: 4_294_967_296 }])).toBe(
+      "verifications[0].spentCredits: must be an integer from 0 to 4294967295, got 4294967296"
+    )
+    expect(message([{ ...ok, spentCredits: "3" }])).toBe(
+      "verifications[0].spentCredits: must be an integer from 0 to 4294967295, got \"3\""
+    )
+    expect(message([{ ...ok, latency: -0.001 }])).toBe(
+      "verifications[0].latency: must be a number of milliseconds from 0 to 3600000, got -0.001"
+    )
+    expect(message([{ ...ok, latency: Infinity }])).toBe(
+      "verifications[0].latency: must be a number of milliseconds from 0 to 3600000, got Infinity"
+    )
+    expect(message([{ ...ok, latency: NaN }])).toBe(
+      "verifications[0].latency: must be a number of milliseconds from 0 to 3600000, got NaN"
+    )
+    expect(message([{ ...ok, region: 5 }])).toBe("verifications[0].region: must be a string, got 5")
+    expect(message([{ ...ok, region: "r".repeat(65) }])).toBe(
+      "verifications[0].region: must be 0 to 64 characters, got 65"
+    )
+    expect(message([{ ...ok, region: "eu\ud800" }])).toBe(`verifications[0].region: ${loneSurrogate}`)
+    expect(Either.isRight(decode([{ ...ok, spentCredits: 0, latency: 3_600_000, region: "" }]))).toBe(true)
     expect(message([])).toMatch(/at least 1/)
     expect(message(new Array(10_001).fill(ok))).toMatch(/at most 10000/)
     expect(message("x")).toMatch(/^verifications: must be an array/)
@@ -99,6 +151,17 @@ describe("Verification.decodeBatch", () => {
         anything
       ),
       tags: FastCheck.oneof(FastCheck.array(FastCheck.oneof(text, anything), { maxLength: 12 }), anything),
+      spentCredits: FastCheck.oneof(
+        FastCheck.integer({ min: -2, max: 5 }),
+        FastCheck.constantFrom(4_294_967_295, 4_294_967_296, 0.5, -0, NaN, Infinity),
+        anything
+      ),
+      latency: FastCheck.oneof(
+        FastCheck.double({ min: -1, max: 3_600_001 }),
+        FastCheck.constantFrom(3_600_000, 3_600_000.001, -0, NaN, Infinity, -Infinity),
+        anything
+      ),
+      region: FastCheck.oneof(text, FastCheck.constantFrom("x".repeat(64), "x".repeat(65)), anything),
       extra: FastCheck.constant(1)
     }, { requiredKeys: [] })
     FastCheck.assert(

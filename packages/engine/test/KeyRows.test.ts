@@ -25,7 +25,7 @@ const mainRun = (seed: number, merged: boolean): Run => {
   const partition = new Partition(100)
   for (let k = 0; k < 200; k++) partition.keyCode(`k${k}`)
   let hour = 1000
-  const add = (h: number, key: number) => partition.addCoded(h, key, 0, 0, Math.floor(next() * 9))
+  const add = (h: number, key: number) => partition.addCoded(h, key, 0, 0, Math.floor(next() * 9), 0, 0, 0, 0)
   const oldKey = () => Math.floor(next() ** 3 * 200)
   const newKey = () => 200 + Math.floor(next() * 100)
   for (let r = 0; r < 150_000 - (merged ? 30_000 : 0); r++) {

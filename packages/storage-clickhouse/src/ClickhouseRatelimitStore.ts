@@ -9,10 +9,13 @@
  *
  * Reads: counts from the `rl_` rollups by the planner of verifications (same shapes, other
  * prefix), so they are answered exactly as verification counts are; hits from
- * `rl_override_hits`; the latest decisions from `ratelimits`, which holds each decision in full
- * for `decisionRetentionDays` (whole days of it are dropped after that; the counts stay).
+ * `rl_override_hits`; the latest decisions, and the raw decisions SQL analytics scan, from
+ * `ratelimits`, which holds each decision in full for `decisionRetentionDays` (whole days of it are
+ * dropped after that; the counts stay).
  */
+import { QueryTooLarge } from "@keymeter/core/Errors"
 import type { StorageError } from "@keymeter/core/Errors"
+import type { RatelimitColumns, ScanScope } from "@keymeter/core/EventScan"
 import * as GroupCommit from "@keymeter/core/GroupCommit"
 import type { OverrideHits, RatelimitEvent } from "@keymeter/core/RatelimitEvent"
 import { SourceIndex, Sources } from "@keymeter/core/RatelimitEvent"
@@ -108,6 +111,65 @@ const fromRow = (workspaceId: string, namespaceId: string, r: Array<unknown>): R
   }
 }
 
+/** The failure of a scan whose scope holds more than `maxRows` decisions. */
+const scanTooLarge = (maxRows: number) =>
+  new QueryTooLarge({
+    message: `The scope holds more than ${maxRows} rate-limit decisions (the row budget of a scan); narrow it ` +
+      "with a shorter window or fewer namespaces"
+  })
+
+/** A dictionary of one scan's strings: values by code, codes by value. */
+class ScanDictionary {
+  readonly values: Array<string> = []
+  private readonly codes = new Map<string, number>()
+  code(value: string): number {
+    let code = this.codes.get(value)
+    if (code === undefined) {
+      code = this.values.length
+      this.codes.set(value, code)
+      this.values.push(value)
+    }
+    return code
+  }
+}
+
+/** Columns `scan` reads, in the order {@link scanColumns} takes them. */
+const SCAN_COLUMNS = "namespace_id, time, identifier, passed, latency_us, override_id"
+
+/** Rows of {@link SCAN_COLUMNS} as columns, with dictionaries of their own. */
+const scanColumns = (rows: ReadonlyArray<ReadonlyArray<unknown>>): RatelimitColumns => {
+  const n = rows.length
+  const namespace = new Uint32Array(n)
+  const time = new Float64Array(n)
+  const identifier = new Uint32Array(n)
+  const passed = new Uint8Array(n)
+  const latency = new Float64Array(n)
+  const override = new Uint32Array(n)
+  const namespaces = new ScanDictionary()
+  const identifiers = new ScanDictionary()
+  const overrides = new ScanDictionary()
+  // Code 0, no override, is "".
+  overrides.code("")
+  for (let i = 0; i < n; i++) {
+    const row = rows[i]!
+    namespace[i] = namespaces.code(row[0] as string)
+    time[i] = Number(row[1])
+    identifier[i] = identifiers.code(row[2] as string)
+    passed[i] = Number(row[3]) === 0 ? 0 : 1
+    latency[i] = Number(row[4]) / 1000
+    override[i] = overrides.code(row[5] as string)
+  }
+  return {
+    length: n,
+    time,
+    namespaceId: { codes: namespace, values: namespaces.values },
+    identifier: { codes: identifier, values: identifiers.values },
+    passed,
+    latency,
+    overrideId: { codes: override, values: overrides.values }
+  }
+}
+
 /**
  * Drops the days of `ratelimits` wholly older than the retention (partitions are UTC days; a
  * missing one drops nothing, so servers sweeping at once do no harm).
@@ -192,6 +254,29 @@ export const make = (options: Options) =>
             if (rows.length >= limit) return rows.map((r) => fromRow(workspaceId, namespaceId, r))
           }
           return (yield* newest(undefined)).map((r) => fromRow(workspaceId, namespaceId, r))
+        }),
+      scan: (scope: ScanScope) =>
+        Effect.gen(function*() {
+          const now = yield* Clock.currentTimeMillis
+          // Times are whole ms: `time >= from` is `time >= ceil(from)`, and so for `to`. Days past the
+          // retention that no sweep has dropped yet are not answered.
+          const kept = Number.isFinite(retentionDays) ? now - retentionDays * Time.DAY : -Infinity
+          const from = Math.ceil(Math.max(scope.from, kept, Number.MIN_SAFE_INTEGER))
+          const to = Math.ceil(Math.min(scope.to, Number.MAX_SAFE_INTEGER))
+          const within = scope.within === undefined ? undefined : [...new Set(scope.within)]
+          if (within?.length === 0 || !(from < to)) return []
+          const maxRows = Math.max(0, Math.min(Math.floor(scope.maxRows), Number.MAX_SAFE_INTEGER - 1))
+          // The hours bound the primary key's range (and the day partitions read); `time` the rows.
+          const rows = yield* db.query(
+            `SELECT ${SCAN_COLUMNS} FROM ratelimits ` +
+              sql`WHERE workspace_id = ${scope.workspaceId}` +
+              (within === undefined ? "" : ` AND namespace_id IN (${within.map((id) => sql`${id}`).join(", ")})`) +
+              sql` AND hour >= ${Math.max(0, Math.floor(from / Time.HOUR))}` +
+              sql` AND hour <= ${Math.max(0, Math.floor((to - 1) / Time.HOUR))}` +
+              sql` AND time >= ${from} AND time < ${to} LIMIT ${maxRows + 1}`
+          )
+          if (rows.length > maxRows) return yield* Effect.fail(scanTooLarge(scope.maxRows))
+          return rows.length === 0 ? [] : [scanColumns(rows)]
         })
     })
   })

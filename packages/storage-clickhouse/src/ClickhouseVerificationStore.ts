@@ -8,9 +8,12 @@
  * falls behind (or is down) by more than `maxBufferedEvents`, new calls fail at once instead of
  * piling up in memory.
  *
- * Reads: one SELECT per query over the rollups (`internal/Planner`).
+ * Reads: one SELECT per query over the rollups (`internal/Planner`); raw scans (`scan`) one SELECT
+ * over `verifications`, within the scope's workspace, apis and time range, a row past the budget at
+ * most.
  */
-import { IdempotencyKeyInUse, StorageError } from "@keymeter/core/Errors"
+import { IdempotencyKeyInUse, QueryTooLarge, StorageError } from "@keymeter/core/Errors"
+import type { Dictionary, ScanScope, VerificationColumns } from "@keymeter/core/EventScan"
 import * as GroupCommit from "@keymeter/core/GroupCommit"
 import type { Receipt } from "@keymeter/core/Idempotency"
 import * as Ids from "@keymeter/core/Ids"
@@ -24,7 +27,7 @@ import * as Option from "effect/Option"
 import * as Aggregate from "./internal/Aggregate.js"
 import type * as Connection from "./internal/Connection.js"
 import * as Database from "./internal/Database.js"
-import { sql } from "./internal/Literal.js"
+import { integer, sql, string } from "./internal/Literal.js"
 
 /** How to reach ClickHouse and how to batch. */
 export interface Options {
@@ -52,6 +55,11 @@ const CLAIM_MARGIN_MS = 5_000
 /** Splits `http://user:pass@host:port/db` into the client's URL, database and credentials. */
 export const parseUrl: (url: string) => Connection.Target | StorageError = Database.parseUrl
 
+/** Largest value of the UInt32 columns: spent credits and latency (µs) are clamped to it. */
+const MAX_U32 = 4_294_967_295
+
+const clampU32 = (value: number): number => (value >= 0 ? (value <= MAX_U32 ? Math.floor(value) : MAX_U32) : 0)
+
 const row = (event: Verification, batch = "") => {
   const hour = Math.floor(event.time / Time.HOUR)
   return {
@@ -64,9 +72,111 @@ const row = (event: Verification, batch = "") => {
     identity_id: event.identity?.id ?? "",
     external_id: event.identity?.externalId ?? "",
     tags: event.tags,
-    outcome: OutcomeIndex.get(event.outcome)!
+    outcome: OutcomeIndex.get(event.outcome)!,
+    spent_credits: clampU32(event.spentCredits ?? 0),
+    latency_us: clampU32(Math.round((event.latency ?? 0) * 1000)),
+    region: event.region ?? ""
   }
 }
+
+/** Values of a column, coded in the order first seen. */
+class Coder<A> {
+  private readonly codes = new Map<string, number>()
+  readonly values: Array<A> = []
+  /** `id` names `value` (a string, or a tag set's joined form). */
+  code(id: string, value: A): number {
+    let code = this.codes.get(id)
+    if (code === undefined) {
+      this.codes.set(id, code = this.values.length)
+      this.values.push(value)
+    }
+    return code
+  }
+}
+
+/** Length-prefixed join of a tag set: no separator can collide. */
+const tagsetId = (tags: ReadonlyArray<string>): string => {
+  let out = ""
+  for (const tag of tags) out += tag.length + ":" + tag
+  return out
+}
+
+const dictionary = <A>(codes: ArrayLike<number>, coder: Coder<A>): Dictionary<A> => ({ codes, values: coder.values })
+
+/**
+ * Rows of a scan (`time, api_id, key_id, identity_id, external_id, outcome, tags, spent_credits,
+ * latency_us, region`) as one batch of columns, each string column coded in the order first seen.
+ */
+const columnsOf = (rows: ReadonlyArray<ReadonlyArray<unknown>>): VerificationColumns => {
+  const n = rows.length
+  const time = new Float64Array(n)
+  const outcome = new Uint8Array(n)
+  const spentCredits = new Float64Array(n)
+  const latency = new Float64Array(n)
+  const codes = {
+    api: new Uint32Array(n),
+    key: new Uint32Array(n),
+    identity: new Uint32Array(n),
+    external: new Uint32Array(n),
+    tags: new Uint32Array(n),
+    region: new Uint32Array(n)
+  }
+  const coders = {
+    api: new Coder<string>(),
+    key: new Coder<string>(),
+    identity: new Coder<string>(),
+    external: new Coder<string>(),
+    tags: new Coder<ReadonlyArray<string>>(),
+    region: new Coder<string>()
+  }
+  for (let i = 0; i < n; i++) {
+    const r = rows[i]!
+    time[i] = Number(r[0])
+    codes.api[i] = coders.api.code(r[1] as string, r[1] as string)
+    codes.key[i] = coders.key.code(r[2] as string, r[2] as string)
+    codes.identity[i] = coders.identity.code(r[3] as string, r[3] as string)
+    codes.external[i] = coders.external.code(r[4] as string, r[4] as string)
+    outcome[i] = Number(r[5])
+    const tags = r[6] as ReadonlyArray<string>
+    codes.tags[i] = coders.tags.code(tagsetId(tags), tags)
+    spentCredits[i] = Number(r[7])
+    latency[i] = Number(r[8]) / 1000
+    codes.region[i] = coders.region.code(r[9] as string, r[9] as string)
+  }
+  return {
+    length: n,
+    time,
+    apiId: dictionary(codes.api, coders.api),
+    keyId: dictionary(codes.key, coders.key),
+    identityId: dictionary(codes.identity, coders.identity),
+    externalId: dictionary(codes.external, coders.external),
+    outcome,
+    tags: dictionary(codes.tags, coders.tags),
+    spentCredits,
+    latency,
+    region: dictionary(codes.region, coders.region)
+  }
+}
+
+/**
+ * The SELECT of a scope's rows (one past `maxRows` at most), or undefined when it can hold none.
+ * Every value is a literal written by `Literal`; the hour bounds let the primary key and the
+ * partitions narrow what is read.
+ */
+export const scanText = (scope: ScanScope): string | undefined => {
+  // Times are whole ms: an inclusive bound rounds up, as does the exclusive one.
+  const from = Math.max(0, Math.ceil(scope.from))
+  const to = Math.min(Number.MAX_SAFE_INTEGER, Math.ceil(scope.to))
+  if (!(from < to) || (scope.within !== undefined && scope.within.length === 0)) return undefined
+  const apis = scope.within === undefined ? "" : ` AND api_id IN (${[...new Set(scope.within)].map(string).join(", ")})`
+  return "SELECT time, api_id, key_id, identity_id, external_id, outcome, tags, spent_credits, latency_us, region " +
+    `FROM verifications WHERE workspace_id = ${string(scope.workspaceId)}${apis} ` +
+    `AND hour >= ${integer(Math.floor(from / Time.HOUR))} AND hour <= ${integer(Math.floor((to - 1) / Time.HOUR))} ` +
+    `AND time >= ${integer(from)} AND time < ${integer(to)} ` +
+    `LIMIT ${integer(Math.min(Math.max(0, Math.floor(scope.maxRows)), Number.MAX_SAFE_INTEGER - 1) + 1)}`
+}
+
+const NO_BATCHES: ReadonlyArray<VerificationColumns> = []
 
 /** The store on the server `options.url` names, migrated; its writer lives as long as the scope. */
 export const make = (options: Options) =>
@@ -188,10 +298,25 @@ export const make = (options: Options) =>
         yield* offer(events, receipt)
       })
 
+    const scan = (scope: ScanScope) =>
+      Effect.gen(function*() {
+        const text = scanText(scope)
+        if (text === undefined) return NO_BATCHES
+        const rows = yield* db.query(text)
+        if (rows.length > scope.maxRows) {
+          return yield* new QueryTooLarge({
+            message: `The scan would read more than ${scope.maxRows} rows; narrow it with a shorter time range or ` +
+              "fewer apis"
+          })
+        }
+        return rows.length === 0 ? NO_BATCHES : [columnsOf(rows)]
+      })
+
     return VerificationStore.of({
       append: (events, receipt) => (receipt === undefined ? offer(events) : appendKeyed(events, receipt)),
       findReceipt,
-      aggregate: Aggregate.make(db, "r_")
+      aggregate: Aggregate.make(db, "r_"),
+      scan
     })
   })
 

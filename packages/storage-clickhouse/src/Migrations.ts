@@ -183,6 +183,19 @@ export const migrations: ReadonlyArray<
         "GROUP BY workspace_id, override_id"
       ]
     ]
+  },
+  {
+    id: 4,
+    name: "verification_details",
+    // What each verification spent, how long it took (whole µs) and where it ran, for raw scans;
+    // rows written before read 0, 0 and "". One column per step: ALTERs of one table one at a time,
+    // each run again as done when its column exists (18.16 has no ADD COLUMN IF NOT EXISTS: see
+    // `idempotent`).
+    steps: [
+      ["ALTER TABLE verifications ADD COLUMN spent_credits UInt32 DEFAULT 0"],
+      ["ALTER TABLE verifications ADD COLUMN latency_us UInt32 DEFAULT 0"],
+      ["ALTER TABLE verifications ADD COLUMN region String DEFAULT ''"]
+    ]
   }
 ]
 

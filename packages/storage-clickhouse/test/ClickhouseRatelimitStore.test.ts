@@ -2,6 +2,7 @@ import { ClickHouseLogLevel, createClient } from "@clickhouse/client"
 import { describe, expect, it, layer } from "@effect/vitest"
 import * as Aggregation from "@keymeter/core/Aggregation"
 import type { AggregationQuery, AggregationResult } from "@keymeter/core/Aggregation"
+import type { RatelimitColumns, ScanScope } from "@keymeter/core/EventScan"
 import type { RatelimitEvent } from "@keymeter/core/RatelimitEvent"
 import { Sources } from "@keymeter/core/RatelimitEvent"
 import type { RatelimitStore } from "@keymeter/core/Storage"
@@ -98,6 +99,20 @@ const rows = (result: AggregationResult) =>
     ])).sort()
 
 const total = (result: AggregationResult) => result.counts.reduce((a, b) => a + b, 0)
+
+/** A scan's rows, decoded, each as one comparable string, sorted. */
+const scanned = (batches: ReadonlyArray<RatelimitColumns>) =>
+  batches.flatMap((b) =>
+    Array.from({ length: b.length }, (_, i) =>
+      JSON.stringify([
+        b.time[i],
+        b.namespaceId.values[b.namespaceId.codes[i]!],
+        b.identifier.values[b.identifier.codes[i]!],
+        b.passed[i],
+        b.latency[i],
+        b.overrideId.values[b.overrideId.codes[i]!]
+      ]))
+  ).sort()
 
 const select = (database: string, text: string) =>
   Effect.promise(async () => {
@@ -216,6 +231,41 @@ describe.skipIf(skipped)("ClickhouseRatelimitStore on a real server", () => {
       }
     }))
 
+  it.scoped("scans a scope's raw decisions as the memory store does, whatever its ids hold", () =>
+    Effect.gen(function*() {
+      const { url } = yield* freshDatabase
+      const store = yield* open(url)
+      const memory = MemoryRatelimitStore.make()
+      // Quotes, backslashes and control characters in ids: written as literals, escaped.
+      const workspaces = ["ws", "w's\\\n\u0001"]
+      const namespaces = ["ns_1", "n's\\", "ns') OR 1 = 1 --"]
+      const decisions = Array.from({ length: 120 }, (_, i) =>
+        decision({
+          time: T0 + (i % 40) * 17 * 60_000 + (i % 3),
+          workspaceId: workspaces[i % 2]!,
+          namespaceId: namespaces[i % 3]!,
+          identifier: IDENTIFIERS[i % IDENTIFIERS.length]!,
+          passed: i % 4 !== 0,
+          overrideId: i % 5 === 0 ? `or_'${i % 2}` : undefined,
+          latency: (i * 37) / 1000
+        }))
+      yield* memory.append(decisions)
+      yield* store.append(decisions)
+      for (const workspaceId of [...workspaces, "nobody"]) {
+        for (const within of [undefined, [], ["ns_1"], ["n's\\", "ns') OR 1 = 1 --"], ["ns_1')"]]) {
+          for (const [from, to] of [[T0 - DAY, T0 + DAY], [T0 + 3 * HOUR + 0.5, T0 + 7 * HOUR + 1], [T0 + DAY, T0]]) {
+            const scope: ScanScope = { workspaceId, within, from: from!, to: to!, maxRows: 1_000 }
+            const expected = scanned(yield* memory.scan!(scope))
+            expect(scanned(yield* store.scan!(scope)), JSON.stringify(scope)).toEqual(expected)
+            if (expected.length > 0) {
+              const error = yield* Effect.flip(store.scan!({ ...scope, maxRows: expected.length - 1 }))
+              expect(error._tag).toBe("QueryTooLarge")
+            }
+          }
+        }
+      }
+    }))
+
   it.scoped("keeps verifications and decisions apart, in one database, both stores opening at once", () =>
     Effect.gen(function*() {
       const { database, url } = yield* freshDatabase
@@ -254,6 +304,11 @@ describe.skipIf(skipped)("ClickhouseRatelimitStore on a real server", () => {
         // The newest from the last hours alone, the rest from the whole history.
         expect(yield* store.decisions("ws", "ns_1", { limit: 1 })).toEqual([recent])
         expect(yield* store.decisions("ws", "ns_1", { limit: 2 })).toEqual([recent, old])
+        // Past the retention, not yet dropped: never scanned.
+        const scope = { workspaceId: "ws", within: undefined, from: now - 50 * DAY, to: now + DAY, maxRows: 10 }
+        const [batch, ...none] = yield* store.scan!(scope)
+        expect(none).toEqual([])
+        expect(Array.from(batch!.time)).toEqual([recent.time])
       }))
       // The first sweep runs as the store opens.
       const store = yield* open(url, { decisionRetentionDays: 30 })

@@ -3,6 +3,7 @@ import { describe, expect, it } from "@effect/vitest"
 import * as Aggregation from "@keymeter/core/Aggregation"
 import type { AggregationQuery } from "@keymeter/core/Aggregation"
 import { StorageError } from "@keymeter/core/Errors"
+import type { ScanScope, VerificationColumns } from "@keymeter/core/EventScan"
 import * as Verification from "@keymeter/core/Verification"
 import type { Verification as Event } from "@keymeter/core/Verification"
 import { ClickhouseVerificationStore, Migrations } from "@keymeter/storage-clickhouse"
@@ -28,6 +29,58 @@ const query = (overrides: Partial<AggregationQuery> = {}) =>
   })
 
 const total = (result: { counts: Float64Array }) => result.counts.reduce((a, b) => a + b, 0)
+
+/** Each row of the batches: [time, api, key, identity id, external id, outcome, tags, credits, latency, region]. */
+const rowsOf = (batches: ReadonlyArray<VerificationColumns>) =>
+  batches.flatMap((b) =>
+    Array.from({ length: b.length }, (_, i) => [
+      b.time[i],
+      b.apiId.values[b.apiId.codes[i]!],
+      b.keyId.values[b.keyId.codes[i]!],
+      b.identityId.values[b.identityId.codes[i]!],
+      b.externalId.values[b.externalId.codes[i]!],
+      Verification.Outcomes[b.outcome[i]!],
+      b.tags.values[b.tags.codes[i]!],
+      b.spentCredits[i],
+      b.latency[i],
+      b.region.values[b.region.codes[i]!]
+    ])
+  ).sort((a, b) => (a[0] as number) - (b[0] as number))
+
+const scope = (fields: Partial<ScanScope> = {}): ScanScope => ({
+  workspaceId: "ws",
+  within: undefined,
+  from: T0,
+  to: T0 + 100 * HOUR,
+  maxRows: 1000,
+  ...fields
+})
+
+describe("ClickhouseVerificationStore.scanText", () => {
+  it("writes the scope as literals: strings escaped, times whole, a row past the budget", () => {
+    expect(
+      ClickhouseVerificationStore.scanText(scope({
+        workspaceId: "ws'; DROP TABLE verifications; --",
+        within: ["a\\", "b'", "a\\"],
+        from: T0 + 0.5,
+        to: T0 + HOUR + 0.5,
+        maxRows: 10
+      }))
+    ).toBe(
+      "SELECT time, api_id, key_id, identity_id, external_id, outcome, tags, spent_credits, latency_us, region " +
+        "FROM verifications WHERE workspace_id = 'ws\\'; DROP TABLE verifications; --' AND api_id IN ('a\\\\', 'b\\'') " +
+        `AND hour >= ${T0 / HOUR} AND hour <= ${T0 / HOUR + 1} AND time >= ${T0 + 1} AND time < ${
+          T0 + HOUR + 1
+        } LIMIT 11`
+    )
+    expect(ClickhouseVerificationStore.scanText(scope({ within: [] }))).toBeUndefined()
+    expect(ClickhouseVerificationStore.scanText(scope({ from: T0, to: T0 }))).toBeUndefined()
+    expect(ClickhouseVerificationStore.scanText(scope({ from: NaN }))).toBeUndefined()
+    expect(ClickhouseVerificationStore.scanText(scope({ to: Infinity, maxRows: Infinity }))).toMatch(
+      new RegExp(`time < ${Number.MAX_SAFE_INTEGER} LIMIT ${Number.MAX_SAFE_INTEGER}$`)
+    )
+  })
+})
 
 describe("ClickhouseVerificationStore.parseUrl", () => {
   it("takes the database from the path, credentials from the URL, and refuses the rest", () => {
@@ -221,6 +274,85 @@ describe.skipIf(ClickhouseTestServer.skip() !== undefined)("ClickhouseVerificati
           const partial = yield* Effect.flip(store.findReceipt("ws", "partial", NOW))
           expect(partial.message).toMatch(/stored in part \(1 of 3 events, batch batch_p\)/)
         }))
+    ))
+
+  it.effect("scans the scope's rows with what each spent, how long it took and where", () =>
+    withDatabase((url) =>
+      open(url, (store) =>
+        Effect.gen(function*() {
+          const odd = "a'\\b\u0000é"
+          yield* store.append([
+            Verification.make({
+              time: T0 + 5,
+              workspaceId: "ws",
+              apiId: odd,
+              keyId: odd,
+              outcome: "usageExceeded",
+              identity: { id: "i1", externalId: odd },
+              tags: ["b", odd],
+              spentCredits: 7,
+              latency: 1.2345678,
+              region: odd
+            }),
+            Verification.make({
+              time: T0 + HOUR,
+              workspaceId: "ws",
+              apiId: "b",
+              keyId: "k2",
+              outcome: "valid",
+              spentCredits: 2 ** 40,
+              latency: 5_000_000
+            }),
+            Verification.make({ time: T0 + 6, workspaceId: "ws_other", apiId: odd, keyId: "k1", outcome: "valid" })
+          ])
+          expect(rowsOf(yield* store.scan!(scope()))).toEqual([
+            [T0 + 5, odd, odd, "i1", odd, "usageExceeded", [odd, "b"], 7, 1.235, odd],
+            [T0 + HOUR, "b", "k2", "", "", "valid", [], 2 ** 32 - 1, (2 ** 32 - 1) / 1000, ""]
+          ])
+          expect(rowsOf(yield* store.scan!(scope({ within: [odd, "nope"] })))).toHaveLength(1)
+          expect(yield* store.scan!(scope({ within: [] }))).toEqual([])
+          expect(rowsOf(yield* store.scan!(scope({ from: T0 + 5.5, to: T0 + HOUR })))).toEqual([])
+          expect(rowsOf(yield* store.scan!(scope({ from: T0 + 4.5, to: T0 + 5.5 })))).toHaveLength(1)
+          expect(rowsOf(yield* store.scan!(scope({ maxRows: 2 })))).toHaveLength(2)
+          const error = yield* Effect.flip(store.scan!(scope({ maxRows: 1 })))
+          expect([error._tag, error.message]).toEqual([
+            "QueryTooLarge",
+            "The scan would read more than 1 rows; narrow it with a shorter time range or fewer apis"
+          ])
+        }))
+    ))
+
+  it.effect("adds the columns of migration 4 to a database of migration 3: earlier rows read no details", () =>
+    withDatabase((url, database) =>
+      Effect.gen(function*() {
+        yield* open(url, () => Effect.void)
+        // As a keymeter of migration 3 left it (one column added already: a start stopped midway).
+        yield* run(database, "ALTER TABLE verifications DROP COLUMN latency_us")
+        yield* run(database, "ALTER TABLE verifications DROP COLUMN region")
+        yield* run(database, "DROP TABLE keymeter_migrations")
+        yield* run(
+          database,
+          "CREATE TABLE keymeter_migrations (id UInt32, name String, applied_at Int64) ENGINE = MergeTree ORDER BY id"
+        )
+        yield* run(
+          database,
+          "INSERT INTO keymeter_migrations VALUES (1, 'verifications', 0), (2, 'idempotency', 0), (3, 'ratelimits', 0)"
+        )
+        yield* run(
+          database,
+          `INSERT INTO verifications (workspace_id, api_id, time, hour, key_id, identity_id, external_id, tags, outcome) ` +
+            `VALUES ('ws', 'api', ${T0 + 1}, ${T0 / HOUR}, 'old', '', '', [], 0)`
+        )
+        const rows = yield* open(url, (store) =>
+          Effect.zipRight(
+            store.append([Verification.make({ ...event(T0 + 2, "new"), spentCredits: 3, latency: 0.5, region: "eu" })]),
+            store.scan!(scope())
+          ))
+        expect(rowsOf(rows)).toEqual([
+          [T0 + 1, "api", "old", "", "", "valid", [], 0, 0, ""],
+          [T0 + 2, "api", "new", "", "", "valid", [], 3, 0.5, "eu"]
+        ])
+      })
     ))
 
   it.effect("reads whole days from the day tables and edge hours from the hour tables", () =>

@@ -1,16 +1,22 @@
 /**
  * The rate-limit half of the Storage port in memory: decisions counted by the columnar engine of
  * `@keymeter/engine` through `RatelimitEvent`'s projection (so they are counted exactly, and as
- * fast, as verifications), each override's hits, and the latest decisions in full.
+ * fast, as verifications), each override's hits, the latest decisions in full, and every decision's
+ * time, namespace, identifier, passed, latency and override in compact columns for SQL analytics
+ * (`scan`, see `internal/DecisionColumns`).
  */
 import * as Aggregation from "@keymeter/core/Aggregation"
-import { StorageError } from "@keymeter/core/Errors"
+import { QueryTooLarge, StorageError } from "@keymeter/core/Errors"
 import type { HitTally, OverrideHits, RatelimitEvent } from "@keymeter/core/RatelimitEvent"
 import { asVerification, tallyHit } from "@keymeter/core/RatelimitEvent"
 import { RatelimitStore } from "@keymeter/core/Storage"
+import * as Time from "@keymeter/core/Time"
+import { OutcomeIndex } from "@keymeter/core/Verification"
 import { Engine } from "@keymeter/engine"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import type { Partition } from "./internal/DecisionColumns.js"
+import { DecisionColumns } from "./internal/DecisionColumns.js"
 
 /** Tuning of the store. */
 export interface Options extends Engine.Options {
@@ -21,6 +27,15 @@ export interface Options extends Engine.Options {
 /** Default of {@link Options.heldDecisions}. */
 export const DEFAULT_HELD_DECISIONS = 10_000
 
+const VALID = OutcomeIndex.get("valid")!
+
+/** The failure of a scan whose scope holds more than `maxRows` decisions. */
+const scanTooLarge = (maxRows: number) =>
+  new QueryTooLarge({
+    message: `The scope holds more than ${maxRows} rate-limit decisions (the row budget of a scan); narrow it ` +
+      "with a shorter window or fewer namespaces"
+  })
+
 /** A {@link RatelimitStore} over a new, empty {@link Engine}. */
 export const make = (options: Options = {}) => {
   const engine = new Engine.Engine(options)
@@ -29,10 +44,33 @@ export const make = (options: Options = {}) => {
   const ring: Array<RatelimitEvent | undefined> = []
   let next = 0
   const hits: HitTally = new Map()
+  // Each partition's columns beside the engine's loader of the same partition: its codes are the columns' too.
+  const columns = new DecisionColumns((workspaceId, namespaceId) =>
+    engine.load(workspaceId, namespaceId, { replace: false })
+  )
   let revision = 0
+  let batches = 0
 
   const append = (events: ReadonlyArray<RatelimitEvent>) => {
-    engine.append(events.map(asVerification))
+    // As `engine.append(events.map(asVerification))`, each projected value looked up once for both.
+    const touched: Array<Partition<Engine.Loader>> = []
+    batches++
+    for (const event of events) {
+      const partition = columns.partition(event.workspaceId, event.namespaceId)
+      const counts = partition.counts
+      const projected = asVerification(event)
+      const key = counts.keyCode(projected.keyId)
+      const identity = projected.identity === undefined ? 0 : counts.identityCode(projected.identity)
+      const tagset = projected.tags.length === 0 ? 0 : counts.tagsetCode(projected.tags)
+      const outcome = projected.outcome === "valid" ? VALID : OutcomeIndex.get(projected.outcome)!
+      counts.add(Math.floor(projected.time / Time.HOUR), key, identity, tagset, outcome, 1)
+      if (partition.batch !== batches) {
+        partition.batch = batches
+        touched.push(partition)
+      }
+      partition.push(event, key, identity)
+    }
+    for (const partition of touched) partition.counts.flush()
     for (const event of events) {
       if (held > 0) {
         ring[next] = event
@@ -77,6 +115,11 @@ export const make = (options: Options = {}) => {
           ) found.push(event)
         }
         return found.sort((a, b) => b.time - a.time).slice(0, limit)
+      }),
+    scan: (scope) =>
+      Effect.suspend(() => {
+        const found = columns.scan(scope)
+        return found === undefined ? Effect.fail(scanTooLarge(scope.maxRows)) : Effect.succeed(found)
       }),
     revision: () => revision
   })

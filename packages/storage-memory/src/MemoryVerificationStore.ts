@@ -3,7 +3,7 @@
  * (dictionary-encoded, partitioned by api, ordered by hour) as a store.
  */
 import * as Aggregation from "@keymeter/core/Aggregation"
-import { StorageError } from "@keymeter/core/Errors"
+import { QueryTooLarge, StorageError } from "@keymeter/core/Errors"
 import type { Receipt } from "@keymeter/core/Idempotency"
 import { VerificationStore } from "@keymeter/core/Storage"
 import { Engine } from "@keymeter/engine"
@@ -61,6 +61,19 @@ export const make = (engine: Engine.Engine = new Engine.Engine()) => {
       Effect.suspend(() => {
         const result = engine.aggregate(query)
         return result === undefined ? Effect.fail(Aggregation.tooLarge(query, query.maxRows)) : Effect.succeed(result)
+      }),
+    // Views of the engine's columns (see `Engine.scan`), which later appends leave as they are.
+    scan: (scope) =>
+      Effect.suspend(() => {
+        const batches = engine.scan(scope)
+        return batches === undefined
+          ? Effect.fail(
+            new QueryTooLarge({
+              message: `The scan would read more than ${scope.maxRows} rows; narrow it with a shorter ` +
+                "time range or fewer apis"
+            })
+          )
+          : Effect.succeed(batches)
       }),
     revision: () => revision
   })

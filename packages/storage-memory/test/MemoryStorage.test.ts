@@ -30,6 +30,32 @@ describe("MemoryStorage", () => {
       expect(fresh.size).toBe(0)
     }).pipe(Effect.provide(MemoryStorage.layer)))
 
+  it.effect("scans raw events as columns, and fails with QueryTooLarge naming the row budget past maxRows", () =>
+    Effect.gen(function*() {
+      const store = yield* VerificationStore
+      yield* store.append([
+        Verification.make({ ...event(1, "a"), spentCredits: 3, latency: 1.5, region: "eu" }),
+        event(2, "b")
+      ])
+      const scope = { workspaceId: "ws", within: undefined, from: 0, to: 100 * HOUR, maxRows: 2 }
+      const [batch] = yield* store.scan!(scope)
+      // One batch of the chunk's rows, in time order here.
+      expect(batch!.length).toBe(2)
+      const row = (i: number) => [
+        batch!.time[i],
+        batch!.keyId.values[batch!.keyId.codes[i]!],
+        batch!.spentCredits[i],
+        batch!.latency[i],
+        batch!.region.values[batch!.region.codes[i]!]
+      ]
+      expect([row(0), row(1)]).toEqual([[HOUR, "a", 3, 1.5, "eu"], [2 * HOUR, "b", 0, 0, ""]])
+      const error = yield* Effect.flip(store.scan!({ ...scope, maxRows: 1 }))
+      expect([error._tag, error.message]).toEqual([
+        "QueryTooLarge",
+        "The scan would read more than 1 rows; narrow it with a shorter time range or fewer apis"
+      ])
+    }).pipe(Effect.provide(MemoryStorage.layer)))
+
   it.effect("fails with QueryTooLarge past maxRows", () =>
     Effect.gen(function*() {
       const store = yield* VerificationStore

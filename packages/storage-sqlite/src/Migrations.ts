@@ -269,6 +269,30 @@ export const migrations = {
           PRIMARY KEY (workspace_id, override_id)
         ) WITHOUT ROWID`
       ])
+  ),
+  // Every verification in full, for a bounded time (`eventDays`), for raw scans: the partition
+  // (api), key, identity and tag set are the codes of 0002's dictionaries (v_partitions, v_keys,
+  // v_identities, v_tagsets; identity 0: none, tag set 0: []), the outcome its position in
+  // `Verification.Outcomes`, latency whole microseconds, region "" when unknown. Indexed only on
+  // (p, time), as rl_decisions: scans read a partition's time range, and the oldest rows are
+  // deleted forwards; an insert lands at the end of its partition's range.
+  "0010_verification_events": Effect.flatMap(
+    SqlClient.SqlClient,
+    (sql) =>
+      statements(sql, [
+        `CREATE TABLE v_events (
+          p INTEGER NOT NULL,
+          time INTEGER NOT NULL,
+          key INTEGER NOT NULL,
+          identity INTEGER NOT NULL,
+          tagset INTEGER NOT NULL,
+          outcome INTEGER NOT NULL,
+          spent_credits INTEGER NOT NULL,
+          latency_us INTEGER NOT NULL,
+          region TEXT NOT NULL
+        )`,
+        "CREATE INDEX v_events_time ON v_events (p, time)"
+      ])
   )
 } as const
 

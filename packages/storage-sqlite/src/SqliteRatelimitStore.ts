@@ -7,12 +7,14 @@
  *   as verifications; and kept for good.
  * - Details: every decision in full in `rl_decisions`, written in the transaction of its counts,
  *   kept `decisionDays`; older rows are deleted in the background, after commits and when the
- *   writer idles.
+ *   writer idles. They are what `decisions` answers and what `scan` hands to SQL analytics.
  * - Override hits: per (workspace, override), summed per batch and added in the same transaction.
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import { COUNTER_COLUMNS, tooLarge } from "@keymeter/core/Aggregation"
+import { QueryTooLarge } from "@keymeter/core/Errors"
 import type { StorageError } from "@keymeter/core/Errors"
+import type { RatelimitColumns, ScanScope } from "@keymeter/core/EventScan"
 import * as GroupCommit from "@keymeter/core/GroupCommit"
 import type { HitTally, OverrideHits, RatelimitEvent } from "@keymeter/core/RatelimitEvent"
 import { asVerification, SourceIndex, Sources, tallyHit } from "@keymeter/core/RatelimitEvent"
@@ -114,6 +116,9 @@ const LATEST_OF_IDENTIFIER_BETWEEN = `SELECT ${READ_COLUMNS} FROM rl_decisions I
 /** The hours holding decisions of an identifier (a key of the projection), newest first, with their counts. */
 const HOURS_OF_IDENTIFIER = `SELECT hour, sum(${COUNTER_COLUMNS.join(" + ")}) FROM ${Tables.ratelimits.rollups.hour} ` +
   "WHERE p = ? AND hour IN (SELECT value FROM json_each(?)) AND key = ? GROUP BY hour ORDER BY hour DESC"
+/** A partition's decisions of a time range, for `scan` (in no particular order). */
+const SCAN = "SELECT time, identifier, passed, latency, override FROM rl_decisions INDEXED BY rl_decisions_time " +
+  "WHERE p = ? AND time >= ? AND time < ? LIMIT ?"
 const EXPIRED =
   "DELETE FROM rl_decisions WHERE rowid IN (SELECT rowid FROM rl_decisions WHERE p = ? AND time < ? LIMIT ?)"
 
@@ -170,6 +175,69 @@ const latestOfIdentifier = (
     }
     return out
   })
+
+/** The failure of a scan whose scope holds more than `maxRows` decisions. */
+const scanTooLarge = (maxRows: number) =>
+  new QueryTooLarge({
+    message: `The scope holds more than ${maxRows} rate-limit decisions (the row budget of a scan); narrow it ` +
+      "with a shorter window or fewer namespaces"
+  })
+
+/** Codes of one scan's dictionary: each value's code in the scan, by its code in the store. */
+class ScanDictionary {
+  readonly values: Array<string>
+  private readonly codes = new Map<number, number>()
+  constructor(private readonly decode: (code: number) => string, none?: number) {
+    this.values = []
+    if (none !== undefined) this.code(none)
+  }
+  code(stored: number): number {
+    let code = this.codes.get(stored)
+    if (code === undefined) {
+      code = this.values.length
+      this.codes.set(stored, code)
+      this.values.push(this.decode(stored))
+    }
+    return code
+  }
+}
+
+/**
+ * A partition's rows of `SCAN` as columns, with dictionaries of their own: only the identifiers
+ * and overrides of these rows, decoded.
+ */
+const scanColumns = (
+  dictionaries: Dictionaries.Dictionaries,
+  partition: Dictionaries.Partition,
+  rows: ReadonlyArray<ReadonlyArray<unknown>>
+): RatelimitColumns => {
+  const n = rows.length
+  const time = new Float64Array(n)
+  const identifier = new Uint32Array(n)
+  const passed = new Uint8Array(n)
+  const latency = new Float64Array(n)
+  const override = new Uint32Array(n)
+  const identifiers = new ScanDictionary((code) => dictionaries.keyNames[code] ?? "")
+  // Code 0, no override, is "".
+  const overrides = new ScanDictionary((code) => (code === 0 ? "" : dictionaries.identityList[code]?.id ?? ""), 0)
+  for (let i = 0; i < n; i++) {
+    const row = rows[i]!
+    time[i] = row[0] as number
+    identifier[i] = identifiers.code(row[1] as number)
+    passed[i] = row[2] === 0 ? 0 : 1
+    latency[i] = row[3] as number
+    override[i] = overrides.code(row[4] as number)
+  }
+  return {
+    length: n,
+    time,
+    namespaceId: { codes: new Uint8Array(n), values: [partition.apiId] },
+    identifier: { codes: identifier, values: identifiers.values },
+    passed,
+    latency,
+    overrideId: { codes: override, values: overrides.values }
+  }
+}
 
 /**
  * The rows of a batch's decisions (but those already past their days) and its override hits,
@@ -358,6 +426,33 @@ export const make = (options: Options = {}) =>
             }
           })
         }).pipe(Effect.catchTag("SqlError", storageError)),
+      scan: (scope: ScanScope) =>
+        Effect.gen(function*() {
+          // Rows past their days that no sweep has deleted yet are not answered (as by `decisions`).
+          const from = Math.max(scope.from, yield* retention.keptFrom, Number.MIN_SAFE_INTEGER)
+          const to = Math.min(scope.to, Number.MAX_SAFE_INTEGER)
+          const within = scope.within === undefined ? undefined : new Set(scope.within)
+          if (within?.size === 0 || !(from < to)) return []
+          // In one transaction, which holds the connection: every partition is read in the same state,
+          // and never inside a batch being written (see the retention's sweep).
+          const read = Effect.gen(function*() {
+            const out: Array<RatelimitColumns> = []
+            let budget = Math.max(0, Math.min(Math.floor(scope.maxRows), Number.MAX_SAFE_INTEGER - 1))
+            for (const partition of dictionaries.partitionsByNo) {
+              if (
+                partition === undefined || partition.workspaceId !== scope.workspaceId ||
+                (within !== undefined && !within.has(partition.apiId))
+              ) continue
+              const rows = yield* sql.unsafe(SCAN, [partition.no, from, to, budget + 1]).values
+              if (rows.length > budget) return undefined
+              budget -= rows.length
+              if (rows.length > 0) out.push(scanColumns(dictionaries, partition, rows))
+            }
+            return out
+          })
+          const found = yield* Effect.catchTag(sql.withTransaction(read), "SqlError", storageError)
+          return found === undefined ? yield* Effect.fail(scanTooLarge(scope.maxRows)) : found
+        }),
       revision: () => revision
     })
     return Context.make(RatelimitStore, store).pipe(

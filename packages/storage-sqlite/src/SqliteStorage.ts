@@ -41,6 +41,11 @@ export interface Options {
   readonly hotDays?: number | undefined
   /** Days each rate-limit decision is kept in full (see {@link SqliteRatelimitStore.Options}). */
   readonly decisionDays?: number | undefined
+  /**
+   * Days each verification is kept in full for raw scans (default 30; see
+   * {@link SqliteVerificationStore.Options}).
+   */
+  readonly eventDays?: number | undefined
 }
 
 /** Why the file could not be opened: another writer, a schema from elsewhere, or a storage failure. */
@@ -126,7 +131,8 @@ const eventStores = (options: Options) =>
   Layer.scopedContext(Effect.gen(function*() {
     const verifications = yield* SqliteVerificationStore.make({
       compaction: options.compaction,
-      hotDays: options.hotDays
+      hotDays: options.hotDays,
+      eventDays: options.eventDays
     })
     const ratelimits = yield* SqliteRatelimitStore.make({
       compaction: options.compaction,

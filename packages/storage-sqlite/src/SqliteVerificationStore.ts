@@ -9,12 +9,16 @@
  * - `HotRangeLoader` and `HotIndex`: the last `hotDays` days of each api in the columnar engine,
  *   loaded in the background after open and fed every committed batch.
  * - `Reader`: windows inside the hot range from memory, the rest by `Planner`'s SQL.
+ * - `Events`: every verification in full (`v_events`), written in the transaction of its counts and
+ *   kept `eventDays` (`Retention` deletes older rows in the background, after commits and when the
+ *   writer idles), for raw scans (`scan`); the counts are kept for good.
  *
  * The receipt of a keyed call (idempotency) is written in the transaction of its batch.
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import { tooLarge } from "@keymeter/core/Aggregation"
 import type { StorageError } from "@keymeter/core/Errors"
+import { QueryTooLarge } from "@keymeter/core/Errors"
 import * as GroupCommit from "@keymeter/core/GroupCommit"
 import type { Receipt } from "@keymeter/core/Idempotency"
 import { VerificationStore } from "@keymeter/core/Storage"
@@ -25,9 +29,11 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Compaction from "./internal/Compaction.js"
 import * as Dictionaries from "./internal/Dictionaries.js"
+import * as Events from "./internal/Events.js"
 import { HotIndex } from "./internal/HotIndex.js"
 import * as HotRangeLoader from "./internal/HotRangeLoader.js"
 import * as Reader from "./internal/Reader.js"
+import * as Retention from "./internal/Retention.js"
 import * as Tables from "./internal/Tables.js"
 import * as Writer from "./internal/Writer.js"
 import { storageError } from "./SqliteCatalog.js"
@@ -55,7 +61,16 @@ export interface Options {
    * event, to answer queries over them at memory speed (default 92; 0 keeps nothing in memory).
    */
   readonly hotDays?: number | undefined
+  /**
+   * Days each verification is kept in full (time, credits spent, latency, region) for raw scans
+   * (SQL analytics), back from now (default 30; `Infinity` keeps them): an older event is not
+   * kept in full, and rows that age out are deleted in the background. Counts are kept for good.
+   */
+  readonly eventDays?: number | undefined
 }
+
+/** Default of {@link Options.eventDays}. */
+export const DEFAULT_EVENT_DAYS = 30
 
 /**
  * The in-memory hot range of a SQLite store. It loads in the background after open, so the store
@@ -85,24 +100,35 @@ export const make = (options: Options = {}) =>
     const exclusive = (yield* Effect.makeSemaphore(1)).withPermits(1)
     const hotRange = yield* HotRangeLoader.make({ index: hot, dictionaries, exclusive })
     const compaction = Compaction.make(sql, dictionaries, options.compaction)
+    const retention = Retention.make(sql, dictionaries, {
+      table: Events.TABLE,
+      days: Math.max(0, options.eventDays ?? DEFAULT_EVENT_DAYS),
+      what: "verifications kept in full"
+    })
 
     // Bumped by every commit: this process is the file's only writer (the writer lock).
     let revision = 0
     const commit = (events: ReadonlyArray<Verification>, keyed: ReadonlyArray<GroupCommit.Keyed>) =>
-      Writer.commit(sql, dictionaries, events, Writer.writeReceipts(sql, keyed.map((k) => k.receipt))).pipe(
-        Effect.catchAll(storageError),
-        Effect.zipLeft(Effect.suspend(() => hotRange.committed(events))),
+      Effect.gen(function*() {
+        const raw = new Events.EventRows(yield* retention.keptFrom)
+        yield* Effect.catchAll(
+          Writer.commit(sql, dictionaries, events, Writer.writeReceipts(sql, keyed.map((k) => k.receipt)), raw),
+          storageError
+        )
+        retention.written(raw.size)
+        yield* hotRange.committed(events)
+      }).pipe(
         // Once the hot index holds the batch too, so no answer without it is kept as current.
         Effect.ensuring(Effect.sync(() => revision++)),
         exclusive
       )
-    // The writer: one transaction per round of queued calls; it compacts what closed after each
-    // commit, and everything pending whenever it idles.
+    // The writer: one transaction per round of queued calls; it compacts what closed and deletes
+    // events past their days after each commit, and does everything pending whenever it idles.
     const offer = yield* GroupCommit.make<Verification>({
       write: commit,
       maxEvents: MAX_EVENTS_PER_TRANSACTION,
-      afterWrite: compaction.due(false),
-      whenIdle: { ms: compaction.idleMs, run: compaction.due(true) }
+      afterWrite: Effect.zipRight(compaction.due(false), retention.sweep),
+      whenIdle: { ms: compaction.idleMs, run: Effect.zipRight(compaction.due(true), retention.sweep) }
     })
     const read = Reader.make(sql, dictionaries, hot)
 
@@ -141,6 +167,22 @@ export const make = (options: Options = {}) =>
             result === undefined ? Effect.fail(tooLarge(query, query.maxRows)) : Effect.succeed(result)
           )
         ),
+      // Events past their days that no sweep has deleted yet are not answered.
+      scan: (scope) =>
+        Effect.flatMap(retention.keptFrom, (keptFrom) => Events.scan(sql, dictionaries, scope, keptFrom, exclusive))
+          .pipe(
+            Effect.catchTag("SqlError", storageError),
+            Effect.flatMap((batches) =>
+              batches === undefined
+                ? Effect.fail(
+                  new QueryTooLarge({
+                    message: `The scan would read more than ${scope.maxRows} rows; narrow it with a shorter ` +
+                      "time range or fewer apis"
+                  })
+                )
+                : Effect.succeed(batches)
+            )
+          ),
       revision: () => revision
     })
     return Context.make(VerificationStore, store).pipe(

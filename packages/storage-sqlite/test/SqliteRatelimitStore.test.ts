@@ -270,18 +270,29 @@ describe("SqliteRatelimitStore", () => {
           store.decisions(WS, "ns_1", { limit: 100 }),
           (decisions) => decisions.map((d) => d.identifier)
         )
+        // What SQL analytics scan: the decisions held, and no more.
+        const scanned = Effect.map(
+          store.scan!({ workspaceId: WS, within: undefined, from: T0 - 50 * DAY, to: T0 + 50 * DAY, maxRows: 100 }),
+          (batches) =>
+            batches.flatMap((b) => Array.from(b.identifier.codes, (code) => b.identifier.values[code]!)).sort()
+        )
         // Past its days already when it comes: counted, never held.
         yield* store.append([decision(T0 - 40 * DAY, "a"), decision(T0 - 10 * DAY, "b"), decision(T0 - HOUR, "c")])
         expect(yield* held).toBe(2)
         expect(yield* identifiersHeld).toEqual(["c", "b"])
+        expect(yield* scanned).toEqual(["b", "c"])
 
-        // 25 days on, "b" is 35 days old: the writer's next sweep deletes it (the second append's
-        // commit comes after the first one's sweep).
+        // 25 days on, "b" is 35 days old: past its days, it is scanned no more even before a sweep
+        // deletes it; the writer's next sweep does (the second append's commit comes after the first
+        // one's sweep).
         yield* TestClock.adjust(25 * DAY)
+        expect(yield* held).toBe(2)
+        expect(yield* scanned).toEqual(["c"])
         yield* store.append([decision(T0 + 25 * DAY - 1, "d")])
         yield* store.append([decision(T0 + 25 * DAY, "e")])
         expect(yield* held).toBe(3)
         expect(yield* identifiersHeld).toEqual(["e", "d", "c"])
+        expect(yield* scanned).toEqual(["c", "d", "e"])
         expect(yield* store.decisions(WS, "ns_1", { limit: 100, identifier: "b" })).toEqual([])
         const counts = yield* store.aggregate(countQuery({ start: T0 - 50 * DAY, groupByKey: true }))
         expect(total(counts)).toBe(5)
@@ -338,12 +349,17 @@ describe("SqliteRatelimitStore", () => {
       )
       expect(Either.isLeft(failed)).toBe(true)
       expect(yield* store.decisions(WS, "ns_1", { limit: 10 })).toEqual([])
+      const scope = { workspaceId: WS, within: undefined, from: T0 - DAY, to: T0 + DAY, maxRows: 10 }
+      expect(yield* store.scan!(scope)).toEqual([])
       expect(yield* store.overrideHits(WS, ["rlor_a"])).toEqual(new Map())
       expect(total(yield* store.aggregate(countQuery()))).toBe(0)
       // Its dictionary codes were forgotten: the same identifiers store fine now.
       yield* sql.unsafe("DROP TRIGGER poison")
       yield* store.append([decision(T0, "fresh", { overrideId: "rlor_a" }), decision(T0 + 1, "poison")])
       expect((yield* store.decisions(WS, "ns_1", { limit: 10 })).map((d) => d.identifier)).toEqual(["poison", "fresh"])
+      const [batch] = yield* store.scan!(scope)
+      expect(Array.from(batch!.identifier.codes, (code) => batch!.identifier.values[code])).toEqual(["fresh", "poison"])
+      expect(Array.from(batch!.overrideId.codes, (code) => batch!.overrideId.values[code])).toEqual(["rlor_a", ""])
       expect(yield* store.overrideHits(WS, ["rlor_a"])).toEqual(new Map([["rlor_a", { hits: 1, lastHitAt: T0 }]]))
       expect(total(yield* store.aggregate(countQuery()))).toBe(2)
     }).pipe(Effect.provide(SqliteStorage.layer({ filename: ":memory:" }))))

@@ -41,7 +41,20 @@ export const eventArb = FastCheck.record({
   keyId: FastCheck.constantFrom(...keyIds),
   identity: FastCheck.option(FastCheck.constantFrom(...identities), { nil: undefined }),
   outcome: FastCheck.constantFrom(...Verification.Outcomes),
-  tags: FastCheck.subarray(tagPool)
+  tags: FastCheck.subarray(tagPool),
+  // What each verification spent, took and where it ran: often not given (0, 0, "").
+  spentCredits: FastCheck.option(
+    FastCheck.oneof(FastCheck.integer({ min: 0, max: 10 }), FastCheck.constant(Verification.MAX_SPENT_CREDITS)),
+    { nil: undefined }
+  ),
+  latency: FastCheck.option(
+    FastCheck.oneof(
+      FastCheck.integer({ min: 0, max: 500_000 }).map((us) => us / 1000),
+      FastCheck.double({ min: 0, max: Verification.MAX_LATENCY, noNaN: true })
+    ),
+    { nil: undefined }
+  ),
+  region: FastCheck.option(FastCheck.constantFrom("", "eu-west-1", "us-east-1", "a'b\\c", "é"), { nil: undefined })
 })
 
 const timeArb = FastCheck.integer({ min: FROM - 2 * 86400000, max: TO + 2 * 86400000 })

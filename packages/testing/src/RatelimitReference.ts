@@ -1,7 +1,8 @@
 /**
  * A deliberately naive answer to getRatelimits over raw decisions, written from the README's
  * contract (getVerifications' rules, in rate-limit terms) without the production code or its
- * projection onto verifications: the oracle of the rate-limit property tests.
+ * projection onto verifications: the oracle of the rate-limit property tests. With it, the rows a
+ * scan for SQL analytics hands over, as a plain filter ({@link scan}).
  */
 import type { RatelimitDatapoint } from "@keymeter/core/RatelimitQuery"
 
@@ -117,3 +118,42 @@ export const answer = (decisions: ReadonlyArray<RawDecision>, q: RawRatelimitQue
   )
   return q.limit === undefined ? rows : rows.slice(0, q.limit)
 }
+
+/** A decision as scans hand it to SQL analytics: a raw decision with its latency. */
+export interface ScanDecision extends RawDecision {
+  /** Milliseconds, to the microsecond. */
+  readonly latency: number
+}
+
+/** What a scan may read (`EventScan.ScanScope` without its row budget). */
+export interface RawScanScope {
+  readonly workspaceId: string
+  readonly within: ReadonlyArray<string> | undefined
+  readonly from: number
+  readonly to: number
+}
+
+/** One decision as a scan hands it: time, namespace id, identifier, passed (1 or 0), latency, override id ("" for none). */
+export type ScanRow = readonly [
+  time: number,
+  namespaceId: string,
+  identifier: string,
+  passed: number,
+  latency: number,
+  overrideId: string
+]
+
+/** Orders rows by every field, so that two multisets of rows compare as sorted lists. */
+export const sortRows = (rows: ReadonlyArray<ScanRow>): Array<ScanRow> =>
+  rows.map((row) => [JSON.stringify(row), row] as const).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map((
+    [, row]
+  ) => row)
+
+/** The rows a scan of `scope` hands over: the decisions of its workspace and namespaces in [from, to), sorted. */
+export const scan = (decisions: ReadonlyArray<ScanDecision>, scope: RawScanScope): Array<ScanRow> =>
+  sortRows(
+    decisions.filter((d) =>
+      d.workspaceId === scope.workspaceId && (scope.within === undefined || scope.within.includes(d.namespaceId)) &&
+      d.time >= scope.from && d.time < scope.to
+    ).map((d): ScanRow => [d.time, d.namespaceId, d.identifier, d.passed ? 1 : 0, d.latency, d.overrideId ?? ""])
+  )

@@ -1,15 +1,18 @@
 /**
  * The RatelimitStore part of the storage port: what getRatelimits answers for the decisions
  * appended (checked against the naive reference over random decisions and queries, in order and
- * late), each override's hits, and the decisions held in full.
+ * late), each override's hits, the decisions held in full, and the raw decisions a scan hands to
+ * SQL analytics (checked against a naive filter over random decisions and scopes).
  */
 import { expect, it } from "@effect/vitest"
 import * as Auth from "@keymeter/core/Auth"
+import type { RatelimitColumns, ScanScope } from "@keymeter/core/EventScan"
 import { Namespace } from "@keymeter/core/Namespace"
 import { RatelimitAnalytics } from "@keymeter/core/RatelimitAnalytics"
 import type { RatelimitEvent } from "@keymeter/core/RatelimitEvent"
 import { Sources } from "@keymeter/core/RatelimitEvent"
 import { Catalog, RatelimitStore } from "@keymeter/core/Storage"
+import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as FastCheck from "effect/FastCheck"
 import type { Suite } from "./ConformanceFixture.js"
@@ -84,6 +87,65 @@ const queryArb = FastCheck.record({
     ...(q.limit ? { limit: q.limit } : {})
   }
 })
+
+const HOUR = 3_600_000
+const DAY = 24 * HOUR
+
+/**
+ * Decisions for the scan tests, at times back from now (the test adds now): within the last ten
+ * days, since SQLite and ClickHouse hold decisions in full for their retention only (`decisionDays`,
+ * `decisionRetentionDays`: 30 days by default), and scans never answer older ones. Those of the
+ * other workspace have identifiers and overrides of their own, so none of its values can hide in a
+ * scan of ws_a.
+ */
+const scanDecisionArb = FastCheck.tuple(
+  decisionArb,
+  FastCheck.oneof(
+    FastCheck.integer({ min: 0, max: 10 * DAY }),
+    FastCheck.integer({ min: 0, max: 240 }).map((hours) => hours * HOUR)
+  )
+).map(([d, back]): RatelimitEvent =>
+  d.workspaceId === OTHER_WS
+    ? {
+      ...d,
+      time: -back,
+      identifier: `b:${d.identifier}`,
+      overrideId: d.overrideId === undefined ? undefined : `${d.overrideId}_b`
+    }
+    : { ...d, time: -back }
+)
+
+/** An edge of a scan's window: a time back from now (any ms, or an hour), or a drawn decision's time exactly. */
+const edgeArb = FastCheck.oneof(
+  FastCheck.integer({ min: -11 * DAY, max: HOUR }).map((back) => ({ back })),
+  FastCheck.integer({ min: -264, max: 1 }).map((hours) => ({ back: hours * HOUR })),
+  FastCheck.nat().map((decision) => ({ decision }))
+)
+
+/** Scopes for the scan tests: their edges as `edgeArb`'s, in either order. */
+const scanScopeArb = FastCheck.record({
+  workspaceId: FastCheck.constantFrom(WS, WS, WS, OTHER_WS, "ws_none"),
+  within: FastCheck.option(FastCheck.subarray(["rlns_1", "rlns_2", "rlns_none"]), { nil: undefined }),
+  edges: FastCheck.tuple(edgeArb, edgeArb)
+})
+
+/** A scan's rows, decoded. */
+const rowsOf = (batches: ReadonlyArray<RatelimitColumns>): Array<RatelimitReference.ScanRow> => {
+  const rows: Array<RatelimitReference.ScanRow> = []
+  for (const b of batches) {
+    for (let i = 0; i < b.length; i++) {
+      rows.push([
+        b.time[i]!,
+        b.namespaceId.values[b.namespaceId.codes[i]!]!,
+        b.identifier.values[b.identifier.codes[i]!]!,
+        b.passed[i]!,
+        b.latency[i]!,
+        b.overrideId.values[b.overrideId.codes[i]!]!
+      ])
+    }
+  }
+  return RatelimitReference.sortRows(rows)
+}
 
 /** Appends `decisions` straight into the adapter, in batches. */
 const append = (decisions: ReadonlyArray<RatelimitEvent>, batch = 97) =>
@@ -208,5 +270,101 @@ export const tests = (suite: Suite) => {
       expect(yield* store.decisions(OTHER_WS, "rlns_1", { limit: 1000 })).toEqual(
         newestFirst(decisions.filter((d) => d.workspaceId === OTHER_WS && d.namespaceId === "rlns_1"))
       )
+    })))
+
+  it.effect(
+    "scans the raw decisions of a scope exactly like a naive filter, within the row budget",
+    () =>
+      Effect.promise(() =>
+        FastCheck.assert(
+          FastCheck.asyncProperty(
+            FastCheck.array(scanDecisionArb, { maxLength: 300 }),
+            FastCheck.integer({ min: 0, max: 300 }),
+            FastCheck.array(scanScopeArb, { minLength: 1, maxLength: 12 }),
+            (drawn, inOrder, scopes) =>
+              Effect.runPromise(run(Effect.gen(function*() {
+                const now = yield* Clock.currentTimeMillis
+                const base = now - (now % HOUR)
+                const decisions = drawn.map((d) => ({ ...d, time: base + d.time }))
+                // Some appended in time order, then the rest as they were drawn: late ones among them.
+                const sorted = decisions.slice(0, inOrder).sort((a, b) => a.time - b.time)
+                yield* append([...sorted, ...decisions.slice(inOrder)])
+                const store = yield* RatelimitStore
+                expect(store.scan, "the store scans").toBeDefined()
+                // The values each workspace's decisions hold: no other may show in its dictionaries.
+                const valuesOf = (workspaceId: string) =>
+                  new Set(
+                    decisions.filter((d) => d.workspaceId === workspaceId).flatMap((d) => [
+                      d.namespaceId,
+                      d.identifier,
+                      d.overrideId ?? ""
+                    ])
+                  )
+                const timeOf = (edge: { readonly back: number } | { readonly decision: number }) =>
+                  "back" in edge
+                    ? base + edge.back
+                    : decisions.length === 0
+                    ? base
+                    : decisions[edge.decision % decisions.length]!.time
+                for (const { edges, ...drawnScope } of scopes) {
+                  const [from, to] = edges.map(timeOf).sort((a, b) => a - b)
+                  const scope = { ...drawnScope, from: from!, to: to! }
+                  const want = RatelimitReference.scan(decisions, scope)
+                  const label = JSON.stringify({ ...scope, base })
+                  const got = yield* store.scan!({ ...scope, maxRows: want.length + 5 })
+                  expect(rowsOf(got), label).toEqual(want)
+                  const own = valuesOf(scope.workspaceId)
+                  for (const batch of got) {
+                    for (const dictionary of [batch.namespaceId, batch.identifier, batch.overrideId]) {
+                      expect(dictionary.values.filter((v) => v !== "" && !own.has(v)), label).toEqual([])
+                    }
+                  }
+                  // The budget: exactly the rows in scope passes, one fewer fails and names it.
+                  expect(rowsOf(yield* store.scan!({ ...scope, maxRows: want.length })), label).toEqual(want)
+                  if (want.length > 0) {
+                    const error = yield* Effect.flip(store.scan!({ ...scope, maxRows: want.length - 1 }))
+                    expect(error._tag, label).toBe("QueryTooLarge")
+                    expect(error.message, label).toContain(String(want.length - 1))
+                  }
+                }
+              })))
+          ),
+          { numRuns }
+        )
+      ),
+    timeout
+  )
+
+  it.effect("scans the scope's workspace alone, over open ranges and budgets too, and no namespace it does not name", () =>
+    run(Effect.gen(function*() {
+      // The test clock reads 0: decisions of early 2025 are within any retention then.
+      const now = Math.max(yield* Clock.currentTimeMillis, TO)
+      const decisions = FastCheck.sample(scanDecisionArb, { numRuns: 100, seed: 7 }).map((d) => ({
+        ...d,
+        time: now + d.time
+      }))
+      yield* append(decisions)
+      const store = yield* RatelimitStore
+      const scope = (fields: Partial<ScanScope>): ScanScope => ({
+        workspaceId: WS,
+        within: undefined,
+        from: now - 11 * DAY,
+        to: now + DAY,
+        maxRows: 1_000,
+        ...fields
+      })
+      const mine = decisions.filter((d) => d.workspaceId === WS).length
+      expect(mine).toBeGreaterThan(0)
+      expect(rowsOf(yield* store.scan!(scope({})))).toHaveLength(mine)
+      // Unbounded ranges and budgets.
+      expect(rowsOf(yield* store.scan!(scope({ from: -Infinity, to: Infinity, maxRows: Infinity })))).toHaveLength(mine)
+      expect(yield* store.scan!(scope({ within: [] }))).toEqual([])
+      expect(yield* store.scan!(scope({ within: ["rlns_none"] }))).toEqual([])
+      expect(yield* store.scan!(scope({ workspaceId: "ws_none" }))).toEqual([])
+      expect(yield* store.scan!(scope({ from: now, to: now - DAY }))).toEqual([])
+      // Its namespace ids are ws_a's too: the workspace alone tells them apart.
+      const theirs = rowsOf(yield* store.scan!(scope({ workspaceId: OTHER_WS, within: NAMESPACES })))
+      expect(theirs.length).toBe(decisions.length - mine)
+      expect(theirs.every(([, , identifier]) => identifier.startsWith("b:"))).toBe(true)
     })))
 }

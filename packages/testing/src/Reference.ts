@@ -1,6 +1,7 @@
 /**
  * A deliberately naive answer to getVerifications over raw events, written from docs/behaviour.md §3
- * without any of the production code: the oracle of the property tests.
+ * without any of the production code: the oracle of the property tests. And the naive raw scan
+ * (`scan`): the events of a scope, each as one row, as stores keep them.
  */
 import type { Datapoint } from "@keymeter/core/Datapoint"
 import { Outcomes } from "@keymeter/core/Verification"
@@ -13,7 +14,61 @@ export interface RawEvent {
   readonly identity?: { readonly id: string; readonly externalId: string } | undefined
   readonly outcome: string
   readonly tags: ReadonlyArray<string>
+  readonly spentCredits?: number | undefined
+  readonly latency?: number | undefined
+  readonly region?: string | undefined
 }
+
+/** What a raw scan may read (as core's `ScanScope`). */
+export interface RawScope {
+  readonly workspaceId: string
+  readonly within: ReadonlyArray<string> | undefined
+  readonly from: number
+  readonly to: number
+}
+
+/** One event as a raw scan returns it. */
+export interface ScanRow {
+  readonly time: number
+  readonly apiId: string
+  readonly keyId: string
+  readonly identityId: string
+  readonly externalId: string
+  readonly outcome: string
+  /** Sorted, each once. */
+  readonly tags: ReadonlyArray<string>
+  readonly spentCredits: number
+  /** Milliseconds, to the microsecond (rounded to the nearest). */
+  readonly latency: number
+  readonly region: string
+}
+
+/** The events of the scope, one row each, sorted by their JSON text (a multiset's canonical order). */
+export const scan = (events: ReadonlyArray<RawEvent>, scope: RawScope): Array<ScanRow> =>
+  canonical(
+    events.filter((e) =>
+      e.workspaceId === scope.workspaceId &&
+      (scope.within === undefined || scope.within.includes(e.apiId)) &&
+      e.time >= scope.from && e.time < scope.to
+    ).map((e) => ({
+      time: e.time,
+      apiId: e.apiId,
+      keyId: e.keyId,
+      identityId: e.identity?.id ?? "",
+      externalId: e.identity?.externalId ?? "",
+      outcome: e.outcome,
+      tags: [...new Set(e.tags)].sort(),
+      spentCredits: e.spentCredits ?? 0,
+      latency: Math.round((e.latency ?? 0) * 1000) / 1000,
+      region: e.region ?? ""
+    }))
+  )
+
+/** `rows` sorted by their JSON text: two multisets of rows are equal when their canonical lists are. */
+export const canonical = (rows: ReadonlyArray<ScanRow>): Array<ScanRow> =>
+  rows.map((row) => [JSON.stringify(row), row] as const)
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    .map(([, row]) => row)
 
 export interface RawQuery {
   readonly workspaceId: string

@@ -12,6 +12,7 @@ import { promisify } from "node:util"
 export const PUBLISHED = [
   "core",
   "engine",
+  "sql",
   "storage-memory",
   "storage-sql",
   "storage-sqlite",
@@ -27,7 +28,15 @@ export const PUBLISHED = [
 export type Published = typeof PUBLISHED[number]
 
 /** What a memory-only embedder installs: keymeter and the packages it depends on. */
-export const MEMORY: ReadonlyArray<Published> = ["keymeter", "core", "engine", "storage-memory", "http", "dashboard"]
+export const MEMORY: ReadonlyArray<Published> = [
+  "keymeter",
+  "core",
+  "engine",
+  "sql",
+  "storage-memory",
+  "http",
+  "dashboard"
+]
 
 /**
  * The environment for npm and node children. The npm running a script sets npm_* variables (its

@@ -1,11 +1,13 @@
 /**
  * The VerificationStore half of the storage port: what it answers for the events appended to it
  * (checked against the naive reference over random events and queries, in order and late), the cap
- * on groups, and the idempotency receipts stored with a batch, directly and through Verifications.
+ * on groups, the raw events it hands to SQL analytics (`scan`, against the reference's naive
+ * filter), and the idempotency receipts stored with a batch, directly and through Verifications.
  */
 import { expect, it } from "@effect/vitest"
 import * as Analytics from "@keymeter/core/Analytics"
 import * as Auth from "@keymeter/core/Auth"
+import type { ScanScope, VerificationColumns } from "@keymeter/core/EventScan"
 import type * as Idempotency from "@keymeter/core/Idempotency"
 import * as Keymeter from "@keymeter/core/Keymeter"
 import { VerificationStore } from "@keymeter/core/Storage"
@@ -16,6 +18,7 @@ import * as Either from "effect/Either"
 import * as FastCheck from "effect/FastCheck"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import * as TestContext from "effect/TestContext"
 import type { Suite } from "./ConformanceFixture.js"
 import {
   ask,
@@ -31,6 +34,65 @@ import {
   WS
 } from "./ConformanceFixture.js"
 import * as Reference from "./Reference.js"
+
+/**
+ * The rows of a scan's batches in the reference's terms and canonical order, after checking each
+ * batch's shape: every column holds `length` rows, every code names a value.
+ */
+const scannedRows = (batches: ReadonlyArray<VerificationColumns>): Array<Reference.ScanRow> => {
+  const rows: Array<Reference.ScanRow> = []
+  for (const b of batches) {
+    const n = b.length
+    for (const column of [b.time, b.outcome, b.spentCredits, b.latency]) expect(column.length).toBeGreaterThanOrEqual(n)
+    const decode = <A>(column: { readonly codes: ArrayLike<number>; readonly values: ReadonlyArray<A> }, i: number) => {
+      expect(column.codes.length).toBeGreaterThanOrEqual(n)
+      const value = column.values[column.codes[i]!]
+      expect(value).toBeDefined()
+      return value!
+    }
+    for (let i = 0; i < n; i++) {
+      rows.push({
+        time: b.time[i]!,
+        apiId: decode(b.apiId, i),
+        keyId: decode(b.keyId, i),
+        identityId: decode(b.identityId, i),
+        externalId: decode(b.externalId, i),
+        outcome: Verification.Outcomes[b.outcome[i]!]!,
+        tags: decode(b.tags, i),
+        spentCredits: b.spentCredits[i]!,
+        latency: b.latency[i]!,
+        region: decode(b.region, i)
+      })
+    }
+  }
+  return Reference.canonical(rows)
+}
+
+const MS_WINDOW = FastCheck.integer({ min: FROM - 2 * 86_400_000, max: TO + 2 * 86_400_000 })
+
+/** Scopes of the seed data: apis of either workspace (or none, or every one), windows to the ms. */
+const scanScopeArb = FastCheck.record({
+  workspaceId: FastCheck.constantFrom(WS, WS, WS, OTHER_WS),
+  within: FastCheck.oneof(
+    FastCheck.constant(undefined),
+    FastCheck.subarray(["api_1", "api_2x", "api_2", "nope"]),
+    FastCheck.constant([])
+  ),
+  window: FastCheck.oneof(
+    // Anywhere, to the ms.
+    FastCheck.tuple(MS_WINDOW, MS_WINDOW),
+    // Short, inside an hour or across one edge.
+    FastCheck.tuple(MS_WINDOW, FastCheck.integer({ min: 0, max: 2 * 3_600_000 })).map(([a, n]) => [a, a + n] as const),
+    // Whole hours.
+    FastCheck.tuple(MS_WINDOW, MS_WINDOW).map(([a, b]) => [a - a % 3_600_000, b - b % 3_600_000] as const)
+  )
+}).map(({ window: [a, b], within, workspaceId }): ScanScope => ({
+  workspaceId,
+  within,
+  from: Math.min(a, b),
+  to: Math.max(a, b),
+  maxRows: 100_000
+}))
 
 /** Declares the VerificationStore's tests of `suite`, in the describe block it is called in. */
 export const tests = (suite: Suite) => {
@@ -108,6 +170,82 @@ export const tests = (suite: Suite) => {
           Reference.answer([...recent, ...older], { ...query, workspaceId: WS })
         )
       }
+    })))
+
+  it.effect(
+    "scans exactly the events of a scope, as the reference's naive filter, in order and late",
+    () =>
+      Effect.promise(() =>
+        FastCheck.assert(
+          FastCheck.asyncProperty(
+            FastCheck.array(eventArb, { maxLength: 300 }),
+            FastCheck.array(scanScopeArb, { minLength: 1, maxLength: 12 }),
+            (events, scopes) =>
+              Effect.runPromise(
+                run(Effect.gen(function*() {
+                  yield* seedCatalog
+                  const verifications = yield* VerificationStore
+                  expect(verifications.scan, "the store scans raw events").toBeTypeOf("function")
+                  // In time order, then the oldest tenth late.
+                  const sorted = [...events].sort((a, b) => a.time - b.time)
+                  const late = Math.floor(sorted.length / 10)
+                  yield* store(sorted.slice(late))
+                  yield* store(sorted.slice(0, late).reverse(), 7)
+                  // Windows that start or end at an event's very time, too.
+                  const exact = sorted.length === 0 ? [] : [{
+                    workspaceId: WS,
+                    within: undefined,
+                    from: sorted[0]!.time,
+                    to: sorted[sorted.length - 1]!.time,
+                    maxRows: 100_000
+                  }]
+                  for (const scope of [...scopes, ...exact]) {
+                    expect(scannedRows(yield* verifications.scan!(scope)), JSON.stringify(scope)).toEqual(
+                      Reference.scan(events, scope)
+                    )
+                  }
+                  // On the test clock, which reads 0: a store that keeps events in full for a number
+                  // of days back from now (SQLite) keeps all of these.
+                })).pipe(Effect.provide(TestContext.TestContext))
+              )
+          ),
+          { numRuns: Math.max(5, Math.ceil(numRuns / 3)) }
+        )
+      ),
+    timeout
+  )
+
+  it.effect("fails a scan with QueryTooLarge naming the row budget past maxRows; another workspace's rows never count", () =>
+    run(Effect.gen(function*() {
+      yield* seedCatalog
+      const verifications = yield* VerificationStore
+      const at = (i: number, workspaceId: string) => ({
+        time: FROM + i * 1_000,
+        workspaceId,
+        apiId: "api_1",
+        keyId: "k1",
+        outcome: "valid",
+        tags: [],
+        spentCredits: i,
+        latency: i / 7,
+        region: "eu"
+      })
+      // 30 rows of WS, and 50 of OTHER_WS under the same api id and times.
+      const ours = Array.from({ length: 30 }, (_, i) => at(i, WS))
+      const theirs = Array.from({ length: 50 }, (_, i) => at(i, OTHER_WS))
+      yield* store([...ours, ...theirs], 13)
+      const scope: ScanScope = { workspaceId: WS, within: ["api_1"], from: FROM, to: TO, maxRows: 30 }
+      expect(scannedRows(yield* verifications.scan!(scope))).toEqual(Reference.scan(ours, scope))
+      for (const maxRows of [29, 0]) {
+        const error = yield* Effect.flip(verifications.scan!({ ...scope, maxRows }))
+        expect(error._tag).toBe("QueryTooLarge")
+        expect(error.message).toContain(`more than ${maxRows} rows`)
+      }
+      // Only the rows of the window count against the budget.
+      const some = { ...scope, from: FROM + 10_000, to: FROM + 15_000, maxRows: 5 }
+      expect(scannedRows(yield* verifications.scan!(some))).toEqual(Reference.scan(ours, some))
+      expect(yield* verifications.scan!({ ...scope, within: [] })).toEqual([])
+      expect(scannedRows(yield* verifications.scan!({ ...scope, within: ["api_b"], maxRows: 0 }))).toEqual([])
     })))
 
   it.effect("fails with QueryTooLarge when groups exceed the cap, before limit", () =>

@@ -9,9 +9,12 @@ import { OutcomeIndex } from "@keymeter/core/Verification"
 import type { Day } from "./DayIndex.js"
 import { DayIndex, LIMITS } from "./DayIndex.js"
 import * as KeyIndex from "./KeyIndex.js"
-import { CHUNK_BITS, CHUNK_MASK, Run, U32List } from "./Run.js"
+import { CHUNK_BITS, CHUNK_MASK, Layout, MAX_NARROW_REGION, MAX_U32, Run, U32List } from "./Run.js"
 
 const HOUR = 3_600_000
+
+/** A number as a Uint32 column holds it: clamped to [0, 2^32 - 1] (NaN: 0), whole. */
+export const clampU32 = (value: number): number => value >= 0 ? (value <= MAX_U32 ? Math.floor(value) : MAX_U32) : 0
 
 /** Late rows merge into the main run once there are this many, or a quarter of the rows they displace. */
 export const DEFAULT_LATE_MERGE = 65_536
@@ -41,25 +44,51 @@ class LateRows {
   readonly identity = new U32List(16)
   readonly tagset = new U32List(16)
   readonly outcome = new U32List(16)
+  readonly offset = new U32List(16)
+  readonly credits = new U32List(16)
+  readonly latency = new U32List(16)
+  readonly region = new U32List(16)
   minHour = Infinity
   get length(): number {
     return this.hour.length
   }
-  push(hour: number, key: number, identity: number, tagset: number, outcome: number): void {
+  push(
+    hour: number,
+    key: number,
+    identity: number,
+    tagset: number,
+    outcome: number,
+    offset: number,
+    credits: number,
+    latency: number,
+    region: number
+  ): void {
     if (hour < this.minHour) this.minHour = hour
     this.hour.push(hour)
     this.key.push(key)
     this.identity.push(identity)
     this.tagset.push(tagset)
     this.outcome.push(outcome)
+    this.offset.push(offset)
+    this.credits.push(credits)
+    this.latency.push(latency)
+    this.region.push(region)
   }
   get bytes(): number {
-    return this.hour.data.byteLength * 5
+    return this.hour.data.byteLength * 9
   }
 }
 
 export class Partition {
-  constructor(private readonly lateMerge = DEFAULT_LATE_MERGE) {}
+  /** Whether rows keep their details, and how wide region codes are (see `Layout`); shared by the runs. */
+  readonly layout: Layout
+
+  /** `layout`: by default, rows keep their details. */
+  constructor(private readonly lateMerge = DEFAULT_LATE_MERGE, layout: Layout = new Layout(true)) {
+    this.layout = layout
+    this.main = new Run(layout)
+    this.lateSorted = new Run(layout)
+  }
 
   readonly keyCodes = new Map<string, number>()
   readonly keyIds: Array<string> = []
@@ -67,6 +96,12 @@ export class Partition {
   readonly identityById = new Map<string, number>()
   readonly identityByPair = new Map<string, number>()
   readonly identities: Array<Identity | undefined> = [undefined]
+  /** The id and the external id of each identity code ("" for 0): scans' dictionaries. */
+  readonly identityIds: Array<string> = [""]
+  readonly externalIds: Array<string> = [""]
+  /** Region codes start at 1; 0 is "" (no region). */
+  readonly regionCodes = new Map<string, number>()
+  readonly regionNames: Array<string> = [""]
   /** Tag set codes start at 1; 0 is the empty set. */
   readonly tagsetBySingle = new Map<string, number>()
   readonly tagsets: Array<ReadonlyArray<string>> = [[]]
@@ -78,7 +113,7 @@ export class Partition {
   /** Tag codes of each tag set, ascending. */
   readonly tagsetTags: Array<Uint32Array> = [new Uint32Array(0)]
 
-  readonly main = new Run()
+  readonly main: Run
   /** Per-day aggregates, computed on demand, for whole days of top-N and per-tag queries. */
   readonly days = new DayIndex()
   /** The newest day written; -1 before the first event. */
@@ -86,7 +121,7 @@ export class Partition {
 
   /** Events older than the main run's last hour, in arrival order, until they are sorted or merged. */
   private late = new LateRows()
-  private lateSorted: Run | undefined = new Run()
+  private lateSorted: Run | undefined
 
   get size(): number {
     return this.main.length + this.late.length
@@ -111,10 +146,28 @@ export class Partition {
     if (paired === undefined) {
       paired = this.identities.length
       this.identities.push({ id: identity.id, externalId: identity.externalId })
+      this.identityIds.push(identity.id)
+      this.externalIds.push(identity.externalId)
       this.identityByPair.set(pair, paired)
       if (code === undefined) this.identityById.set(identity.id, paired)
     }
     return paired
+  }
+
+  regionCode(region: string): number {
+    if (region === "") return 0
+    let code = this.regionCodes.get(region)
+    if (code === undefined) {
+      code = this.regionNames.length
+      this.regionNames.push(region)
+      this.regionCodes.set(region, code)
+      if (code === MAX_NARROW_REGION + 1) {
+        this.layout.wideRegions = true
+        this.main.widenRegions()
+        this.lateSorted = undefined
+      }
+    }
+    return code
   }
 
   /** Tag sets of two or more tags, as a trie of maps: no string is built per event. */
@@ -174,11 +227,39 @@ export class Partition {
     }
     // Nine of ten verifications are valid: compare before looking up.
     const outcome = event.outcome === "valid" ? 0 : OutcomeIndex.get(event.outcome)!
-    this.addCoded(hour, key, identity, tagset, outcome)
+    if (!this.layout.details) return this.addCoded(hour, key, identity, tagset, outcome, 0, 0, 0, 0)
+    // Absent (an event made without them) reads as none.
+    const spent = event.spentCredits
+    const latency = event.latency
+    const region = event.region
+    this.addCoded(
+      hour,
+      key,
+      identity,
+      tagset,
+      outcome,
+      event.time - hour * HOUR,
+      spent === undefined || spent === 0 ? 0 : clampU32(spent),
+      latency === undefined || latency === 0 ? 0 : clampU32(Math.round(latency * 1000)),
+      region === undefined || region === "" ? 0 : this.regionCode(region)
+    )
   }
 
-  /** Adds an event already in this partition's codes (see `keyCode`, `identityCode`, `tagsetCode`). */
-  addCoded(hour: number, key: number, identity: number, tagset: number, outcome: number): void {
+  /**
+   * Adds an event already in this partition's codes (see `keyCode`, `identityCode`, `tagsetCode`,
+   * `regionCode`): `offset` is ms in the hour, `credits` and `latency` (µs) Uint32s.
+   */
+  addCoded(
+    hour: number,
+    key: number,
+    identity: number,
+    tagset: number,
+    outcome: number,
+    offset: number,
+    credits: number,
+    latency: number,
+    region: number
+  ): void {
     const day = Math.floor(hour / 24)
     this.days.touch(day)
     // A day that closes gets its aggregates now, once, rather than in the first query that needs
@@ -191,15 +272,25 @@ export class Partition {
       this.openDay = day
     }
     if (hour >= this.main.lastHour) {
-      this.addMain(hour, key, identity, tagset, outcome)
+      this.addMain(hour, key, identity, tagset, outcome, offset, credits, latency, region)
     } else {
-      this.late.push(hour, key, identity, tagset, outcome)
+      this.late.push(hour, key, identity, tagset, outcome, offset, credits, latency, region)
       this.lateSorted = undefined
     }
   }
 
-  private addMain(hour: number, key: number, identity: number, tagset: number, outcome: number): void {
-    const row = this.main.append(hour, key, identity, tagset, outcome)
+  private addMain(
+    hour: number,
+    key: number,
+    identity: number,
+    tagset: number,
+    outcome: number,
+    offset: number,
+    credits: number,
+    latency: number,
+    region: number
+  ): void {
+    const row = this.main.append(hour, key, identity, tagset, outcome, offset, credits, latency, region)
     if ((row & CHUNK_MASK) === CHUNK_MASK) {
       const chunk = this.main.chunks[row >>> CHUNK_BITS]!
       chunk.keyIndex = KeyIndex.build(chunk, this.keyIds.length)
@@ -239,9 +330,19 @@ export class Partition {
     const late = this.late
     const hours = late.hour.data
     const order = Array.from({ length: late.length }, (_, i) => i).sort((a, b) => hours[a]! - hours[b]! || a - b)
-    const run = new Run()
+    const run = new Run(this.layout)
     for (const i of order) {
-      run.append(hours[i]!, late.key.data[i]!, late.identity.data[i]!, late.tagset.data[i]!, late.outcome.data[i]!)
+      run.append(
+        hours[i]!,
+        late.key.data[i]!,
+        late.identity.data[i]!,
+        late.tagset.data[i]!,
+        late.outcome.data[i]!,
+        late.offset.data[i]!,
+        late.credits.data[i]!,
+        late.latency.data[i]!,
+        late.region.data[i]!
+      )
     }
     this.lateSorted = run
     return run
@@ -266,7 +367,11 @@ export class Partition {
       key: new Uint32Array(n),
       identity: new Uint32Array(n),
       tagset: new Uint32Array(n),
-      outcome: new Uint8Array(n)
+      outcome: new Uint8Array(n),
+      offset: new Uint32Array(n),
+      credits: new Uint32Array(n),
+      latency: new Uint32Array(n),
+      region: new Uint32Array(n)
     }
     for (let r = from, t = 0; r < main.length; r++, t++) {
       const chunk = main.chunks[r >>> CHUNK_BITS]!
@@ -276,6 +381,10 @@ export class Partition {
       tail.identity[t] = chunk.identity[i]!
       tail.tagset[t] = chunk.tagset[i]!
       tail.outcome[t] = chunk.outcome[i]!
+      tail.offset[t] = chunk.offset[i]!
+      tail.credits[t] = chunk.credits[i]!
+      tail.latency[t] = chunk.latency[i]!
+      tail.region[t] = chunk.region[i]!
     }
     main.truncate(from)
     let t = 0
@@ -284,7 +393,17 @@ export class Partition {
       const lateChunk = l < late.length ? late.chunks[l >>> CHUNK_BITS]! : undefined
       const lateHour = lateChunk === undefined ? Infinity : lateChunk.hour[l & CHUNK_MASK]!
       if (t < n && tail.hour[t]! <= lateHour) {
-        this.addMain(tail.hour[t]!, tail.key[t]!, tail.identity[t]!, tail.tagset[t]!, tail.outcome[t]!)
+        this.addMain(
+          tail.hour[t]!,
+          tail.key[t]!,
+          tail.identity[t]!,
+          tail.tagset[t]!,
+          tail.outcome[t]!,
+          tail.offset[t]!,
+          tail.credits[t]!,
+          tail.latency[t]!,
+          tail.region[t]!
+        )
         t++
       } else {
         const i = l & CHUNK_MASK
@@ -293,13 +412,17 @@ export class Partition {
           lateChunk!.key[i]!,
           lateChunk!.identity[i]!,
           lateChunk!.tagset[i]!,
-          lateChunk!.outcome[i]!
+          lateChunk!.outcome[i]!,
+          lateChunk!.offset[i]!,
+          lateChunk!.credits[i]!,
+          lateChunk!.latency[i]!,
+          lateChunk!.region[i]!
         )
         l++
       }
     }
     this.late = new LateRows()
-    this.lateSorted = new Run()
+    this.lateSorted = new Run(this.layout)
   }
 
   /** Bytes held by columns, hour and key indexes, and cached day aggregates (dictionaries not counted). */

@@ -52,7 +52,8 @@ interface Load {
 }
 
 export class HotIndex {
-  private readonly engine = new Engine.Engine()
+  // It counts only: raw scans read `v_events`, so events keep no details here (14 bytes less each).
+  private readonly engine = new Engine.Engine({ details: false })
   /** First covered hour of apis that hold older data; apis not listed are covered entirely. */
   private readonly coveredFrom = new Map<number, number>()
   /** Apis being read from the rollups, by partition number. */

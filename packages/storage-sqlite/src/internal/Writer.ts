@@ -1,8 +1,9 @@
 /**
  * The transaction of one batch: the dictionary entries it is the first to use, its hour rollups,
  * and for events of days already compacted, the day tables too (all of the dictionaries' family of
- * tables, see `Tables`); then what the caller stores with them (receipts, decisions). The
- * dictionaries keep the new entries when it commits and forget them when it fails.
+ * tables, see `Tables`); each event in full when the caller keeps them (`EventRows`); then what
+ * the caller stores with them (receipts, decisions). The dictionaries keep the new entries when it
+ * commits and forget them when it fails.
  */
 import type * as SqlClient from "@effect/sql/SqlClient"
 import type { Receipt } from "@keymeter/core/Idempotency"
@@ -12,6 +13,7 @@ import { OutcomeIndex } from "@keymeter/core/Verification"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import type { Dictionaries } from "./Dictionaries.js"
+import type { EventRows } from "./Events.js"
 import { RollupRows, upsert } from "./Rollup.js"
 
 /** Rows per INSERT of dictionary entries. */
@@ -28,8 +30,13 @@ const insertAll = (sql: SqlClient.SqlClient, table: string, rows: ReadonlyArray<
     { discard: true }
   )
 
-/** The writes of `events`, inside the caller's transaction. */
-const write = (sql: SqlClient.SqlClient, dictionaries: Dictionaries, events: ReadonlyArray<Verification>) =>
+/** The writes of `events` (and of their rows in full into `raw`), inside the caller's transaction. */
+const write = (
+  sql: SqlClient.SqlClient,
+  dictionaries: Dictionaries,
+  events: ReadonlyArray<Verification>,
+  raw: EventRows | undefined
+) =>
   Effect.gen(function*() {
     const { tables } = dictionaries
     const hour = new RollupRows(tables, "hour")
@@ -52,6 +59,7 @@ const write = (sql: SqlClient.SqlClient, dictionaries: Dictionaries, events: Rea
       const outcome = event.outcome === "valid" ? 0 : OutcomeIndex.get(event.outcome)!
       hour.add5(p, h, key, identity, tagset, outcome)
       hourTotal.add2(p, h, outcome)
+      if (raw !== undefined) raw.push(p, event, key, identity, tagset, outcome)
       const day = Math.floor(h / 24)
       if (day <= partition.compactedThrough) {
         late.day.add([p, day, key, identity, tagset], outcome)
@@ -77,6 +85,7 @@ const write = (sql: SqlClient.SqlClient, dictionaries: Dictionaries, events: Rea
     yield* upsert(sql, hour)
     yield* upsert(sql, hourTotal)
     for (const rows of Object.values(late)) if (rows.size > 0) yield* upsert(sql, rows)
+    if (raw !== undefined) yield* raw.write(sql)
   })
 
 /**
@@ -102,15 +111,17 @@ export const writeReceipts = (sql: SqlClient.SqlClient, receipts: ReadonlyArray<
     ), { discard: true })
 
 /**
- * Stores the counts of `events` and what `alongside` writes (after them: dictionary codes are
- * handed out) in one transaction; all or nothing.
+ * Stores the counts of `events`, their rows in full when `raw` is given (verifications' `v_events`,
+ * see `Events`), and what `alongside` writes (after them: dictionary codes are handed out) in one
+ * transaction; all or nothing.
  */
 export const commit = <E, R>(
   sql: SqlClient.SqlClient,
   dictionaries: Dictionaries,
   events: ReadonlyArray<Verification>,
-  alongside: Effect.Effect<void, E, R>
+  alongside: Effect.Effect<void, E, R>,
+  raw?: EventRows
 ) =>
-  sql.withTransaction(Effect.zipRight(write(sql, dictionaries, events), alongside)).pipe(
+  sql.withTransaction(Effect.zipRight(write(sql, dictionaries, events, raw), alongside)).pipe(
     Effect.onExit((exit) => Effect.sync(() => (Exit.isSuccess(exit) ? dictionaries.commit() : dictionaries.rollback())))
   )

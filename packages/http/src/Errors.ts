@@ -9,6 +9,7 @@ import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import type * as DomainErrors from "@keymeter/core/Errors"
 import type { ProvisioningError } from "@keymeter/core/Provisioning"
 import * as Validation from "@keymeter/core/Validation"
+import type { InvalidQuery, QueryBudgetExceeded } from "@keymeter/sql/SqlError"
 import * as Effect from "effect/Effect"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
@@ -20,6 +21,11 @@ export const Codes = {
   BAD_REQUEST: {
     status: 400,
     when: "A parameter or body field fails validation, malformed JSON, or conflicting parameters."
+  },
+  INVALID_QUERY: {
+    status: 400,
+    when:
+      "A SQL analytics query is outside the supported subset, names a table, column or function that does not exist, or does not type; the message names the construct and its line and column."
   },
   QUERY_TOO_LARGE: {
     status: 400,
@@ -68,6 +74,11 @@ export const Codes = {
     status: 422,
     when:
       "The Idempotency-Key already stands for another request (another body or another route) within its window. Nothing was done."
+  },
+  QUERY_BUDGET_EXCEEDED: {
+    status: 422,
+    when:
+      "A SQL analytics query needed more than one of its budgets (time, rows scanned, rows answered, memory); the message names it. Nothing of its answer is returned: narrow the window, filter, aggregate or add a LIMIT."
   },
   RATE_LIMITED: {
     status: 429,
@@ -119,6 +130,8 @@ export type DomainError =
   | DomainErrors.IdempotencyKeyInUse
   | DomainErrors.Busy
   | ProvisioningError
+  | InvalidQuery
+  | QueryBudgetExceeded
 
 /** The wire code of each domain error. */
 export const DomainCodes: { readonly [Tag in DomainError["_tag"]]: Code } = {
@@ -133,7 +146,9 @@ export const DomainCodes: { readonly [Tag in DomainError["_tag"]]: Code } = {
   StorageError: "SERVICE_UNAVAILABLE",
   IdempotencyKeyReused: "IDEMPOTENCY_KEY_REUSED",
   IdempotencyKeyInUse: "IDEMPOTENCY_KEY_IN_USE",
-  Busy: "RATE_LIMITED"
+  Busy: "RATE_LIMITED",
+  InvalidQuery: "INVALID_QUERY",
+  QueryBudgetExceeded: "QUERY_BUDGET_EXCEEDED"
 }
 
 /** What a caller is told of a storage failure; its cause is logged, never shown. */

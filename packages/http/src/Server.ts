@@ -15,6 +15,7 @@ import { KeyCacheCapacity } from "@keymeter/core/Keys"
 import { RecorderDelay } from "@keymeter/core/Recorder"
 import type { Storage } from "@keymeter/core/Storage"
 import * as Windows from "@keymeter/core/Windows"
+import { SqlAnalytics, SqlLimits } from "@keymeter/sql/SqlAnalytics"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type { IncomingMessage, Server, ServerResponse } from "node:http"
@@ -65,11 +66,18 @@ export interface Options {
   readonly headersTimeoutMs?: number | undefined
   /** Time a client has to send its whole request, in ms (default 30 s); the standalone server only. */
   readonly requestTimeoutMs?: number | undefined
+  /**
+   * Budgets of SQL analytics queries (defaults: 10 s, 100,000,000 rows scanned, 10,000 rows
+   * answered, 256 MiB) and how many run at once on this server (default 4; more are answered 429).
+   */
+  readonly sqlLimits?: Partial<SqlLimits["Type"]> | undefined
 }
 
 /** The core services over the Storage, reading the options that concern them. */
 export const DomainLive = (options: Options = {}) =>
-  Keymeter.layerWith(options.windows ?? Windows.layerLocal).pipe(
+  SqlAnalytics.Default.pipe(
+    Layer.provide(Layer.succeed(SqlLimits, { ...SqlLimits.defaultValue(), ...options.sqlLimits })),
+    Layer.provideMerge(Keymeter.layerWith(options.windows ?? Windows.layerLocal)),
     Layer.provide(Layer.succeed(MaxDatapoints, options.maxDatapoints ?? MaxDatapoints.defaultValue())),
     Layer.provide(Layer.succeed(MaxReadsAtOnce, options.maxAnalyticsReads ?? MaxReadsAtOnce.defaultValue())),
     Layer.provide(Layer.succeed(Windows.MaxWindows, options.maxWindows ?? Windows.MaxWindows.defaultValue())),
@@ -95,7 +103,8 @@ export const ApiLive = (options: Options = {}, domain = DomainLive(options)) =>
       V2Handlers.ApisLive,
       V2Handlers.IdentitiesLive,
       V2Handlers.PermissionsLive,
-      V2Handlers.RatelimitLive
+      V2Handlers.RatelimitLive,
+      V2Handlers.AnalyticsLive
     ]),
     Layer.provide([Authorization.layer, Authorization.layerV2]),
     Layer.provide(Layer.succeed(MaxBodyBytes, options.maxBodyBytes ?? MaxBodyBytes.defaultValue())),

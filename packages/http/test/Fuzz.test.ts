@@ -221,6 +221,11 @@ const pinV2 = (route: Route, wire: Record<string, unknown>): Record<string, unkn
   }
   // A change by an amount needs the amount (the schema alone leaves it optional).
   if (op === "updateCredits" && out.operation !== "set" && typeof out.value !== "number") out.value = 1
+  // SQL analytics need SQL: random text is (rightly) refused.
+  if (op === "getVerifications") out.query = "SELECT outcome, count() AS n FROM key_verifications_v1 GROUP BY outcome"
+  if (op === "getRatelimits") {
+    out.query = "SELECT identifier, sum(passed) AS passed FROM ratelimits_per_hour_v1 GROUP BY identifier LIMIT 10"
+  }
   if ("roles" in out && route.path.includes("keys.")) out.roles = ["fuzz_role"]
   if ("permissions" in out && route.path.includes("keys.")) out.permissions = ["fuzz.read"]
   if (op === "createRole" && "permissions" in out) out.permissions = ["fuzz.read"]

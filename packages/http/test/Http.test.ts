@@ -646,6 +646,8 @@ layer(TestServer.layer(MemoryStorage.layer, { maxBodyBytes: 64 * 1024 }), { excl
           "/v1/ratelimits.listNamespaces",
           "/v1/ratelimits.listOverrides",
           "/v1/ratelimits.setOverride",
+          "/v2/analytics.getRatelimits",
+          "/v2/analytics.getVerifications",
           "/v2/apis.createApi",
           "/v2/apis.deleteApi",
           "/v2/apis.getApi",

@@ -61,6 +61,7 @@ import * as Errors from "@keymeter/http/Errors"
 import * as RequestContext from "@keymeter/http/RequestContext"
 import * as SafeHeaders from "@keymeter/http/SafeHeaders"
 import * as Server from "@keymeter/http/Server"
+import { SqlAnalytics } from "@keymeter/sql/SqlAnalytics"
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
@@ -259,6 +260,13 @@ export interface Keymeter {
    * `GET /v1/analytics.getRatelimits` answers them.
    */
   readonly getRatelimits: (query: RatelimitsQuery) => Promise<Array<RatelimitDatapoint>>
+  /**
+   * Runs a SQL query of the subset over the workspace's verifications (`key_verifications_v1` and
+   * its rollups), as `POST /v2/analytics.getVerifications` does: its rows, keyed by column name.
+   */
+  readonly queryVerifications: (query: string) => Promise<Array<Record<string, unknown>>>
+  /** Runs a SQL query over the workspace's rate-limit decisions (`ratelimits_v1` and its rollups). */
+  readonly queryRatelimits: (query: string) => Promise<Array<Record<string, unknown>>>
   /** Creates or overwrites the override of an identifier in a namespace. */
   readonly setOverride: (
     input: InputOf<typeof SetOverrideInput>,
@@ -386,6 +394,12 @@ export const createKeymeter = async (options: KeymeterOptions = {}): Promise<Key
       run(
         Effect.flatMap(RatelimitAnalytics, (analytics) => analytics.getRatelimits(principal, ratelimitsQuery(query)))
       ).then((answer) => Array.from(answer)),
+    queryVerifications: (query) =>
+      run(Effect.flatMap(SqlAnalytics, (sql) => sql.getVerifications(principal, { query })))
+        .then((answer) => Array.from(answer.rows)),
+    queryRatelimits: (query) =>
+      run(Effect.flatMap(SqlAnalytics, (sql) => sql.getRatelimits(principal, { query })))
+        .then((answer) => Array.from(answer.rows)),
     setOverride: (input, options) =>
       run(Effect.flatMap(Overrides, (overrides) => overrides.set(principal, input, options))),
     getOverride: (input) => run(Effect.flatMap(Overrides, (overrides) => overrides.get(principal, input))),

@@ -8,6 +8,7 @@ import { MaxWindows } from "@keymeter/core/Windows"
 import { MaxAuthFailures } from "@keymeter/http/AuthGate"
 import * as InFlightLimit from "@keymeter/http/InFlightLimit"
 import * as NodeServer from "@keymeter/http/NodeServer"
+import { SqlLimits } from "@keymeter/sql/SqlAnalytics"
 import * as Config from "effect/Config"
 import * as StorageSpec from "./StorageSpec.js"
 
@@ -49,6 +50,30 @@ export const config = Config.all({
     Config.validate({ message: "must be at least 1", validation: (n) => n >= 1 }),
     Config.withDefault(MaxReadsAtOnce.defaultValue())
   ),
+  // Budgets of each SQL analytics query, and how many run at once.
+  sqlLimits: Config.all({
+    timeMs: Config.integer("KEYMETER_SQL_TIME_MS").pipe(
+      Config.validate({ message: "must be at least 1", validation: (n) => n >= 1 }),
+      Config.withDefault(SqlLimits.defaultValue().timeMs)
+    ),
+    scannedRows: Config.integer("KEYMETER_SQL_SCANNED_ROWS").pipe(
+      Config.validate({ message: "must be at least 1", validation: (n) => n >= 1 }),
+      Config.withDefault(SqlLimits.defaultValue().scannedRows)
+    ),
+    resultRows: Config.integer("KEYMETER_SQL_RESULT_ROWS").pipe(
+      Config.validate({ message: "must be at least 1", validation: (n) => n >= 1 }),
+      Config.withDefault(SqlLimits.defaultValue().resultRows)
+    ),
+    memoryBytes: Config.integer("KEYMETER_SQL_MEMORY_MB").pipe(
+      Config.validate({ message: "must be at least 1", validation: (n) => n >= 1 }),
+      Config.map((mb) => mb * 1024 * 1024),
+      Config.withDefault(SqlLimits.defaultValue().memoryBytes)
+    ),
+    concurrent: Config.integer("KEYMETER_SQL_CONCURRENT").pipe(
+      Config.validate({ message: "must be at least 1", validation: (n) => n >= 1 }),
+      Config.withDefault(SqlLimits.defaultValue().concurrent)
+    )
+  }),
   maxWindows: Config.all({
     total: Config.integer("KEYMETER_MAX_WINDOWS").pipe(
       Config.validate({ message: "must be at least 1", validation: (n) => n >= 1 }),

@@ -53,6 +53,37 @@ describe("createKeymeter", () => {
     }
   })
 
+  it("runs SQL analytics over what it recorded, refusing what is outside the subset", async () => {
+    const keymeter = await createKeymeter()
+    try {
+      const { apiId } = await keymeter.createApi({ name: "main" })
+      await keymeter.record([
+        { apiId, keyId: "k1", outcome: "valid", time: T0, spentCredits: 3, latency: 1.5, region: "fra" },
+        { apiId, keyId: "k1", outcome: "rateLimited", time: T0 + HOUR, latency: 0.5 },
+        { apiId, keyId: "k2", outcome: "valid", time: T0 + 2 * HOUR, spentCredits: 1 }
+      ])
+      expect(
+        await keymeter.queryVerifications(
+          "SELECT key_id, count() AS total, sum(spent_credits) AS credits, max(latency) AS slowest " +
+            "FROM key_verifications_v1 GROUP BY key_id ORDER BY key_id"
+        )
+      ).toEqual([
+        { key_id: "k1", total: 2, credits: 3, slowest: 1.5 },
+        { key_id: "k2", total: 1, credits: 1, slowest: 0 }
+      ])
+      await keymeter.limit({ namespace: "email", identifier: "user_1", limit: 1, duration: 60_000 })
+      await keymeter.limit({ namespace: "email", identifier: "user_1", limit: 1, duration: 60_000 })
+      expect(await keymeter.queryRatelimits("SELECT sum(passed) AS passed, count() AS total FROM ratelimits_v1"))
+        .toEqual([{ passed: 1, total: 2 }])
+      const bad = await rejection(keymeter.queryVerifications("SELECT * FROM system.tables"))
+      expect(bad).toBeInstanceOf(KeymeterError)
+      expect(bad.code).toBe("INVALID_QUERY")
+      expect(bad.status).toBe(400)
+    } finally {
+      await keymeter.close()
+    }
+  })
+
   it("takes idempotency keys on writes: a retry is answered and stored once, a reused key rejected", async () => {
     const keymeter = await createKeymeter({ http: { idempotencyWindowMs: 60_000 } })
     try {

@@ -10,6 +10,7 @@ import * as HttpApiSecurity from "@effect/platform/HttpApiSecurity"
 import * as OpenApi from "@effect/platform/OpenApi"
 import { ApiIdInput, CreateApiInput } from "@keymeter/core/Api"
 import type { Principal } from "@keymeter/core/Permission"
+import { SqlRequest } from "@keymeter/sql/SqlAnalytics"
 import * as Context from "effect/Context"
 import * as Schema from "effect/Schema"
 import { EnvelopedApi } from "../internal/EnvelopedApi.js"
@@ -360,6 +361,43 @@ export class RatelimitGroup extends HttpApiGroup.make("v2ratelimit")
   .annotate(OpenApi.Title, "v2 ratelimit")
 {}
 
+/** An answer's rows: one object per row, keyed by column name. */
+const Rows = Schema.Array(Schema.Record({ key: Schema.String, value: Schema.Unknown }))
+
+/** SQL analytics routes. */
+export class AnalyticsGroup extends HttpApiGroup.make("v2analytics")
+  .add(
+    route(
+      "analytics.getVerifications",
+      SqlRequest,
+      "api.*.read_api or api.*.read_analytics (all apis), or api.<apiId>.read_api / api.<apiId>.read_analytics " +
+        "(the query sees those apis' rows only)"
+    )
+      .addSuccess(answer(Rows))
+      .addError(Responses[422])
+      .annotate(
+        OpenApi.Summary,
+        "Run a SQL SELECT over the workspace's verifications (key_verifications_v1 and its per-minute, hour, day " +
+          "and month rollups)"
+      )
+  )
+  .add(
+    route(
+      "analytics.getRatelimits",
+      SqlRequest,
+      "ratelimit.*.read_analytics (all namespaces), or ratelimit.<namespaceId>.read_analytics (those namespaces' " +
+        "rows only)"
+    )
+      .addSuccess(answer(Rows))
+      .addError(Responses[422])
+      .annotate(
+        OpenApi.Summary,
+        "Run a SQL SELECT over the workspace's rate-limit decisions (ratelimits_v1 and its rollups)"
+      )
+  )
+  .annotate(OpenApi.Title, "v2 analytics")
+{}
+
 /**
  * The /v2 routes, each authenticated and answering v2's shared errors. They read their bodies
  * themselves, so the api's decode error (v1's envelope) is never answered here.
@@ -370,6 +408,7 @@ export const V2 = EnvelopedApi
   .add(IdentitiesGroup)
   .add(PermissionsGroup)
   .add(RatelimitGroup)
+  .add(AnalyticsGroup)
   .addError(Responses[400])
   .addError(Responses[401])
   .addError(Responses[403])

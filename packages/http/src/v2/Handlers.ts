@@ -14,6 +14,7 @@ import type { Principal } from "@keymeter/core/Permission"
 import { RateLimiter } from "@keymeter/core/RateLimiter"
 import { Rbac } from "@keymeter/core/Rbac"
 import * as Validation from "@keymeter/core/Validation"
+import { SqlAnalytics, SqlRequest } from "@keymeter/sql/SqlAnalytics"
 import * as Effect from "effect/Effect"
 import type * as Schema from "effect/Schema"
 import { Api } from "../Api.js"
@@ -349,3 +350,18 @@ export const RatelimitLive = HttpApiBuilder.group(Api, "v2ratelimit", (handlers)
 
 /** Whether a multiLimit asks all or nothing: `?atomic=true` (a keymeter extension). */
 const isAtomic = (url: string) => new URLSearchParams(url.split("?")[1] ?? "").get("atomic") === "true"
+
+/** Handlers of the SQL analytics routes. */
+export const AnalyticsLive = HttpApiBuilder.group(Api, "v2analytics", (handlers) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlAnalytics
+    return handlers
+      .handleRaw(
+        "analytics.getVerifications",
+        route(SqlRequest)(({ input, principal }) => Effect.map(sql.getVerifications(principal, input), (a) => a.rows))
+      )
+      .handleRaw(
+        "analytics.getRatelimits",
+        route(SqlRequest)(({ input, principal }) => Effect.map(sql.getRatelimits(principal, input), (a) => a.rows))
+      )
+  }))

@@ -663,11 +663,12 @@ describe.skipIf(skip !== undefined)("dashboard in Chromium", () => {
       await keys.locator("tbody tr").first().waitFor()
       expect(await page.getByRole("button", { name: writes }).count()).toBe(0)
       await page.getByRole("button", { name: "Sign out" }).click()
-      // A key that may read usage only: no sections but usage.
+      // A key that may read usage only: no sections but usage, and SQL queries over what it may read.
       await signIn(page, reader)
       await page.getByRole("navigation", { name: "sections" }).waitFor()
       expect(await page.getByRole("navigation", { name: "sections" }).getByRole("link").allTextContents()).toEqual([
-        "Usage"
+        "Usage",
+        "Query"
       ])
       expect(errors.filter((e) => !/status of 403/.test(e))).toEqual([])
       await page.close()

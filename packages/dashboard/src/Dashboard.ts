@@ -2,7 +2,7 @@
  * Serves the dashboard page and its assets (built by `scripts/build.mjs` into `dist/assets`):
  * `GET /dashboard` is the page, `/dashboard/assets/<name>-<hash>.<ext>` its files, cached for a
  * year (their names change with their content), all under a Content-Security-Policy that allows
- * this origin only. The page calls the public /v1 routes beside it.
+ * this origin only. The page calls the public /v1 routes beside it, and v2's SQL analytics.
  */
 import { existsSync, readFileSync } from "node:fs"
 import type { IncomingMessage, ServerResponse } from "node:http"

@@ -1,22 +1,38 @@
 /**
- * The page's only way to the server: the public /v1 routes, called with the root key. Errors come
- * back as {@link ApiError} with the envelope's code, and {@link explain} puts them in plain words.
+ * The page's only way to the server: the public /v1 routes and v2's SQL analytics, called with the
+ * root key. Errors come back as {@link ApiError} with the envelope's code (v1's `code`, or the last
+ * part of v2's `type`), and {@link explain} puts them in plain words.
  */
 
 /** The page's base: where /dashboard is mounted (the API is beside it). */
 const base = location.pathname.replace(/\/dashboard\/?$/, "")
 
-/** An answer other than 2xx, with the error envelope's code and message. */
+/** An answer other than 2xx, with the error envelope's code and message (and v2's title). */
 export class ApiError extends Error {
-  constructor(readonly status: number, readonly code: string, message: string) {
+  constructor(readonly status: number, readonly code: string, message: string, readonly title?: string | undefined) {
     super(message)
   }
+}
+
+/** An error envelope: v1's `{code, message}` or v2's `{title, detail, status, type}`. */
+interface Envelope {
+  readonly code?: string
+  readonly message?: string
+  readonly title?: string
+  readonly detail?: string
+  readonly type?: string
 }
 
 /** Tries of a read the server refused for now (429: its limits), each after its Retry-After. */
 const READ_TRIES = 4
 
-const send = async <A>(key: string, path: string, init: RequestInit = {}): Promise<A> => {
+/** A request; reads (GETs unless `read` says otherwise) are tried again after a 429. */
+const send = async <A>(
+  key: string,
+  path: string,
+  init: RequestInit = {},
+  read = init.method === undefined
+): Promise<A> => {
   let reply: Response
   for (let tried = 1;; tried++) {
     reply = await fetch(`${base}${path}`, {
@@ -27,13 +43,19 @@ const send = async <A>(key: string, path: string, init: RequestInit = {}): Promi
       }
     })
     // Reads only: a write the server refused is shown, not repeated behind the user's back.
-    if (reply.status !== 429 || init.method !== undefined || tried === READ_TRIES) break
+    if (reply.status !== 429 || !read || tried === READ_TRIES) break
     const wait = Number(reply.headers.get("retry-after") ?? 1)
     await new Promise((resolve) => setTimeout(resolve, Math.min(Number.isFinite(wait) ? wait : 1, 5) * 1000))
   }
   const body = await reply.json().catch(() => undefined)
   if (!reply.ok) {
-    throw new ApiError(reply.status, body?.error?.code ?? "ERROR", body?.error?.message ?? `HTTP ${reply.status}`)
+    const error: Envelope | undefined = body?.error
+    throw new ApiError(
+      reply.status,
+      error?.code ?? error?.type?.split("/").pop() ?? "ERROR",
+      error?.message ?? error?.detail ?? `HTTP ${reply.status}`,
+      error?.title
+    )
   }
   return body as A
 }
@@ -49,6 +71,21 @@ export const get = <A>(key: string, route: string, query: Record<string, string 
 /** A POST route with a JSON body. */
 export const post = <A>(key: string, route: string, body: unknown): Promise<A> =>
   send<A>(key, `/v1/${route}`, { method: "POST", body: JSON.stringify(body) })
+
+/** A row of a SQL analytics answer: values by column name. */
+export type SqlRow = Readonly<Record<string, unknown>>
+
+/**
+ * A SQL analytics query (v2's `analytics.getVerifications` or `analytics.getRatelimits`): its
+ * rows. A read, so a 429 (the server's queries all running) is tried again.
+ */
+export const sql = (
+  key: string,
+  route: "analytics.getVerifications" | "analytics.getRatelimits",
+  query: string
+): Promise<ReadonlyArray<SqlRow>> =>
+  send<{ data: ReadonlyArray<SqlRow> }>(key, `/v2/${route}`, { method: "POST", body: JSON.stringify({ query }) }, true)
+    .then((answer) => answer.data)
 
 /** An error in plain words, with the envelope's code: "this key may not …" for a 403. */
 export const explain = (error: unknown, forbidden: string): string => {

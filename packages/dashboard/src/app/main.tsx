@@ -1,12 +1,13 @@
 /**
  * The dashboard page: sign in with a root key (kept in sessionStorage only), then the sections
- * this key may see — usage, rate limits, keys. Every number comes from the public /v1 routes,
- * called with the key; the view lives in the URL, never the key.
+ * this key may see — usage, rate limits, keys, SQL queries. Every number comes from the public
+ * /v1 routes, or v2's SQL analytics, called with the key; the view lives in the URL, never the key.
  */
 import { render } from "preact"
 import { useEffect, useState } from "preact/hooks"
 import { explain, get, isRefused } from "./Client.js"
 import { Keys } from "./Keys.js"
+import { Query, queryFamilies } from "./Query.js"
 import { RateLimits } from "./RateLimits.js"
 import { mayAny, type Session } from "./Session.js"
 import { Usage } from "./Usage.js"
@@ -16,7 +17,8 @@ const KEY = "keymeter.rootKey"
 const SECTIONS = [
   ["usage", "Usage"],
   ["ratelimits", "Rate limits"],
-  ["keys", "Keys"]
+  ["keys", "Keys"],
+  ["query", "Query"]
 ] as const
 type Section = typeof SECTIONS[number][0]
 
@@ -25,11 +27,15 @@ const sectionOf = (): Section => {
   return SECTIONS.some(([name]) => name === section) ? section as Section : "usage"
 }
 
-/** The sections a key may open: rate limits with any override read, keys with any key read. */
+/**
+ * The sections a key may open: rate limits with any override read, keys with any key read,
+ * queries with any analytics read (an api's, or rate limits').
+ */
 const shown = (session: Session): ReadonlyArray<Section> => [
   "usage",
   ...(mayAny(session, "ratelimit", "read_override") ? ["ratelimits" as const] : []),
-  ...(mayAny(session, "api", "read_key") ? ["keys" as const] : [])
+  ...(mayAny(session, "api", "read_key") ? ["keys" as const] : []),
+  ...(queryFamilies(session).length > 0 ? ["query" as const] : [])
 ]
 
 const SignIn = (props: { onKey: (key: string) => void; message?: string | undefined }) => {
@@ -129,6 +135,8 @@ const App = () => {
         ? <p class="empty" aria-live="polite">Checking the key…</p>
         : open === "ratelimits"
         ? <RateLimits session={session} />
+        : open === "query"
+        ? <Query session={session} families={queryFamilies(session)} />
         : open === "keys"
         ? (
           <Keys

@@ -1,0 +1,300 @@
+/**
+ * SQL analytics against an independent oracle: hundreds of seeded queries of the subset (see
+ * `internal/SqlGenerator`), each answered by keymeter's `SqlQuery.run` and by DuckDB (see
+ * `internal/SqlOracle`) over the same seeded corpus, must agree row for row. keymeter reads the
+ * corpus through a plain scan of the events, then through each store's own `scan` after the corpus
+ * went in through its `append`: memory, SQLite (a file), ClickHouse (when `KEYMETER_TEST_CLICKHOUSE`
+ * names a server; CI always does).
+ */
+import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
+import { QueryTooLarge } from "@keymeter/core/Errors"
+import type { RatelimitColumns, ScanScope, VerificationColumns } from "@keymeter/core/EventScan"
+import type { RatelimitEvent } from "@keymeter/core/RatelimitEvent"
+import { RatelimitStore, VerificationStore } from "@keymeter/core/Storage"
+import type { Verification } from "@keymeter/core/Verification"
+import { Outcomes } from "@keymeter/core/Verification"
+import * as SqlQuery from "@keymeter/sql/SqlQuery"
+import * as Tables from "@keymeter/sql/Tables"
+import { ClickhouseRatelimitStore, ClickhouseVerificationStore } from "@keymeter/storage-clickhouse"
+import { MemoryRatelimitStore, MemoryVerificationStore } from "@keymeter/storage-memory"
+import { SqliteStorage } from "@keymeter/storage-sqlite"
+import { ClickhouseTestServer } from "@keymeter/testing"
+import * as Cause from "effect/Cause"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Layer from "effect/Layer"
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import type { GeneratedQuery } from "./internal/SqlGenerator.js"
+import { generateQueries, makeCorpus, NOW, OUTCOME_NAME, shapeOf, WORKSPACE } from "./internal/SqlGenerator.js"
+import type { Table } from "./internal/SqlOracle.js"
+import { difference, Oracle } from "./internal/SqlOracle.js"
+
+const CORPUS_SEED = 20260117
+const QUERY_SEED = 424242
+const QUERIES = 700
+
+const corpus = makeCorpus(CORPUS_SEED)
+const queries = generateQueries(QUERY_SEED, QUERIES, corpus)
+const shapes = new Set(queries.map((q) => shapeOf(q.text))).size
+
+/** DuckDB's answer to each query (by position in `queries`). */
+let expected: Array<Table | string> = []
+const summary: Array<string> = []
+
+beforeAll(async () => {
+  const oracle = await Oracle.make(corpus, WORKSPACE)
+  try {
+    expect(await oracle.count("key_verifications_v1")).toBe(3000)
+    expect(await oracle.count("ratelimits_v1")).toBe(2000)
+    expected = []
+    for (const query of queries) {
+      try {
+        expected.push(await oracle.run(query.duck))
+      } catch (error) {
+        expected.push(`DuckDB failed: ${error instanceof Error ? error.message : String(error)}`)
+      }
+    }
+  } finally {
+    oracle.close()
+  }
+}, 60_000)
+
+afterAll(() => {
+  console.log(
+    `SQL differential: ${queries.length} queries, ${shapes} shapes; ${summary.join("; ") || "no store ran"}`
+  )
+})
+
+// ---------------------------------------------------------------------------------------------
+// A plain scan of the corpus (as packages/sql's test helpers hand the executor events)
+
+const dictionary = <A>(values: ReadonlyArray<A>, key: (a: A) => string = String) => {
+  const codes = new Map<string, number>()
+  const out: Array<A> = []
+  const column = values.map((value) => {
+    const k = key(value)
+    let code = codes.get(k)
+    if (code === undefined) {
+      code = out.length
+      out.push(value)
+      codes.set(k, code)
+    }
+    return code
+  })
+  return { codes: Uint32Array.from(column), values: out }
+}
+
+const inScope = <A extends { readonly workspaceId: string; readonly time: number }>(
+  rows: ReadonlyArray<A>,
+  scope: ScanScope,
+  id: (a: A) => string
+) =>
+  rows.filter((row) =>
+    row.workspaceId === scope.workspaceId && row.time >= scope.from && row.time < scope.to &&
+    (scope.within === undefined || scope.within.includes(id(row)))
+  )
+
+const verificationScan = (events: ReadonlyArray<Verification>, batch: number) => (scope: ScanScope) =>
+  Effect.suspend(() => {
+    const rows = inScope(events, scope, (e) => e.apiId)
+    if (rows.length > scope.maxRows) return Effect.fail(new QueryTooLarge({ message: "too many rows" }))
+    const out: Array<VerificationColumns> = []
+    for (let i = 0; i < rows.length; i += batch) {
+      const part = rows.slice(i, i + batch)
+      out.push({
+        length: part.length,
+        time: part.map((e) => e.time),
+        apiId: dictionary(part.map((e) => e.apiId)),
+        keyId: dictionary(part.map((e) => e.keyId)),
+        identityId: dictionary(part.map((e) => e.identity?.id ?? "")),
+        externalId: dictionary(part.map((e) => e.identity?.externalId ?? "")),
+        outcome: part.map((e) => Outcomes.indexOf(e.outcome)),
+        tags: dictionary(part.map((e) => e.tags), (tags) => JSON.stringify(tags)),
+        spentCredits: part.map((e) => e.spentCredits ?? 0),
+        latency: part.map((e) => e.latency ?? 0),
+        region: dictionary(part.map((e) => e.region ?? ""))
+      })
+    }
+    return Effect.succeed(out)
+  })
+
+const ratelimitScan = (decisions: ReadonlyArray<RatelimitEvent>, batch: number) => (scope: ScanScope) =>
+  Effect.suspend(() => {
+    const rows = inScope(decisions, scope, (d) => d.namespaceId)
+    if (rows.length > scope.maxRows) return Effect.fail(new QueryTooLarge({ message: "too many rows" }))
+    const out: Array<RatelimitColumns> = []
+    for (let i = 0; i < rows.length; i += batch) {
+      const part = rows.slice(i, i + batch)
+      out.push({
+        length: part.length,
+        time: part.map((d) => d.time),
+        namespaceId: dictionary(part.map((d) => d.namespaceId)),
+        identifier: dictionary(part.map((d) => d.identifier)),
+        passed: part.map((d) => (d.passed ? 1 : 0)),
+        latency: part.map((d) => d.latency),
+        overrideId: dictionary(part.map((d) => d.overrideId ?? ""))
+      })
+    }
+    return Effect.succeed(out)
+  })
+
+// ---------------------------------------------------------------------------------------------
+// Running every query and comparing
+
+interface Scans {
+  readonly verifications: SqlQuery.Scan<VerificationColumns>
+  readonly ratelimits: SqlQuery.Scan<RatelimitColumns>
+}
+
+const toTable = (answer: SqlQuery.Answer): Table => ({
+  columns: answer.columns.map((c) => c.name),
+  rows: answer.rows.map((row) => answer.columns.map((c) => row[c.name]))
+})
+
+const preview = (rows: ReadonlyArray<ReadonlyArray<unknown>>) =>
+  JSON.stringify(rows.slice(0, 6)) + (rows.length > 6 ? ` … (${rows.length} rows)` : "")
+
+const report = (query: GeneratedQuery, why: string, want: Table | string, got: Table | undefined) =>
+  [
+    `[${query.template}, ${query.family}] ${query.text}`,
+    `  DuckDB: ${query.duck}`,
+    `  ${why}`,
+    `  expected: ${typeof want === "string" ? want : preview(want.rows)}`,
+    `  got:      ${got === undefined ? "-" : preview(got.rows)}`
+  ].join("\n")
+
+/** Runs every query over `scans`: the disagreements, and how many answers had rows. */
+const runAll = (label: string, scans: Scans) =>
+  Effect.gen(function*() {
+    const started = Date.now()
+    const disagreements: Array<string> = []
+    let answered = 0
+    yield* Effect.forEach(
+      queries,
+      (query, i) =>
+        Effect.gen(function*() {
+          const want = expected[i]!
+          const exit = yield* Effect.exit(SqlQuery.run(query.text, {
+            family: query.family,
+            workspaceId: WORKSPACE,
+            within: undefined,
+            verifications: scans.verifications,
+            ratelimits: scans.ratelimits,
+            limits: SqlQuery.DEFAULT_LIMITS,
+            now: NOW
+          }))
+          if (Exit.isFailure(exit)) {
+            disagreements.push(report(query, `keymeter failed: ${Cause.pretty(exit.cause)}`, want, undefined))
+            return
+          }
+          const got = toTable(exit.value)
+          if (typeof want === "string") {
+            disagreements.push(report(query, "the oracle failed", want, got))
+            return
+          }
+          const why = difference(want, got, query.ordered)
+          if (why !== undefined) disagreements.push(report(query, why, want, got))
+          else if (got.rows.length > 0) answered++
+        }),
+      { concurrency: 4, discard: true }
+    )
+    summary.push(
+      `${label}: ${queries.length - disagreements.length}/${queries.length} agree (${
+        ((Date.now() - started) / 1000).toFixed(1)
+      } s)`
+    )
+    return { disagreements, answered }
+  })
+
+/** The check every source passes: every query agrees with DuckDB, and most answers have rows. */
+const agreeAll = (label: string, scans: Scans) =>
+  Effect.gen(function*() {
+    const { answered, disagreements } = yield* runAll(label, scans)
+    expect(
+      disagreements.length,
+      `${disagreements.length} of ${queries.length} queries disagree with DuckDB (${label}):\n\n` +
+        disagreements.slice(0, 25).join("\n\n")
+    ).toBe(0)
+    // The corpus and the queries meet: most answers are not empty.
+    expect(answered).toBeGreaterThan(queries.length * 0.6)
+  })
+
+const appendCorpus = (verifications: VerificationStore["Type"], ratelimits: RatelimitStore["Type"]) =>
+  Effect.gen(function*() {
+    // In a few batches, as a server would: each workspace's events interleaved.
+    for (let i = 0; i < corpus.verifications.length; i += 900) {
+      yield* verifications.append(corpus.verifications.slice(i, i + 900))
+    }
+    for (let i = 0; i < corpus.decisions.length; i += 700) {
+      yield* ratelimits.append(corpus.decisions.slice(i, i + 700))
+    }
+  })
+
+const scansOf = (verifications: VerificationStore["Type"], ratelimits: RatelimitStore["Type"]): Scans => {
+  if (verifications.scan === undefined || ratelimits.scan === undefined) throw new Error("the store has no scan")
+  return { verifications: verifications.scan, ratelimits: ratelimits.scan }
+}
+
+describe("SQL analytics against DuckDB", () => {
+  it("generates hundreds of distinct queries of many shapes, over the corpus DuckDB holds", () => {
+    expect(new Set(queries.map((q) => q.text)).size).toBe(queries.length)
+    expect(queries.length).toBeGreaterThanOrEqual(500)
+    expect(shapes).toBeGreaterThanOrEqual(400)
+    for (const family of ["verifications", "ratelimits"] as const) {
+      expect(queries.filter((q) => q.family === family).length).toBeGreaterThan(100)
+    }
+    // The oracle's outcome names are the tables'.
+    expect(Outcomes.map((o) => OUTCOME_NAME[o])).toEqual(Tables.OUTCOME_NAMES)
+    const failed = expected.filter((e) => typeof e === "string")
+    expect(failed, String(failed[0])).toEqual([])
+  })
+
+  it.effect("a plain scan of the events", () =>
+    agreeAll("plain scan", {
+      verifications: verificationScan(corpus.verifications, 257),
+      ratelimits: ratelimitScan(corpus.decisions, 257)
+    }), 60_000)
+
+  it.live("the memory store", () =>
+    Effect.gen(function*() {
+      const verifications = MemoryVerificationStore.make()
+      const ratelimits = MemoryRatelimitStore.make()
+      yield* appendCorpus(verifications, ratelimits)
+      yield* agreeAll("memory", scansOf(verifications, ratelimits))
+    }), 60_000)
+
+  it.live("the SQLite store, on a file", () =>
+    Effect.gen(function*() {
+      const dir = mkdtempSync(join(tmpdir(), "keymeter-sql-differential-"))
+      yield* Effect.addFinalizer(() => Effect.sync(() => rmSync(dir, { recursive: true, force: true })))
+      const context = yield* Layer.build(
+        SqliteStorage.layer({
+          filename: join(dir, "keymeter.db"),
+          synchronous: "normal",
+          // The corpus's first days are older than the default 30 kept in full.
+          eventDays: Infinity,
+          decisionDays: Infinity
+        })
+      )
+      const verifications = Context.get(context, VerificationStore)
+      const ratelimits = Context.get(context, RatelimitStore)
+      yield* appendCorpus(verifications, ratelimits)
+      yield* agreeAll("sqlite", scansOf(verifications, ratelimits))
+    }).pipe(Effect.scoped), 60_000)
+
+  const skip = ClickhouseTestServer.skip()
+  if (skip !== undefined) summary.push(`clickhouse: not run (${skip})`)
+  describe.skipIf(skip !== undefined)("on ClickHouse", () => {
+    it.live("the ClickHouse stores", () =>
+      Effect.gen(function*() {
+        const url = yield* ClickhouseTestServer.freshDatabase()
+        const verifications = yield* ClickhouseVerificationStore.make({ url })
+        const ratelimits = yield* ClickhouseRatelimitStore.make({ url, decisionRetentionDays: Infinity })
+        yield* appendCorpus(verifications, ratelimits)
+        yield* agreeAll("clickhouse", scansOf(verifications, ratelimits))
+      }).pipe(Effect.scoped), 120_000)
+  })
+})

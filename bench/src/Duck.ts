@@ -22,7 +22,7 @@ import type { RatelimitDatapoint, RatelimitQueryInput } from "@keymeter/core/Rat
 import type { VerificationQueryInput } from "@keymeter/core/VerificationQuery"
 import { rmSync } from "node:fs"
 import type { Dataset } from "./Dataset.js"
-import { apiId, externalId, identityId, OUTCOMES } from "./Dataset.js"
+import { apiId, externalId, extras, identityId, OUTCOMES } from "./Dataset.js"
 import * as Decisions from "./Decisions.js"
 
 const HOUR = 3_600_000
@@ -412,4 +412,91 @@ const toRatelimitDatapoints = (
     (t) => ({ time: t, total: 0, passed: 0, blocked: 0 }),
     (point, orderBy) => point[orderBy as "total" | "passed" | "blocked"]
   )
+}
+
+/**
+ * The public raw tables of SQL analytics in DuckDB, for `--sql`: `key_verifications_v1` and
+ * `ratelimits_v1` with keymeter's columns and values (times in unix ms, outcomes as
+ * `OUTCOME_NAMES`, `''` for no identity, no override), so each query's DuckDB text is a plain
+ * translation of keymeter's.
+ */
+export const openSql = async (file: string) => {
+  for (const suffix of ["", ".wal"]) rmSync(file + suffix, { force: true })
+  const instance = await DuckDBInstance.create(file)
+  const connection = await instance.connect()
+  await connection.run(`CREATE TABLE key_verifications_v1 (time BIGINT, workspace_id VARCHAR, key_space_id VARCHAR,
+    key_id VARCHAR, identity_id VARCHAR, external_id VARCHAR, outcome VARCHAR, tags VARCHAR[], spent_credits BIGINT,
+    latency DOUBLE, region VARCHAR)`)
+  await connection.run(`CREATE TABLE ratelimits_v1 (time BIGINT, workspace_id VARCHAR, namespace_id VARCHAR,
+    identifier VARCHAR, passed INTEGER, latency DOUBLE, override_id VARCHAR)`)
+  const verifications = await connection.createAppender("key_verifications_v1")
+  const decisions = await connection.createAppender("ratelimits_v1")
+  const verificationTypes = [
+    BIGINT,
+    VARCHAR,
+    VARCHAR,
+    VARCHAR,
+    VARCHAR,
+    VARCHAR,
+    VARCHAR,
+    LIST(VARCHAR),
+    BIGINT,
+    DOUBLE,
+    VARCHAR
+  ]
+  const decisionTypes = [BIGINT, VARCHAR, VARCHAR, VARCHAR, INTEGER, DOUBLE, VARCHAR]
+  return {
+    /** Appends a slice of the verification data set, with its {@link Dataset.extras}. */
+    appendVerifications: (data: Dataset, outcomeNames: ReadonlyArray<string>) =>
+      appendChunks(verifications, verificationTypes, data.size, (from, to, columns) => {
+        for (let i = from; i < to; i++) {
+          const a = data.api[i]!
+          const k = data.key[i]!
+          const identity = data.identityOf[a]![k]!
+          const more = extras(data, i)
+          columns[0]!.push(BigInt(data.time[i]!))
+          columns[1]!.push(Decisions.WORKSPACE)
+          columns[2]!.push(apiId(a))
+          columns[3]!.push(data.keyIds[a]![k]!)
+          columns[4]!.push(identity >= 0 ? identityId(identity) : "")
+          columns[5]!.push(identity >= 0 ? externalId(identity) : "")
+          columns[6]!.push(outcomeNames[data.outcome[i]!]!)
+          columns[7]!.push(listValue(data.tagsets[data.tagset[i]!] as Array<string>))
+          columns[8]!.push(BigInt(more.spentCredits))
+          columns[9]!.push(more.latency)
+          columns[10]!.push(more.region)
+        }
+      }),
+    /** Appends a slice of the decision data set. */
+    appendDecisions: (catalog: Decisions.Catalog, slice: Decisions.Slice) =>
+      appendChunks(decisions, decisionTypes, slice.size, (from, to, columns) => {
+        for (let i = from; i < to; i++) {
+          const event = Decisions.event(catalog, slice, i)
+          columns[0]!.push(BigInt(event.time))
+          columns[1]!.push(event.workspaceId)
+          columns[2]!.push(event.namespaceId)
+          columns[3]!.push(event.identifier)
+          columns[4]!.push(event.passed ? 1 : 0)
+          columns[5]!.push(event.latency)
+          columns[6]!.push(event.overrideId ?? "")
+        }
+      }),
+    /** Flushes both appenders and checkpoints. */
+    finish: async () => {
+      for (const appender of [verifications, decisions]) {
+        appender.flushSync()
+        appender.closeSync()
+      }
+      await connection.run("CHECKPOINT")
+    },
+    /** A query's rows as objects keyed by column name (BIGINT and HUGEINT as bigint, lists as arrays). */
+    query: async (text: string): Promise<Array<Record<string, unknown>>> => {
+      const reader = await connection.runAndReadAll(text)
+      return reader.getRowObjectsJS() as Array<Record<string, unknown>>
+    },
+    close: () => {
+      connection.closeSync()
+      instance.closeSync()
+    }
+  }
 }

@@ -12,10 +12,12 @@ import { Namespace } from "@keymeter/core/Namespace"
 import { RatelimitAnalytics } from "@keymeter/core/RatelimitAnalytics"
 import type { RatelimitDatapoint, RatelimitQueryInput } from "@keymeter/core/RatelimitQuery"
 import type { Storage } from "@keymeter/core/Storage"
-import { Catalog, RatelimitStore } from "@keymeter/core/Storage"
+import { Catalog, RatelimitStore, VerificationStore } from "@keymeter/core/Storage"
 import type { VerificationQueryInput } from "@keymeter/core/VerificationQuery"
 import { Verifications } from "@keymeter/core/Verifications"
 import { Workspace } from "@keymeter/core/Workspace"
+import * as SqlQuery from "@keymeter/sql/SqlQuery"
+import type { Family } from "@keymeter/sql/Tables"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as ManagedRuntime from "effect/ManagedRuntime"
@@ -48,6 +50,7 @@ export const open = async (storage: Layer.Layer<Storage, unknown>) => {
   const analytics = await runtime.runPromise(Analytics)
   const decisions = await runtime.runPromise(RatelimitStore)
   const ratelimits = await runtime.runPromise(RatelimitAnalytics)
+  const verificationStore = await runtime.runPromise(VerificationStore)
   return {
     /**
      * Records the data set in batches of 10,000, read a slice at a time; resolves with events per
@@ -82,6 +85,21 @@ export const open = async (storage: Layer.Layer<Storage, unknown>) => {
     },
     getRatelimits: (query: RatelimitQueryInput): Promise<ReadonlyArray<RatelimitDatapoint>> =>
       runtime.runPromise(ratelimits.getRatelimits(principal, query)),
+    /**
+     * A SQL analytics query over the bench workspace, as `SqlAnalytics` runs it (the stores'
+     * scans, every api and namespace readable) with `now()` reading `now`: its answer, or why
+     * not (InvalidQuery, QueryBudgetExceeded, StorageError).
+     */
+    sql: (family: Family, text: string, now: number, limits: SqlQuery.Limits = SqlQuery.DEFAULT_LIMITS) =>
+      runtime.runPromise(Effect.either(SqlQuery.run(text, {
+        family,
+        workspaceId: WORKSPACE,
+        within: undefined,
+        verifications: verificationStore.scan!,
+        ratelimits: decisions.scan!,
+        limits,
+        now
+      }))),
     close: () => runtime.dispose()
   }
 }

@@ -258,26 +258,33 @@ const summary = (results: ReadonlyArray<Record<string, any>>, status: number) =>
 
 /**
  * Each route: baseline and keymeter alternated for {@link ROUNDS} rounds of `seconds / ROUNDS`
- * each; requests/s (mean of rounds), latency p50/p99 in ms (worst round), failed requests.
+ * each; requests/s (mean of rounds), latency p50/p99 in ms (worst round), failed requests. With
+ * `baseline: false`, keymeter's rounds alone (the baseline's figures and the ratio are NaN); with
+ * `setup: false`, the routes' setup is not run again (the keys of an earlier run are verified).
  */
-export const run = async (server: Server, seconds: number, only?: string): Promise<Array<LoadResult>> => {
+export const run = async (
+  server: Server,
+  seconds: number,
+  only?: string,
+  options: { readonly baseline?: boolean; readonly setup?: boolean } = {}
+): Promise<Array<LoadResult>> => {
   const out: Array<LoadResult> = []
   const each = Math.max(1, Math.round(seconds / ROUNDS))
   for (const route of routes.filter((r) => only === undefined || r.route.includes(only))) {
-    await route.setup?.(server)
-    const baseline = await startBaseline(await capture(server, route))
+    if (options.setup !== false) await route.setup?.(server)
+    const baseline = options.baseline === false ? undefined : await startBaseline(await capture(server, route))
     const ours: Array<Record<string, any>> = []
     const theirs: Array<Record<string, any>> = []
     try {
       for (let round = 0; round < ROUNDS; round++) {
-        theirs.push(await fire(baseline.base, route, each))
+        if (baseline) theirs.push(await fire(baseline.base, route, each))
         ours.push(await fire(server.base, route, each))
       }
     } finally {
-      baseline.stop()
+      baseline?.stop()
     }
     const mine = summary(ours, route.status)
-    const base = summary(theirs, route.status)
+    const base = baseline ? summary(theirs, route.status) : { requestsPerSecond: NaN, p99: NaN }
     const result: LoadResult = {
       route: route.route,
       ...mine,
@@ -286,10 +293,12 @@ export const run = async (server: Server, seconds: number, only?: string): Promi
     }
     out.push(result)
     process.stdout.write(
-      `  ${route.route}: ${
-        Math.round(result.requestsPerSecond)
-      } req/s, p99 ${result.p99} ms, ${result.errors} failed; ` +
-        `node:http ${Math.round(base.requestsPerSecond)} req/s, p99 ${base.p99} ms; ${result.ratio.toFixed(3)}×\n`
+      `  ${route.route}: ${Math.round(result.requestsPerSecond)} req/s, ${
+        baseline ? "" : `p50 ${result.p50} ms, `
+      }p99 ${result.p99} ms, ${result.errors} failed` +
+        (baseline
+          ? `; node:http ${Math.round(base.requestsPerSecond)} req/s, p99 ${base.p99} ms; ${result.ratio.toFixed(3)}×\n`
+          : "\n")
     )
   }
   return out

@@ -8,6 +8,11 @@
  * data set appended into DuckDB (raw and an hourly rollup) and into memory and SQLite, then a
  * seeded getRatelimits mix on first sight and repeat, every answer checked against DuckDB's;
  * written to bench/results/ratelimits-<sizes>.{json,md}.
+ *
+ * `npm run bench -- --sql --size 10m` (the default size of --sql): SQL analytics, issue 31 (see
+ * Sql.ts): dashboard queries on memory, SQLite and DuckDB, first sight and repeat, every answer
+ * checked against DuckDB's; then verifyKey and limit over HTTP alone and beside heavy queries
+ * (`--skip-http` leaves that out). Written to bench/results/sql-<size>.{json,md}.
  */
 import { spawnSync } from "node:child_process"
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
@@ -23,12 +28,14 @@ import * as Mix from "./Mix.js"
 import type { HttpResult, RatelimitSection, Run } from "./Report.js"
 import * as Report from "./Report.js"
 import * as ScaleOut from "./ScaleOut.js"
+import * as Sql from "./Sql.js"
 import type { VerifyResult } from "./Verify.js"
 import type { EngineResult } from "./Worker.js"
 
 const { values } = parseArgs({
   options: {
-    size: { type: "string", default: "1m" },
+    // 1m by default, 10m with --sql.
+    size: { type: "string" },
     adapter: { type: "string", default: "memory,sqlite" },
     runs: { type: "string" },
     "skip-http": { type: "boolean", default: false },
@@ -40,6 +47,8 @@ const { values } = parseArgs({
     mix: { type: "string" },
     // Only rate-limit decisions: ingest and the getRatelimits mix (300 queries unless --mix), per size.
     ratelimits: { type: "boolean", default: false },
+    // Only SQL analytics: the dashboard queries against DuckDB, then the hot path beside heavy queries.
+    sql: { type: "boolean", default: false },
     seed: { type: "string", default: "15" },
     "http-events": { type: "string", default: "1m" },
     "load-seconds": { type: "string", default: "10" },
@@ -54,7 +63,8 @@ const { values } = parseArgs({
     "skip-scale-out": { type: "boolean", default: false }
   }
 })
-const sizes = values.size!.split(",").map(Dataset.parseSize)
+values.size ??= values.sql ? "10m" : "1m"
+const sizes = values.size.split(",").map(Dataset.parseSize)
 const adapters = values.adapter!.split(",").filter((a) => a !== "")
 for (const adapter of adapters) {
   if (!["memory", "sqlite", "clickhouse"].includes(adapter)) {
@@ -191,6 +201,35 @@ const run: {
 }
 
 let failed = false
+if (values.sql) {
+  // Its own report: nothing else of the bench runs.
+  for (const size of sizes) {
+    const mix = Sql.queryMix(size, log)
+    const hotPath = values["skip-http"] ? [] : await Sql.hotPath(size, Number(values["load-seconds"]), log)
+    const result: Sql.SqlRun = {
+      size,
+      engines: mix.engines,
+      queries: Sql.queriesOf(size),
+      mismatches: mix.mismatches,
+      failures: mix.failures,
+      hotPath
+    }
+    run.machine["load at end"] = loadavg().map((l) => l.toFixed(2)).join(" ")
+    const meta = { startedAt: run.startedAt, machine: run.machine, loadSeconds: Number(values["load-seconds"]) }
+    log("\n" + Sql.render(result, meta, "text"))
+    const results = here("../results/")
+    mkdirSync(results, { recursive: true })
+    const name = `sql-${Report.count(size).toLowerCase()}`
+    writeFileSync(`${results}${name}.json`, JSON.stringify({ ...meta, ...result }, null, 2))
+    writeFileSync(`${results}${name}.md`, Sql.render(result, meta, "markdown") + "\n")
+    log(`\nwritten: bench/results/${name}.json, bench/results/${name}.md`)
+    if (result.mismatches.length > 0 || result.failures.length > 0) {
+      log("\nFAILED: some keymeter answers differ from DuckDB's or were not given (see above).")
+      process.exitCode = 1
+    }
+  }
+  process.exit()
+}
 if (values.ratelimits) {
   run.ratelimits = []
   const queries = Mix.ratelimits(Number(values.mix ?? 300), Number(values.seed), Decisions.catalog())

@@ -499,6 +499,34 @@ const heavyTable = (results: ReadonlyArray<HotPathResult>): Array<Array<string>>
   return rows
 }
 
+/** The hot path section of a report: verifyKey and limit alone, beside heavy queries, alone again. */
+export const hotPathSection = (
+  hotPath: ReadonlyArray<HotPathResult>,
+  meta: { readonly loadSeconds: number },
+  format: "text" | "markdown"
+): string => {
+  const table = format === "text" ? plain : markdown
+  const heading = (text: string) => (format === "markdown" ? `## ${text}` : `\n== ${text} ==`)
+  const out: Array<string> = []
+  out.push(
+    heading("Hot path under heavy SQL queries (standalone server, loopback)"),
+    "",
+    `The data set (${count(hotPath[0]!.events)} events, moved to end two minutes before the run) ingested over ` +
+      `HTTP, then v2 keys.verifyKey (1,000 keys, created before the first phase) and v2 ratelimit.limit under ` +
+      `autocannon (32 connections, ` +
+      `${meta.loadSeconds} s each, 2 rounds; p50/p99 the worse round) alone, with two clients sending the heavy ` +
+      "queries back to back to /v2/analytics.getVerifications, and alone again. SQLite keeps verifications in full " +
+      "for 30 days (its default `eventDays`), so its heavy queries scan the last 30 days; memory scans all 90.",
+    "",
+    table(hotPathTable(hotPath)),
+    "",
+    table(heavyTable(hotPath)),
+    ""
+  )
+  for (const q of SqlQueries.HEAVY) out.push(`${q.id} (${q.title}): \`${q.text.replaceAll("\n", " ")}\``, "")
+  return out.join("\n")
+}
+
 /** The report of a `--sql` run. */
 export const render = (
   run: SqlRun,
@@ -541,24 +569,7 @@ export const render = (
       ].join("\n"),
     ""
   )
-  if (run.hotPath.length > 0) {
-    out.push(
-      heading("Hot path under heavy SQL queries (standalone server, loopback)"),
-      "",
-      `The data set (${count(run.hotPath[0]!.events)} events, moved to end two minutes before the run) ingested over ` +
-        `HTTP, then v2 keys.verifyKey (1,000 keys, created before the first phase) and v2 ratelimit.limit under ` +
-        `autocannon (32 connections, ` +
-        `${meta.loadSeconds} s each, 2 rounds; p50/p99 the worse round) alone, with two clients sending the heavy ` +
-        "queries back to back to /v2/analytics.getVerifications, and alone again. SQLite keeps verifications in full " +
-        "for 30 days (its default `eventDays`), so its heavy queries scan the last 30 days; memory scans all 90.",
-      "",
-      table(hotPathTable(run.hotPath)),
-      "",
-      table(heavyTable(run.hotPath)),
-      ""
-    )
-    for (const q of SqlQueries.HEAVY) out.push(`${q.id} (${q.title}): \`${q.text.replaceAll("\n", " ")}\``, "")
-  }
+  if (run.hotPath.length > 0) out.push(hotPathSection(run.hotPath, meta, format))
   if (format === "markdown") {
     out.push(heading("Queries"), "")
     for (const q of run.queries) {

@@ -12,7 +12,8 @@
  * `npm run bench -- --sql --size 10m` (the default size of --sql): SQL analytics, issue 31 (see
  * Sql.ts): dashboard queries on memory, SQLite and DuckDB, first sight and repeat, every answer
  * checked against DuckDB's; then verifyKey and limit over HTTP alone and beside heavy queries
- * (`--skip-http` leaves that out). Written to bench/results/sql-<size>.{json,md}.
+ * (`--skip-http` leaves that out; `--skip-queries` runs only that, into sql-hot-path-<size>.md). Written to
+ * bench/results/sql-<size>.{json,md}.
  */
 import { spawnSync } from "node:child_process"
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
@@ -204,6 +205,22 @@ let failed = false
 if (values.sql) {
   // Its own report: nothing else of the bench runs.
   for (const size of sizes) {
+    if (values["skip-queries"]) {
+      // Only the hot path beside heavy queries (no DuckDB, no query mix).
+      const hotPath = await Sql.hotPath(size, Number(values["load-seconds"]), log)
+      const meta = { startedAt: run.startedAt, machine: run.machine, loadSeconds: Number(values["load-seconds"]) }
+      log("\n" + Sql.hotPathSection(hotPath, meta, "text"))
+      const name = `sql-hot-path-${Report.count(size).toLowerCase()}`
+      mkdirSync(here("../results/"), { recursive: true })
+      writeFileSync(
+        here(`../results/${name}.md`),
+        `# keymeter hot path under heavy SQL queries, ${Report.count(size)} events, ${run.startedAt}\n\n` +
+          `Machine: ${Object.entries(run.machine).map(([k, v]) => `${k} ${v}`).join("; ")}.\n\n` +
+          Sql.hotPathSection(hotPath, meta, "markdown") + "\n"
+      )
+      log(`\nwritten: bench/results/${name}.md`)
+      continue
+    }
     const mix = Sql.queryMix(size, log)
     const hotPath = values["skip-http"] ? [] : await Sql.hotPath(size, Number(values["load-seconds"]), log)
     const result: Sql.SqlRun = {

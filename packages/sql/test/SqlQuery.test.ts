@@ -195,6 +195,16 @@ describe("SqlQuery", () => {
       ).toEqual([{ hi: ["b c"], lo: ["b"] }])
     }))
 
+  it.effect("a small LIMIT after ORDER BY picks the rows a full sort would, ties in the order rows came", () =>
+    Effect.gen(function*() {
+      const base = "SELECT key_id, time, spent_credits AS c FROM key_verifications_v1 ORDER BY c DESC, key_id"
+      const all = yield* rows(base)
+      expect(all).toHaveLength(600)
+      for (const [offset, limit] of [[0, 1], [0, 7], [3, 5], [95, 20]] as const) {
+        expect(yield* rows(`${base} LIMIT ${limit} OFFSET ${offset}`)).toEqual(all.slice(offset, offset + limit))
+      }
+    }))
+
   it.effect("a name may be top, and EXCEPT may take a parenthesized query", () =>
     Effect.gen(function*() {
       expect(

@@ -87,7 +87,7 @@ describe("SqliteVerificationStore events in full", () => {
         expect(rowsOf(yield* store.scan!(scope({ from: T0 + 5.5, to: T0 + HOUR })))).toEqual([])
         expect(rowsOf(yield* store.scan!(scope({ from: T0 + 4.5, to: T0 + 5.5 })))).toHaveLength(1)
 
-        // 70,000 events of one api: two pages, two batches; the budget counts across apis.
+        // 70,000 events of one api: five pages of 16,384 rows at most, a batch each; the budget counts across apis.
         const many = Array.from({ length: 70_000 }, (_, i) =>
           Verification.make({
             time: T0 + 2 * HOUR + (i % 1000),
@@ -99,7 +99,7 @@ describe("SqliteVerificationStore events in full", () => {
           }))
         yield* store.append(many)
         const batches = yield* store.scan!(scope({ within: ["c"] }))
-        expect(batches.map((b) => b.length)).toEqual([65_536, 70_000 - 65_536])
+        expect(batches.map((b) => b.length)).toEqual([16_384, 16_384, 16_384, 16_384, 70_000 - 4 * 16_384])
         const rows = rowsOf(batches)
         expect(rows.filter((r) => r[9] === "us")).toHaveLength(35_000)
         expect(rows.every((r, i) => i === 0 || (r[0] as number) >= (rows[i - 1]![0] as number))).toBe(true)

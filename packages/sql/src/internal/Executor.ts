@@ -3,7 +3,7 @@
  * family and the query's own CTEs and subqueries, nothing else: a table is read only through
  * `Sources`, which the caller built for one workspace and the apis (or namespaces) its key may
  * read. Expressions compile to closures once per SELECT; rows stream from scans batch by batch,
- * yielding the event loop between batches, under the query's budgets.
+ * yielding the event loop every few milliseconds of work, under the query's budgets.
  */
 import type { RatelimitColumns, VerificationColumns } from "@keymeter/core/EventScan"
 import type * as Ast from "../Ast.js"
@@ -103,7 +103,13 @@ interface Input {
 }
 
 const MAX_DEPTH = 64
-const YIELD_EVERY = 65_536
+
+/**
+ * Longest a query holds the event loop between pauses, in ms: verifications and limits are served
+ * in between. Checked every {@link SLICE_CHECK} rows (a clock read per row would cost more).
+ */
+const SLICE_MS = 4
+const SLICE_CHECK = 1023
 
 /** The query's run: its budgets, clock, CTEs and the subquery results computed before rows flow. */
 export class Context {
@@ -111,6 +117,7 @@ export class Context {
   private scanned = 0
   private cells = 0
   private ticks = 0
+  private sliceStart: number
   constructor(
     readonly sources: Sources,
     readonly family: Family,
@@ -120,6 +127,12 @@ export class Context {
     private readonly clock: () => number = Date.now
   ) {
     this.deadline = clock() + limits.timeMs
+    this.sliceStart = clock()
+  }
+
+  /** Whether the query has held the event loop for a whole slice. */
+  due(): boolean {
+    return this.clock() - this.sliceStart >= SLICE_MS
   }
 
   /** Called once per row visited: checks the clock now and then. */
@@ -133,9 +146,10 @@ export class Context {
     }
   }
 
-  /** Lets other work run (verifications, limits) between batches. */
+  /** Lets other work run (verifications, limits, I/O): a macrotask, not a microtask. */
   async pause(): Promise<void> {
     await new Promise<void>((resolve) => setImmediate(resolve))
+    this.sliceStart = this.clock()
     this.checkTime()
   }
 
@@ -387,9 +401,13 @@ const rawInput = (context: Context, table: PublicTable, qualifiers: ReadonlySet<
         for (let i = 0; i < batch.length; i++) {
           env.i = i
           visit()
+          if ((i & SLICE_CHECK) === SLICE_CHECK && context.due()) {
+            await context.pause()
+            env.b = batch
+          }
         }
         context.checkTime()
-        await context.pause()
+        if (context.due()) await context.pause()
       }
       env.b = undefined
     }
@@ -404,7 +422,7 @@ const relationInput = (context: Context, relation: Relation, qualifiers: Readonl
     for (let r = 0; r < rows.length; r++) {
       env.row = rows[r]!
       visit()
-      if ((r & (YIELD_EVERY - 1)) === YIELD_EVERY - 1) await context.pause()
+      if ((r & SLICE_CHECK) === SLICE_CHECK && context.due()) await context.pause()
     }
   }
 })
@@ -1510,10 +1528,11 @@ const runSelect = async (
       const rows: Array<Array<Value>> = []
       const genv = emptyEnv()
       const h = havingEval?.eval
-      for (const group of all) {
-        genv.g = group
+      for (let n = 0; n < all.length; n++) {
+        genv.g = all[n]!
         if (h !== undefined && !truthy(h(genv))) continue
         rows.push(fs.map((f) => f(genv)))
+        if ((n & SLICE_CHECK) === SLICE_CHECK && context.due()) await context.pause()
       }
       context.hold(rows.length * fs.length)
       return rows
@@ -1531,9 +1550,11 @@ const runSelect = async (
       return true
     })
   }
+  const offset = constantInteger(context, select.offset, "OFFSET") ?? 0
+  const limit = constantInteger(context, select.limit, "LIMIT")
   if (orderCount > 0) {
     const descending = orderBy.map((o) => o.descending)
-    rows.sort((a, b) => {
+    const order = (a: ReadonlyArray<Value>, b: ReadonlyArray<Value>): number => {
       for (let k = 0; k < orderCount; k++) {
         const x = a[width + k]!
         const y = b[width + k]!
@@ -1546,10 +1567,10 @@ const runSelect = async (
         if (c !== 0) return descending[k] ? -c : c
       }
       return 0
-    })
+    }
+    const wanted = limit === undefined ? rows.length : offset + limit
+    rows = wanted * 4 < rows.length ? await topN(context, rows, wanted, order) : rows.sort(order)
   }
-  const offset = constantInteger(context, select.offset, "OFFSET") ?? 0
-  const limit = constantInteger(context, select.limit, "LIMIT")
   if (offset > 0 || limit !== undefined) rows = rows.slice(offset, limit === undefined ? undefined : offset + limit)
   if (orderCount > 0) rows = rows.map((row) => row.slice(0, width))
   const names = items.map((item) => item.alias ?? item.text)
@@ -1557,4 +1578,58 @@ const runSelect = async (
     if (type === "Interval") throw new BindFault("an INTERVAL is not a value: add it to a time", items[k]!.expr.at)
   }
   return { names, types: outTypes, rows }
+}
+
+/**
+ * The first `n` rows in `order`, as a stable sort would place them (ties keep the order rows came
+ * in), without sorting them all: a bounded heap of the best so far, worst on top. Pauses as a scan
+ * does, so a top 10 of millions of groups shares the event loop.
+ */
+const topN = async <R>(
+  context: Context,
+  rows: ReadonlyArray<R>,
+  n: number,
+  order: (a: R, b: R) => number
+): Promise<Array<R>> => {
+  if (n <= 0) return []
+  // Rows' positions; a is worse than b when it sorts after it (ties: the later row is worse).
+  const worse = (a: number, b: number) => {
+    const c = order(rows[a]!, rows[b]!)
+    return c > 0 || (c === 0 && a > b)
+  }
+  const heap: Array<number> = []
+  const down = (from: number) => {
+    let i = from
+    for (;;) {
+      const l = 2 * i + 1
+      const r = l + 1
+      let top = i
+      if (l < heap.length && worse(heap[l]!, heap[top]!)) top = l
+      if (r < heap.length && worse(heap[r]!, heap[top]!)) top = r
+      if (top === i) return
+      const t = heap[i]!
+      heap[i] = heap[top]!
+      heap[top] = t
+      i = top
+    }
+  }
+  for (let i = 0; i < rows.length; i++) {
+    if (heap.length < n) {
+      heap.push(i)
+      let c = heap.length - 1
+      while (c > 0) {
+        const p = (c - 1) >> 1
+        if (!worse(heap[c]!, heap[p]!)) break
+        const t = heap[c]!
+        heap[c] = heap[p]!
+        heap[p] = t
+        c = p
+      }
+    } else if (worse(heap[0]!, i)) {
+      heap[0] = i
+      down(0)
+    }
+    if ((i & SLICE_CHECK) === SLICE_CHECK && context.due()) await context.pause()
+  }
+  return heap.sort((a, b) => order(rows[a]!, rows[b]!) || a - b).map((i) => rows[i]!)
 }

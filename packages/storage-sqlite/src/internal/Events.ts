@@ -69,8 +69,11 @@ export class EventRows {
   }
 }
 
-/** Rows a page reads at most: one batch. */
-const PAGE_ROWS = 65_536
+/**
+ * Rows a page reads at most: one batch. Each page holds the event loop while SQLite reads it (a few
+ * ms at this size), so a scan beside live traffic reads in small bites.
+ */
+const PAGE_ROWS = 16_384
 
 // Pages in (time, rowid) order, which the (p, time) index holds (its entries end with the rowid).
 export const PAGE = `SELECT time, key, identity, tagset, outcome, spent_credits, latency_us, region, rowid ` +

@@ -61,6 +61,12 @@ export class VerificationStore extends Context.Tag("@keymeter/core/VerificationS
       scope: ScanScope
     ) => Effect.Effect<ReadonlyArray<VerificationColumns>, StorageError | QueryTooLarge>
     /**
+     * Bytes each row of `scan`'s answer holds in this process, where the store builds the batches
+     * for the scan (SQLite's pages, ClickHouse's answer); absent where they are views of rows it
+     * holds anyway (memory). SQL analytics bound a scan's rows by the query's memory budget with it.
+     */
+    readonly scanRowBytes?: number | undefined
+    /**
      * A number that changes whenever what `aggregate` answers may change (each stored batch), so
      * callers can reuse an answer while it holds. Only adapters that alone write their data have
      * it (memory, SQLite); it is absent where other processes write too (ClickHouse).
@@ -103,6 +109,8 @@ export class RatelimitStore extends Context.Tag("@keymeter/core/RatelimitStore")
     readonly scan?: (
       scope: ScanScope
     ) => Effect.Effect<ReadonlyArray<RatelimitColumns>, StorageError | QueryTooLarge>
+    /** As `VerificationStore.scanRowBytes`. */
+    readonly scanRowBytes?: number | undefined
     /** As `VerificationStore.revision`: changes with each stored batch; absent where others write too. */
     readonly revision?: (() => number) | undefined
   }

@@ -75,6 +75,7 @@ export class SqlAnalytics extends Effect.Service<SqlAnalytics>()("@keymeter/sql/
             within,
             verifications: scanOf(verifications.scan),
             ratelimits: scanOf(ratelimits.scan),
+            rowBytes: { verifications: verifications.scanRowBytes, ratelimits: ratelimits.scanRowBytes },
             limits,
             now
           })

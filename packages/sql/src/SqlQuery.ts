@@ -10,7 +10,7 @@ import * as Exit from "effect/Exit"
 import * as Runtime from "effect/Runtime"
 import type * as Ast from "./Ast.js"
 import type { Limits, ScanHint } from "./internal/Executor.js"
-import { BindFault, BudgetFault, Context, execute } from "./internal/Executor.js"
+import { BindFault, BudgetFault, Context, execute, TooManyRows } from "./internal/Executor.js"
 import { parse as parseText, ParseError } from "./internal/Parser.js"
 import { QueryFault } from "./internal/Values.js"
 import { InvalidQuery, placeOf, QueryBudgetExceeded } from "./SqlError.js"
@@ -36,6 +36,13 @@ export interface Options {
   readonly within: ReadonlyArray<string> | undefined
   readonly verifications: Scan<VerificationColumns>
   readonly ratelimits: Scan<RatelimitColumns>
+  /**
+   * Bytes a scanned row holds while the query runs, where the store builds its batches (its
+   * `scanRowBytes`): counted against the memory budget before the scan reads. Absent: 0.
+   */
+  readonly rowBytes?:
+    | { readonly verifications?: number | undefined; readonly ratelimits?: number | undefined }
+    | undefined
   readonly limits: Limits
   /** Unix ms that `now()` reads. */
   readonly now: number
@@ -75,7 +82,7 @@ const toInvalid = (text: string, error: unknown): InvalidQuery => {
 
 /** A scan's failure, carried through the executor's promises. */
 class ScanFailure {
-  constructor(readonly error: StorageError | QueryTooLarge) {}
+  constructor(readonly error: StorageError) {}
 }
 
 /** Runs a query: its answer, or why not (never a partial answer). */
@@ -102,6 +109,7 @@ export const run = (
       )
       if (Exit.isSuccess(exit)) return exit.value
       const failure = exit.cause._tag === "Fail" ? exit.cause.error : undefined
+      if (failure?._tag === "QueryTooLarge") throw new TooManyRows()
       if (failure !== undefined) throw new ScanFailure(failure)
       throw new Error("scan failed")
     }
@@ -109,7 +117,11 @@ export const run = (
       {
         workspaceId: options.workspaceId,
         verifications: scan(options.verifications),
-        ratelimits: scan(options.ratelimits)
+        ratelimits: scan(options.ratelimits),
+        rowBytes: {
+          verifications: options.rowBytes?.verifications ?? 0,
+          ratelimits: options.rowBytes?.ratelimits ?? 0
+        }
       },
       options.family,
       options.limits,
@@ -121,15 +133,7 @@ export const run = (
         if (error instanceof BudgetFault) {
           return new QueryBudgetExceeded({ budget: error.budget, message: error.message })
         }
-        if (error instanceof ScanFailure) {
-          const failure = error.error
-          return failure._tag === "QueryTooLarge"
-            ? new QueryBudgetExceeded({
-              budget: "scannedRows",
-              message: `the query reads more than its budget of ${options.limits.scannedRows} rows`
-            })
-            : failure
-        }
+        if (error instanceof ScanFailure) return error.error
         return toInvalid(text, error)
       }
     })

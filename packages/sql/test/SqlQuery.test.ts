@@ -39,14 +39,24 @@ const mine = events.filter((e) => e.workspaceId === "ws_1")
 
 const run = (
   text: string,
-  options: { family?: Family; within?: ReadonlyArray<string>; limits?: Partial<Limits> } = {}
+  options: {
+    family?: Family
+    within?: ReadonlyArray<string>
+    limits?: Partial<Limits>
+    rowBytes?: SqlQuery.Options["rowBytes"]
+    onScan?: (maxRows: number) => void
+  } = {}
 ) =>
   SqlQuery.run(text, {
     family: options.family ?? "verifications",
     workspaceId: "ws_1",
     within: options.within,
-    verifications: verificationScan(events, 64),
+    verifications: (scope) => {
+      options.onScan?.(scope.maxRows)
+      return verificationScan(events, 64)(scope)
+    },
     ratelimits: ratelimitScan(decisions, 64),
+    rowBytes: options.rowBytes,
     limits: { ...SqlQuery.DEFAULT_LIMITS, ...options.limits },
     now: T0 + 600 * MIN
   })
@@ -336,6 +346,22 @@ describe("SqlQuery", () => {
         limits: { memoryBytes: 4096 }
       })
       expect(memory).toMatchObject({ _tag: "QueryBudgetExceeded", budget: "memory" })
+      // A store that builds its batches (rowBytes) is asked for no more rows than the memory budget
+      // holds, and the fault names memory: 600 rows of 1 KiB do not fit in 512 KiB.
+      const asked: Array<number> = []
+      const built = yield* failure("SELECT count() FROM key_verifications_v1", {
+        limits: { memoryBytes: 512 * 1024 },
+        rowBytes: { verifications: 1024 },
+        onScan: (maxRows) => asked.push(maxRows)
+      })
+      expect(built).toMatchObject({ _tag: "QueryBudgetExceeded", budget: "memory" })
+      expect(asked).toEqual([512])
+      expect(
+        yield* rows("SELECT count() AS n FROM key_verifications_v1 WHERE key_space_id = 'api_a'", {
+          limits: { memoryBytes: 512 * 1024 },
+          rowBytes: { verifications: 1024 }
+        })
+      ).toEqual([{ n: 200 }])
       const time = yield* failure("SELECT count() FROM key_verifications_v1", { limits: { timeMs: -1 } })
       expect(time).toMatchObject({ _tag: "QueryBudgetExceeded", budget: "time" })
     }))

@@ -255,6 +255,8 @@ export const make = (options: Options) =>
           }
           return (yield* newest(undefined)).map((r) => fromRow(workspaceId, namespaceId, r))
         }),
+      // The answer is parsed whole before it is columnized: a row array of seven values, strings and all.
+      scanRowBytes: 384,
       scan: (scope: ScanScope) =>
         Effect.gen(function*() {
           const now = yield* Clock.currentTimeMillis

@@ -316,6 +316,8 @@ export const make = (options: Options) =>
       append: (events, receipt) => (receipt === undefined ? offer(events) : appendKeyed(events, receipt)),
       findReceipt,
       aggregate: Aggregate.make(db, "r_"),
+      // The answer is parsed whole before it is columnized: a row array of ten values, tags and all.
+      scanRowBytes: 512,
       scan
     })
   })

@@ -426,6 +426,8 @@ export const make = (options: Options = {}) =>
             }
           })
         }).pipe(Effect.catchTag("SqlError", storageError)),
+      // A scanned row: the statement's row array (freed once columnized), then time, latency, codes.
+      scanRowBytes: 128,
       scan: (scope: ScanScope) =>
         Effect.gen(function*() {
           // Rows past their days that no sweep has deleted yet are not answered (as by `decisions`).

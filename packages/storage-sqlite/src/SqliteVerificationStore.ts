@@ -167,6 +167,8 @@ export const make = (options: Options = {}) =>
             result === undefined ? Effect.fail(tooLarge(query, query.maxRows)) : Effect.succeed(result)
           )
         ),
+      // A scanned row's columns: time, spent credits and latency as doubles, six codes, the outcome.
+      scanRowBytes: 64,
       // Events past their days that no sweep has deleted yet are not answered.
       scan: (scope) =>
         Effect.flatMap(retention.keptFrom, (keptFrom) => Events.scan(sql, dictionaries, scope, keptFrom, exclusive))

@@ -24,12 +24,23 @@ export interface ScanHint {
   readonly within: ReadonlyArray<string> | undefined
 }
 
-/** Where a query's rows come from: one workspace's, already limited to what the caller may read. */
+/**
+ * Where a query's rows come from: one workspace's, already limited to what the caller may read. A
+ * scan holding more than `maxRows` rows rejects with {@link TooManyRows}.
+ */
 export interface Sources {
   readonly workspaceId: string
   readonly verifications: (hint: ScanHint, maxRows: number) => Promise<ReadonlyArray<VerificationColumns>>
   readonly ratelimits: (hint: ScanHint, maxRows: number) => Promise<ReadonlyArray<RatelimitColumns>>
+  /**
+   * Bytes each scanned row holds while the query runs, for stores whose scan builds its batches
+   * (SQLite pages, ClickHouse's answer); 0 where batches are views of rows the store keeps anyway.
+   */
+  readonly rowBytes: { readonly verifications: number; readonly ratelimits: number }
 }
+
+/** A scan's scope held more rows than the scan was allowed. */
+export class TooManyRows {}
 
 export interface Limits {
   /** Milliseconds a query may run. */
@@ -158,6 +169,18 @@ export class Context {
     return Math.max(0, this.limits.scannedRows - this.scanned)
   }
 
+  /** Bytes the query may still hold. */
+  get memoryLeft(): number {
+    return Math.max(0, this.limits.memoryBytes - this.cells * CELL_BYTES)
+  }
+
+  memoryFault(): BudgetFault {
+    return new BudgetFault(
+      "memory",
+      `the query holds more than its memory budget of ${Math.round(this.limits.memoryBytes / 1048576)} MiB`
+    )
+  }
+
   scannedRows(n: number): void {
     this.scanned += n
     if (this.scanned > this.limits.scannedRows) {
@@ -168,12 +191,7 @@ export class Context {
   /** Values held (rows kept, groups and their states); `bytes` for those counted by size. */
   hold(cells: number, bytes = 0): void {
     this.cells += cells + bytes / CELL_BYTES
-    if (this.cells * CELL_BYTES > this.limits.memoryBytes) {
-      throw new BudgetFault(
-        "memory",
-        `the query holds more than its memory budget of ${Math.round(this.limits.memoryBytes / 1048576)} MiB`
-      )
-    }
+    if (this.cells * CELL_BYTES > this.limits.memoryBytes) throw this.memoryFault()
   }
 
   release(cells: number): void {
@@ -389,12 +407,28 @@ const rawInput = (context: Context, table: PublicTable, qualifiers: ReadonlySet<
     qualifiers,
     run: async (env, visit) => {
       if (hint.from >= hint.to || (hint.within !== undefined && hint.within.length === 0)) return
-      const batches = verifications
-        ? await context.sources.verifications(hint, context.scanLeft)
-        : await context.sources.ratelimits(hint, context.scanLeft)
+      // A store that builds its batches holds them all until the query ends: the memory budget
+      // bounds the rows it may read before it reads them.
+      const rowBytes = verifications ? context.sources.rowBytes.verifications : context.sources.rowBytes.ratelimits
+      const byMemory = rowBytes > 0 ? Math.floor(context.memoryLeft / rowBytes) : Infinity
+      const maxRows = Math.min(context.scanLeft, byMemory)
+      let batches: ReadonlyArray<VerificationColumns | RatelimitColumns>
+      try {
+        batches = verifications
+          ? await context.sources.verifications(hint, maxRows)
+          : await context.sources.ratelimits(hint, maxRows)
+      } catch (error) {
+        if (!(error instanceof TooManyRows)) throw error
+        if (byMemory < context.scanLeft) throw context.memoryFault()
+        throw new BudgetFault(
+          "scannedRows",
+          `the query reads more than its budget of ${context.limits.scannedRows} rows`
+        )
+      }
       let rows = 0
       for (const batch of batches) rows += batch.length
       context.scannedRows(rows)
+      if (rowBytes > 0) context.hold(0, rows * rowBytes)
       context.checkTime()
       for (const batch of batches) {
         env.b = batch

@@ -116,9 +116,16 @@ const LATEST_OF_IDENTIFIER_BETWEEN = `SELECT ${READ_COLUMNS} FROM rl_decisions I
 /** The hours holding decisions of an identifier (a key of the projection), newest first, with their counts. */
 const HOURS_OF_IDENTIFIER = `SELECT hour, sum(${COUNTER_COLUMNS.join(" + ")}) FROM ${Tables.ratelimits.rollups.hour} ` +
   "WHERE p = ? AND hour IN (SELECT value FROM json_each(?)) AND key = ? GROUP BY hour ORDER BY hour DESC"
-/** A partition's decisions of a time range, for `scan` (in no particular order). */
-const SCAN = "SELECT time, identifier, passed, latency, override FROM rl_decisions INDEXED BY rl_decisions_time " +
-  "WHERE p = ? AND time >= ? AND time < ? LIMIT ?"
+/**
+ * A page of a partition's decisions of a time range, for `scan`: from the last row read on (rows
+ * of its time after it, then later times), in the (time, rowid) order the index holds.
+ */
+const SCAN = "SELECT time, identifier, passed, latency, override, rowid FROM rl_decisions " +
+  "INDEXED BY rl_decisions_time WHERE p = ? AND time >= ? AND time < ? AND (time > ? OR rowid > ?) " +
+  "ORDER BY time, rowid LIMIT ?"
+
+/** Rows a page of `scan` reads at most: each holds the event loop while SQLite reads it. */
+const SCAN_PAGE_ROWS = 16_384
 const EXPIRED =
   "DELETE FROM rl_decisions WHERE rowid IN (SELECT rowid FROM rl_decisions WHERE p = ? AND time < ? LIMIT ?)"
 
@@ -435,24 +442,37 @@ export const make = (options: Options = {}) =>
           const to = Math.min(scope.to, Number.MAX_SAFE_INTEGER)
           const within = scope.within === undefined ? undefined : new Set(scope.within)
           if (within?.size === 0 || !(from < to)) return []
-          // In one transaction, which holds the connection: every partition is read in the same state,
-          // and never inside a batch being written (see the retention's sweep).
+          // Page by page, each under `exclusive` (the lock the writer commits under, so never inside a
+          // batch being written), serving what arrived in between: a month of decisions is millions.
+          const maxRows = Math.max(0, Math.min(Math.floor(scope.maxRows), Number.MAX_SAFE_INTEGER - 1))
           const read = Effect.gen(function*() {
             const out: Array<RatelimitColumns> = []
-            let budget = Math.max(0, Math.min(Math.floor(scope.maxRows), Number.MAX_SAFE_INTEGER - 1))
+            let count = 0
             for (const partition of dictionaries.partitionsByNo) {
               if (
                 partition === undefined || partition.workspaceId !== scope.workspaceId ||
                 (within !== undefined && !within.has(partition.apiId))
               ) continue
-              const rows = yield* sql.unsafe(SCAN, [partition.no, from, to, budget + 1]).values
-              if (rows.length > budget) return undefined
-              budget -= rows.length
-              if (rows.length > 0) out.push(scanColumns(dictionaries, partition, rows))
+              let lastTime = from - 1
+              let lastRowid = 0
+              for (;;) {
+                const limit = Math.min(SCAN_PAGE_ROWS, maxRows + 1 - count)
+                const after = [partition.no, Math.max(from, lastTime), to, lastTime, lastRowid, limit]
+                const rows = yield* exclusive(sql.unsafe(SCAN, after).values)
+                count += rows.length
+                if (count > maxRows) return undefined
+                if (rows.length === 0) break
+                out.push(scanColumns(dictionaries, partition, rows))
+                if (rows.length < limit) break
+                const last = rows[rows.length - 1]!
+                lastTime = last[0] as number
+                lastRowid = last[5] as number
+                yield* nextMacrotask
+              }
             }
             return out
           })
-          const found = yield* Effect.catchTag(sql.withTransaction(read), "SqlError", storageError)
+          const found = yield* Effect.catchTag(read, "SqlError", storageError)
           return found === undefined ? yield* Effect.fail(scanTooLarge(scope.maxRows)) : found
         }),
       revision: () => revision

@@ -304,6 +304,34 @@ describe("SqliteRatelimitStore", () => {
       )
     }))
 
+  it.effect("scans page by page: every decision once, across pages whose edges share a millisecond", () =>
+    Effect.gen(function*() {
+      const store = yield* RatelimitStore
+      const T0 = Date.parse("2025-03-01T00:00:00Z")
+      // 40,000 decisions of two namespaces, 1,000 to a millisecond: pages of 16,384 end mid-millisecond.
+      const all = Array.from(
+        { length: 40_000 },
+        (_, i) => decision(T0 + Math.floor(i / 1000), `u${i}`, { namespaceId: i % 4 === 0 ? "ns_2" : "ns_1" })
+      )
+      yield* store.append(all)
+      const scope = { workspaceId: WS, within: undefined, from: T0, to: T0 + DAY, maxRows: 40_000 }
+      const batches = yield* store.scan!(scope)
+      expect(batches.length).toBeGreaterThan(2)
+      const seen = batches.flatMap((b) =>
+        Array.from({ length: b.length }, (_, i) => b.identifier.values[b.identifier.codes[i]!]!)
+      )
+      expect(seen).toHaveLength(40_000)
+      expect(new Set(seen).size).toBe(40_000)
+      // One namespace, a window that starts and ends inside runs of equal times.
+      const [from, to] = [T0 + 3, T0 + 37]
+      const ns2 = yield* store.scan!({ ...scope, within: ["ns_2"], from, to })
+      expect(ns2.reduce((n, b) => n + b.length, 0)).toBe(
+        all.filter((d) => d.namespaceId === "ns_2" && d.time >= from && d.time < to).length
+      )
+      // One row past the budget fails the scan.
+      expect(Either.isLeft(yield* Effect.either(store.scan!({ ...scope, maxRows: 39_999 })))).toBe(true)
+    }).pipe(Effect.provide(SqliteStorage.layer({ filename: ":memory:" }))))
+
   it.effect("counts each override's hits and last hit, per workspace, across batches", () =>
     Effect.gen(function*() {
       const store = yield* RatelimitStore

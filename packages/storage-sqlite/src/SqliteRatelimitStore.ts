@@ -21,7 +21,6 @@ import { asVerification, SourceIndex, Sources, tallyHit } from "@keymeter/core/R
 import { RatelimitStore } from "@keymeter/core/Storage"
 import * as Time from "@keymeter/core/Time"
 import type { Verification } from "@keymeter/core/Verification"
-import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -30,6 +29,7 @@ import * as Dictionaries from "./internal/Dictionaries.js"
 import { HotIndex, nextMacrotask } from "./internal/HotIndex.js"
 import * as HotRangeLoader from "./internal/HotRangeLoader.js"
 import * as Reader from "./internal/Reader.js"
+import * as Retention from "./internal/Retention.js"
 import * as Rows from "./internal/Rows.js"
 import * as Tables from "./internal/Tables.js"
 import * as Writer from "./internal/Writer.js"
@@ -54,18 +54,6 @@ export const DEFAULT_DECISION_DAYS = 30
 
 /** Events one transaction takes at most; more wait for the next. */
 const MAX_EVENTS_PER_TRANSACTION = 100_000
-
-/** How often decisions past their days are looked for, when the last look left none behind. */
-const SWEEP_INTERVAL_MS = 60_000
-
-/**
- * Rows one sweep deletes at least (at most what was written since the last one, if more): it keeps
- * up with ingest, and a backlog (after a long stop) goes a bounded bite at a time.
- */
-const MIN_SWEEP_ROWS = 10_000
-
-/** Rows one DELETE takes: each blocks the event loop, so requests are served in between. */
-const DELETE_ROWS = 5_000
 
 const DECISION_COLUMNS = [
   "p",
@@ -126,8 +114,6 @@ const SCAN = "SELECT time, identifier, passed, latency, override, rowid FROM rl_
 
 /** Rows a page of `scan` reads at most: each holds the event loop while SQLite reads it. */
 const SCAN_PAGE_ROWS = 16_384
-const EXPIRED =
-  "DELETE FROM rl_decisions WHERE rowid IN (SELECT rowid FROM rl_decisions WHERE p = ? AND time < ? LIMIT ?)"
 
 type DecisionRow = [
   time: number,
@@ -295,52 +281,6 @@ const writeDetails = (
     )
   })
 
-/**
- * Deletes decisions past their days, run by the writer: after a commit and when idle, once a
- * minute, or at once while the last sweep left some behind.
- */
-const makeRetention = (sql: SqlClient.SqlClient, dictionaries: Dictionaries.Dictionaries, days: number) => {
-  const keptMs = days * Time.DAY
-  let sweptAt = -Infinity
-  let behind = false
-  let writtenSince = 0
-
-  const sweep = Effect.gen(function*() {
-    const now = yield* Clock.currentTimeMillis
-    if (!behind && now - sweptAt < SWEEP_INTERVAL_MS) return
-    sweptAt = now
-    let budget = Math.max(MIN_SWEEP_ROWS, writtenSince)
-    writtenSince = 0
-    // Per namespace: each DELETE seeks the oldest rows of one in the (p, time) index.
-    for (const partition of dictionaries.partitionsByNo) {
-      if (partition === undefined) continue
-      while (budget > 0) {
-        const take = Math.min(budget, DELETE_ROWS)
-        // In a transaction, which holds the connection: a statement outside one can end up inside
-        // another fiber's (the client lets go of the connection before it runs the statement).
-        const result = yield* sql.withTransaction(sql.unsafe(EXPIRED, [partition.no, now - keptMs, take]).raw)
-        const deleted = (result as unknown as { readonly changes: number }).changes
-        budget -= deleted
-        if (deleted < take) break
-        yield* nextMacrotask
-      }
-    }
-    behind = budget <= 0
-  }).pipe(
-    // Held longer than promised, never lost: the next sweep tries again.
-    Effect.catchAll((error) => Effect.logWarning("deleting rate-limit decisions past their days failed", error))
-  )
-
-  return {
-    /** The first time a decision must have to be written in full now. */
-    keptFrom: Effect.map(Clock.currentTimeMillis, (now) => now - keptMs),
-    written: (rows: number) => {
-      writtenSince += rows
-    },
-    sweep: Number.isFinite(keptMs) ? sweep : Effect.void
-  } as const
-}
-
 /** The store on the SqlClient in context (migrated); its writer and loads live as long as the scope. */
 export const make = (options: Options = {}) =>
   Effect.gen(function*() {
@@ -352,7 +292,11 @@ export const make = (options: Options = {}) =>
     const exclusive = (yield* Effect.makeSemaphore(1)).withPermits(1)
     const hotRange = yield* HotRangeLoader.make({ index: hot, dictionaries, exclusive })
     const compaction = Compaction.make(sql, dictionaries, options.compaction)
-    const retention = makeRetention(sql, dictionaries, Math.max(0, options.decisionDays ?? DEFAULT_DECISION_DAYS))
+    const retention = Retention.make(sql, dictionaries, {
+      table: "rl_decisions",
+      days: Math.max(0, options.decisionDays ?? DEFAULT_DECISION_DAYS),
+      what: "rate-limit decisions"
+    })
 
     // Bumped by every commit: this process is the file's only writer (the writer lock).
     let revision = 0

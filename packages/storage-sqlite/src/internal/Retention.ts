@@ -1,9 +1,8 @@
 /**
- * Rows kept in full for a number of days (verifications' `v_events`): rows older than that are not
- * written, and those that age out are deleted in the background by the writer (after commits and
- * when it idles), oldest first per partition through the table's (p, time) index, in bites that
- * let the event loop serve requests in between. (`SqliteRatelimitStore` keeps its decisions the
- * same way.)
+ * Rows kept in full for a number of days (verifications' `v_events`, decisions' `rl_decisions`):
+ * rows older than that are not written, and those that age out are deleted in the background by the
+ * writer (after commits and when it idles), oldest first per partition through the table's (p, time) index, in bites that
+ * let the event loop serve requests in between.
  */
 import type * as SqlClient from "@effect/sql/SqlClient"
 import * as Time from "@keymeter/core/Time"

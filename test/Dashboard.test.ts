@@ -5,22 +5,13 @@
  * `test/screenshots/` (a CI artifact).
  */
 import { createKeymeter, type Keymeter } from "keymeter"
-import { existsSync, mkdirSync } from "node:fs"
+import { mkdirSync } from "node:fs"
 import { createServer, type Server } from "node:http"
 import { join } from "node:path"
-import { type Browser, chromium, type Page } from "playwright-core"
+import { type Browser } from "playwright-core"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { root } from "./Spawn.js"
+import { launch, open as openPage, screenshots, signIn, skip } from "./internal/Browser.js"
 
-const CHROMIUM = process.env.KEYMETER_CHROMIUM ?? "/usr/bin/chromium"
-const skip = (() => {
-  if (existsSync(CHROMIUM)) return undefined
-  if (process.env.CI) throw new Error(`CI runs the browser suite: no Chromium at ${CHROMIUM} (.ci/run installs it)`)
-  console.warn(`Browser suite skipped: no Chromium at ${CHROMIUM} (apt-get install chromium, or KEYMETER_CHROMIUM)`)
-  return "no chromium"
-})()
-
-const screenshots = join(root, "test/screenshots")
 const HOUR = 3_600_000
 const NAMESPACE = "api.requests"
 /** A namespace with an override and no decision. */
@@ -90,19 +81,7 @@ describe.skipIf(skip !== undefined)("dashboard in Chromium", () => {
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
     const address = server.address()
     base = `http://127.0.0.1:${typeof address === "object" && address !== null ? address.port : 0}`
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-dev-shm-usage",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync"
-      ]
-    })
+    browser = await launch()
     mkdirSync(screenshots, { recursive: true })
   }, 60_000)
 
@@ -112,18 +91,7 @@ describe.skipIf(skip !== undefined)("dashboard in Chromium", () => {
     await keymeter?.close()
   })
 
-  /** A fresh page that records what it asks for and what it complains about. */
-  const open = async (width = 1280) => {
-    const page = await browser.newPage({ viewport: { width, height: 900 } })
-    const requests: Array<string> = []
-    const errors: Array<string> = []
-    page.on("request", (request) => requests.push(request.url()))
-    page.on("pageerror", (error) => errors.push(String(error)))
-    page.on("console", (message) => {
-      if (message.type() === "error") errors.push(message.text())
-    })
-    return { page, requests, errors }
-  }
+  const open = (width = 1280) => openPage(browser, width)
 
   /** A GET of the HTTP API with the admin key, as the page asks it. */
   const api = async <A>(route: string, query: Record<string, string> = {}): Promise<A> => {
@@ -132,11 +100,6 @@ describe.skipIf(skip !== undefined)("dashboard in Chromium", () => {
     })
     expect(reply.status).toBe(200)
     return await reply.json() as A
-  }
-
-  const signIn = async (page: Page, key: string) => {
-    await page.getByLabel("Root key").fill(key)
-    await page.getByRole("button", { name: "Sign in" }).click()
   }
 
   it("signs in with a good key: the chart has one point per hour and its totals are the API's", async () => {

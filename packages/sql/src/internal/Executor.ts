@@ -1005,6 +1005,13 @@ const compileBinary = (expr: Ast.Binary, left: Compiled, right: Compiled): Compi
         : op === ">" ?
         (c: number) => c > 0
         : (c: number) => c >= 0
+      const numbers = (left.type === "Int" || left.type === "Float") && (right.type === "Int" || right.type === "Float")
+      const strings = left.type === "String" && right.type === "String"
+      // Numbers, and strings for (in)equality, compare with JS's own operators: the same answers as
+      // `compare` (NaN is unequal to all and unordered; strings by code unit), without its dispatch.
+      if (numbers || (strings && (op === "=" || op === "!="))) {
+        return folded({ type: "Int", eval: primitiveComparison(op, a, b), constant })
+      }
       return folded({
         type: "Int",
         eval: (env) => {
@@ -1666,4 +1673,46 @@ const topN = async <R>(
     if ((i & SLICE_CHECK) === SLICE_CHECK && context.due()) await context.pause()
   }
   return heap.sort((a, b) => order(rows[a]!, rows[b]!) || a - b).map((i) => rows[i]!)
+}
+
+/** A comparison of two numbers (or two strings, for `=` and `!=`), NULL when either is NULL. */
+const primitiveComparison = (op: "=" | "!=" | "<" | "<=" | ">" | ">=", a: Eval, b: Eval): Eval => {
+  switch (op) {
+    case "=":
+      return (env) => {
+        const x = a(env)
+        const y = b(env)
+        return x === null || y === null ? null : x === y ? 1 : 0
+      }
+    case "!=":
+      return (env) => {
+        const x = a(env)
+        const y = b(env)
+        return x === null || y === null ? null : x !== y ? 1 : 0
+      }
+    case "<":
+      return (env) => {
+        const x = a(env)
+        const y = b(env)
+        return x === null || y === null ? null : (x as number) < (y as number) ? 1 : 0
+      }
+    case "<=":
+      return (env) => {
+        const x = a(env)
+        const y = b(env)
+        return x === null || y === null ? null : (x as number) <= (y as number) ? 1 : 0
+      }
+    case ">":
+      return (env) => {
+        const x = a(env)
+        const y = b(env)
+        return x === null || y === null ? null : (x as number) > (y as number) ? 1 : 0
+      }
+    case ">=":
+      return (env) => {
+        const x = a(env)
+        const y = b(env)
+        return x === null || y === null ? null : (x as number) >= (y as number) ? 1 : 0
+      }
+  }
 }

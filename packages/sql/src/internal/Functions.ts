@@ -45,10 +45,27 @@ const time = (f: (t: number) => number): Scalar => ({
   apply: ([t]) => t === null ? null : f(num(t))
 })
 
-const startOfMonth = (t: number, months: number) => {
-  const d = new Date(Math.floor(t / DAY) * DAY)
+const startOfMonthOf = (day: number, months: number) => {
+  const d = new Date(day * DAY)
   const m = d.getUTCMonth()
   return Date.UTC(d.getUTCFullYear(), m - (m % months), 1)
+}
+
+/**
+ * The start of `t`'s month (quarter: 3, year: 12), remembered for the last day asked: rows come
+ * mostly in time order, and a Date per row was most of a monthly grouping's time.
+ */
+const monthStarts = (months: number) => {
+  let lastDay = NaN
+  let lastStart = 0
+  return (t: number) => {
+    const day = Math.floor(t / DAY)
+    if (day !== lastDay) {
+      lastStart = startOfMonthOf(day, months)
+      lastDay = day
+    }
+    return lastStart
+  }
 }
 
 /** Adds calendar months to a unix ms time, clamping the day to the target month's last (as ClickHouse). */
@@ -115,9 +132,9 @@ export const SCALARS: ReadonlyMap<string, Scalar> = new Map<string, Scalar>([
   ["tostartofday", time((t) => Math.floor(t / DAY) * DAY)],
   ["todate", time((t) => Math.floor(t / DAY) * DAY)],
   ["tomonday", time((t) => startOfWeek(t, 1))],
-  ["tostartofmonth", time((t) => startOfMonth(t, 1))],
-  ["tostartofquarter", time((t) => startOfMonth(t, 3))],
-  ["tostartofyear", time((t) => startOfMonth(t, 12))],
+  ["tostartofmonth", time(monthStarts(1))],
+  ["tostartofquarter", time(monthStarts(3))],
+  ["tostartofyear", time(monthStarts(12))],
   ["tohour", time((t) => new Date(t).getUTCHours())],
   ["todayofweek", time((t) => ((new Date(t).getUTCDay() + 6) % 7) + 1)],
   ["fromunixtimestamp64milli", time((t) => t)],

@@ -1531,10 +1531,13 @@ const runSelect = async (
       keys: values,
       states: slots.map((slot) => slot.aggregate.make(slot.type))
     })
+    // A level keyed by a dictionary code (dense, from 0) is an array; by a value, a map.
+    const dense = keys.map((k) => k.code !== undefined)
+    const level = (j: number): any => (dense[j] ? [] : new Map())
     produce = async () => {
-      // Groups in nested maps, one level per key (no key string built per row); the last level
-      // holds the groups, the others the next maps.
-      const root = new Map<unknown, any>()
+      // Groups in nested levels, one per key (no key string built per row); the last level holds
+      // the groups, the others the next levels.
+      const root = level(0)
       const all: Array<Group> = []
       const single = keyFs.length === 0 ? newGroup([]) : undefined
       if (single !== undefined) all.push(single)
@@ -1544,18 +1547,24 @@ const runSelect = async (
       await visitRows(() => {
         let group: Group | undefined = single
         if (group === undefined) {
-          let map = root
+          let node = root
           for (let j = 0; j < depth - 1; j++) {
             const key = groupFs[j]!(env)
-            let next = map.get(key)
-            if (next === undefined) map.set(key, next = new Map())
-            map = next
+            let next = dense[j] ? node[key as number] : node.get(key)
+            if (next === undefined) {
+              next = level(j + 1)
+              if (dense[j]) node[key as number] = next
+              else node.set(key, next)
+            }
+            node = next
           }
           const last = groupFs[depth - 1]!(env)
-          group = map.get(last)
+          const lastDense = dense[depth - 1]
+          group = lastDense ? node[last as number] : node.get(last)
           if (group === undefined) {
             group = newGroup(keyFs.map((f) => f(env)))
-            map.set(last, group)
+            if (lastDense) node[last as number] = group
+            else node.set(last, group)
             all.push(group)
             context.hold(depth + 2, stateBytes)
           }

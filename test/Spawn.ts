@@ -44,6 +44,12 @@ export interface StartOptions {
 }
 
 /**
+ * How long a server may take to say it is ready: tsx compiles it from source at start, which takes
+ * a few seconds alone and, in CI beside every other suite, once over 20 s.
+ */
+const DEFAULT_READY_MS = 90_000
+
+/**
  * Starts `entry` (relative to the repository root) with Node and the tsx loader, and resolves once
  * a line matches `ready`. Not through the tsx CLI: its wrapper process relays SIGTERM and then
  * kills the server before in-flight requests finish.
@@ -67,7 +73,7 @@ export const startNode = (
     const timer = setTimeout(() => {
       child.kill("SIGKILL")
       reject(new Error(`${name} was not ready in time; output:\n${output}`))
-    }, options.timeoutMs ?? 20_000)
+    }, options.timeoutMs ?? DEFAULT_READY_MS)
     const onData = (chunk: Buffer) => {
       output += chunk.toString()
       const match = output.match(options.ready)

@@ -2,4 +2,8 @@ import { defineProject, mergeConfig } from "vitest/config"
 import shared from "../vitest.shared.js"
 
 // This workspace keeps its suites at its root, not under test/.
-export default mergeConfig(shared, defineProject({ test: { name: "test", include: ["*.test.ts"] } }))
+// Hooks start servers (see Spawn's ready budget), so they may take longer than the shared default.
+export default mergeConfig(
+  shared,
+  defineProject({ test: { name: "test", include: ["*.test.ts"], hookTimeout: 120_000 } })
+)

@@ -344,12 +344,14 @@ export const targets = (run: Run): Array<string> => {
   return lines
 }
 
-const plain = (rows: Array<Array<string>>) => {
+/** Rows as aligned text columns (the first left-aligned). */
+export const plain = (rows: Array<Array<string>>) => {
   const widths = rows[0]!.map((_, c) => Math.max(...rows.map((r) => r[c]!.length)))
   return rows.map((r) => r.map((cell, c) => (c === 0 ? cell.padEnd(widths[c]!) : cell.padStart(widths[c]!))).join("  "))
     .join("\n")
 }
-const markdown = (rows: Array<Array<string>>) =>
+/** Rows as a Markdown table (the first row its header). */
+export const markdown = (rows: Array<Array<string>>) =>
   [
     `| ${rows[0]!.join(" | ")} |`,
     `|${rows[0]!.map((_, c) => (c === 0 ? "---" : "---:")).join("|")}|`,

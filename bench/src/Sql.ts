@@ -18,7 +18,7 @@ import * as Dataset from "./Dataset.js"
 import * as Decisions from "./Decisions.js"
 import * as Http from "./Http.js"
 import * as Load from "./Load.js"
-import { count } from "./Report.js"
+import { count, markdown, plain } from "./Report.js"
 import * as SqlQueries from "./SqlQueries.js"
 import type { SqlEngineResult, SqlTiming } from "./SqlWorker.js"
 
@@ -345,18 +345,6 @@ const ratio = (a: number | undefined, b: number | undefined) =>
 const times = (r: number | undefined) => (r === undefined ? "–" : `${r < 0.1 ? r.toFixed(3) : r.toFixed(2)}×`)
 const geomean = (xs: ReadonlyArray<number>) =>
   xs.length === 0 ? undefined : Math.exp(xs.reduce((sum, x) => sum + Math.log(x), 0) / xs.length)
-
-const plain = (rows: Array<Array<string>>) => {
-  const widths = rows[0]!.map((_, c) => Math.max(...rows.map((r) => r[c]!.length)))
-  return rows.map((r) => r.map((cell, c) => (c === 0 ? cell.padEnd(widths[c]!) : cell.padStart(widths[c]!))).join("  "))
-    .join("\n")
-}
-const markdown = (rows: Array<Array<string>>) =>
-  [
-    `| ${rows[0]!.join(" | ")} |`,
-    `|${rows[0]!.map((_, c) => (c === 0 ? "---" : "---:")).join("|")}|`,
-    ...rows.slice(1).map((r) => `| ${r.join(" | ")} |`)
-  ].join("\n")
 
 /** A timing as `first / repeat median (rows or error)`. */
 const cell = (t: SqlTiming | undefined) =>

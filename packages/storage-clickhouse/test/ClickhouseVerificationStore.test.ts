@@ -8,6 +8,7 @@ import * as Verification from "@keymeter/core/Verification"
 import type { Verification as Event } from "@keymeter/core/Verification"
 import { ClickhouseVerificationStore, Migrations } from "@keymeter/storage-clickhouse"
 import { ClickhouseTestServer } from "@keymeter/testing"
+import { columnRows } from "@keymeter/testing/Reference"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
@@ -30,22 +31,9 @@ const query = (overrides: Partial<AggregationQuery> = {}) =>
 
 const total = (result: { counts: Float64Array }) => result.counts.reduce((a, b) => a + b, 0)
 
-/** Each row of the batches: [time, api, key, identity id, external id, outcome, tags, credits, latency, region]. */
+/** Each row of the batches (see `columnRows`), by time. */
 const rowsOf = (batches: ReadonlyArray<VerificationColumns>) =>
-  batches.flatMap((b) =>
-    Array.from({ length: b.length }, (_, i) => [
-      b.time[i],
-      b.apiId.values[b.apiId.codes[i]!],
-      b.keyId.values[b.keyId.codes[i]!],
-      b.identityId.values[b.identityId.codes[i]!],
-      b.externalId.values[b.externalId.codes[i]!],
-      Verification.Outcomes[b.outcome[i]!],
-      b.tags.values[b.tags.codes[i]!],
-      b.spentCredits[i],
-      b.latency[i],
-      b.region.values[b.region.codes[i]!]
-    ])
-  ).sort((a, b) => (a[0] as number) - (b[0] as number))
+  columnRows(batches).sort((a, b) => (a[0] as number) - (b[0] as number))
 
 const scope = (fields: Partial<ScanScope> = {}): ScanScope => ({
   workspaceId: "ws",

@@ -6,11 +6,12 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import { describe, expect, it } from "@effect/vitest"
 import * as Aggregation from "@keymeter/core/Aggregation"
-import type { ScanScope, VerificationColumns } from "@keymeter/core/EventScan"
+import type { ScanScope } from "@keymeter/core/EventScan"
 import { VerificationStore } from "@keymeter/core/Storage"
 import * as Time from "@keymeter/core/Time"
 import * as Verification from "@keymeter/core/Verification"
 import { SqliteStorage } from "@keymeter/storage-sqlite"
+import { columnRows } from "@keymeter/testing/Reference"
 import * as Effect from "effect/Effect"
 import * as TestClock from "effect/TestClock"
 import { mkdtempSync } from "node:fs"
@@ -20,23 +21,6 @@ import * as Events from "../src/internal/Events.js"
 
 const { DAY, HOUR } = Time
 const T0 = Date.parse("2025-03-01T00:00:00Z")
-
-/** Each row of the batches: [time, api, key, identity id, external id, outcome, tags, credits, latency, region]. */
-const rowsOf = (batches: ReadonlyArray<VerificationColumns>) =>
-  batches.flatMap((b) =>
-    Array.from({ length: b.length }, (_, i) => [
-      b.time[i],
-      b.apiId.values[b.apiId.codes[i]!],
-      b.keyId.values[b.keyId.codes[i]!],
-      b.identityId.values[b.identityId.codes[i]!],
-      b.externalId.values[b.externalId.codes[i]!],
-      Verification.Outcomes[b.outcome[i]!],
-      b.tags.values[b.tags.codes[i]!],
-      b.spentCredits[i],
-      b.latency[i],
-      b.region.values[b.region.codes[i]!]
-    ])
-  )
 
 const scope = (fields: Partial<ScanScope> = {}): ScanScope => ({
   workspaceId: "ws",
@@ -78,14 +62,14 @@ describe("SqliteVerificationStore events in full", () => {
           }),
           Verification.make({ time: T0 + 6, workspaceId: "ws_other", apiId: "a", keyId: "k1", outcome: "valid" })
         ])
-        expect(rowsOf(yield* store.scan!(scope()))).toEqual([
+        expect(columnRows(yield* store.scan!(scope()))).toEqual([
           [T0 + 5, "a", "k1", "i1", "e1", "usageExceeded", ["a", "b"], 7, 1.235, "eu-west-1"],
           [T0 + HOUR, "b", "k2", "", "", "valid", [], 2 ** 32 - 1, (2 ** 32 - 1) / 1000, ""]
         ])
-        expect(rowsOf(yield* store.scan!(scope({ within: ["b", "b", "nope"] })))).toHaveLength(1)
+        expect(columnRows(yield* store.scan!(scope({ within: ["b", "b", "nope"] })))).toHaveLength(1)
         expect(yield* store.scan!(scope({ within: [] }))).toEqual([])
-        expect(rowsOf(yield* store.scan!(scope({ from: T0 + 5.5, to: T0 + HOUR })))).toEqual([])
-        expect(rowsOf(yield* store.scan!(scope({ from: T0 + 4.5, to: T0 + 5.5 })))).toHaveLength(1)
+        expect(columnRows(yield* store.scan!(scope({ from: T0 + 5.5, to: T0 + HOUR })))).toEqual([])
+        expect(columnRows(yield* store.scan!(scope({ from: T0 + 4.5, to: T0 + 5.5 })))).toHaveLength(1)
 
         // 70,000 events of one api: five pages of 16,384 rows at most, a batch each; the budget counts across apis.
         const many = Array.from({ length: 70_000 }, (_, i) =>
@@ -100,7 +84,7 @@ describe("SqliteVerificationStore events in full", () => {
         yield* store.append(many)
         const batches = yield* store.scan!(scope({ within: ["c"] }))
         expect(batches.map((b) => b.length)).toEqual([16_384, 16_384, 16_384, 16_384, 70_000 - 4 * 16_384])
-        const rows = rowsOf(batches)
+        const rows = columnRows(batches)
         expect(rows.filter((r) => r[9] === "us")).toHaveLength(35_000)
         expect(rows.every((r, i) => i === 0 || (r[0] as number) >= (rows[i - 1]![0] as number))).toBe(true)
         expect((yield* store.scan!(scope({ maxRows: 70_002 }))).reduce((n, b) => n + b.length, 0)).toBe(70_002)
@@ -122,7 +106,7 @@ describe("SqliteVerificationStore events in full", () => {
         const held = Effect.map(sql.unsafe("SELECT count(*) FROM v_events").values, (rows) => rows[0]![0])
         const keys = Effect.map(
           store.scan!(scope({ from: 0, to: T0 + 30 * DAY })),
-          (batches) => rowsOf(batches).map((r) => r[2])
+          (batches) => columnRows(batches).map((r) => r[2])
         )
         const at = (time: number, keyId: string) =>
           Verification.make({ time, workspaceId: "ws", apiId: "a", keyId, outcome: "valid" })
@@ -174,7 +158,18 @@ describe("SqliteVerificationStore events in full", () => {
         ])).pipe(Effect.provide(layer))
       yield* Effect.gen(function*() {
         const store = yield* VerificationStore
-        expect(rowsOf(yield* store.scan!(scope()))).toEqual([[T0 + 1, "a", "k", "i", "e", "valid", ["t"], 0, 0, "r"]])
+        expect(columnRows(yield* store.scan!(scope()))).toEqual([[
+          T0 + 1,
+          "a",
+          "k",
+          "i",
+          "e",
+          "valid",
+          ["t"],
+          0,
+          0,
+          "r"
+        ]])
         const sql = yield* SqlClient.SqlClient
         const plan = yield* sql.unsafe(`EXPLAIN QUERY PLAN ${Events.PAGE}`, [0, 0, 1, -1, 0, 10]).values
         const details = plan.map((row) => String(row[3])).join("; ")

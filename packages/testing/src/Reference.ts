@@ -4,6 +4,7 @@
  * (`scan`): the events of a scope, each as one row, as stores keep them.
  */
 import type { Datapoint } from "@keymeter/core/Datapoint"
+import type { VerificationColumns } from "@keymeter/core/EventScan"
 import { Outcomes } from "@keymeter/core/Verification"
 
 export interface RawEvent {
@@ -42,6 +43,26 @@ export interface ScanRow {
   readonly latency: number
   readonly region: string
 }
+
+/**
+ * Each row of a scan's batches as a tuple, in the batches' order: [time, api, key, identity id,
+ * external id, outcome, tags, credits, latency, region].
+ */
+export const columnRows = (batches: ReadonlyArray<VerificationColumns>): Array<Array<unknown>> =>
+  batches.flatMap((b) =>
+    Array.from({ length: b.length }, (_, i) => [
+      b.time[i],
+      b.apiId.values[b.apiId.codes[i]!],
+      b.keyId.values[b.keyId.codes[i]!],
+      b.identityId.values[b.identityId.codes[i]!],
+      b.externalId.values[b.externalId.codes[i]!],
+      Outcomes[b.outcome[i]!],
+      b.tags.values[b.tags.codes[i]!],
+      b.spentCredits[i],
+      b.latency[i],
+      b.region.values[b.region.codes[i]!]
+    ])
+  )
 
 /** The events of the scope, one row each, sorted by their JSON text (a multiset's canonical order). */
 export const scan = (events: ReadonlyArray<RawEvent>, scope: RawScope): Array<ScanRow> =>

@@ -1,11 +1,14 @@
 /**
  * SQL analytics through Unkey's official v2 client (`@unkey/api@2.5.1`): `analytics.getVerifications`
- * and `analytics.getRatelimits` against the standalone server on SQLite, the SDK's own schemas
- * judging every answer and error. And the isolation argument, tried from the outside: no text of a
+ * and `analytics.getRatelimits` against the standalone server on SQLite, and with its events in
+ * ClickHouse (where the queries run in ClickHouse), the SDK's own schemas judging every answer and
+ * error. And the isolation argument, tried from the outside: no text of a
  * query reaches another workspace's rows, an api the key may not read, or anything but the public
  * tables.
  */
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
+import { ClickhouseTestServer } from "@keymeter/testing"
+import * as Effect from "effect/Effect"
 import { mkdtempSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -24,10 +27,12 @@ const VERIFIER = "sk_sql_verifier_7a9c1e3b5d7f9a1c3e5b"
 /** The other workspace's admin. */
 const OTHER = "sk_other_admin_1c3e5a7b9d1f3a5c7e9b"
 
-let server: Running
+let server: Running | undefined
 let base = ""
+let database: string | undefined
 
-beforeAll(async () => {
+/** Serves a fresh server for each suite below; `analytics`: where its events go. */
+const serve = async (analytics: "sqlite" | "clickhouse") => {
   const dir = mkdtempSync(join(tmpdir(), "keymeter-sql-"))
   const provision = join(dir, "provision.json")
   writeFileSync(
@@ -58,14 +63,23 @@ beforeAll(async () => {
   )
   const started = await serveKeymeter({
     KEYMETER_PROVISION: provision,
-    KEYMETER_STORAGE: `sqlite:${join(dir, "k.db")}`
+    KEYMETER_STORAGE: `sqlite:${join(dir, "k.db")}`,
+    ...(analytics === "clickhouse"
+      ? {
+        KEYMETER_ANALYTICS: `clickhouse:${ClickhouseTestServer.url}/${database = ClickhouseTestServer.databaseName()}`
+      }
+      : {})
   })
   server = started.server
   base = started.base
-})
-afterAll(async () => {
+  seeded = undefined
+}
+const stopServer = async () => {
   if (server !== undefined) await stop(server)
-})
+  server = undefined
+  if (database !== undefined) await Effect.runPromise(ClickhouseTestServer.dropDatabase(database))
+  database = undefined
+}
 
 const client = (rootKey: string) => new Unkey({ rootKey, serverURL: base, retryConfig: { strategy: "none" } })
 
@@ -102,7 +116,13 @@ const seed = async () => {
 let seeded: ReturnType<typeof seed> | undefined
 const seededOnce = () => (seeded ??= seed())
 
-describe("SQL analytics through Unkey's v2 client", () => {
+const clickhouseSkip = ClickhouseTestServer.skip()
+const backends = clickhouseSkip === undefined ? ["sqlite", "clickhouse"] as const : ["sqlite"] as const
+
+describe.each(backends)("SQL analytics through Unkey's v2 client, events in %s", (analytics) => {
+  beforeAll(() => serve(analytics))
+  afterAll(stopServer)
+
   it("getVerifications answers counts, credits and latency per key, as the SDK validates them", async () => {
     const keys = await seededOnce()
     const answer = await client(ADMIN).analytics.getVerifications({

@@ -183,13 +183,15 @@ export const layer = (
       : spec._tag === "postgres"
       ? postgresCatalog((yield* postgres).PostgresCatalog, spec.url)
       : (yield* sqlite).SqliteStorage.layerServerCatalog({ filename: spec.filename })
-    const { ClickhouseRatelimitStore, ClickhouseVerificationStore } = yield* clickhouse
+    const { ClickhouseRatelimitStore, ClickhouseSql, ClickhouseVerificationStore } = yield* clickhouse
     const target = ClickhouseVerificationStore.parseUrl(analytics.url)
     if ("_tag" in target) return yield* new InvalidStorageSpec({ message: `KEYMETER_ANALYTICS: ${target.message}` })
     return Layer.mergeAll(
       catalog,
       ClickhouseVerificationStore.layer({ url: analytics.url }),
-      ClickhouseRatelimitStore.layer({ url: analytics.url })
+      ClickhouseRatelimitStore.layer({ url: analytics.url }),
+      // SQL analytics run in ClickHouse (`SqlAnalytics` finds the engine in the context).
+      ClickhouseSql.layer({ url: analytics.url })
     )
   }))
 

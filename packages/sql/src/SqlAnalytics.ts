@@ -14,7 +14,9 @@ import { RatelimitStore, VerificationStore } from "@keymeter/core/Storage"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
+import { SqlEngine } from "./SqlEngine.js"
 import type { InvalidQuery, QueryBudgetExceeded } from "./SqlError.js"
 import * as SqlQuery from "./SqlQuery.js"
 import type { Family } from "./Tables.js"
@@ -47,6 +49,8 @@ export class SqlAnalytics extends Effect.Service<SqlAnalytics>()("@keymeter/sql/
     const recorder = yield* Recorder
     const ratelimitRecorder = yield* RatelimitRecorder
     const limits = yield* SqlLimits
+    // A store that runs queries itself (ClickHouse), when the storage layer provides one.
+    const engine = Option.getOrUndefined(yield* Effect.serviceOption(SqlEngine))
     let running = 0
 
     const scanOf = <A>(scan: SqlQuery.Scan<A> | undefined): SqlQuery.Scan<A> =>
@@ -77,7 +81,8 @@ export class SqlAnalytics extends Effect.Service<SqlAnalytics>()("@keymeter/sql/
             ratelimits: scanOf(ratelimits.scan),
             rowBytes: { verifications: verifications.scanRowBytes, ratelimits: ratelimits.scanRowBytes },
             limits,
-            now
+            now,
+            engine
           })
         }).pipe(Effect.ensuring(Effect.sync(() => running--)))
       }).pipe(Effect.withSpan(`SqlAnalytics.${family}`))

@@ -9,10 +9,12 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Runtime from "effect/Runtime"
 import type * as Ast from "./Ast.js"
-import type { Limits, ScanHint } from "./internal/Executor.js"
-import { BindFault, BudgetFault, Context, execute, TooManyRows } from "./internal/Executor.js"
+import type { Limits, Relation, ScanHint, Sources } from "./internal/Executor.js"
+import { BindFault, BudgetFault, constantValue, Context, execute, TooManyRows } from "./internal/Executor.js"
 import { parse as parseText, ParseError } from "./internal/Parser.js"
 import { QueryFault } from "./internal/Values.js"
+import type { PlannedSelect, SqlEngine } from "./SqlEngine.js"
+import { narrowWithin } from "./SqlEngine.js"
 import { InvalidQuery, placeOf, QueryBudgetExceeded } from "./SqlError.js"
 import type { Family, Type } from "./Tables.js"
 
@@ -46,6 +48,8 @@ export interface Options {
   readonly limits: Limits
   /** Unix ms that `now()` reads. */
   readonly now: number
+  /** A store that runs queries itself: it gets each query's plan first (see `SqlEngine`). */
+  readonly engine?: SqlEngine["Type"] | undefined
 }
 
 /** One column of an answer. */
@@ -95,15 +99,15 @@ export const run = (
       return yield* new InvalidQuery({ message: "the query is longer than 100,000 characters" })
     }
     const query = yield* parse(text)
+    if (options.engine !== undefined) {
+      const answer = yield* runOnEngine(text, query, options, options.engine)
+      if (answer !== undefined) return answer
+    }
     const runtime = yield* Effect.runtime<never>()
     const runExit = Runtime.runPromiseExit(runtime)
     const scan = <A>(scanner: Scan<A>) => async (hint: ScanHint, maxRows: number): Promise<ReadonlyArray<A>> => {
       // The caller's scope bounds every scan; the query's hint can only narrow it.
-      const within = options.within === undefined
-        ? hint.within
-        : hint.within === undefined
-        ? options.within
-        : hint.within.filter((id) => options.within!.includes(id))
+      const within = narrowWithin(options.within, hint.within)
       const exit = await runExit(
         scanner({ workspaceId: options.workspaceId, within, from: hint.from, to: hint.to, maxRows })
       )
@@ -127,20 +131,82 @@ export const run = (
       options.limits,
       options.now
     )
-    const relation = yield* Effect.tryPromise({
-      try: () => execute(context, query),
-      catch: (error): InvalidQuery | QueryBudgetExceeded | StorageError => {
-        if (error instanceof BudgetFault) {
-          return new QueryBudgetExceeded({ budget: error.budget, message: error.message })
-        }
-        if (error instanceof ScanFailure) return error.error
-        return toInvalid(text, error)
+    const relation = yield* executeIn(text, context, query)
+    return yield* answerOf(relation, options.limits)
+  })
+
+const executeIn = (text: string, context: Context, query: Ast.Query) =>
+  Effect.tryPromise({
+    try: () => execute(context, query),
+    catch: (error): InvalidQuery | QueryBudgetExceeded | StorageError => {
+      if (error instanceof BudgetFault) {
+        return new QueryBudgetExceeded({ budget: error.budget, message: error.message })
       }
+      if (error instanceof ScanFailure) return error.error
+      return toInvalid(text, error)
+    }
+  })
+
+/** Scans that find nothing: a run over them binds the query (names, types, every refusal) only. */
+const NO_ROWS: Sources = {
+  workspaceId: "",
+  verifications: async () => [],
+  ratelimits: async () => [],
+  rowBytes: { verifications: 0, ratelimits: 0 }
+}
+
+/**
+ * The query bound over no rows, then run by the engine: its answer, or undefined when the engine
+ * declines it. The binding is the executor's, so names, types and refusals are the same wherever
+ * the query runs.
+ */
+const runOnEngine = (text: string, query: Ast.Query, options: Options, engine: SqlEngine["Type"]) =>
+  Effect.gen(function*() {
+    const selects = new Map<Ast.Select, PlannedSelect>()
+    const context = new Context(
+      { ...NO_ROWS, workspaceId: options.workspaceId },
+      options.family,
+      options.limits,
+      options.now,
+      Date.now,
+      selects
+    )
+    const bound = yield* executeIn(text, context, query)
+    const running = engine.run({
+      plan: {
+        query,
+        selects,
+        width: bound.names.length,
+        constant: (expr) => constantValue(context, expr)
+      },
+      family: options.family,
+      workspaceId: options.workspaceId,
+      within: options.within,
+      now: options.now,
+      limits: options.limits
     })
-    if (relation.rows.length > options.limits.resultRows) {
+    if (running === undefined) return undefined
+    const rows = yield* running
+    return yield* answerOf(
+      { ...bound, rows: rows.map((row) => bound.types.map((type, k) => valueOf(type, row[k]))) },
+      options.limits
+    )
+  })
+
+/** A value an engine returned, as the executor would hold it. */
+const valueOf = (type: string, value: unknown): any => {
+  if (value === null || value === undefined) return null
+  if (type === "Int" || type === "Float") return typeof value === "number" ? value : Number(value)
+  return value
+}
+
+/** The answer of a relation, or why it cannot be one. */
+const answerOf = (relation: Relation, limits: Limits) =>
+  Effect.gen(function*() {
+    if (relation.rows.length > limits.resultRows) {
       return yield* new QueryBudgetExceeded({
         budget: "resultRows",
-        message: `the answer has more than ${options.limits.resultRows} rows: add a LIMIT or group more coarsely`
+        message: `the answer has more than ${limits.resultRows} rows: add a LIMIT or group more coarsely`
       })
     }
     const names = relation.names

@@ -4,6 +4,7 @@
  */
 export * as Ast from "./Ast.js"
 export * as SqlAnalytics from "./SqlAnalytics.js"
+export * as SqlEngine from "./SqlEngine.js"
 export * as SqlError from "./SqlError.js"
 export * as SqlQuery from "./SqlQuery.js"
 export * as Tables from "./Tables.js"

@@ -259,29 +259,42 @@ export const make = (options: Options) =>
       scanRowBytes: 384,
       scan: (scope: ScanScope) =>
         Effect.gen(function*() {
-          const now = yield* Clock.currentTimeMillis
-          // Times are whole ms: `time >= from` is `time >= ceil(from)`, and so for `to`. Days past the
-          // retention that no sweep has dropped yet are not answered.
-          const kept = Number.isFinite(retentionDays) ? now - retentionDays * Time.DAY : -Infinity
-          const from = Math.ceil(Math.max(scope.from, kept, Number.MIN_SAFE_INTEGER))
-          const to = Math.ceil(Math.min(scope.to, Number.MAX_SAFE_INTEGER))
-          const within = scope.within === undefined ? undefined : [...new Set(scope.within)]
-          if (within?.length === 0 || !(from < to)) return []
+          const where = scopeFilter(scope, yield* Clock.currentTimeMillis, retentionDays)
+          if (where === undefined) return []
           const maxRows = Math.max(0, Math.min(Math.floor(scope.maxRows), Number.MAX_SAFE_INTEGER - 1))
-          // The hours bound the primary key's range (and the day partitions read); `time` the rows.
-          const rows = yield* db.query(
-            `SELECT ${SCAN_COLUMNS} FROM ratelimits ` +
-              sql`WHERE workspace_id = ${scope.workspaceId}` +
-              (within === undefined ? "" : ` AND namespace_id IN (${within.map((id) => sql`${id}`).join(", ")})`) +
-              sql` AND hour >= ${Math.max(0, Math.floor(from / Time.HOUR))}` +
-              sql` AND hour <= ${Math.max(0, Math.floor((to - 1) / Time.HOUR))}` +
-              sql` AND time >= ${from} AND time < ${to} LIMIT ${maxRows + 1}`
-          )
+          const rows = yield* db.query(`SELECT ${SCAN_COLUMNS} FROM ratelimits WHERE ${where} LIMIT ${maxRows + 1}`)
           if (rows.length > maxRows) return yield* Effect.fail(scanTooLarge(scope.maxRows))
           return rows.length === 0 ? [] : [scanColumns(rows)]
         })
     })
   })
+
+/**
+ * The decisions of a scope at `now`, as a WHERE; undefined when it holds none. Days past the
+ * retention that no sweep has dropped yet are not answered.
+ */
+const scopeFilter = (scope: Omit<ScanScope, "maxRows">, now: number, retentionDays: number): string | undefined => {
+  // Times are whole ms: `time >= from` is `time >= ceil(from)`, and so for `to`.
+  const kept = Number.isFinite(retentionDays) ? now - retentionDays * Time.DAY : -Infinity
+  const from = Math.ceil(Math.max(scope.from, kept, Number.MIN_SAFE_INTEGER))
+  const to = Math.ceil(Math.min(scope.to, Number.MAX_SAFE_INTEGER))
+  const within = scope.within === undefined ? undefined : [...new Set(scope.within)]
+  if (within?.length === 0 || !(from < to)) return undefined
+  // The hours bound the primary key's range (and the day partitions read); `time` the rows.
+  return sql`workspace_id = ${scope.workspaceId}` +
+    (within === undefined ? "" : ` AND namespace_id IN (${within.map((id) => sql`${id}`).join(", ")})`) +
+    sql` AND hour >= ${Math.max(0, Math.floor(from / Time.HOUR))}` +
+    sql` AND hour <= ${Math.max(0, Math.floor((to - 1) / Time.HOUR))}` +
+    sql` AND time >= ${from} AND time < ${to}`
+}
+
+/**
+ * `ratelimits_v1` (its public columns, in order) for a scope at `now`, for a query run in
+ * ClickHouse (`ClickhouseSql`): the same rows `scan` reads, unbounded.
+ */
+export const sourceText = (scope: Omit<ScanScope, "maxRows">, now: number, retentionDays: number): string =>
+  "SELECT time, workspace_id, namespace_id, identifier, passed, latency_us / 1000 AS latency, override_id " +
+  `FROM ratelimits WHERE ${scopeFilter(scope, now, retentionDays) ?? "0"}`
 
 /** The store as a scoped layer. */
 export const layer = (options: Options): Layer.Layer<RatelimitStore, StorageError> =>

@@ -21,6 +21,7 @@ import { VerificationStore } from "@keymeter/core/Storage"
 import * as Time from "@keymeter/core/Time"
 import type { Verification } from "@keymeter/core/Verification"
 import { OutcomeIndex } from "@keymeter/core/Verification"
+import { OUTCOME_NAMES } from "@keymeter/sql/Tables"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
@@ -164,17 +165,38 @@ const columnsOf = (rows: ReadonlyArray<ReadonlyArray<unknown>>): VerificationCol
  * partitions narrow what is read.
  */
 export const scanText = (scope: ScanScope): string | undefined => {
+  const where = scopeFilter(scope)
+  if (where === undefined) return undefined
+  return "SELECT time, api_id, key_id, identity_id, external_id, outcome, tags, spent_credits, latency_us, region " +
+    `FROM verifications WHERE ${where} ` +
+    `LIMIT ${integer(Math.min(Math.max(0, Math.floor(scope.maxRows)), Number.MAX_SAFE_INTEGER - 1) + 1)}`
+}
+
+/** The rows of a scope, as a WHERE; undefined when it holds none. */
+const scopeFilter = (scope: Omit<ScanScope, "maxRows">): string | undefined => {
   // Times are whole ms: an inclusive bound rounds up, as does the exclusive one.
   const from = Math.max(0, Math.ceil(scope.from))
   const to = Math.min(Number.MAX_SAFE_INTEGER, Math.ceil(scope.to))
   if (!(from < to) || (scope.within !== undefined && scope.within.length === 0)) return undefined
   const apis = scope.within === undefined ? "" : ` AND api_id IN (${[...new Set(scope.within)].map(string).join(", ")})`
-  return "SELECT time, api_id, key_id, identity_id, external_id, outcome, tags, spent_credits, latency_us, region " +
-    `FROM verifications WHERE workspace_id = ${string(scope.workspaceId)}${apis} ` +
+  // The hour bounds let the primary key and the partitions narrow what is read.
+  return `workspace_id = ${string(scope.workspaceId)}${apis} ` +
     `AND hour >= ${integer(Math.floor(from / Time.HOUR))} AND hour <= ${integer(Math.floor((to - 1) / Time.HOUR))} ` +
-    `AND time >= ${integer(from)} AND time < ${integer(to)} ` +
-    `LIMIT ${integer(Math.min(Math.max(0, Math.floor(scope.maxRows)), Number.MAX_SAFE_INTEGER - 1) + 1)}`
+    `AND time >= ${integer(from)} AND time < ${integer(to)}`
 }
+
+/**
+ * `key_verifications_v1` (its public columns, in order) for a scope, for a query run in ClickHouse
+ * (`ClickhouseSql`): the same rows `scan` reads, unbounded.
+ */
+export const sourceText = (scope: Omit<ScanScope, "maxRows">): string =>
+  "SELECT time, workspace_id, api_id AS key_space_id, key_id, identity_id, external_id, " +
+  `transform(outcome_code, [${OUTCOME_NAMES.map((_, i) => i).join(", ")}], [${
+    OUTCOME_NAMES.map(string).join(", ")
+  }], '') AS outcome, ` +
+  "tags, spent_credits, latency_us / 1000 AS latency, region " +
+  "FROM (SELECT time, workspace_id, api_id, key_id, identity_id, external_id, outcome AS outcome_code, tags, " +
+  `spent_credits, latency_us, region FROM verifications WHERE ${scopeFilter(scope) ?? "0"})`
 
 const NO_BATCHES: ReadonlyArray<VerificationColumns> = []
 

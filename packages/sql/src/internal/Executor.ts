@@ -7,6 +7,7 @@
  */
 import type { RatelimitColumns, VerificationColumns } from "@keymeter/core/EventScan"
 import type * as Ast from "../Ast.js"
+import type { PlannedInput, PlannedSelect } from "../SqlEngine.js"
 import type { Budget } from "../SqlError.js"
 import type { Family, PublicTable } from "../Tables.js"
 import { OUTCOME_NAMES, TABLES } from "../Tables.js"
@@ -111,6 +112,8 @@ interface Input {
   readonly qualifiers: ReadonlySet<string>
   /** Calls `visit` with `env` positioned at each row. */
   readonly run: (env: Env, visit: () => void) => Promise<void>
+  /** What it is, for a plan. */
+  readonly planned: PlannedInput
 }
 
 const MAX_DEPTH = 64
@@ -124,6 +127,10 @@ const SLICE_CHECK = 1023
 
 /** The query's run: its budgets, clock, CTEs and the subquery results computed before rows flow. */
 export class Context {
+  /** The type of every expression compiled, when a plan is wanted. */
+  readonly types: Map<Ast.Expr, VType> | undefined
+  /** The same by canonical text, for the SELECT being compiled. */
+  texts: Map<string, VType> | undefined = undefined
   private readonly deadline: number
   private scanned = 0
   private cells = 0
@@ -135,8 +142,11 @@ export class Context {
     readonly limits: Limits,
     /** Unix ms the query sees as `now()`. */
     readonly now: number,
-    private readonly clock: () => number = Date.now
+    private readonly clock: () => number = Date.now,
+    /** Where each SELECT is recorded as bound, when a plan is wanted (see `SqlEngine`). */
+    readonly plan: Map<Ast.Select, PlannedSelect> | undefined = undefined
   ) {
+    this.types = plan === undefined ? undefined : new Map()
     this.deadline = clock() + limits.timeMs
     this.sliceStart = clock()
   }
@@ -401,6 +411,7 @@ const ratelimitColumns = (workspaceId: string): Array<InputColumn> => [
 const rawInput = (context: Context, table: PublicTable, qualifiers: ReadonlySet<string>, hint: ScanHint): Input => {
   const verifications = table.family === "verifications"
   return {
+    planned: { _tag: "Table", table, hint },
     columns: verifications
       ? verificationColumns(context.sources.workspaceId)
       : ratelimitColumns(context.sources.workspaceId),
@@ -448,7 +459,13 @@ const rawInput = (context: Context, table: PublicTable, qualifiers: ReadonlySet<
   }
 }
 
-const relationInput = (context: Context, relation: Relation, qualifiers: ReadonlySet<string>): Input => ({
+const relationInput = (
+  context: Context,
+  relation: Relation,
+  qualifiers: ReadonlySet<string>,
+  query: Ast.Query
+): Input => ({
+  planned: { _tag: "Query", query },
   columns: relation.names.map((name, k) => ({ name, type: relation.types[k]!, get: (e: Env) => e.row[k]! })),
   qualifiers,
   run: async (env, visit) => {
@@ -462,6 +479,7 @@ const relationInput = (context: Context, relation: Relation, qualifiers: Readonl
 })
 
 const noInput: Input = {
+  planned: { _tag: "None" },
   columns: [],
   qualifiers: new Set(),
   run: async (_env, visit) => visit()
@@ -576,14 +594,19 @@ const inputOf = async (
   if (from === undefined) return noInput
   if (from._tag === "Subquery") {
     const relation = await runQuery(context, from.query, new Scope(scope.ctes, scope.depth + 1), undefined)
-    return relationInput(context, relation, new Set(from.alias === undefined ? [] : [from.alias.toLowerCase()]))
+    return relationInput(
+      context,
+      relation,
+      new Set(from.alias === undefined ? [] : [from.alias.toLowerCase()]),
+      from.query
+    )
   }
   const key = from.name.toLowerCase()
   const qualifiers = new Set([from.alias?.toLowerCase() ?? key])
   const cte = from.name.includes(".") ? undefined : scope.ctes.get(key)
   if (cte !== undefined) {
     cte.result ??= runQuery(context, cte.query, cte.scope, undefined)
-    return relationInput(context, await cte.result, qualifiers)
+    return relationInput(context, await cte.result, qualifiers, cte.query)
   }
   const table = TABLES.get(key)
   if (table === undefined || table.family !== context.family) throw tableNotFound(from.name, context.family, from.at)
@@ -598,8 +621,9 @@ const inputOf = async (
     within: hint.within
   }
   const dimensions = uses === undefined ? undefined : prunedDimensions(table, uses.exprs, uses.aggregated)
-  const relation = await runQuery(context, viewOf(table, dimensions), new Scope(new Map(), scope.depth + 1), inner)
-  return relationInput(context, relation, qualifiers)
+  const view = viewOf(table, dimensions)
+  const relation = await runQuery(context, view, new Scope(new Map(), scope.depth + 1), inner)
+  return relationInput(context, relation, qualifiers, view)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -632,14 +656,7 @@ const hintOf = (context: Context, table: PublicTable, where: Ast.Expr | undefine
   let to = Number.MAX_SAFE_INTEGER
   let within: Array<string> | undefined
   const idColumn = table.family === "verifications" ? "key_space_id" : "namespace_id"
-  const constant = (expr: Ast.Expr): Value | undefined => {
-    try {
-      const compiled = compileExpr(context, expr, constantBinder)
-      return compiled.constant ? compiled.eval(emptyEnv()) : undefined
-    } catch {
-      return undefined
-    }
-  }
+  const constant = (expr: Ast.Expr): Value | undefined => constantValue(context, expr)
   const bound = (op: string, value: Value | undefined) => {
     if (typeof value !== "number" || Number.isNaN(value)) return
     if (op === ">=") from = Math.max(from, Math.ceil(value))
@@ -776,6 +793,13 @@ const needCondition = (compiled: Compiled, what: string, at: number) => {
 }
 
 export const compileExpr = (context: Context, expr: Ast.Expr, binder: Binder): Compiled => {
+  const compiled = compileNode(context, expr, binder)
+  context.types?.set(expr, compiled.type)
+  context.texts?.set(canonical(expr), compiled.type)
+  return compiled
+}
+
+const compileNode = (context: Context, expr: Ast.Expr, binder: Binder): Compiled => {
   if (binder.grouped) {
     const key = binder.groupKey(expr)
     if (key !== undefined) return key
@@ -1405,6 +1429,9 @@ const runSelect = async (
   }
   const compileRow = (e: Ast.Expr) => compileExpr(context, e, rowBinder)
 
+  // For a plan, the types of what this SELECT compiles, by text (a GROUP BY key written again in
+  // the SELECT list is not compiled again).
+  if (context.plan !== undefined) context.texts = new Map()
   const whereEval = where === undefined ? undefined : compileRow(where)
   if (whereEval !== undefined) needCondition(whereEval, "WHERE", where!.at)
 
@@ -1589,6 +1616,8 @@ const runSelect = async (
     }
   }
 
+  const texts = context.texts
+  context.texts = undefined
   let rows = await produce()
   const width = outTypes.length
   if (select.distinct) {
@@ -1627,7 +1656,50 @@ const runSelect = async (
   for (const [k, type] of outTypes.entries()) {
     if (type === "Interval") throw new BindFault("an INTERVAL is not a value: add it to a time", items[k]!.expr.at)
   }
+  if (context.plan !== undefined) {
+    context.plan.set(select, {
+      input: plannedInput(context.plan.get(select)?.input, input.planned),
+      inputNames: input.columns.map((column) => column.name),
+      distinct: select.distinct,
+      items: itemExprs,
+      where,
+      groupBy,
+      having,
+      orderBy,
+      limit,
+      offset,
+      aggregated,
+      typeOf: (e) => context.types?.get(e) ?? texts?.get(canonical(e))
+    })
+  }
   return { names, types: outTypes, rows }
+}
+
+/**
+ * A SELECT's input for its plan. A SELECT runs more than once only as a view read under different
+ * bounds: its plan reads what every run read (the widest bounds), and its WHERE does the rest.
+ */
+const plannedInput = (before: PlannedInput | undefined, now: PlannedInput): PlannedInput => {
+  if (before?._tag !== "Table" || now._tag !== "Table") return now
+  const [a, b] = [before.hint, now.hint]
+  return {
+    ...now,
+    hint: {
+      from: Math.min(a.from, b.from),
+      to: Math.max(a.to, b.to),
+      within: a.within === undefined || b.within === undefined ? undefined : [...new Set([...a.within, ...b.within])]
+    }
+  }
+}
+
+/** The value of an expression without columns, as the query sees it; undefined when it has columns. */
+export const constantValue = (context: Context, expr: Ast.Expr): Value | undefined => {
+  try {
+    const compiled = compileExpr(context, expr, constantBinder)
+    return compiled.constant ? compiled.eval(emptyEnv()) : undefined
+  } catch {
+    return undefined
+  }
 }
 
 /**

@@ -19,8 +19,11 @@ export interface Target {
 }
 
 export interface Connection {
-  /** Rows of a SELECT, as arrays in column order. */
-  readonly query: (text: string) => Effect.Effect<Array<Array<unknown>>, StorageError>
+  /** Rows of a SELECT, as arrays in column order; `settings` apply to this query only. */
+  readonly query: (
+    text: string,
+    settings?: Readonly<Record<string, string | number>>
+  ) => Effect.Effect<Array<Array<unknown>>, StorageError>
   /** A statement without a result (DDL). */
   readonly command: (text: string) => Effect.Effect<void, StorageError>
   /** Rows into `table` as JSONEachRow: the values travel as data, never as SQL text. */
@@ -60,9 +63,13 @@ export const make = (target: Target, database: string | undefined = target.datab
       Effect.tapError((error) => Effect.logWarning(error.message))
     )
   return {
-    query: (text) =>
+    query: (text, settings) =>
       attempt(async () => {
-        const result = await client.query({ query: text, format: "JSONCompact" })
+        const result = await client.query({
+          query: text,
+          format: "JSONCompact",
+          ...(settings === undefined ? {} : { clickhouse_settings: settings as Record<string, string> })
+        })
         return (await result.json<Array<unknown>>()).data
       }),
     command: (text) => attempt(() => client.command({ query: text })).pipe(Effect.asVoid),

@@ -47,3 +47,12 @@ export const open = (options: { readonly url: string; readonly requestTimeoutMs?
     yield* Migrations.run(admin, db, target.database).pipe(Effect.ensuring(admin.close))
     return { db, database: target.database }
   })
+
+/** A connection to the database `url` names, closed with the scope; the stores migrate it. */
+export const connect = (options: { readonly url: string; readonly requestTimeoutMs?: number | undefined }) =>
+  Effect.gen(function*() {
+    const target = parseUrl(options.url)
+    if (target instanceof StorageError) return yield* target
+    const settings = { ...target, requestTimeoutMs: options.requestTimeoutMs }
+    return yield* Effect.acquireRelease(Effect.sync(() => Connection.make(settings)), (c) => c.close)
+  })

@@ -65,6 +65,18 @@ export const make = (options: Options) =>
 /** The engine as a layer. */
 export const layer = (options: Options): Layer.Layer<SqlEngine, StorageError> => Layer.scoped(SqlEngine, make(options))
 
+/**
+ * The code of an exception the server raised: 18.16 words it "Code: 158, e.displayText() = …",
+ * which the client does not parse (it expects the newer "Code: 158. DB::Exception: … (TYPE)").
+ */
+const serverCode = (cause: unknown): number | undefined => {
+  const parsed = (cause as { code?: unknown } | undefined)?.code
+  if (typeof parsed === "string" && /^\d+$/.test(parsed)) return Number(parsed)
+  const message = (cause as { message?: unknown } | undefined)?.message
+  const match = typeof message === "string" ? /^Code: (\d+)[,.]/.exec(message) : null
+  return match === null ? undefined : Number(match[1])
+}
+
 const run = (db: Connection, retentionDays: number, request: Request) => {
   let text: string
   try {
@@ -99,12 +111,12 @@ const run = (db: Connection, retentionDays: number, request: Request) => {
     Effect.catchTag(
       "StorageError",
       (error): Effect.Effect<never, StorageError | InvalidQuery | QueryBudgetExceeded> => {
-        const code = Number((error.cause as { code?: unknown } | undefined)?.code)
-        const budget = BUDGET_CODES[code]
+        const code = serverCode(error.cause)
+        const budget = code === undefined ? undefined : BUDGET_CODES[code]
         if (budget !== undefined) {
           return Effect.fail(new QueryBudgetExceeded({ budget, message: BUDGET_MESSAGES[budget](request) }))
         }
-        const fault = VALUE_FAULTS[code]
+        const fault = code === undefined ? undefined : VALUE_FAULTS[code]
         if (fault !== undefined) return Effect.fail(new InvalidQuery({ message: `the query met ${fault}` }))
         return Effect.fail(error)
       }

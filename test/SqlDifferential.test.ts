@@ -150,6 +150,8 @@ interface Scans {
   readonly ratelimits: SqlQuery.Scan<RatelimitColumns>
   /** A store that runs the queries itself. */
   readonly engine?: SqlEngine["Type"] | undefined
+  /** The store's counts, read in place of events where they answer the same. */
+  readonly counts?: SqlQuery.Options["counts"]
 }
 
 const toTable = (answer: SqlQuery.Answer): Table => ({
@@ -188,7 +190,8 @@ const runAll = (label: string, scans: Scans) =>
             ratelimits: scans.ratelimits,
             limits: SqlQuery.DEFAULT_LIMITS,
             now: NOW,
-            engine: scans.engine
+            engine: scans.engine,
+            counts: scans.counts
           }))
           if (Exit.isFailure(exit)) {
             disagreements.push(report(query, `keymeter failed: ${Cause.pretty(exit.cause)}`, want, undefined))
@@ -242,6 +245,29 @@ const scansOf = (verifications: VerificationStore["Type"], ratelimits: Ratelimit
   return { verifications: verifications.scan, ratelimits: ratelimits.scan }
 }
 
+/**
+ * The store's scans and its counts, as SqlAnalytics hands them: queries that counts answer the
+ * same read them (`counted` tells how many reads of counts were made).
+ */
+const withCounts = (verifications: VerificationStore["Type"], ratelimits: RatelimitStore["Type"]) => {
+  const counted = { reads: 0 }
+  const countsOf = (store: VerificationStore["Type"] | RatelimitStore["Type"]) => {
+    if (store.scanCountsFrom === undefined) throw new Error("the store keeps no counts for SQL analytics")
+    return {
+      aggregate: (query: Parameters<typeof store.aggregate>[0]) => {
+        counted.reads++
+        return store.aggregate(query)
+      },
+      from: store.scanCountsFrom
+    }
+  }
+  const scans: Scans = {
+    ...scansOf(verifications, ratelimits),
+    counts: { verifications: countsOf(verifications), ratelimits: countsOf(ratelimits) }
+  }
+  return { scans, counted }
+}
+
 describe("SQL analytics against DuckDB", () => {
   it("generates hundreds of distinct queries of many shapes, over the corpus DuckDB holds", () => {
     expect(new Set(queries.map((q) => q.text)).size).toBe(queries.length)
@@ -268,6 +294,10 @@ describe("SQL analytics against DuckDB", () => {
       const ratelimits = MemoryRatelimitStore.make()
       yield* appendCorpus(verifications, ratelimits)
       yield* agreeAll("memory", scansOf(verifications, ratelimits))
+      const { counted, scans } = withCounts(verifications, ratelimits)
+      yield* agreeAll("memory, counts where they answer", scans)
+      summary.push(`memory read counts ${counted.reads} times`)
+      expect(counted.reads).toBeGreaterThan(15)
     }), 60_000)
 
   it.live("the SQLite store, on a file", () =>
@@ -287,7 +317,11 @@ describe("SQL analytics against DuckDB", () => {
       const ratelimits = Context.get(context, RatelimitStore)
       yield* appendCorpus(verifications, ratelimits)
       yield* agreeAll("sqlite", scansOf(verifications, ratelimits))
-    }).pipe(Effect.scoped), 60_000)
+      const { counted, scans } = withCounts(verifications, ratelimits)
+      yield* agreeAll("sqlite, counts where they answer", scans)
+      summary.push(`sqlite read counts ${counted.reads} times`)
+      expect(counted.reads).toBeGreaterThan(15)
+    }).pipe(Effect.scoped), 120_000)
 
   const skip = ClickhouseTestServer.skip()
   if (skip !== undefined) summary.push(`clickhouse: not run (${skip})`)

@@ -98,7 +98,9 @@ export const open = async (storage: Layer.Layer<Storage, unknown>) => {
         verifications: verificationStore.scan!,
         ratelimits: decisions.scan!,
         limits,
-        now
+        now,
+        // As SqlAnalytics reads them: counts for the questions counts answer.
+        counts: { verifications: SqlQuery.countsOf(verificationStore), ratelimits: SqlQuery.countsOf(decisions) }
       }))),
     close: () => runtime.dispose()
   }

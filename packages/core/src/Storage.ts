@@ -67,6 +67,13 @@ export class VerificationStore extends Context.Tag("@keymeter/core/VerificationS
      */
     readonly scanRowBytes?: number | undefined
     /**
+     * Where `aggregate` counts exactly the events `scan` reads, from the time this gives on (unix
+     * ms; memory: all, SQLite: its raw events' retention), SQL analytics read counts in place of
+     * events for the questions counts answer. Absent: they always read events (ClickHouse, which
+     * runs the queries itself).
+     */
+    readonly scanCountsFrom?: Effect.Effect<number> | undefined
+    /**
      * A number that changes whenever what `aggregate` answers may change (each stored batch), so
      * callers can reuse an answer while it holds. Only adapters that alone write their data have
      * it (memory, SQLite); it is absent where other processes write too (ClickHouse).
@@ -111,6 +118,8 @@ export class RatelimitStore extends Context.Tag("@keymeter/core/RatelimitStore")
     ) => Effect.Effect<ReadonlyArray<RatelimitColumns>, StorageError | QueryTooLarge>
     /** As `VerificationStore.scanRowBytes`. */
     readonly scanRowBytes?: number | undefined
+    /** As `VerificationStore.scanCountsFrom`, for decisions. */
+    readonly scanCountsFrom?: Effect.Effect<number> | undefined
     /** As `VerificationStore.revision`: changes with each stored batch; absent where others write too. */
     readonly revision?: (() => number) | undefined
   }

@@ -55,6 +55,7 @@ export class SqlAnalytics extends Effect.Service<SqlAnalytics>()("@keymeter/sql/
 
     const scanOf = <A>(scan: SqlQuery.Scan<A> | undefined): SqlQuery.Scan<A> =>
       scan ?? (() => Effect.die(new Error(NO_SCAN)))
+    const counts = { verifications: SqlQuery.countsOf(verifications), ratelimits: SqlQuery.countsOf(ratelimits) }
 
     const run = (principal: Principal, family: Family, query: string) =>
       Effect.gen(function*() {
@@ -82,7 +83,8 @@ export class SqlAnalytics extends Effect.Service<SqlAnalytics>()("@keymeter/sql/
             rowBytes: { verifications: verifications.scanRowBytes, ratelimits: ratelimits.scanRowBytes },
             limits,
             now,
-            engine
+            engine,
+            counts
           })
         }).pipe(Effect.ensuring(Effect.sync(() => running--)))
       }).pipe(Effect.withSpan(`SqlAnalytics.${family}`))

@@ -3,13 +3,16 @@
  * tables of one family, execute under budgets. The rows come only through the given scans, which
  * the caller bounded to what its key may read; see the README's "SQL analytics" for the argument.
  */
+import type { AggregationQuery, AggregationResult } from "@keymeter/core/Aggregation"
 import type { QueryTooLarge, StorageError } from "@keymeter/core/Errors"
 import type { RatelimitColumns, ScanScope, VerificationColumns } from "@keymeter/core/EventScan"
+import * as Time from "@keymeter/core/Time"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Runtime from "effect/Runtime"
 import type * as Ast from "./Ast.js"
-import type { Limits, Relation, ScanHint, Sources } from "./internal/Executor.js"
+import { ratelimitCounts, verificationCounts, withNoIdentity } from "./internal/Counts.js"
+import type { CountShape, CountSource, Limits, Relation, ScanHint, Sources, Weighted } from "./internal/Executor.js"
 import { BindFault, BudgetFault, constantValue, Context, execute, TooManyRows } from "./internal/Executor.js"
 import { parse as parseText, ParseError } from "./internal/Parser.js"
 import { QueryFault } from "./internal/Values.js"
@@ -50,7 +53,29 @@ export interface Options {
   readonly now: number
   /** A store that runs queries itself: it gets each query's plan first (see `SqlEngine`). */
   readonly engine?: SqlEngine["Type"] | undefined
+  /**
+   * The stores' counts, read in place of events by the SELECTs they answer the same (the stores'
+   * `aggregate` and `scanCountsFrom`). Absent: every SELECT reads events.
+   */
+  readonly counts?: {
+    readonly verifications?: Counts | undefined
+    readonly ratelimits?: Counts | undefined
+  } | undefined
 }
+
+/** A store's counts, as SQL analytics read them (see `Options.counts`). */
+export interface Counts {
+  readonly aggregate: (query: AggregationQuery) => Effect.Effect<AggregationResult, StorageError | QueryTooLarge>
+  /** From when on its counts are of exactly the events its scan reads. */
+  readonly from: Effect.Effect<number>
+}
+
+/** A store's counts, where it keeps them for SQL analytics (`scanCountsFrom`). */
+export const countsOf = (store: {
+  readonly aggregate: Counts["aggregate"]
+  readonly scanCountsFrom?: Effect.Effect<number> | undefined
+}): Counts | undefined =>
+  store.scanCountsFrom === undefined ? undefined : { aggregate: store.aggregate, from: store.scanCountsFrom }
 
 /** One column of an answer. */
 export interface AnswerColumn {
@@ -105,17 +130,71 @@ export const run = (
     }
     const runtime = yield* Effect.runtime<never>()
     const runExit = Runtime.runPromiseExit(runtime)
-    const scan = <A>(scanner: Scan<A>) => async (hint: ScanHint, maxRows: number): Promise<ReadonlyArray<A>> => {
-      // The caller's scope bounds every scan; the query's hint can only narrow it.
-      const within = narrowWithin(options.within, hint.within)
-      const exit = await runExit(
-        scanner({ workspaceId: options.workspaceId, within, from: hint.from, to: hint.to, maxRows })
-      )
+    /** A store's answer; a scope over its row budget rejects with TooManyRows. */
+    const outcome = async <A>(effect: Effect.Effect<A, StorageError | QueryTooLarge>): Promise<A> => {
+      const exit = await runExit(effect)
       if (Exit.isSuccess(exit)) return exit.value
       const failure = exit.cause._tag === "Fail" ? exit.cause.error : undefined
       if (failure?._tag === "QueryTooLarge") throw new TooManyRows()
       if (failure !== undefined) throw new ScanFailure(failure)
-      throw new Error("scan failed")
+      throw new Error("the store failed")
+    }
+    const scan = <A>(scanner: Scan<A>) => (hint: ScanHint, maxRows: number): Promise<ReadonlyArray<A>> =>
+      // The caller's scope bounds every scan; the query's hint can only narrow it.
+      outcome(scanner({
+        workspaceId: options.workspaceId,
+        within: narrowWithin(options.within, hint.within),
+        from: hint.from,
+        to: hint.to,
+        maxRows
+      }))
+    /** Counts of the apis (namespaces) the scope names, when it names them and they hold the events. */
+    const counted = <A extends { readonly length: number }>(
+      store: Counts | undefined,
+      columns: (id: string, result: AggregationResult, from: number) => A & Weighted
+    ) =>
+      store === undefined ? undefined : async (
+        hint: ScanHint,
+        shape: CountShape,
+        maxRows: number
+      ): Promise<ReadonlyArray<A & Weighted> | undefined> => {
+        const ids = narrowWithin(options.within, hint.within)
+        // Every api of the workspace: those with events are the store's to know, not the catalog's.
+        if (ids === undefined || hint.from < (await outcome(store.from))) return undefined
+        const out: Array<A & Weighted> = []
+        let rows = 0
+        for (const id of new Set(ids)) {
+          const query = (groupByIdentity: boolean) =>
+            outcome(store.aggregate({
+              workspaceId: options.workspaceId,
+              apiId: id,
+              keyIds: [],
+              tags: [],
+              externalId: undefined,
+              start: hint.from <= 0 ? undefined : hint.from,
+              end: Time.truncateToHour(Math.min(hint.to, Time.MAX_TIME + 1) - 1),
+              timeUnit: shape.timeUnit,
+              groupByKey: shape.key,
+              groupByIdentity,
+              groupByTag: shape.tags ? "tags" : undefined,
+              orderBy: undefined,
+              order: "asc",
+              limit: undefined,
+              maxRows: Math.max(1, maxRows - rows)
+            }))
+          const result = shape.identity ? withNoIdentity(await query(true), await query(false)) : await query(false)
+          const batch = columns(id, result, hint.from)
+          rows += batch.length
+          if (rows > maxRows) throw new TooManyRows()
+          out.push(batch)
+        }
+        return out
+      }
+    const counts: Sources["counts"] = {
+      verifications: counted(options.counts?.verifications, verificationCounts) as
+        | CountSource<VerificationColumns>
+        | undefined,
+      ratelimits: counted(options.counts?.ratelimits, ratelimitCounts) as CountSource<RatelimitColumns> | undefined
     }
     const context = new Context(
       {
@@ -125,7 +204,8 @@ export const run = (
         rowBytes: {
           verifications: options.rowBytes?.verifications ?? 0,
           ratelimits: options.rowBytes?.ratelimits ?? 0
-        }
+        },
+        counts
       },
       options.family,
       options.limits,

@@ -34,10 +34,13 @@ export interface PublicTable {
   readonly dimensions: ReadonlyArray<string>
   readonly measures: ReadonlyArray<string>
   /**
-   * For a rollup: its view grouped by some of its dimensions only. Summing a measure over such
-   * rows gives what summing it over the full rollup's rows gives, per group of those dimensions.
+   * For a rollup: its view grouped by some of its dimensions only, with some of its measures only
+   * (default all). Summing a measure over such rows gives what summing it over the full rollup's
+   * rows gives, per group of those dimensions.
    */
-  readonly viewBy: ((dimensions: ReadonlyArray<string>) => string) | undefined
+  readonly viewBy:
+    | ((dimensions: ReadonlyArray<string>, measures?: ReadonlyArray<string> | undefined) => string)
+    | undefined
 }
 
 /** An outcome as the tables spell it: `VALID`, `RATE_LIMITED`, … */
@@ -112,11 +115,14 @@ const rollup = (
   measures: ReadonlyArray<readonly [name: string, expression: string]>
 ): PublicTable => {
   const dimensions = columns.map((c) => c.name).filter((c) => !measures.some(([m]) => m === c))
-  const viewBy = (kept: ReadonlyArray<string>) => {
+  const viewBy = (kept: ReadonlyArray<string>, keptMeasures?: ReadonlyArray<string> | undefined) => {
     const dims = dimensions.filter((d) => kept.includes(d))
+    const chosen = measures.filter(([m]) => keptMeasures === undefined || keptMeasures.includes(m))
+    // A view of no column at all would be no SELECT: it keeps its measures then.
+    const ms = dims.length + chosen.length === 0 ? measures : chosen
     const select = [
       ...dims.map((d) => d === "time" ? `${bucket}(time) AS time` : d),
-      ...measures.map(([m, expression]) => `${expression} AS ${m}`)
+      ...ms.map(([m, expression]) => `${expression} AS ${m}`)
     ]
     return `SELECT ${select.join(", ")} FROM ${raw}${dims.length > 0 ? ` GROUP BY ${dims.join(", ")}` : ""}`
   }

@@ -116,6 +116,8 @@ export const make = (options: Options = {}) => {
         }
         return found.sort((a, b) => b.time - a.time).slice(0, limit)
       }),
+    // The engine counts every decision the columns hold.
+    scanCountsFrom: Effect.succeed(-Infinity),
     scan: (scope) =>
       Effect.suspend(() => {
         const found = columns.scan(scope)

@@ -63,6 +63,8 @@ export const make = (engine: Engine.Engine = new Engine.Engine()) => {
         return result === undefined ? Effect.fail(Aggregation.tooLarge(query, query.maxRows)) : Effect.succeed(result)
       }),
     // Views of the engine's columns (see `Engine.scan`), which later appends leave as they are.
+    // The engine counts the events it scans.
+    scanCountsFrom: Effect.succeed(-Infinity),
     scan: (scope) =>
       Effect.suspend(() => {
         const batches = engine.scan(scope)

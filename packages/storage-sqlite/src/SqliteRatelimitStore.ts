@@ -379,6 +379,8 @@ export const make = (options: Options = {}) =>
         }).pipe(Effect.catchTag("SqlError", storageError)),
       // A scanned row: the statement's row array (freed once columnized), then time, latency, codes.
       scanRowBytes: 128,
+      // The counts are kept for good, the decisions `scan` reads for their days: the same from then on.
+      scanCountsFrom: retention.keptFrom,
       scan: (scope: ScanScope) =>
         Effect.gen(function*() {
           // Rows past their days that no sweep has deleted yet are not answered (as by `decisions`).

@@ -169,6 +169,8 @@ export const make = (options: Options = {}) =>
         ),
       // A scanned row's columns: time, spent credits and latency as doubles, six codes, the outcome.
       scanRowBytes: 64,
+      // The counts are kept for good, the events `scan` reads for their days: the same from then on.
+      scanCountsFrom: retention.keptFrom,
       // Events past their days that no sweep has deleted yet are not answered.
       scan: (scope) =>
         Effect.flatMap(retention.keptFrom, (keptFrom) => Events.scan(sql, dictionaries, scope, keptFrom, exclusive))

@@ -38,7 +38,39 @@ export interface Sources {
    * (SQLite pages, ClickHouse's answer); 0 where batches are views of rows the store keeps anyway.
    */
   readonly rowBytes: { readonly verifications: number; readonly ratelimits: number }
+  /**
+   * The store's counts of events, where it keeps them (see `countsInput`): rows of events equal in
+   * what `shape` keeps, each with how many it stands for, or undefined when the store cannot count
+   * this scope. Absent: every SELECT reads raw events.
+   */
+  readonly counts?: {
+    readonly verifications?: CountSource<VerificationColumns> | undefined
+    readonly ratelimits?: CountSource<RatelimitColumns> | undefined
+  } | undefined
 }
+
+/** Rows of counted events: row `i` stands for `weight[i]` equal events. */
+export interface Weighted {
+  readonly weight: ArrayLike<number>
+}
+
+/**
+ * What counted rows must tell apart for a SELECT to read them rather than events: the time bucket
+ * (or none), and whether the key, the identity (the override for decisions) and the tag set.
+ */
+export interface CountShape {
+  readonly timeUnit: "hour" | "day" | undefined
+  readonly key: boolean
+  readonly identity: boolean
+  readonly tags: boolean
+}
+
+/** A store's counts for a hint and a shape (see {@link Sources.counts}). */
+export type CountSource<A> = (
+  hint: ScanHint,
+  shape: CountShape,
+  maxRows: number
+) => Promise<ReadonlyArray<A & Weighted> | undefined>
 
 /** A scan's scope held more rows than the scan was allowed. */
 export class TooManyRows {}
@@ -77,6 +109,8 @@ const CELL_BYTES = 16
 interface Env {
   b: any
   i: number
+  /** How many equal events the row stands for: 1, but for rows of counts (see `countsInput`). */
+  w: number
   row: Array<Value>
   elem: Value
   g: Group | undefined
@@ -441,23 +475,185 @@ const rawInput = (context: Context, table: PublicTable, qualifiers: ReadonlySet<
       context.scannedRows(rows)
       if (rowBytes > 0) context.hold(0, rows * rowBytes)
       context.checkTime()
-      for (const batch of batches) {
-        env.b = batch
-        for (let i = 0; i < batch.length; i++) {
-          env.i = i
-          visit()
-          if ((i & SLICE_CHECK) === SLICE_CHECK && context.due()) {
-            await context.pause()
-            env.b = batch
-          }
-        }
-        context.checkTime()
-        if (context.due()) await context.pause()
-      }
-      env.b = undefined
+      await visitBatches(context, env, batches, visit)
     }
   }
 }
+
+/** Visits the rows of batches, pausing as a scan does; rows of counts set `env.w`. */
+const visitBatches = async (
+  context: Context,
+  env: Env,
+  batches: ReadonlyArray<VerificationColumns | RatelimitColumns>,
+  visit: () => void
+) => {
+  for (const batch of batches) {
+    env.b = batch
+    const weights = (batch as Partial<Weighted>).weight
+    for (let i = 0; i < batch.length; i++) {
+      env.i = i
+      if (weights !== undefined) env.w = weights[i]!
+      visit()
+      if ((i & SLICE_CHECK) === SLICE_CHECK && context.due()) {
+        await context.pause()
+        env.b = batch
+      }
+    }
+    env.w = 1
+    context.checkTime()
+    if (context.due()) await context.pause()
+  }
+  env.b = undefined
+}
+
+/** Bytes a row of counts is counted as while the query runs (built for it, as SQLite's rows). */
+const COUNT_ROW_BYTES = 64
+
+/**
+ * The events of a raw table read as the store's counts, when the SELECT cannot tell the two apart
+ * (`countShape`): every group, filter and aggregate answers the same over rows of counts, each
+ * aggregate weighing a row by the events it stands for. Undefined when the SELECT or the store
+ * cannot (the SELECT then reads events). Counts are what `getVerifications` reads: for the
+ * dashboard's questions, thousands of rows rather than millions.
+ */
+const countsInput = async (
+  context: Context,
+  table: PublicTable,
+  qualifiers: ReadonlySet<string>,
+  hint: ScanHint,
+  uses: { readonly exprs: ReadonlyArray<Ast.Expr>; readonly aggregated: boolean }
+): Promise<Input | undefined> => {
+  const verifications = table.family === "verifications"
+  const source = verifications ? context.sources.counts?.verifications : context.sources.counts?.ratelimits
+  if (source === undefined || hint.from >= hint.to || hint.within?.length === 0) return undefined
+  const shape = countShape(context, table, uses, hint)
+  if (shape === undefined) return undefined
+  const byMemory = Math.floor(context.memoryLeft / COUNT_ROW_BYTES)
+  let batches: ReadonlyArray<(VerificationColumns | RatelimitColumns) & Weighted> | undefined
+  try {
+    batches = await (source as CountSource<VerificationColumns | RatelimitColumns>)(
+      hint,
+      shape,
+      Math.min(context.scanLeft, byMemory)
+    )
+  } catch (error) {
+    if (!(error instanceof TooManyRows)) throw error
+    if (byMemory < context.scanLeft) throw context.memoryFault()
+    throw new BudgetFault("scannedRows", `the query reads more than its budget of ${context.limits.scannedRows} rows`)
+  }
+  if (batches === undefined) return undefined
+  let rows = 0
+  for (const batch of batches) rows += batch.length
+  context.scannedRows(rows)
+  context.hold(0, rows * COUNT_ROW_BYTES)
+  const counted = batches
+  return {
+    planned: { _tag: "Table", table, hint },
+    columns: verifications
+      ? verificationColumns(context.sources.workspaceId)
+      : ratelimitColumns(context.sources.workspaceId),
+    qualifiers,
+    run: (env, visit) => visitBatches(context, env, counted, visit)
+  }
+}
+
+/** Time functions whose value is the same for every time of a day, and of an hour. */
+const SAME_ALL_DAY = new Set([
+  "tostartofday",
+  "todate",
+  "tomonday",
+  "tostartofweek",
+  "tostartofmonth",
+  "tostartofquarter",
+  "tostartofyear",
+  "todayofweek"
+])
+const SAME_ALL_HOUR = new Set(["tostartofhour", "tohour"])
+
+/** The columns counted rows keep, and what of a count's shape each needs ("": nothing). */
+const COUNTED: Record<Family, Readonly<Record<string, "key" | "identity" | "tags" | "">>> = {
+  verifications: {
+    workspace_id: "",
+    key_space_id: "",
+    outcome: "",
+    key_id: "key",
+    identity_id: "identity",
+    external_id: "identity",
+    tags: "tags"
+  },
+  ratelimits: { workspace_id: "", namespace_id: "", passed: "", identifier: "key", override_id: "identity" }
+}
+
+/**
+ * The shape of counts a SELECT over a raw table can read instead of its events, or undefined. It
+ * must aggregate (a row of counts is many events), never ask `any` (which event came first), read
+ * only columns that counts keep (not credits, latency, region), and read `time` only through
+ * functions constant over a bucket (`toStartOfDay(time)`, `toHour(time)`) or in `time >= c` and
+ * `time < c` with `c` a bucket's start (or outside its bounds). Its bounds must fall on bucket
+ * starts too. Without a time bucket, a row's time is the start of the bounds.
+ */
+const countShape = (
+  context: Context,
+  table: PublicTable,
+  uses: { readonly exprs: ReadonlyArray<Ast.Expr>; readonly aggregated: boolean },
+  hint: ScanHint
+): CountShape | undefined => {
+  if (!uses.aggregated) return undefined
+  const columns = COUNTED[table.family]
+  const shape = { key: false, identity: false, tags: false }
+  let hour = false
+  let day = false
+  let countable = true
+  const isTime = (e: Ast.Expr) => e._tag === "Column" && e.name.toLowerCase() === "time"
+  const boundary = (value: Value | undefined) => {
+    if (typeof value !== "number" || !Number.isFinite(value)) countable = false
+    // The same for every event the counts hold: their rows' time (the window's start) answers it.
+    else if (value <= hint.from || value >= hint.to) return
+    else if (value % DAY_MS === 0) day = true
+    else if (value % HOUR_MS === 0) hour = true
+    else countable = false
+  }
+  const walk = (e: Ast.Expr): void => {
+    if (!countable) return
+    if (e._tag === "Column") {
+      const needs = columns[e.name.toLowerCase()]
+      if (needs === undefined) countable = false
+      else if (needs !== "") shape[needs] = true
+      return
+    }
+    if (e._tag === "Call") {
+      const name = e.name.toLowerCase()
+      if (name === "any") {
+        countable = false
+        return
+      }
+      if ((SAME_ALL_DAY.has(name) || SAME_ALL_HOUR.has(name)) && e.args.length > 0 && isTime(e.args[0]!)) {
+        if (SAME_ALL_HOUR.has(name)) hour = true
+        else day = true
+        e.args.slice(1).forEach(walk)
+        return
+      }
+    }
+    if (e._tag === "Binary" && (isTime(e.left) || isTime(e.right))) {
+      // time >= c, time < c (or c <= time, c > time): the same for a whole bucket starting at c.
+      const [op, other] = isTime(e.left) ? [e.op, e.right] : [FLIPPED[e.op], e.left]
+      if ((op === ">=" || op === "<") && !isTime(other)) return boundary(constantValue(context, other))
+      countable = false
+      return
+    }
+    childrenOf(e).forEach(walk)
+  }
+  for (const expr of uses.exprs) walk(expr)
+  if (!countable) return undefined
+  const timeUnit = hour ? "hour" : day ? "day" : undefined
+  const step = timeUnit === "day" ? DAY_MS : HOUR_MS
+  if (hint.from % step !== 0 || (hint.to < Number.MAX_SAFE_INTEGER && hint.to % step !== 0)) return undefined
+  return { timeUnit, ...shape }
+}
+
+const HOUR_MS = 3_600_000
+const DAY_MS = 86_400_000
+const FLIPPED: Record<string, string> = { "<": ">", "<=": ">=", ">": "<", ">=": "<=", "=": "=", "!=": "!=" }
 
 const relationInput = (
   context: Context,
@@ -490,9 +686,18 @@ const GRAIN_SPAN: Record<string, number> = { minute: 60_000, hour: 3_600_000, da
 
 const viewCache = new Map<string, Ast.Query>()
 
-/** A rollup's view, grouped by `dimensions` only when given (see `prunedDimensions`). */
-const viewOf = (table: PublicTable, dimensions: ReadonlyArray<string> | undefined): Ast.Query => {
-  const text = dimensions === undefined ? table.view! : table.viewBy!(dimensions)
+/**
+ * A rollup's view, grouped by `dimensions` only when given and with `measures` only when given
+ * (see `prunedView`).
+ */
+const viewOf = (
+  table: PublicTable,
+  dimensions: ReadonlyArray<string> | undefined,
+  measures?: ReadonlyArray<string> | undefined
+): Ast.Query => {
+  const text = dimensions === undefined && measures === undefined
+    ? table.view!
+    : table.viewBy!(dimensions ?? table.dimensions, measures)
   let query = viewCache.get(text)
   if (query === undefined) {
     if (viewCache.size > 256) viewCache.clear()
@@ -505,24 +710,28 @@ const viewOf = (table: PublicTable, dimensions: ReadonlyArray<string> | undefine
 const ROW_COUNT_FREE = new Set(["sum", "sumif", "min", "max", "minif", "maxif", "any", "uniq", "uniqexact", "uniqif"])
 
 /**
- * The dimensions of a rollup a SELECT over it needs, when grouping the rollup by those alone
+ * What of a rollup a SELECT over it needs. Its dimensions, when grouping the rollup by those alone
  * answers the SELECT the same: the SELECT aggregates, its measures appear only summed (`sum`,
- * `sumIf`'s first argument), and its other aggregates do not count rows. Else undefined (the full
+ * `sumIf`'s first argument), and its other aggregates do not count rows; else undefined (the full
  * rollup is built). A rollup of 2M raw rows by all its dimensions holds nearly as many groups;
- * `SELECT time, sum(count) … GROUP BY time` needs one per bucket.
+ * `SELECT time, sum(count) … GROUP BY time` needs one per bucket. And its measures: those it names
+ * (a measure not computed costs nothing, and one of counts alone can be read from counts).
  */
-const prunedDimensions = (
+const prunedView = (
   table: PublicTable,
   exprs: ReadonlyArray<Ast.Expr>,
   aggregated: boolean
-): ReadonlyArray<string> | undefined => {
-  if (table.viewBy === undefined || !aggregated) return undefined
+): { readonly dimensions: ReadonlyArray<string> | undefined; readonly measures: ReadonlyArray<string> } => {
   const used = new Set<string>()
-  let prunable = true
+  const measures = new Set<string>()
+  let prunable = aggregated
   const column = (node: Ast.Column, summed: boolean) => {
     const name = node.name.toLowerCase()
     if (!table.measures.includes(name)) used.add(name)
-    else if (!summed || name === "latency_avg") prunable = false
+    else {
+      measures.add(name)
+      if (!summed || name === "latency_avg") prunable = false
+    }
   }
   const walk = (expr: Ast.Expr): void => {
     if (expr._tag === "Column") return column(expr, false)
@@ -546,7 +755,7 @@ const prunedDimensions = (
     childrenOf(expr).forEach(walk)
   }
   for (const expr of exprs) walk(expr)
-  return prunable ? [...used] : undefined
+  return { dimensions: prunable ? [...used] : undefined, measures: [...measures] }
 }
 
 /** The expressions directly inside one (not into subqueries). */
@@ -611,7 +820,10 @@ const inputOf = async (
   const table = TABLES.get(key)
   if (table === undefined || table.family !== context.family) throw tableNotFound(from.name, context.family, from.at)
   const hint = intersect(hintOf(context, table, where), outer)
-  if (table.view === undefined) return rawInput(context, table, qualifiers, hint)
+  if (table.view === undefined) {
+    const counted = uses === undefined ? undefined : await countsInput(context, table, qualifiers, hint, uses)
+    return counted ?? rawInput(context, table, qualifiers, hint)
+  }
   // A rollup is its view over the raw table; the outer bounds on its bucket start bound the raw
   // times from below as they are, and from above a bucket's span later.
   const span = GRAIN_SPAN[table.grain]!
@@ -620,8 +832,8 @@ const inputOf = async (
     to: hint.to >= Number.MAX_SAFE_INTEGER ? hint.to : hint.to + span,
     within: hint.within
   }
-  const dimensions = uses === undefined ? undefined : prunedDimensions(table, uses.exprs, uses.aggregated)
-  const view = viewOf(table, dimensions)
+  const pruned = uses === undefined ? undefined : prunedView(table, uses.exprs, uses.aggregated)
+  const view = viewOf(table, pruned?.dimensions, pruned?.measures)
   const relation = await runQuery(context, view, new Scope(new Map(), scope.depth + 1), inner)
   return relationInput(context, relation, qualifiers, view)
 }
@@ -694,7 +906,7 @@ const hintOf = (context: Context, table: PublicTable, where: Ast.Expr | undefine
 // ---------------------------------------------------------------------------------------------
 // Binding and compiling expressions
 
-const emptyEnv = (): Env => ({ b: undefined, i: 0, row: [], elem: null, g: undefined })
+const emptyEnv = (): Env => ({ b: undefined, i: 0, w: 1, row: [], elem: null, g: undefined })
 
 /** How a SELECT's names and aggregates resolve while compiling one expression. */
 interface Binder {
@@ -1599,7 +1811,7 @@ const runSelect = async (
         const states = group.states
         for (let s = 0; s < slotCount; s++) {
           const a = args[s]!
-          states[s]!.add(a.length > 0 ? a[0]!(env) : null, a.length > 1 ? a[1]!(env) : null)
+          states[s]!.add(a.length > 0 ? a[0]!(env) : null, a.length > 1 ? a[1]!(env) : null, env.w)
         }
       })
       const rows: Array<Array<Value>> = []

@@ -340,9 +340,12 @@ export const shift = (t: number, interval: IntervalValue, sign: 1 | -1): number 
 // ---------------------------------------------------------------------------------------------
 // Aggregates
 
-/** One group's state of one aggregate: `add` takes the argument values of a row. */
+/**
+ * One group's state of one aggregate: `add` takes the argument values of a row, and how many equal
+ * rows it stands for (1 but for rows of counts, see the executor's weighted input).
+ */
 export interface State {
-  add(a: Value, b: Value): void
+  add(a: Value, b: Value, weight: number): void
   result(): Value
 }
 
@@ -357,11 +360,11 @@ export interface Aggregate {
 class CountState implements State {
   n = 0
   constructor(private readonly conditional: boolean, private readonly counted: boolean) {}
-  add(a: Value): void {
+  add(a: Value, _b: Value, weight: number): void {
     // countIf's one argument is its condition.
     if (this.conditional) {
-      if (typeof a === "number" && a !== 0) this.n++
-    } else if (!this.counted || a !== null) this.n++
+      if (typeof a === "number" && a !== 0) this.n += weight
+    } else if (!this.counted || a !== null) this.n += weight
   }
   result(): Value {
     return this.n
@@ -371,9 +374,9 @@ class CountState implements State {
 class SumState implements State {
   sum = 0
   constructor(private readonly conditional: boolean) {}
-  add(a: Value, b: Value): void {
+  add(a: Value, b: Value, weight: number): void {
     if (this.conditional && !(typeof b === "number" && b !== 0)) return
-    if (a !== null) this.sum += a as number
+    if (a !== null) this.sum += weight === 1 ? a as number : (a as number) * weight
   }
   result(): Value {
     return this.sum
@@ -384,11 +387,11 @@ class AvgState implements State {
   sum = 0
   n = 0
   constructor(private readonly conditional: boolean) {}
-  add(a: Value, b: Value): void {
+  add(a: Value, b: Value, weight: number): void {
     if (this.conditional && !(typeof b === "number" && b !== 0)) return
     if (a === null) return
-    this.sum += a as number
-    this.n++
+    this.sum += weight === 1 ? a as number : (a as number) * weight
+    this.n += weight
   }
   result(): Value {
     return this.n === 0 ? null : this.sum / this.n

@@ -1,0 +1,184 @@
+/**
+ * A store's counts (`AggregationResult`: a row per time bucket and group, a counter per outcome) as
+ * rows of counted events for the executor: one row per non-zero counter, standing for that many
+ * events equal in everything the counts keep. What the counts do not keep reads as nothing (no
+ * credits, latency or region); the executor reads counts only for SELECTs that never ask for them.
+ * Counts not by time bucket read as at `from`, the start of the bounds they were counted within.
+ */
+import type { AggregationResult } from "@keymeter/core/Aggregation"
+import { OUTCOMES } from "@keymeter/core/Aggregation"
+import type { Dictionary, RatelimitColumns, VerificationColumns } from "@keymeter/core/EventScan"
+import type { Identity } from "@keymeter/core/Verification"
+import { OutcomeIndex } from "@keymeter/core/Verification"
+import type { Weighted } from "./Executor.js"
+
+/** Codes of values in the order first seen. */
+class Coder<A> {
+  readonly values: Array<A> = []
+  private readonly codes = new Map<unknown, number>()
+  code(key: unknown, value: A): number {
+    let code = this.codes.get(key)
+    if (code === undefined) {
+      code = this.values.length
+      this.values.push(value)
+      this.codes.set(key, code)
+    }
+    return code
+  }
+  dictionary(codes: Uint32Array): Dictionary<A> {
+    return { codes, values: this.values }
+  }
+}
+
+/** The (row, outcome) pairs of a result with events, in order. */
+const nonZero = (result: AggregationResult) => {
+  const rows: Array<number> = []
+  const outcomes: Array<number> = []
+  const counts = result.counts
+  for (let row = 0; row < result.size; row++) {
+    for (let o = 0; o < OUTCOMES; o++) {
+      if (counts[row * OUTCOMES + o]! > 0) {
+        rows.push(row)
+        outcomes.push(o)
+      }
+    }
+  }
+  return { rows, outcomes }
+}
+
+const NO_TAGS: ReadonlyArray<string> = []
+
+/** A row's group but for its identity. */
+const groupOf = (result: AggregationResult, row: number): string =>
+  JSON.stringify([result.time?.[row] ?? 0, result.keyId?.[row] ?? "", result.tags?.[row] ?? NO_TAGS])
+
+/**
+ * Counts grouped by identity hold events with an identity only (as `getVerifications` groups
+ * them): with the same counts grouped without identity (`all`), the events without one are the
+ * difference, added as rows without identity.
+ */
+export const withNoIdentity = (identified: AggregationResult, all: AggregationResult): AggregationResult => {
+  const rest = new Map<string, { row: number; counts: Float64Array }>()
+  for (let row = 0; row < all.size; row++) {
+    rest.set(groupOf(all, row), { row, counts: all.counts.slice(row * OUTCOMES, (row + 1) * OUTCOMES) })
+  }
+  for (let row = 0; row < identified.size; row++) {
+    const group = rest.get(groupOf(identified, row))
+    if (group === undefined) continue
+    for (let o = 0; o < OUTCOMES; o++) group.counts[o]! -= identified.counts[row * OUTCOMES + o]!
+  }
+  const extra = [...rest.values()].filter((group) => group.counts.some((count) => count > 0))
+  const size = identified.size + extra.length
+  const counts = new Float64Array(size * OUTCOMES)
+  counts.set(identified.counts.subarray(0, identified.size * OUTCOMES))
+  extra.forEach((group, k) => counts.set(group.counts, (identified.size + k) * OUTCOMES))
+  const time = identified.time === undefined || all.time === undefined
+    ? undefined
+    : Float64Array.from([...identified.time.subarray(0, identified.size), ...extra.map((g) => all.time![g.row]!)])
+  return {
+    size,
+    counts,
+    time,
+    keyId: identified.keyId === undefined
+      ? undefined
+      : [...identified.keyId.slice(0, identified.size), ...extra.map((g) => all.keyId![g.row]!)],
+    identity: [...(identified.identity ?? []).slice(0, identified.size), ...extra.map(() => undefined)] as Array<
+      Identity
+    >,
+    tags: identified.tags === undefined
+      ? undefined
+      : [...identified.tags.slice(0, identified.size), ...extra.map((g) => all.tags![g.row]!)]
+  }
+}
+
+/** One api's counted verifications. */
+export const verificationCounts = (
+  apiId: string,
+  result: AggregationResult,
+  from: number
+): VerificationColumns & Weighted => {
+  const { outcomes, rows } = nonZero(result)
+  const n = rows.length
+  const keys = new Coder<string>()
+  const identityIds = new Coder<string>()
+  const externalIds = new Coder<string>()
+  const tagsets = new Coder<ReadonlyArray<string>>()
+  const regions = new Coder<string>()
+  const columns = {
+    key: new Uint32Array(n),
+    identity: new Uint32Array(n),
+    external: new Uint32Array(n),
+    tags: new Uint32Array(n)
+  }
+  const time = new Float64Array(n)
+  const weight = new Float64Array(n)
+  regions.code("", "")
+  for (let i = 0; i < n; i++) {
+    const row = rows[i]!
+    time[i] = result.time?.[row] ?? from
+    weight[i] = result.counts[row * OUTCOMES + outcomes[i]!]!
+    const keyId = result.keyId?.[row] ?? ""
+    columns.key[i] = keys.code(keyId, keyId)
+    const identity: Identity | undefined = result.identity?.[row]
+    columns.identity[i] = identityIds.code(identity?.id ?? "", identity?.id ?? "")
+    columns.external[i] = externalIds.code(identity?.externalId ?? "", identity?.externalId ?? "")
+    const tags = result.tags?.[row] ?? NO_TAGS
+    columns.tags[i] = tagsets.code(tags.length === 0 ? "" : JSON.stringify(tags), tags)
+  }
+  return {
+    length: n,
+    weight,
+    time,
+    apiId: { codes: new Uint32Array(n), values: [apiId] },
+    keyId: keys.dictionary(columns.key),
+    identityId: identityIds.dictionary(columns.identity),
+    externalId: externalIds.dictionary(columns.external),
+    outcome: Uint8Array.from(outcomes),
+    tags: tagsets.dictionary(columns.tags),
+    spentCredits: new Float64Array(n),
+    latency: new Float64Array(n),
+    region: regions.dictionary(new Uint32Array(n))
+  }
+}
+
+const PASSED = OutcomeIndex.get("valid")!
+
+/**
+ * One namespace's counted decisions, from counts in `RatelimitEvent`'s projection: the identifier
+ * as the key, the override as the identity, passed as `valid`, blocked as `rateLimited`.
+ */
+export const ratelimitCounts = (
+  namespaceId: string,
+  result: AggregationResult,
+  from: number
+): RatelimitColumns & Weighted => {
+  const { outcomes, rows } = nonZero(result)
+  const n = rows.length
+  const identifiers = new Coder<string>()
+  const overrides = new Coder<string>()
+  const identifier = new Uint32Array(n)
+  const override = new Uint32Array(n)
+  const time = new Float64Array(n)
+  const weight = new Float64Array(n)
+  const passed = new Uint8Array(n)
+  for (let i = 0; i < n; i++) {
+    const row = rows[i]!
+    time[i] = result.time?.[row] ?? from
+    weight[i] = result.counts[row * OUTCOMES + outcomes[i]!]!
+    passed[i] = outcomes[i] === PASSED ? 1 : 0
+    const id = result.keyId?.[row] ?? ""
+    identifier[i] = identifiers.code(id, id)
+    const overrideId = result.identity?.[row]?.id ?? ""
+    override[i] = overrides.code(overrideId, overrideId)
+  }
+  return {
+    length: n,
+    weight,
+    time,
+    namespaceId: { codes: new Uint32Array(n), values: [namespaceId] },
+    identifier: identifiers.dictionary(identifier),
+    passed,
+    latency: new Float64Array(n),
+    overrideId: overrides.dictionary(override)
+  }
+}

@@ -526,13 +526,14 @@ const countsInput = async (
   const verifications = table.family === "verifications"
   const source = verifications ? context.sources.counts?.verifications : context.sources.counts?.ratelimits
   if (source === undefined || hint.from >= hint.to || hint.within?.length === 0) return undefined
-  const shape = countShape(context, table, uses, hint)
-  if (shape === undefined) return undefined
+  const counting = countShape(context, table, uses, hint)
+  if (counting === undefined) return undefined
+  const { from, shape, to } = counting
   const byMemory = Math.floor(context.memoryLeft / COUNT_ROW_BYTES)
   let batches: ReadonlyArray<(VerificationColumns | RatelimitColumns) & Weighted> | undefined
   try {
     batches = await (source as CountSource<VerificationColumns | RatelimitColumns>)(
-      hint,
+      { ...hint, from, to },
       shape,
       Math.min(context.scanLeft, byMemory)
     )
@@ -547,13 +548,21 @@ const countsInput = async (
   context.scannedRows(rows)
   context.hold(0, rows * COUNT_ROW_BYTES)
   const counted = batches
+  // The bounds' partial buckets, before and after the counted ones: their events.
+  const edges = [
+    ...(hint.from < from ? [rawInput(context, table, qualifiers, { ...hint, to: from })] : []),
+    ...(to < hint.to ? [rawInput(context, table, qualifiers, { ...hint, from: to })] : [])
+  ]
   return {
     planned: { _tag: "Table", table, hint },
     columns: verifications
       ? verificationColumns(context.sources.workspaceId)
       : ratelimitColumns(context.sources.workspaceId),
     qualifiers,
-    run: (env, visit) => visitBatches(context, env, counted, visit)
+    run: async (env, visit) => {
+      await visitBatches(context, env, counted, visit)
+      for (const edge of edges) await edge.run(env, visit)
+    }
   }
 }
 
@@ -585,34 +594,28 @@ const COUNTED: Record<Family, Readonly<Record<string, "key" | "identity" | "tags
 }
 
 /**
- * The shape of counts a SELECT over a raw table can read instead of its events, or undefined. It
- * must aggregate (a row of counts is many events), never ask `any` (which event came first), read
- * only columns that counts keep (not credits, latency, region), and read `time` only through
- * functions constant over a bucket (`toStartOfDay(time)`, `toHour(time)`) or in `time >= c` and
- * `time < c` with `c` a bucket's start (or outside its bounds). Its bounds must fall on bucket
- * starts too. Without a time bucket, a row's time is the start of the bounds.
+ * The shape of counts a SELECT over a raw table can read instead of its events, and the bounds to
+ * count within (its own, narrowed to whole buckets: the partial buckets at its edges are read as
+ * events); or undefined. It must aggregate (a row of counts is many events), never ask `any`
+ * (which event came first), read only columns that counts keep (not credits, latency, region),
+ * and read `time` only through functions constant over a bucket (`toStartOfDay(time)`,
+ * `toHour(time)`) or in `time >= c` and `time < c` with `c` a bucket's start or outside the
+ * counted bounds. Without a time bucket, a row's time is the start of the counted bounds.
  */
 const countShape = (
   context: Context,
   table: PublicTable,
   uses: { readonly exprs: ReadonlyArray<Ast.Expr>; readonly aggregated: boolean },
   hint: ScanHint
-): CountShape | undefined => {
+): { readonly shape: CountShape; readonly from: number; readonly to: number } | undefined => {
   if (!uses.aggregated) return undefined
   const columns = COUNTED[table.family]
   const shape = { key: false, identity: false, tags: false }
   let hour = false
   let day = false
   let countable = true
+  const bounds: Array<number> = []
   const isTime = (e: Ast.Expr) => e._tag === "Column" && e.name.toLowerCase() === "time"
-  const boundary = (value: Value | undefined) => {
-    if (typeof value !== "number" || !Number.isFinite(value)) countable = false
-    // The same for every event the counts hold: their rows' time (the window's start) answers it.
-    else if (value <= hint.from || value >= hint.to) return
-    else if (value % DAY_MS === 0) day = true
-    else if (value % HOUR_MS === 0) hour = true
-    else countable = false
-  }
   const walk = (e: Ast.Expr): void => {
     if (!countable) return
     if (e._tag === "Column") {
@@ -637,18 +640,31 @@ const countShape = (
     if (e._tag === "Binary" && (isTime(e.left) || isTime(e.right))) {
       // time >= c, time < c (or c <= time, c > time): the same for a whole bucket starting at c.
       const [op, other] = isTime(e.left) ? [e.op, e.right] : [FLIPPED[e.op], e.left]
-      if ((op === ">=" || op === "<") && !isTime(other)) return boundary(constantValue(context, other))
-      countable = false
+      const value = op === ">=" || op === "<" ? constantValue(context, other) : undefined
+      if (typeof value === "number" && Number.isFinite(value)) bounds.push(value)
+      else countable = false
       return
     }
     childrenOf(e).forEach(walk)
   }
   for (const expr of uses.exprs) walk(expr)
   if (!countable) return undefined
-  const timeUnit = hour ? "hour" : day ? "day" : undefined
-  const step = timeUnit === "day" ? DAY_MS : HOUR_MS
-  if (hint.from % step !== 0 || (hint.to < Number.MAX_SAFE_INTEGER && hint.to % step !== 0)) return undefined
-  return { timeUnit, ...shape }
+  // The coarsest bucket that answers: each comparison the same over the counted bounds, or on
+  // a bucket's start.
+  const units: ReadonlyArray<CountShape["timeUnit"]> = hour ? ["hour"] : day ? ["day", "hour"] : [
+    undefined,
+    "day",
+    "hour"
+  ]
+  for (const timeUnit of units) {
+    const step = timeUnit === "day" ? DAY_MS : HOUR_MS
+    const from = Math.ceil(hint.from / step) * step
+    const to = hint.to >= Number.MAX_SAFE_INTEGER ? hint.to : Math.floor(hint.to / step) * step
+    if (from >= to) continue
+    const answers = bounds.every((c) => c <= from || c >= to || (timeUnit !== undefined && c % step === 0))
+    if (answers) return { shape: { timeUnit, ...shape }, from, to }
+  }
+  return undefined
 }
 
 const HOUR_MS = 3_600_000

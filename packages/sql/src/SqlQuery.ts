@@ -4,6 +4,7 @@
  * the caller bounded to what its key may read; see the README's "SQL analytics" for the argument.
  */
 import type { AggregationQuery, AggregationResult } from "@keymeter/core/Aggregation"
+import { expandTags } from "@keymeter/core/Aggregation"
 import type { QueryTooLarge, StorageError } from "@keymeter/core/Errors"
 import type { RatelimitColumns, ScanScope, VerificationColumns } from "@keymeter/core/EventScan"
 import * as Time from "@keymeter/core/Time"
@@ -164,8 +165,8 @@ export const run = (
         const out: Array<A & Weighted> = []
         let rows = 0
         for (const id of new Set(ids)) {
-          const query = (groupByIdentity: boolean) =>
-            outcome(store.aggregate({
+          const query = async (groupByIdentity: boolean) => {
+            const asked: AggregationQuery = {
               workspaceId: options.workspaceId,
               apiId: id,
               keyIds: [],
@@ -176,12 +177,16 @@ export const run = (
               timeUnit: shape.timeUnit,
               groupByKey: shape.key,
               groupByIdentity,
-              groupByTag: shape.tags ? "tags" : undefined,
+              groupByTag: shape.tags,
               orderBy: undefined,
               order: "asc",
               limit: undefined,
               maxRows: Math.max(1, maxRows - rows)
-            }))
+            }
+            const result = await outcome(store.aggregate(asked))
+            // Adapters may answer by tag set what was asked by tag.
+            return shape.tags === "tag" && result.tags !== undefined ? expandTags(asked, result) : result
+          }
           const result = shape.identity ? withNoIdentity(await query(true), await query(false)) : await query(false)
           const batch = columns(id, result, hint.from)
           rows += batch.length

@@ -50,7 +50,12 @@ const NO_TAGS: ReadonlyArray<string> = []
 
 /** A row's group but for its identity. */
 const groupOf = (result: AggregationResult, row: number): string =>
-  JSON.stringify([result.time?.[row] ?? 0, result.keyId?.[row] ?? "", result.tags?.[row] ?? NO_TAGS])
+  JSON.stringify([
+    result.time?.[row] ?? 0,
+    result.keyId?.[row] ?? "",
+    result.tags?.[row] ?? NO_TAGS,
+    result.tag?.[row] ?? ""
+  ])
 
 /**
  * Counts grouped by identity hold events with an identity only (as `getVerifications` groups
@@ -87,7 +92,10 @@ export const withNoIdentity = (identified: AggregationResult, all: AggregationRe
     >,
     tags: identified.tags === undefined
       ? undefined
-      : [...identified.tags.slice(0, identified.size), ...extra.map((g) => all.tags![g.row]!)]
+      : [...identified.tags.slice(0, identified.size), ...extra.map((g) => all.tags![g.row]!)],
+    tag: identified.tag === undefined
+      ? undefined
+      : [...identified.tag.slice(0, identified.size), ...extra.map((g) => all.tag![g.row]!)]
   }
 }
 
@@ -122,7 +130,9 @@ export const verificationCounts = (
     const identity: Identity | undefined = result.identity?.[row]
     columns.identity[i] = identityIds.code(identity?.id ?? "", identity?.id ?? "")
     columns.external[i] = externalIds.code(identity?.externalId ?? "", identity?.externalId ?? "")
-    const tags = result.tags?.[row] ?? NO_TAGS
+    // By single tag: the row's tags are that one (all the SELECT reads of them is arrayJoin).
+    const tag = result.tag?.[row]
+    const tags = tag !== undefined ? [tag] : result.tags?.[row] ?? NO_TAGS
     columns.tags[i] = tagsets.code(tags.length === 0 ? "" : JSON.stringify(tags), tags)
   }
   return {

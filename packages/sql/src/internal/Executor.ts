@@ -62,7 +62,11 @@ export interface CountShape {
   readonly timeUnit: "hour" | "day" | undefined
   readonly key: boolean
   readonly identity: boolean
-  readonly tags: boolean
+  /**
+   * "tags": by tag set; "tag": by single tag, a row's tags being that one (when the SELECT reads
+   * tags only as `arrayJoin(tags)`, which gives the same rows).
+   */
+  readonly tags: "tags" | "tag" | undefined
 }
 
 /** A store's counts for a hint and a shape (see {@link Sources.counts}). */
@@ -610,7 +614,9 @@ const countShape = (
 ): { readonly shape: CountShape; readonly from: number; readonly to: number } | undefined => {
   if (!uses.aggregated) return undefined
   const columns = COUNTED[table.family]
-  const shape = { key: false, identity: false, tags: false }
+  const shape = { key: false, identity: false }
+  let tagsets = false
+  let tagsJoined = false
   let hour = false
   let day = false
   let countable = true
@@ -621,6 +627,7 @@ const countShape = (
     if (e._tag === "Column") {
       const needs = columns[e.name.toLowerCase()]
       if (needs === undefined) countable = false
+      else if (needs === "tags") tagsets = true
       else if (needs !== "") shape[needs] = true
       return
     }
@@ -628,6 +635,14 @@ const countShape = (
       const name = e.name.toLowerCase()
       if (name === "any") {
         countable = false
+        return
+      }
+      const arg = e.args[0]
+      if (
+        name === "arrayjoin" && e.args.length === 1 && arg?._tag === "Column" &&
+        columns[arg.name.toLowerCase()] === "tags"
+      ) {
+        tagsJoined = true
         return
       }
       if ((SAME_ALL_DAY.has(name) || SAME_ALL_HOUR.has(name)) && e.args.length > 0 && isTime(e.args[0]!)) {
@@ -662,7 +677,9 @@ const countShape = (
     const to = hint.to >= Number.MAX_SAFE_INTEGER ? hint.to : Math.floor(hint.to / step) * step
     if (from >= to) continue
     const answers = bounds.every((c) => c <= from || c >= to || (timeUnit !== undefined && c % step === 0))
-    if (answers) return { shape: { timeUnit, ...shape }, from, to }
+    if (answers) {
+      return { shape: { timeUnit, ...shape, tags: tagsets ? "tags" : tagsJoined ? "tag" : undefined }, from, to }
+    }
   }
   return undefined
 }

@@ -4,7 +4,7 @@
  * the caller bounded to what its key may read; see the README's "SQL analytics" for the argument.
  */
 import type { AggregationQuery, AggregationResult } from "@keymeter/core/Aggregation"
-import { expandTags } from "@keymeter/core/Aggregation"
+import { expandTags, OUTCOMES } from "@keymeter/core/Aggregation"
 import type { QueryTooLarge, StorageError } from "@keymeter/core/Errors"
 import type { RatelimitColumns, ScanScope, VerificationColumns } from "@keymeter/core/EventScan"
 import * as Time from "@keymeter/core/Time"
@@ -61,6 +61,8 @@ export interface Options {
   readonly counts?: {
     readonly verifications?: Counts | undefined
     readonly ratelimits?: Counts | undefined
+    /** Events a store counts in one step, about (default {@link PART_EVENTS}). */
+    readonly partEvents?: number | undefined
   } | undefined
 }
 
@@ -150,6 +152,7 @@ export const run = (
         maxRows
       }))
     /** Counts of the apis (namespaces) the scope names, when it names them and they hold the events. */
+    const partEvents = Math.max(1, options.counts?.partEvents ?? PART_EVENTS)
     const counted = <A extends { readonly length: number }>(
       store: Counts | undefined,
       columns: (id: string, result: AggregationResult, from: number) => A & Weighted
@@ -165,33 +168,46 @@ export const run = (
         const out: Array<A & Weighted> = []
         let rows = 0
         for (const id of new Set(ids)) {
-          const query = async (groupByIdentity: boolean) => {
-            const asked: AggregationQuery = {
-              workspaceId: options.workspaceId,
-              apiId: id,
-              keyIds: [],
-              tags: [],
-              externalId: undefined,
-              start: hint.from <= 0 ? undefined : hint.from,
-              end: Time.truncateToHour(Math.min(hint.to, Time.MAX_TIME + 1) - 1),
-              timeUnit: shape.timeUnit,
-              groupByKey: shape.key,
-              groupByIdentity,
-              groupByTag: shape.tags,
-              orderBy: undefined,
-              order: "asc",
-              limit: undefined,
-              maxRows: Math.max(1, maxRows - rows)
-            }
+          const ask = (from: number, to: number, grouped: boolean, groupByIdentity: boolean): AggregationQuery => ({
+            workspaceId: options.workspaceId,
+            apiId: id,
+            keyIds: [],
+            tags: [],
+            externalId: undefined,
+            start: from <= 0 ? undefined : from,
+            end: Time.truncateToHour(Math.min(to, Time.MAX_TIME + 1) - 1),
+            timeUnit: grouped ? shape.timeUnit : "hour",
+            groupByKey: grouped && shape.key,
+            groupByIdentity,
+            groupByTag: grouped ? shape.tags : undefined,
+            orderBy: undefined,
+            order: "asc",
+            limit: undefined,
+            maxRows: grouped ? Math.max(1, maxRows - rows) : Number.MAX_SAFE_INTEGER
+          })
+          const read = async (from: number, to: number, groupByIdentity: boolean) => {
+            const asked = ask(from, to, true, groupByIdentity)
             const result = await outcome(store.aggregate(asked))
             // Adapters may answer by tag set what was asked by tag.
             return shape.tags === "tag" && result.tags !== undefined ? expandTags(asked, result) : result
           }
-          const result = shape.identity ? withNoIdentity(await query(true), await query(false)) : await query(false)
-          const batch = columns(id, result, hint.from)
-          rows += batch.length
-          if (rows > maxRows) throw new TooManyRows()
-          out.push(batch)
+          for (
+            const [from, to] of partsOf(
+              await outcome(store.aggregate(ask(hint.from, hint.to, false, false))),
+              hint,
+              partEvents
+            )
+          ) {
+            const result = shape.identity
+              ? withNoIdentity(await read(from, to, true), await read(from, to, false))
+              : await read(from, to, false)
+            const batch = columns(id, result, from)
+            rows += batch.length
+            if (rows > maxRows) throw new TooManyRows()
+            out.push(batch)
+            // Verifications and limits are served between parts.
+            await new Promise<void>((resolve) => setImmediate(resolve))
+          }
         }
         return out
       }
@@ -231,6 +247,39 @@ const executeIn = (text: string, context: Context, query: Ast.Query) =>
       return toInvalid(text, error)
     }
   })
+
+/** Events a store counts in one step, at most about (it holds the event loop while it counts). */
+export const PART_EVENTS = 65_536
+
+/**
+ * The bounds cut at hours into parts of about {@link PART_EVENTS} events, from the store's events
+ * per hour (`hours`: a series, which stores answer without reading events). Each part's counts
+ * are read in one step of the store; the event loop is free in between.
+ */
+const partsOf = (
+  hours: AggregationResult,
+  hint: ScanHint,
+  partEvents: number
+): Array<readonly [number, number]> => {
+  const buckets = Array.from({ length: hours.size }, (_, row) => {
+    let events = 0
+    for (let o = 0; o < OUTCOMES; o++) events += hours.counts[row * OUTCOMES + o]!
+    return { time: hours.time![row]!, events }
+  }).sort((a, b) => a.time - b.time)
+  const parts: Array<readonly [number, number]> = []
+  let from = hint.from
+  let events = 0
+  for (const bucket of buckets) {
+    if (events >= partEvents && bucket.time > from) {
+      parts.push([from, bucket.time])
+      from = bucket.time
+      events = 0
+    }
+    events += bucket.events
+  }
+  if (events > 0 || parts.length === 0) parts.push([from, hint.to])
+  return parts
+}
 
 /** Scans that find nothing: a run over them binds the query (names, types, every refusal) only. */
 const NO_ROWS: Sources = {

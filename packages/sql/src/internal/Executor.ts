@@ -446,13 +446,24 @@ const ratelimitColumns = (workspaceId: string): Array<InputColumn> => [
   }
 ]
 
+/** The columns of a raw table, for the caller's workspace. */
+const tableColumns = (context: Context, table: PublicTable): Array<InputColumn> =>
+  table.family === "verifications"
+    ? verificationColumns(context.sources.workspaceId)
+    : ratelimitColumns(context.sources.workspaceId)
+
+/** A read refused for more rows than allowed: the memory budget's fault when it allowed fewer. */
+const readFault = (context: Context, byMemory: number): BudgetFault =>
+  byMemory < context.scanLeft ? context.memoryFault() : new BudgetFault(
+    "scannedRows",
+    `the query reads more than its budget of ${context.limits.scannedRows} rows`
+  )
+
 const rawInput = (context: Context, table: PublicTable, qualifiers: ReadonlySet<string>, hint: ScanHint): Input => {
   const verifications = table.family === "verifications"
   return {
     planned: { _tag: "Table", table, hint },
-    columns: verifications
-      ? verificationColumns(context.sources.workspaceId)
-      : ratelimitColumns(context.sources.workspaceId),
+    columns: tableColumns(context, table),
     qualifiers,
     run: async (env, visit) => {
       if (hint.from >= hint.to || (hint.within !== undefined && hint.within.length === 0)) return
@@ -468,11 +479,7 @@ const rawInput = (context: Context, table: PublicTable, qualifiers: ReadonlySet<
           : await context.sources.ratelimits(hint, maxRows)
       } catch (error) {
         if (!(error instanceof TooManyRows)) throw error
-        if (byMemory < context.scanLeft) throw context.memoryFault()
-        throw new BudgetFault(
-          "scannedRows",
-          `the query reads more than its budget of ${context.limits.scannedRows} rows`
-        )
+        throw readFault(context, byMemory)
       }
       let rows = 0
       for (const batch of batches) rows += batch.length
@@ -543,8 +550,7 @@ const countsInput = async (
     )
   } catch (error) {
     if (!(error instanceof TooManyRows)) throw error
-    if (byMemory < context.scanLeft) throw context.memoryFault()
-    throw new BudgetFault("scannedRows", `the query reads more than its budget of ${context.limits.scannedRows} rows`)
+    throw readFault(context, byMemory)
   }
   if (batches === undefined) return undefined
   let rows = 0
@@ -559,9 +565,7 @@ const countsInput = async (
   ]
   return {
     planned: { _tag: "Table", table, hint },
-    columns: verifications
-      ? verificationColumns(context.sources.workspaceId)
-      : ratelimitColumns(context.sources.workspaceId),
+    columns: tableColumns(context, table),
     qualifiers,
     run: async (env, visit) => {
       await visitBatches(context, env, counted, visit)

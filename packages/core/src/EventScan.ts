@@ -5,6 +5,7 @@
  * dictionary-encoded where values repeat, so an engine can hand its own codes over without copying
  * and the executor can group by code before it decodes anything.
  */
+import type * as Effect from "effect/Effect"
 
 /** What one scan may read. */
 export interface ScanScope {
@@ -23,6 +24,11 @@ export interface ScanScope {
    * names the row budget) before more than about this many rows are read.
    */
   readonly maxRows: number
+  /**
+   * Run between the steps of a long scan (a store that reads in pages): the reader's pacing, which
+   * lets other work run and may stop the scan. Absent: one turn of the event loop.
+   */
+  readonly pause?: Effect.Effect<void> | undefined
 }
 
 /** A column of repeated values: row `i` holds `values[codes[i]]`. */

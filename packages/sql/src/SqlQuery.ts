@@ -8,13 +8,24 @@ import { expandTags, OUTCOMES } from "@keymeter/core/Aggregation"
 import type { QueryTooLarge, StorageError } from "@keymeter/core/Errors"
 import type { RatelimitColumns, ScanScope, VerificationColumns } from "@keymeter/core/EventScan"
 import * as Time from "@keymeter/core/Time"
+import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
+import * as Option from "effect/Option"
 import * as Runtime from "effect/Runtime"
 import type * as Ast from "./Ast.js"
 import { ratelimitCounts, verificationCounts, withNoIdentity } from "./internal/Counts.js"
-import type { CountShape, CountSource, Limits, Relation, ScanHint, Sources, Weighted } from "./internal/Executor.js"
-import { BindFault, BudgetFault, constantValue, Context, execute, TooManyRows } from "./internal/Executor.js"
+import type {
+  CountShape,
+  CountSource,
+  Limits,
+  Pause,
+  Relation,
+  ScanHint,
+  Sources,
+  Weighted
+} from "./internal/Executor.js"
+import { BindFault, BudgetFault, constantValue, Context, execute, SLICE_MS, TooManyRows } from "./internal/Executor.js"
 import { parse as parseText, ParseError } from "./internal/Parser.js"
 import { QueryFault } from "./internal/Values.js"
 import type { PlannedSelect, SqlEngine } from "./SqlEngine.js"
@@ -140,19 +151,23 @@ export const run = (
       const failure = exit.cause._tag === "Fail" ? exit.cause.error : undefined
       if (failure?._tag === "QueryTooLarge") throw new TooManyRows()
       if (failure !== undefined) throw new ScanFailure(failure)
+      // The query's own pause stopped the read (its time budget).
+      const defect = Cause.dieOption(exit.cause)
+      if (Option.isSome(defect) && defect.value instanceof BudgetFault) throw defect.value
       throw new Error("the store failed")
     }
-    const scan = <A>(scanner: Scan<A>) => (hint: ScanHint, maxRows: number): Promise<ReadonlyArray<A>> =>
+    const scan = <A>(scanner: Scan<A>) => (hint: ScanHint, maxRows: number, pause: Pause): Promise<ReadonlyArray<A>> =>
       // The caller's scope bounds every scan; the query's hint can only narrow it.
       outcome(scanner({
         workspaceId: options.workspaceId,
         within: narrowWithin(options.within, hint.within),
         from: hint.from,
         to: hint.to,
-        maxRows
+        maxRows,
+        pause: Effect.promise(pause)
       }))
     /** Counts of the apis (namespaces) the scope names, when it names them and they hold the events. */
-    const partEvents = Math.max(1, options.counts?.partEvents ?? PART_EVENTS)
+    const maxPart = Math.max(1, options.counts?.partEvents ?? PART_EVENTS)
     const counted = <A extends { readonly length: number }>(
       store: Counts | undefined,
       columns: (id: string, result: AggregationResult, from: number) => A & Weighted
@@ -160,7 +175,8 @@ export const run = (
       store === undefined ? undefined : async (
         hint: ScanHint,
         shape: CountShape,
-        maxRows: number
+        maxRows: number,
+        pause: Pause
       ): Promise<ReadonlyArray<A & Weighted> | undefined> => {
         const ids = narrowWithin(options.within, hint.within)
         // Every api of the workspace: those with events are the store's to know, not the catalog's.
@@ -191,22 +207,27 @@ export const run = (
             // Adapters may answer by tag set what was asked by tag.
             return shape.tags === "tag" && result.tags !== undefined ? expandTags(asked, result) : result
           }
-          for (
-            const [from, to] of partsOf(
-              await outcome(store.aggregate(ask(hint.from, hint.to, false, false))),
-              hint,
-              partEvents
-            )
-          ) {
+          const hours = hourBuckets(await outcome(store.aggregate(ask(hint.from, hint.to, false, false))))
+          // Parts sized from the last one's pace, so that each takes about a slice.
+          let partEvents = Math.min(maxPart, FIRST_PART_EVENTS)
+          for (let at = 0, from = hint.from; from < hint.to;) {
+            const [to, next, events] = partAt(hours, at, from, hint.to, partEvents)
+            const started = performance.now()
             const result = shape.identity
               ? withNoIdentity(await read(from, to, true), await read(from, to, false))
               : await read(from, to, false)
             const batch = columns(id, result, from)
+            const took = performance.now() - started
             rows += batch.length
             if (rows > maxRows) throw new TooManyRows()
             out.push(batch)
+            partEvents = Math.min(
+              maxPart,
+              Math.max(MIN_PART_EVENTS, Math.round(events * SLICE_MS / Math.max(took, 0.1)))
+            )
+            ;[at, from] = [next, to]
             // Verifications and limits are served between parts.
-            await new Promise<void>((resolve) => setImmediate(resolve))
+            await pause()
           }
         }
         return out
@@ -248,37 +269,39 @@ const executeIn = (text: string, context: Context, query: Ast.Query) =>
     }
   })
 
-/** Events a store counts in one step, at most about (it holds the event loop while it counts). */
+/** Events a store counts in one step, at most (it holds the event loop while it counts). */
 export const PART_EVENTS = 65_536
+/** Events of a query's first part, before its pace is known. */
+const FIRST_PART_EVENTS = 8_192
+/** Fewest events of a part, however slow the store. */
+const MIN_PART_EVENTS = 512
 
-/**
- * The bounds cut at hours into parts of about {@link PART_EVENTS} events, from the store's events
- * per hour (`hours`: a series, which stores answer without reading events). Each part's counts
- * are read in one step of the store; the event loop is free in between.
- */
-const partsOf = (
-  hours: AggregationResult,
-  hint: ScanHint,
-  partEvents: number
-): Array<readonly [number, number]> => {
-  const buckets = Array.from({ length: hours.size }, (_, row) => {
+/** A store's events per hour (`aggregate` by hour, which stores answer without reading events), in time order. */
+const hourBuckets = (hours: AggregationResult): Array<{ readonly time: number; readonly events: number }> =>
+  Array.from({ length: hours.size }, (_, row) => {
     let events = 0
     for (let o = 0; o < OUTCOMES; o++) events += hours.counts[row * OUTCOMES + o]!
     return { time: hours.time![row]!, events }
   }).sort((a, b) => a.time - b.time)
-  const parts: Array<readonly [number, number]> = []
-  let from = hint.from
+
+/**
+ * The part that starts at `from` (at bucket `at`): about `partEvents` events, cut at an hour, the
+ * last part ending at `end`. Its end, the bucket the next part starts at, and its events.
+ */
+const partAt = (
+  hours: ReadonlyArray<{ readonly time: number; readonly events: number }>,
+  at: number,
+  from: number,
+  end: number,
+  partEvents: number
+): readonly [number, number, number] => {
   let events = 0
-  for (const bucket of buckets) {
-    if (events >= partEvents && bucket.time > from) {
-      parts.push([from, bucket.time])
-      from = bucket.time
-      events = 0
-    }
+  for (let b = at; b < hours.length; b++) {
+    const bucket = hours[b]!
+    if (events >= partEvents && bucket.time > from) return [bucket.time, b, events]
     events += bucket.events
   }
-  if (events > 0 || parts.length === 0) parts.push([from, hint.to])
-  return parts
+  return [end, hours.length, events]
 }
 
 /** Scans that find nothing: a run over them binds the query (names, types, every refusal) only. */

@@ -113,7 +113,7 @@ const SCAN = "SELECT time, identifier, passed, latency, override, rowid FROM rl_
   "ORDER BY time, rowid LIMIT ?"
 
 /** Rows a page of `scan` reads at most: each holds the event loop while SQLite reads it. */
-const SCAN_PAGE_ROWS = 16_384
+const SCAN_PAGE_ROWS = 1_024
 
 type DecisionRow = [
   time: number,
@@ -413,7 +413,7 @@ export const make = (options: Options = {}) =>
                 const last = rows[rows.length - 1]!
                 lastTime = last[0] as number
                 lastRowid = last[5] as number
-                yield* nextMacrotask
+                yield* (scope.pause ?? nextMacrotask)
               }
             }
             return out

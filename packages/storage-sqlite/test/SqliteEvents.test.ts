@@ -71,7 +71,7 @@ describe("SqliteVerificationStore events in full", () => {
         expect(columnRows(yield* store.scan!(scope({ from: T0 + 5.5, to: T0 + HOUR })))).toEqual([])
         expect(columnRows(yield* store.scan!(scope({ from: T0 + 4.5, to: T0 + 5.5 })))).toHaveLength(1)
 
-        // 70,000 events of one api: five pages of 16,384 rows at most, a batch each; the budget counts across apis.
+        // 70,000 events of one api: 69 pages of 1,024 rows at most, a batch each; the budget counts across apis.
         const many = Array.from({ length: 70_000 }, (_, i) =>
           Verification.make({
             time: T0 + 2 * HOUR + (i % 1000),
@@ -83,7 +83,7 @@ describe("SqliteVerificationStore events in full", () => {
           }))
         yield* store.append(many)
         const batches = yield* store.scan!(scope({ within: ["c"] }))
-        expect(batches.map((b) => b.length)).toEqual([16_384, 16_384, 16_384, 16_384, 70_000 - 4 * 16_384])
+        expect(batches.map((b) => b.length)).toEqual([...Array<number>(68).fill(1_024), 70_000 - 68 * 1_024])
         const rows = columnRows(batches)
         expect(rows.filter((r) => r[9] === "us")).toHaveLength(35_000)
         expect(rows.every((r, i) => i === 0 || (r[0] as number) >= (rows[i - 1]![0] as number))).toBe(true)

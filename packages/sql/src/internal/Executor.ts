@@ -13,6 +13,7 @@ import type { Family, PublicTable } from "../Tables.js"
 import { OUTCOME_NAMES, TABLES } from "../Tables.js"
 import type { Aggregate, State } from "./Functions.js"
 import { AGGREGATES, likePattern, SCALARS, shift, SignatureError, SPECIAL, UNIT_MONTHS, UNIT_MS } from "./Functions.js"
+import { giveWay } from "./Lane.js"
 import { parse } from "./Parser.js"
 import type { IntervalValue, Value, VType } from "./Values.js"
 import { compare, equal, isNumeric, keyOf, keyOfRow, QueryFault, truthy } from "./Values.js"
@@ -31,8 +32,9 @@ export interface ScanHint {
  */
 export interface Sources {
   readonly workspaceId: string
-  readonly verifications: (hint: ScanHint, maxRows: number) => Promise<ReadonlyArray<VerificationColumns>>
-  readonly ratelimits: (hint: ScanHint, maxRows: number) => Promise<ReadonlyArray<RatelimitColumns>>
+  /** `pause` is called between the steps of a long read: the query's pause (see `Context.pause`). */
+  readonly verifications: (hint: ScanHint, maxRows: number, pause: Pause) => Promise<ReadonlyArray<VerificationColumns>>
+  readonly ratelimits: (hint: ScanHint, maxRows: number, pause: Pause) => Promise<ReadonlyArray<RatelimitColumns>>
   /**
    * Bytes each scanned row holds while the query runs, for stores whose scan builds its batches
    * (SQLite pages, ClickHouse's answer); 0 where batches are views of rows the store keeps anyway.
@@ -73,8 +75,12 @@ export interface CountShape {
 export type CountSource<A> = (
   hint: ScanHint,
   shape: CountShape,
-  maxRows: number
+  maxRows: number,
+  pause: Pause
 ) => Promise<ReadonlyArray<A & Weighted> | undefined>
+
+/** Lets other work run between the steps of a read; rejects when the query is past its time. */
+export type Pause = () => Promise<void>
 
 /** A scan's scope held more rows than the scan was allowed. */
 export class TooManyRows {}
@@ -158,9 +164,10 @@ const MAX_DEPTH = 64
 
 /**
  * Longest a query holds the event loop between pauses, in ms: verifications and limits are served
- * in between. Checked every {@link SLICE_CHECK} rows (a clock read per row would cost more).
+ * in between (see `Lane`). Checked every {@link SLICE_CHECK} rows (a clock read per row would cost
+ * more).
  */
-const SLICE_MS = 4
+export const SLICE_MS = 3
 const SLICE_CHECK = 1023
 
 /** The query's run: its budgets, clock, CTEs and the subquery results computed before rows flow. */
@@ -169,7 +176,8 @@ export class Context {
   readonly types: Map<Ast.Expr, VType> | undefined
   /** The same by canonical text, for the SELECT being compiled. */
   texts: Map<string, VType> | undefined = undefined
-  private readonly deadline: number
+  /** Ms the query has run, its pauses not counted: what the time budget bounds. */
+  private worked = 0
   private scanned = 0
   private cells = 0
   private ticks = 0
@@ -185,7 +193,6 @@ export class Context {
     readonly plan: Map<Ast.Select, PlannedSelect> | undefined = undefined
   ) {
     this.types = plan === undefined ? undefined : new Map()
-    this.deadline = clock() + limits.timeMs
     this.sliceStart = clock()
   }
 
@@ -200,17 +207,25 @@ export class Context {
   }
 
   checkTime(): void {
-    if (this.clock() > this.deadline) {
+    if (this.worked + this.clock() - this.sliceStart > this.limits.timeMs) {
       throw new BudgetFault("time", `the query ran longer than its time budget (${this.limits.timeMs} ms)`)
     }
   }
 
-  /** Lets other work run (verifications, limits, I/O): a macrotask, not a microtask. */
+  /**
+   * Lets other work run (verifications, limits, I/O): at least one turn of the event loop, longer
+   * while other work waits (see `Lane`). The time budget counts the slices only.
+   */
   async pause(): Promise<void> {
-    await new Promise<void>((resolve) => setImmediate(resolve))
-    this.sliceStart = this.clock()
+    const ran = this.clock() - this.sliceStart
+    this.worked += ran
     this.checkTime()
+    await giveWay(ran)
+    this.sliceStart = this.clock()
   }
+
+  /** {@link pause} as a function of its own, for the stores' reads. */
+  readonly pauser: Pause = () => this.pause()
 
   /** Rows a scan may still read. */
   get scanLeft(): number {
@@ -475,8 +490,8 @@ const rawInput = (context: Context, table: PublicTable, qualifiers: ReadonlySet<
       let batches: ReadonlyArray<VerificationColumns | RatelimitColumns>
       try {
         batches = verifications
-          ? await context.sources.verifications(hint, maxRows)
-          : await context.sources.ratelimits(hint, maxRows)
+          ? await context.sources.verifications(hint, maxRows, context.pauser)
+          : await context.sources.ratelimits(hint, maxRows, context.pauser)
       } catch (error) {
         if (!(error instanceof TooManyRows)) throw error
         throw readFault(context, byMemory)
@@ -546,7 +561,8 @@ const countsInput = async (
     batches = await (source as CountSource<VerificationColumns | RatelimitColumns>)(
       { ...hint, from, to },
       shape,
-      Math.min(context.scanLeft, byMemory)
+      Math.min(context.scanLeft, byMemory),
+      context.pauser
     )
   } catch (error) {
     if (!(error instanceof TooManyRows)) throw error

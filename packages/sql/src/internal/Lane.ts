@@ -1,0 +1,39 @@
+/**
+ * The event loop's background lane: SQL queries run in slices, and between slices they give way.
+ * While nothing else waits, a query runs on at once; while other work waits (verifications,
+ * limits, any I/O of the process), all queries together take at most {@link SHARE} of the loop.
+ * One lane per process, because the event loop is one per process: two queries share it.
+ */
+
+/** Part of the event loop that queries take, together, while other work is waiting. */
+export const SHARE = 0.25
+
+/**
+ * Other work that ran while a query stepped aside for one turn (ms): at least this, and the loop
+ * counts as busy. Below it, the turn found nothing waiting but timers and the turn itself.
+ */
+const BUSY_MS = 0.5
+
+/** When the next slice of any query may start (performance.now()); 0: at once. */
+let resumeAt = 0
+/** Ms all queries' slices have run, so one query's slice is not counted as other work. */
+let queriesRan = 0
+
+const now = () => performance.now()
+const turn = () => new Promise<void>((resolve) => setImmediate(resolve))
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
+
+/**
+ * Steps aside after a slice of `ran` ms: one turn of the loop, then, when other work ran in that
+ * turn, long enough that the slice was at most {@link SHARE} of the time. Resolves when the query
+ * may run its next slice.
+ */
+export const giveWay = async (ran: number): Promise<void> => {
+  queriesRan += ran
+  const before = now()
+  const ranBefore = queriesRan
+  await turn()
+  const others = now() - before - (queriesRan - ranBefore)
+  if (others >= BUSY_MS) resumeAt = Math.max(resumeAt, before) + Math.max(0, ran * (1 - SHARE) / SHARE - others)
+  for (let wait = resumeAt - now(); wait > 0; wait = resumeAt - now()) await sleep(wait)
+}

@@ -14,7 +14,7 @@ import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
 import * as Runtime from "effect/Runtime"
 import type * as Ast from "./Ast.js"
-import { ratelimitCounts, verificationCounts, withNoIdentity } from "./internal/Counts.js"
+import { MergedCounts, ratelimitCounts, verificationCounts, withNoIdentity } from "./internal/Counts.js"
 import type {
   CountShape,
   CountSource,
@@ -25,7 +25,8 @@ import type {
   Sources,
   Weighted
 } from "./internal/Executor.js"
-import { BindFault, BudgetFault, constantValue, Context, execute, SLICE_MS, TooManyRows } from "./internal/Executor.js"
+import { BindFault, BudgetFault, constantValue, Context, execute, TooManyRows } from "./internal/Executor.js"
+import { stepMs } from "./internal/Lane.js"
 import { parse as parseText, ParseError } from "./internal/Parser.js"
 import { QueryFault } from "./internal/Values.js"
 import type { PlannedSelect, SqlEngine } from "./SqlEngine.js"
@@ -72,7 +73,7 @@ export interface Options {
   readonly counts?: {
     readonly verifications?: Counts | undefined
     readonly ratelimits?: Counts | undefined
-    /** Events a store counts in one step, about (default {@link PART_EVENTS}). */
+    /** Most events a store counts in one step (default: as many as a step's time allows). */
     readonly partEvents?: number | undefined
   } | undefined
 }
@@ -167,7 +168,7 @@ export const run = (
         pause: Effect.promise(pause)
       }))
     /** Counts of the apis (namespaces) the scope names, when it names them and they hold the events. */
-    const maxPart = Math.max(1, options.counts?.partEvents ?? PART_EVENTS)
+    const maxPart = Math.max(1, options.counts?.partEvents ?? Infinity)
     const counted = <A extends { readonly length: number }>(
       store: Counts | undefined,
       columns: (id: string, result: AggregationResult, from: number) => A & Weighted
@@ -208,26 +209,47 @@ export const run = (
             return shape.tags === "tag" && result.tags !== undefined ? expandTags(asked, result) : result
           }
           const hours = hourBuckets(await outcome(store.aggregate(ask(hint.from, hint.to, false, false))))
-          // Parts sized from the last one's pace, so that each takes about a slice.
+          // Groups wider than an hour span parts: their counts are added up across parts, so the
+          // executor reads each group once (parts of a 30-day top-N would each hold every key).
+          const merged = shape.timeUnit === "hour" ? undefined : new MergedCounts()
+          // By identity, events without one are found once, from the sums (see `withNoIdentity`).
+          const mergedAll = merged !== undefined && shape.identity ? new MergedCounts() : undefined
+          const before = rows
+          // Parts sized from the last one's pace, so that each takes about a step (see `stepMs`).
           let partEvents = Math.min(maxPart, FIRST_PART_EVENTS)
           for (let at = 0, from = hint.from; from < hint.to;) {
             const [to, next, events] = partAt(hours, at, from, hint.to, partEvents)
             const started = performance.now()
-            const result = shape.identity
-              ? withNoIdentity(await read(from, to, true), await read(from, to, false))
-              : await read(from, to, false)
-            const batch = columns(id, result, from)
-            const took = performance.now() - started
-            rows += batch.length
+            if (merged === undefined) {
+              const result = shape.identity
+                ? withNoIdentity(await read(from, to, true), await read(from, to, false))
+                : await read(from, to, false)
+              const batch = columns(id, result, from)
+              rows += batch.length
+              out.push(batch)
+            } else {
+              merged.add(await read(from, to, shape.identity))
+              if (mergedAll !== undefined) mergedAll.add(await read(from, to, false))
+              rows = before + merged.size
+            }
             if (rows > maxRows) throw new TooManyRows()
-            out.push(batch)
+            const took = performance.now() - started
             partEvents = Math.min(
               maxPart,
-              Math.max(MIN_PART_EVENTS, Math.round(events * SLICE_MS / Math.max(took, 0.1)))
+              Math.max(MIN_PART_EVENTS, Math.round(events * Math.min(GROWTH, stepMs() / Math.max(took, 0.1))))
             )
             ;[at, from] = [next, to]
             // Verifications and limits are served between parts.
             await pause()
+          }
+          if (merged !== undefined) {
+            const result = mergedAll === undefined
+              ? merged.result()
+              : withNoIdentity(merged.result(), mergedAll.result())
+            const batch = columns(id, result, hint.from)
+            rows = before + batch.length
+            if (rows > maxRows) throw new TooManyRows()
+            out.push(batch)
           }
         }
         return out
@@ -269,12 +291,12 @@ const executeIn = (text: string, context: Context, query: Ast.Query) =>
     }
   })
 
-/** Events a store counts in one step, at most (it holds the event loop while it counts). */
-export const PART_EVENTS = 65_536
 /** Events of a query's first part, before its pace is known. */
 const FIRST_PART_EVENTS = 8_192
 /** Fewest events of a part, however slow the store. */
-const MIN_PART_EVENTS = 512
+const MIN_PART_EVENTS = 2_048
+/** Most a part grows over the last (a store's cost is not all in proportion to events). */
+const GROWTH = 4
 
 /** A store's events per hour (`aggregate` by hour, which stores answer without reading events), in time order. */
 const hourBuckets = (hours: AggregationResult): Array<{ readonly time: number; readonly events: number }> =>
@@ -325,7 +347,7 @@ const runOnEngine = (text: string, query: Ast.Query, options: Options, engine: S
       options.family,
       options.limits,
       options.now,
-      Date.now,
+      () => performance.now(),
       selects
     )
     const bound = yield* executeIn(text, context, query)

@@ -99,6 +99,87 @@ export const withNoIdentity = (identified: AggregationResult, all: AggregationRe
   }
 }
 
+/** What tells a row of counts from another of its read, for the columns the read has. */
+const dimensionsOf = (result: AggregationResult): Array<(row: number) => unknown> => {
+  const out: Array<(row: number) => unknown> = []
+  if (result.time !== undefined) out.push((row) => result.time![row])
+  if (result.keyId !== undefined) out.push((row) => result.keyId![row])
+  if (result.identity !== undefined) {
+    out.push((row) => result.identity![row]?.id)
+    out.push((row) => result.identity![row]?.externalId)
+  }
+  if (result.tag !== undefined) out.push((row) => result.tag![row])
+  // A tag set by its array: stores hand out one array per set, and two arrays of one set only
+  // leave two rows the executor adds up anyway.
+  if (result.tags !== undefined) out.push((row) => result.tags![row])
+  return out
+}
+
+/**
+ * Counts of several reads added up by group: the parts of a query's bounds, counted one at a time,
+ * as one read of them all would count them (a group in two parts is one row, not two). Groups are
+ * found through a map per column, by the stores' own values (no key built per row).
+ */
+export class MergedCounts {
+  private readonly root = new Map<unknown, any>()
+  private counts = new Float64Array(1024 * OUTCOMES)
+  private readonly source: Array<{ readonly result: AggregationResult; readonly row: number }> = []
+  private shape: AggregationResult | undefined
+
+  get size(): number {
+    return this.source.length
+  }
+
+  add(result: AggregationResult): void {
+    this.shape ??= result
+    const dimensions = dimensionsOf(result)
+    const last = dimensions.length - 1
+    for (let row = 0; row < result.size; row++) {
+      let node = this.root
+      for (let d = 0; d < last; d++) {
+        const value = dimensions[d]!(row)
+        let next = node.get(value)
+        if (next === undefined) node.set(value, next = new Map())
+        node = next
+      }
+      const value = last < 0 ? undefined : dimensions[last]!(row)
+      let at: number | undefined = node.get(value)
+      if (at === undefined) {
+        at = this.source.length
+        node.set(value, at)
+        this.source.push({ result, row })
+        if ((at + 1) * OUTCOMES > this.counts.length) {
+          const grown = new Float64Array(this.counts.length * 2)
+          grown.set(this.counts)
+          this.counts = grown
+        }
+      }
+      const into = at * OUTCOMES
+      const from = row * OUTCOMES
+      for (let o = 0; o < OUTCOMES; o++) this.counts[into + o]! += result.counts[from + o]!
+    }
+  }
+
+  /** The counts added so far, as one result with the columns of the results added. */
+  result(): AggregationResult {
+    const shape = this.shape
+    const source = this.source
+    const column = <A>(pick: (result: AggregationResult) => ReadonlyArray<A> | undefined): Array<A> | undefined =>
+      shape === undefined || pick(shape) === undefined
+        ? undefined
+        : source.map(({ result, row }) => pick(result)![row]!)
+    return {
+      size: source.length,
+      counts: this.counts.subarray(0, source.length * OUTCOMES),
+      time: shape?.time === undefined ? undefined : Float64Array.from(source, ({ result, row }) => result.time![row]!),
+      keyId: column((r) => r.keyId),
+      identity: column((r) => r.identity),
+      tag: column((r) => r.tag),
+      tags: column((r) => r.tags)
+    }
+  }
+}
+
 /** One api's counted verifications. */
 export const verificationCounts = (
   apiId: string,

@@ -86,7 +86,7 @@ export type Pause = () => Promise<void>
 export class TooManyRows {}
 
 export interface Limits {
-  /** Milliseconds a query may run. */
+  /** Milliseconds a query may run, its own work only (not the time it gives way to other work). */
   readonly timeMs: number
   /** Rows all its scans together may read. */
   readonly scannedRows: number
@@ -188,7 +188,7 @@ export class Context {
     readonly limits: Limits,
     /** Unix ms the query sees as `now()`. */
     readonly now: number,
-    private readonly clock: () => number = Date.now,
+    private readonly clock: () => number = () => performance.now(),
     /** Where each SELECT is recorded as bound, when a plan is wanted (see `SqlEngine`). */
     readonly plan: Map<Ast.Select, PlannedSelect> | undefined = undefined
   ) {

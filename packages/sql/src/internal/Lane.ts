@@ -12,8 +12,16 @@ export const SHARE = 0.25
  * Other work that ran while a query stepped aside for one turn (ms): at least this, and the loop
  * counts as busy. Below it, the turn found nothing waiting but timers and the turn itself.
  */
-const BUSY_MS = 0.5
+const BUSY_MS = 1
 
+/** Ms a step of a query may take while the loop is busy (see {@link stepMs}), and while it is not. */
+const BUSY_STEP_MS = 3
+const IDLE_STEP_MS = 12
+/**
+ * Other work per turn, averaged over the last few turns (ms): one turn's blip (V8's own tasks run
+ * between turns) does not make the loop busy, a run of them does.
+ */
+let othersAverage = 0
 /** When the next slice of any query may start (performance.now()); 0: at once. */
 let resumeAt = 0
 /** Ms all queries' slices have run, so one query's slice is not counted as other work. */
@@ -34,6 +42,16 @@ export const giveWay = async (ran: number): Promise<void> => {
   const ranBefore = queriesRan
   await turn()
   const others = now() - before - (queriesRan - ranBefore)
-  if (others >= BUSY_MS) resumeAt = Math.max(resumeAt, before) + Math.max(0, ran * (1 - SHARE) / SHARE - others)
+  othersAverage = othersAverage * 0.6 + others * 0.4
+  if (others >= BUSY_MS) {
+    resumeAt = Math.max(resumeAt, before) + Math.max(0, ran * (1 - SHARE) / SHARE - others)
+  }
   for (let wait = resumeAt - now(); wait > 0; wait = resumeAt - now()) await sleep(wait)
 }
+
+/**
+ * How long a step a query cannot pause within (a store's read of counts) should take: short while
+ * other work has been waiting lately, longer while the loop is free (fewer, larger steps cost less
+ * in all).
+ */
+export const stepMs = (): number => othersAverage >= BUSY_MS ? BUSY_STEP_MS : IDLE_STEP_MS

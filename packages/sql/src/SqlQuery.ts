@@ -25,7 +25,7 @@ import type {
   Sources,
   Weighted
 } from "./internal/Executor.js"
-import { BindFault, BudgetFault, constantValue, Context, execute, TooManyRows } from "./internal/Executor.js"
+import { BindFault, BudgetFault, constantValue, Context, execute, SLICE_MS, TooManyRows } from "./internal/Executor.js"
 import { stepMs } from "./internal/Lane.js"
 import { parse as parseText, ParseError } from "./internal/Parser.js"
 import { QueryFault } from "./internal/Values.js"
@@ -216,7 +216,7 @@ export const run = (
           const mergedAll = merged !== undefined && shape.identity ? new MergedCounts() : undefined
           const before = rows
           // Parts sized from the last one's pace, so that each takes about a step (see `stepMs`).
-          let partEvents = Math.min(maxPart, FIRST_PART_EVENTS)
+          let partEvents = Math.min(maxPart, stepMs() > SLICE_MS ? FIRST_PART_EVENTS_IDLE : FIRST_PART_EVENTS)
           for (let at = 0, from = hint.from; from < hint.to;) {
             const [to, next, events] = partAt(hours, at, from, hint.to, partEvents)
             const started = performance.now()
@@ -291,8 +291,12 @@ const executeIn = (text: string, context: Context, query: Ast.Query) =>
     }
   })
 
-/** Events of a query's first part, before its pace is known. */
+/**
+ * Events of a query's first part, before its pace is known: while other work waits, and while the
+ * loop is free (a part costs a good deal whatever its events: fewer are faster in all).
+ */
 const FIRST_PART_EVENTS = 8_192
+const FIRST_PART_EVENTS_IDLE = 65_536
 /** Fewest events of a part, however slow the store. */
 const MIN_PART_EVENTS = 2_048
 /** Most a part grows over the last (a store's cost is not all in proportion to events). */

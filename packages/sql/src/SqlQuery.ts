@@ -234,10 +234,10 @@ export const run = (
             }
             if (rows > maxRows) throw new TooManyRows()
             const took = performance.now() - started
-            partEvents = Math.min(
-              maxPart,
-              Math.max(MIN_PART_EVENTS, Math.round(events * Math.min(GROWTH, stepMs() / Math.max(took, 0.1))))
-            )
+            // Toward a step's time, by at most a factor: one part's stall (a collection, a first
+            // compile) halves the next at most, and a part's cost is not all in its events.
+            const factor = Math.min(GROWTH, Math.max(SHRINK, stepMs() / Math.max(took, 0.1)))
+            partEvents = Math.min(maxPart, Math.max(MIN_PART_EVENTS, Math.round(events * factor)))
             ;[at, from] = [next, to]
             // Verifications and limits are served between parts.
             await pause()
@@ -299,8 +299,9 @@ const FIRST_PART_EVENTS = 8_192
 const FIRST_PART_EVENTS_IDLE = 65_536
 /** Fewest events of a part, however slow the store. */
 const MIN_PART_EVENTS = 2_048
-/** Most a part grows over the last (a store's cost is not all in proportion to events). */
+/** Most a part grows over the last, and least it shrinks to. */
 const GROWTH = 4
+const SHRINK = 0.5
 
 /** A store's events per hour (`aggregate` by hour, which stores answer without reading events), in time order. */
 const hourBuckets = (hours: AggregationResult): Array<{ readonly time: number; readonly events: number }> =>

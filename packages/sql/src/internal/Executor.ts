@@ -139,7 +139,10 @@ interface Compiled {
 
 interface Group {
   readonly keys: Array<Value>
-  readonly states: Array<State>
+  /** Its aggregates that keep a state (the others are numbers in columns, at `at`). */
+  readonly states: Array<State | undefined>
+  /** Its place among the groups. */
+  readonly at: number
 }
 
 interface InputColumn {
@@ -1795,7 +1798,7 @@ const runSelect = async (
           slotTexts.push(text)
         }
         const index = s
-        return { type: slots[index]!.result, eval: (env) => env.g!.states[index]!.result(), constant: false }
+        return { type: slots[index]!.result, eval: (env) => resultOf(env.g!, index), constant: false }
       },
       arrayJoin: (call) => {
         // An arrayJoin in GROUP BY is a key; elsewhere after grouping it is refused.
@@ -1819,10 +1822,28 @@ const runSelect = async (
       return k.type === "Int" || k.type === "Float" ? f : (env) => keyOf(f(env))
     })
     const stateBytes = slots.reduce((sum, slot) => sum + slot.aggregate.bytes, 0)
-    const newGroup = (values: Array<Value>): Group => ({
-      keys: values,
-      states: slots.map((slot) => slot.aggregate.make(slot.type))
-    })
+    // Sums (count, countIf, sum, sumIf) are a column each, a number per group: no object per
+    // group and aggregate for the collector to trace. The others keep a state per group.
+    const summed = slots.flatMap((slot, s) => slot.aggregate.adds === undefined ? [] : [s])
+    const stated = slots.flatMap((slot, s) => slot.aggregate.adds === undefined ? [s] : [])
+    let sums = slots.map(() => new Float64Array(0))
+    const NO_STATES: Array<State | undefined> = []
+    let groups = 0
+    const newGroup = (values: Array<Value>): Group => {
+      const at = groups++
+      if (sums.length > 0 && at >= sums[0]!.length) {
+        sums = sums.map((column) => {
+          const grown = new Float64Array(Math.max(64, column.length * 2))
+          grown.set(column)
+          return grown
+        })
+      }
+      const states = stated.length === 0 ? NO_STATES : new Array<State | undefined>(slots.length)
+      for (const s of stated) states[s] = slots[s]!.aggregate.make(slots[s]!.type)
+      return { keys: values, states, at }
+    }
+    const resultOf = (group: Group, s: number): Value =>
+      slots[s]!.aggregate.adds === undefined ? group.states[s]!.result() : sums[s]![group.at]!
     // A level keyed by a dictionary code (dense, from 0) is an array; by a value, a map.
     const dense = keys.map((k) => k.code !== undefined)
     const level = (j: number): any => (dense[j] ? [] : new Map())
@@ -1834,8 +1855,8 @@ const runSelect = async (
       const single = keyFs.length === 0 ? newGroup([]) : undefined
       if (single !== undefined) all.push(single)
       const depth = groupFs.length
-      const slotCount = slots.length
       const args = slots.map((slot) => slot.args)
+      const adds = slots.map((slot) => slot.aggregate.adds)
       await visitRows(() => {
         let group: Group | undefined = single
         if (group === undefined) {
@@ -1861,8 +1882,15 @@ const runSelect = async (
             context.hold(depth + 2, stateBytes)
           }
         }
+        const at = group.at
+        for (let k = 0; k < summed.length; k++) {
+          const s = summed[k]!
+          const a = args[s]!
+          sums[s]![at] += adds[s]!(a.length > 0 ? a[0]!(env) : null, a.length > 1 ? a[1]!(env) : null, env.w)
+        }
         const states = group.states
-        for (let s = 0; s < slotCount; s++) {
+        for (let k = 0; k < stated.length; k++) {
+          const s = stated[k]!
           const a = args[s]!
           states[s]!.add(a.length > 0 ? a[0]!(env) : null, a.length > 1 ? a[1]!(env) : null, env.w)
         }

@@ -355,28 +355,27 @@ export interface Aggregate {
   readonly make: (type: VType) => State
   /** Approximate bytes a state holds, for the memory budget (sets grow: see `UniqState`). */
   readonly bytes: number
+  /**
+   * A sum the executor may keep as one number per group (no state object): what a row adds, as
+   * its `State` would add it. Absent: the aggregate keeps a `State`.
+   */
+  readonly adds?: (a: Value, b: Value, weight: number) => number
 }
 
-class CountState implements State {
-  n = 0
-  constructor(private readonly conditional: boolean, private readonly counted: boolean) {}
-  add(a: Value, _b: Value, weight: number): void {
-    // countIf's one argument is its condition.
-    if (this.conditional) {
-      if (typeof a === "number" && a !== 0) this.n += weight
-    } else if (!this.counted || a !== null) this.n += weight
-  }
-  result(): Value {
-    return this.n
-  }
-}
+/** What `count(x)` (`counted`) or `count()` adds for a row; `countIf(c)`; `sum(x)`; `sumIf(x, c)`. */
+const countAdds = (a: Value, _b: Value, weight: number): number => a !== null ? weight : 0
+const countIfAdds = (a: Value, _b: Value, weight: number): number => typeof a === "number" && a !== 0 ? weight : 0
+const sumAdds = (a: Value, _b: Value, weight: number): number =>
+  a === null ? 0 : weight === 1 ? a as number : (a as number) * weight
+const sumIfAdds = (a: Value, b: Value, weight: number): number =>
+  a === null || !(typeof b === "number" && b !== 0) ? 0 : weight === 1 ? a as number : (a as number) * weight
 
+/** A sum of what each row adds (count, countIf, sum, sumIf: see `Aggregate.adds`). */
 class SumState implements State {
   sum = 0
-  constructor(private readonly conditional: boolean) {}
+  constructor(private readonly adds: NonNullable<Aggregate["adds"]>) {}
   add(a: Value, b: Value, weight: number): void {
-    if (this.conditional && !(typeof b === "number" && b !== 0)) return
-    if (a !== null) this.sum += weight === 1 ? a as number : (a as number) * weight
+    this.sum += this.adds(a, b, weight)
   }
   result(): Value {
     return this.sum
@@ -457,15 +456,16 @@ const anyArg = (conditional: boolean, resultType?: VType) => (args: ReadonlyArra
 }
 
 export const AGGREGATES: ReadonlyMap<string, Aggregate> = new Map<string, Aggregate>([
-  ["count", { arity: [0, 1], type: () => "Int", make: () => new CountState(false, true), bytes: 16 }],
+  ["count", { arity: [0, 1], type: () => "Int", make: () => new SumState(countAdds), bytes: 16, adds: countAdds }],
   ["countif", {
     arity: [1, 1],
     type: (args, name) => (needNumber(name, args[0]!, 1), "Int"),
-    make: () => new CountState(true, false),
+    make: () => new SumState(countIfAdds),
+    adds: countIfAdds,
     bytes: 16
   }],
-  ["sum", { arity: [1, 1], type: numberArg(false), make: () => new SumState(false), bytes: 16 }],
-  ["sumif", { arity: [2, 2], type: numberArg(true), make: () => new SumState(true), bytes: 16 }],
+  ["sum", { arity: [1, 1], type: numberArg(false), make: () => new SumState(sumAdds), bytes: 16, adds: sumAdds }],
+  ["sumif", { arity: [2, 2], type: numberArg(true), make: () => new SumState(sumIfAdds), bytes: 16, adds: sumIfAdds }],
   ["avg", { arity: [1, 1], type: numberArg(false, "Float"), make: () => new AvgState(false), bytes: 24 }],
   ["avgif", { arity: [2, 2], type: numberArg(true, "Float"), make: () => new AvgState(true), bytes: 24 }],
   ["min", {

@@ -2022,6 +2022,57 @@ export const PINNED: ReadonlyArray<GeneratedQuery> = [
     ordered: true,
     template: "pinned"
   },
+  // The first groups by a counter of one api or namespace: counts may answer these with the
+  // store's top groups and their ties (`CountShape.top`); ties at the limit are likely here.
+  {
+    family: "verifications",
+    text: "SELECT key_id, count() AS n, countIf(outcome = 'VALID') AS ok FROM key_verifications_v1 " +
+      "WHERE key_space_id = 'api_a' GROUP BY key_id ORDER BY n DESC, key_id LIMIT 3",
+    duck: "SELECT key_id, count(*) AS n, count(*) FILTER (WHERE outcome = 'VALID') AS ok FROM key_verifications_v1 " +
+      "WHERE key_space_id = 'api_a' GROUP BY key_id ORDER BY n DESC, key_id LIMIT 3",
+    ordered: true,
+    template: "pinned"
+  },
+  {
+    family: "verifications",
+    text: "SELECT key_id AS k, count() AS n FROM key_verifications_v1 WHERE key_space_id = 'api_b' " +
+      "GROUP BY k ORDER BY countIf(outcome = 'VALID'), k DESC LIMIT 2 OFFSET 1",
+    duck: "SELECT key_id AS k, count(*) AS n FROM key_verifications_v1 WHERE key_space_id = 'api_b' " +
+      "GROUP BY key_id ORDER BY count(*) FILTER (WHERE outcome = 'VALID'), k DESC LIMIT 2 OFFSET 1",
+    ordered: true,
+    template: "pinned"
+  },
+  {
+    family: "verifications",
+    text: "SELECT identity_id, external_id, count() AS n FROM key_verifications_v1 " +
+      "WHERE key_space_id = 'api_a' AND identity_id != '' GROUP BY identity_id, external_id " +
+      "ORDER BY n DESC, identity_id LIMIT 2",
+    duck: "SELECT identity_id, external_id, count(*) AS n FROM key_verifications_v1 " +
+      "WHERE key_space_id = 'api_a' AND identity_id != '' GROUP BY identity_id, external_id " +
+      "ORDER BY n DESC, identity_id LIMIT 2",
+    ordered: true,
+    template: "pinned"
+  },
+  {
+    family: "verifications",
+    text: "SELECT key_id, identity_id, external_id, countIf(outcome = 'RATE_LIMITED') AS limited " +
+      "FROM key_verifications_v1 WHERE key_space_id = 'api_c' AND identity_id != '' " +
+      "GROUP BY key_id, identity_id, external_id ORDER BY limited DESC, key_id, identity_id LIMIT 4",
+    duck: "SELECT key_id, identity_id, external_id, count(*) FILTER (WHERE outcome = 'RATE_LIMITED') AS limited " +
+      "FROM key_verifications_v1 WHERE key_space_id = 'api_c' AND identity_id != '' " +
+      "GROUP BY key_id, identity_id, external_id ORDER BY limited DESC, key_id, identity_id LIMIT 4",
+    ordered: true,
+    template: "pinned"
+  },
+  {
+    family: "ratelimits",
+    text: "SELECT identifier, count() AS n, sum(passed) AS ok FROM ratelimits_v1 WHERE namespace_id = 'ns_api' " +
+      "GROUP BY identifier ORDER BY n, identifier LIMIT 3",
+    duck: "SELECT identifier, count(*) AS n, coalesce(sum(passed), 0) AS ok FROM ratelimits_v1 " +
+      "WHERE namespace_id = 'ns_api' GROUP BY identifier ORDER BY n, identifier LIMIT 3",
+    ordered: true,
+    template: "pinned"
+  },
   {
     // EXCEPT's right side in parentheses (as UNION's may be), the left side's duplicates kept.
     family: "verifications",

@@ -6,6 +6,8 @@
  * yielding the event loop every few milliseconds of work, under the query's budgets.
  */
 import type { RatelimitColumns, VerificationColumns } from "@keymeter/core/EventScan"
+import type { Outcome } from "@keymeter/core/Verification"
+import { Outcomes } from "@keymeter/core/Verification"
 import type * as Ast from "../Ast.js"
 import type { PlannedInput, PlannedSelect } from "../SqlEngine.js"
 import type { Budget } from "../SqlError.js"
@@ -69,6 +71,18 @@ export interface CountShape {
    * tags only as `arrayJoin(tags)`, which gives the same rows).
    */
   readonly tags: "tags" | "tag" | undefined
+  /** By identity, and only events with one are read (the SELECT keeps `identity_id != ''` only). */
+  readonly identified?: boolean | undefined
+  /**
+   * The SELECT keeps only its first `limit` groups by this counter, and a group's counts are all
+   * it reads of it: a read that answers in one step may return only the groups that can make
+   * them (those and every group tied with the last, as `AggregationResult.groups` describes).
+   */
+  readonly top?: {
+    readonly orderBy: "total" | Outcome
+    readonly order: "asc" | "desc"
+    readonly limit: number
+  } | undefined
 }
 
 /** A store's counts for a hint and a shape (see {@link Sources.counts}). */
@@ -550,14 +564,18 @@ const countsInput = async (
   table: PublicTable,
   qualifiers: ReadonlySet<string>,
   hint: ScanHint,
-  uses: { readonly exprs: ReadonlyArray<Ast.Expr>; readonly aggregated: boolean }
+  uses: Uses
 ): Promise<Input | undefined> => {
   const verifications = table.family === "verifications"
   const source = verifications ? context.sources.counts?.verifications : context.sources.counts?.ratelimits
   if (source === undefined || hint.from >= hint.to || hint.within?.length === 0) return undefined
   const counting = countShape(context, table, uses, hint)
   if (counting === undefined) return undefined
-  const { from, shape, to } = counting
+  const { from, to } = counting
+  const identified = counting.shape.identity && uses.where.some((e) => keepsIdentified(table.family, e))
+  const whole = { ...counting.shape, identified }
+  // The bounds' partial buckets are read as events and added to the groups: then no group is whole.
+  const shape = hint.from < from || to < hint.to ? whole : { ...whole, top: countTop(table.family, uses, whole) }
   const byMemory = Math.floor(context.memoryLeft / COUNT_ROW_BYTES)
   let batches: ReadonlyArray<(VerificationColumns | RatelimitColumns) & Weighted> | undefined
   try {
@@ -591,6 +609,76 @@ const countsInput = async (
       for (const edge of edges) await edge.run(env, visit)
     }
   }
+}
+
+/** Columns of one value in a read of counts (of one api or namespace, within counted bounds). */
+const PER_READ = new Set(["workspace_id", "key_space_id", "namespace_id"])
+const KEY_COLUMN: Record<Family, string> = { verifications: "key_id", ratelimits: "identifier" }
+const IDENTITY_COLUMNS: Record<Family, ReadonlyArray<string>> = {
+  verifications: ["identity_id", "external_id"],
+  ratelimits: ["override_id"]
+}
+
+const columnsOf = (expr: Ast.Expr): Set<string> => {
+  const names = new Set<string>()
+  visitExpr(expr, (e) => {
+    if (e._tag === "Column") names.add(e.name.toLowerCase())
+  })
+  return names
+}
+
+const isEmptyString = (e: Ast.Expr) => e._tag === "Literal" && e.value === ""
+
+/** `identity_id != ''` (`override_id != ''`): only events with an identity (override). */
+const keepsIdentified = (family: Family, e: Ast.Expr): boolean => {
+  const column = IDENTITY_COLUMNS[family][0]!
+  return e._tag === "Binary" && e.op === "!=" &&
+    (isColumn(e.left, column) && isEmptyString(e.right) || isColumn(e.right, column) && isEmptyString(e.left))
+}
+
+/**
+ * Whether a SELECT over counts keeps only its first groups by a store's counter (`count()`, or
+ * `countIf(outcome = '…')`), its groups being the counts' groups and each read whole: then a read
+ * may return only the groups that can come first (see `CountShape.top`). Its WHERE holds only
+ * what is one value per read (api, namespace, the counted bounds) or keeps identified events.
+ */
+const countTop = (family: Family, uses: Uses, shape: CountShape): CountShape["top"] => {
+  const first = uses.first
+  if (first === undefined || first.rows === 0 || shape.timeUnit !== undefined || shape.tags !== undefined) {
+    return undefined
+  }
+  if (shape.identity && !shape.identified) return undefined
+  for (const conjunct of uses.where) {
+    if (keepsIdentified(family, conjunct)) continue
+    for (const name of columnsOf(conjunct)) if (!PER_READ.has(name) && name !== "time") return undefined
+  }
+  const wanted = [...(shape.key ? [KEY_COLUMN[family]] : []), ...(shape.identity ? IDENTITY_COLUMNS[family] : [])]
+  const grouped = new Set<string>()
+  for (const e of uses.group) {
+    if (e._tag !== "Column") return undefined
+    grouped.add(e.name.toLowerCase())
+  }
+  if (wanted.length === 0 || wanted.some((name) => !grouped.has(name))) return undefined
+  for (const name of grouped) if (!wanted.includes(name) && !PER_READ.has(name)) return undefined
+  const by = first.by
+  if (by._tag !== "Call" || by.distinct) return undefined
+  const name = by.name.toLowerCase()
+  let orderBy: "total" | Outcome | undefined
+  if (name === "count" && (by.star || by.args.length === 0)) orderBy = "total"
+  else if (family === "verifications" && name === "countif" && by.args.length === 1) {
+    const condition = by.args[0]!
+    if (condition._tag !== "Binary" || condition.op !== "=") return undefined
+    const literal = isColumn(condition.left, "outcome")
+      ? condition.right
+      : isColumn(condition.right, "outcome")
+      ? condition.left
+      : undefined
+    const code = literal?._tag === "Literal" && typeof literal.value === "string"
+      ? OUTCOME_NAMES.indexOf(literal.value)
+      : -1
+    orderBy = Outcomes[code]
+  }
+  return orderBy === undefined ? undefined : { orderBy, order: first.descending ? "desc" : "asc", limit: first.rows }
 }
 
 /** Time functions whose value is the same for every time of a day, and of an hour. */
@@ -632,7 +720,7 @@ const COUNTED: Record<Family, Readonly<Record<string, "key" | "identity" | "tags
 const countShape = (
   context: Context,
   table: PublicTable,
-  uses: { readonly exprs: ReadonlyArray<Ast.Expr>; readonly aggregated: boolean },
+  uses: Uses,
   hint: ScanHint
 ): { readonly shape: CountShape; readonly from: number; readonly to: number } | undefined => {
   if (!uses.aggregated) return undefined
@@ -853,8 +941,8 @@ const inputOf = async (
   scope: Scope,
   where: Ast.Expr | undefined,
   outer: ScanHint | undefined,
-  /** The SELECT's expressions (aliases resolved; undefined when it has `*`) and whether it aggregates. */
-  uses: { readonly exprs: ReadonlyArray<Ast.Expr>; readonly aggregated: boolean } | undefined
+  /** What the SELECT reads (undefined when it has `*`). */
+  uses: Uses | undefined
 ): Promise<Input> => {
   if (from === undefined) return noInput
   if (from._tag === "Subquery") {
@@ -1572,6 +1660,41 @@ const constantInteger = (context: Context, expr: Ast.Expr | undefined, what: str
   return value
 }
 
+/** What a SELECT reads of its input, aliases and positions resolved. */
+interface Uses {
+  readonly exprs: ReadonlyArray<Ast.Expr>
+  readonly aggregated: boolean
+  /** Its WHERE's conjuncts, and its GROUP BY. */
+  readonly where: ReadonlyArray<Ast.Expr>
+  readonly group: ReadonlyArray<Ast.Expr>
+  /** When it answers only its first rows by an expression: which, the order, and how many. */
+  readonly first?: { readonly by: Ast.Expr; readonly descending: boolean; readonly rows: number } | undefined
+}
+
+/**
+ * The first ORDER BY key and LIMIT (with OFFSET) of a SELECT that keeps every group it makes
+ * (no HAVING, no DISTINCT); undefined otherwise, or when they are not constant (the SELECT's own
+ * binding refuses those later, with its message).
+ */
+const firstOf = (
+  context: Context,
+  select: Ast.Select,
+  resolve: (e: Ast.Expr) => Ast.Expr
+): Uses["first"] => {
+  const order = select.orderBy[0]
+  if (order === undefined || select.limit === undefined || select.having !== undefined || select.distinct) {
+    return undefined
+  }
+  try {
+    const rows = constantInteger(context, select.limit, "LIMIT")! +
+      (constantInteger(context, select.offset, "OFFSET") ?? 0)
+    return { by: resolve(order.expr), descending: order.descending, rows }
+  } catch (error) {
+    if (error instanceof BindFault || error instanceof QueryFault) return undefined
+    throw error
+  }
+}
+
 const runSelect = async (
   context: Context,
   select: Ast.Select,
@@ -1606,7 +1729,13 @@ const runSelect = async (
       ...select.orderBy.map((o) => positionals(o.expr))
     ]
     const exprs = [...list, ...group, ...rest]
-    return { exprs, aggregated: group.length > 0 || exprs.some(hasAggregate) }
+    return {
+      exprs,
+      aggregated: group.length > 0 || exprs.some(hasAggregate),
+      where: conjuncts(where),
+      group,
+      first: firstOf(context, select, positionals)
+    }
   })()
   const input = await inputOf(context, select.from, scope, where, hint, used)
   const byName = new Map(input.columns.map((column) => [column.name.toLowerCase(), column]))

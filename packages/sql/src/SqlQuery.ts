@@ -323,8 +323,9 @@ const hourBuckets = (hours: AggregationResult): Array<{ readonly time: number; r
   }).sort((a, b) => a.time - b.time)
 
 /**
- * The part that starts at `from` (at bucket `at`): about `partEvents` events, cut at an hour, the
- * last part ending at `end`. Its end, the bucket the next part starts at, and its events.
+ * The part that starts at `from` (at bucket `at`): about `partEvents` events, cut at an hour (a
+ * midnight for a day or more), the last part ending at `end`. Its end, the bucket the next part
+ * starts at, and its events.
  */
 const partAt = (
   hours: ReadonlyArray<{ readonly time: number; readonly events: number }>,
@@ -336,11 +337,21 @@ const partAt = (
   let events = 0
   for (let b = at; b < hours.length; b++) {
     const bucket = hours[b]!
-    if (events >= partEvents && bucket.time > from) return [bucket.time, b, events]
+    if (events >= partEvents && bucket.time > from) {
+      // A part of a day or more ends at a midnight (UTC): the stores count whole days from their
+      // day counts, and a part cut inside a day reads that day's hours twice over.
+      const midnight = Math.ceil(bucket.time / DAY_MS) * DAY_MS
+      if (bucket.time - from < DAY_MS || midnight === bucket.time || midnight >= end) return [bucket.time, b, events]
+      let next = b
+      for (; next < hours.length && hours[next]!.time < midnight; next++) events += hours[next]!.events
+      return [midnight, next, events]
+    }
     events += bucket.events
   }
   return [end, hours.length, events]
 }
+
+const DAY_MS = 86_400_000
 
 /** Scans that find nothing: a run over them binds the query (names, types, every refusal) only. */
 const NO_ROWS: Sources = {

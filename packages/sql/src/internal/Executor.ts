@@ -137,7 +137,8 @@ interface Env {
   w: number
   row: Array<Value>
   elem: Value
-  g: Group | undefined
+  /** The group (its number) an expression after GROUP BY is evaluated for. */
+  g: number
 }
 
 type Eval = (env: Env) => Value
@@ -149,14 +150,6 @@ interface Compiled {
   readonly constant: boolean
   /** For a dictionary column: its value's code (see `InputColumn.code`), cheaper to group by. */
   readonly code?: Eval | undefined
-}
-
-interface Group {
-  readonly keys: Array<Value>
-  /** Its aggregates that keep a state (the others are numbers in columns, at `at`). */
-  readonly states: Array<State | undefined>
-  /** Its place among the groups. */
-  readonly at: number
 }
 
 interface InputColumn {
@@ -1050,7 +1043,7 @@ const hintOf = (context: Context, table: PublicTable, where: Ast.Expr | undefine
 // ---------------------------------------------------------------------------------------------
 // Binding and compiling expressions
 
-const emptyEnv = (): Env => ({ b: undefined, i: 0, w: 1, row: [], elem: null, g: undefined })
+const emptyEnv = (): Env => ({ b: undefined, i: 0, w: 1, row: [], elem: null, g: -1 })
 
 /** How a SELECT's names and aggregates resolve while compiling one expression. */
 interface Binder {
@@ -1872,6 +1865,9 @@ const runSelect = async (
   } else {
     const keys = groupBy.map(compileRow)
     const keyTexts = groupBy.map(canonical)
+    // A group's key and aggregate values, once its columns are laid out below.
+    let groupKey: (k: number, group: number) => Value = () => null
+    let resultOf: (group: number, s: number) => Value = () => null
     const slots: Array<{
       readonly aggregate: Aggregate
       readonly type: VType
@@ -1887,7 +1883,7 @@ const runSelect = async (
         const k = keyTexts.indexOf(canonical(e))
         if (k < 0) return undefined
         const type = keys[k]!.type
-        return { type, eval: (env) => env.g!.keys[k]!, constant: false }
+        return { type, eval: (env) => groupKey(k, env.g), constant: false }
       },
       aggregate: (call, aggregate) => {
         const name = call.name.toLowerCase()
@@ -1927,7 +1923,7 @@ const runSelect = async (
           slotTexts.push(text)
         }
         const index = s
-        return { type: slots[index]!.result, eval: (env) => resultOf(env.g!, index), constant: false }
+        return { type: slots[index]!.result, eval: (env) => resultOf(env.g, index), constant: false }
       },
       arrayJoin: (call) => {
         // An arrayJoin in GROUP BY is a key; elsewhere after grouping it is refused.
@@ -1951,14 +1947,16 @@ const runSelect = async (
       return k.type === "Int" || k.type === "Float" ? f : (env) => keyOf(f(env))
     })
     const stateBytes = slots.reduce((sum, slot) => sum + slot.aggregate.bytes, 0)
-    // Sums (count, countIf, sum, sumIf) are a column each, a number per group: no object per
-    // group and aggregate for the collector to trace. The others keep a state per group.
+    // Groups are numbers, their keys and aggregates columns indexed by them: no object per group
+    // for the collector to trace (a heavy query holds hundreds of thousands). Sums (count, countIf,
+    // sum, sumIf) are numbers in a Float64Array; other aggregates keep a state per group.
     const summed = slots.flatMap((slot, s) => slot.aggregate.adds === undefined ? [] : [s])
     const stated = slots.flatMap((slot, s) => slot.aggregate.adds === undefined ? [s] : [])
     let sums = slots.map(() => new Float64Array(0))
-    const NO_STATES: Array<State | undefined> = []
+    const states = slots.map((): Array<State> => [])
+    const keyValues = keys.map((): Array<Value> => [])
     let groups = 0
-    const newGroup = (values: Array<Value>): Group => {
+    const newGroup = (): number => {
       const at = groups++
       if (sums.length > 0 && at >= sums[0]!.length) {
         sums = sums.map((column) => {
@@ -1967,27 +1965,25 @@ const runSelect = async (
           return grown
         })
       }
-      const states = stated.length === 0 ? NO_STATES : new Array<State | undefined>(slots.length)
-      for (const s of stated) states[s] = slots[s]!.aggregate.make(slots[s]!.type)
-      return { keys: values, states, at }
+      for (let k = 0; k < keyFs.length; k++) keyValues[k]!.push(keyFs[k]!(env))
+      for (const s of stated) states[s]!.push(slots[s]!.aggregate.make(slots[s]!.type))
+      return at
     }
-    const resultOf = (group: Group, s: number): Value =>
-      slots[s]!.aggregate.adds === undefined ? group.states[s]!.result() : sums[s]![group.at]!
+    groupKey = (k, g) => keyValues[k]![g]!
+    resultOf = (g, s) => slots[s]!.aggregate.adds === undefined ? states[s]![g]!.result() : sums[s]![g]!
     // A level keyed by a dictionary code (dense, from 0) is an array; by a value, a map.
     const dense = keys.map((k) => k.code !== undefined)
     const level = (j: number): any => (dense[j] ? [] : new Map())
     produce = async () => {
       // Groups in nested levels, one per key (no key string built per row); the last level holds
-      // the groups, the others the next levels.
+      // the groups' numbers, the others the next levels.
       const root = level(0)
-      const all: Array<Group> = []
-      const single = keyFs.length === 0 ? newGroup([]) : undefined
-      if (single !== undefined) all.push(single)
+      const single = keyFs.length === 0 ? newGroup() : undefined
       const depth = groupFs.length
       const args = slots.map((slot) => slot.args)
       const adds = slots.map((slot) => slot.aggregate.adds)
       await visitRows(() => {
-        let group: Group | undefined = single
+        let group: number | undefined = single
         if (group === undefined) {
           let node = root
           for (let j = 0; j < depth - 1; j++) {
@@ -2004,31 +2000,29 @@ const runSelect = async (
           const lastDense = dense[depth - 1]
           group = lastDense ? node[last as number] : node.get(last)
           if (group === undefined) {
-            group = newGroup(keyFs.map((f) => f(env)))
+            group = newGroup()
             if (lastDense) node[last as number] = group
             else node.set(last, group)
-            all.push(group)
             context.hold(depth + 2, stateBytes)
           }
         }
-        const at = group.at
+        const at = group
         for (let k = 0; k < summed.length; k++) {
           const s = summed[k]!
           const a = args[s]!
           sums[s]![at] += adds[s]!(a.length > 0 ? a[0]!(env) : null, a.length > 1 ? a[1]!(env) : null, env.w)
         }
-        const states = group.states
         for (let k = 0; k < stated.length; k++) {
           const s = stated[k]!
           const a = args[s]!
-          states[s]!.add(a.length > 0 ? a[0]!(env) : null, a.length > 1 ? a[1]!(env) : null, env.w)
+          states[s]![at]!.add(a.length > 0 ? a[0]!(env) : null, a.length > 1 ? a[1]!(env) : null, env.w)
         }
       })
       const rows: Array<Array<Value>> = []
       const genv = emptyEnv()
       const h = havingEval?.eval
-      for (let n = 0; n < all.length; n++) {
-        genv.g = all[n]!
+      for (let n = 0; n < groups; n++) {
+        genv.g = n
         if (h !== undefined && !truthy(h(genv))) continue
         rows.push(fs.map((f) => f(genv)))
         if ((n & SLICE_CHECK) === SLICE_CHECK && context.due()) await context.pause()

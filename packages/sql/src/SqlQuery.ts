@@ -177,12 +177,12 @@ export const run = (
         hint: ScanHint,
         shape: CountShape,
         maxRows: number,
-        pause: Pause
-      ): Promise<ReadonlyArray<A & Weighted> | undefined> => {
+        pause: Pause,
+        take: (batch: A & Weighted) => Promise<void>
+      ): Promise<"read" | undefined> => {
         const ids = narrowWithin(options.within, hint.within)
         // Every api of the workspace: those with events are the store's to know, not the catalog's.
         if (ids === undefined || hint.from < (await outcome(store.from))) return undefined
-        const out: Array<A & Weighted> = []
         let rows = 0
         for (const id of new Set(ids)) {
           const ask = (from: number, to: number, grouped: boolean, groupByIdentity: boolean): AggregationQuery => ({
@@ -216,7 +216,7 @@ export const run = (
             const batch = columns(id, await read(hint.from, hint.to, shape.identity, shape.top), hint.from)
             rows += batch.length
             if (rows > maxRows) throw new TooManyRows()
-            out.push(batch)
+            await take(batch)
             continue
           }
           const hours = hourBuckets(await outcome(store.aggregate(ask(hint.from, hint.to, false, false))))
@@ -237,7 +237,8 @@ export const run = (
                 : await read(from, to, shape.identity)
               const batch = columns(id, result, from)
               rows += batch.length
-              out.push(batch)
+              if (rows > maxRows) throw new TooManyRows()
+              await take(batch)
             } else {
               merged.add(await read(from, to, shape.identity))
               if (mergedAll !== undefined) mergedAll.add(await read(from, to, false))
@@ -260,10 +261,10 @@ export const run = (
             const batch = columns(id, result, hint.from)
             rows = before + batch.length
             if (rows > maxRows) throw new TooManyRows()
-            out.push(batch)
+            await take(batch)
           }
         }
-        return out
+        return "read"
       }
     const counts: Sources["counts"] = {
       verifications: counted(options.counts?.verifications, verificationCounts) as
@@ -311,7 +312,7 @@ const FIRST_PART_EVENTS_IDLE = 65_536
 /** Fewest events of a part, however slow the store. */
 const MIN_PART_EVENTS = 2_048
 /** Most a part grows over the last, and least it shrinks to. */
-const GROWTH = 4
+const GROWTH = 16
 const SHRINK = 0.5
 
 /** A store's events per hour (`aggregate` by hour, which stores answer without reading events), in time order. */

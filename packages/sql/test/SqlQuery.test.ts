@@ -215,6 +215,25 @@ describe("SqlQuery", () => {
       }
     }))
 
+  it.effect("the first groups of many are the ones a full sort gives, HAVING and NULLs as ordered", () =>
+    Effect.gen(function*() {
+      // 600 groups of (key, minute) and of minute alone: a LIMIT under a quarter of them picks
+      // groups by their ORDER BY values before building rows.
+      const base = "SELECT key_id, toStartOfMinute(time) AS m, count() AS n, " +
+        "if(spent_credits > 0, sum(spent_credits), NULL) AS c FROM key_verifications_v1 " +
+        "GROUP BY key_id, m, spent_credits HAVING n > 0 AND m % 7 != 3 ORDER BY c DESC, m"
+      const all = yield* rows(base)
+      expect(all.length).toBeGreaterThan(400)
+      expect(all.at(-1)!.c).toBeNull()
+      for (const [offset, limit] of [[0, 1], [0, 9], [40, 30], [all.length - 5, 10]] as const) {
+        expect(yield* rows(`${base} LIMIT ${limit} OFFSET ${offset}`)).toEqual(all.slice(offset, offset + limit))
+      }
+      const single = "SELECT toStartOfMinute(time) AS m, countIf(outcome = 'VALID') AS v FROM key_verifications_v1 " +
+        "GROUP BY m ORDER BY v, m DESC"
+      const minutes = yield* rows(single)
+      expect(yield* rows(`${single} LIMIT 12`)).toEqual(minutes.slice(0, 12))
+    }))
+
   it.effect("a name may be top, and EXCEPT may take a parenthesized query", () =>
     Effect.gen(function*() {
       expect(

@@ -16,6 +16,7 @@ import { OUTCOME_NAMES, TABLES } from "../Tables.js"
 import type { Aggregate, State } from "./Functions.js"
 import { AGGREGATES, likePattern, SCALARS, shift, SignatureError, SPECIAL, UNIT_MONTHS, UNIT_MS } from "./Functions.js"
 import { giveWay } from "./Lane.js"
+import { PairIndex } from "./PairIndex.js"
 import { parse } from "./Parser.js"
 import type { IntervalValue, Value, VType } from "./Values.js"
 import { compare, equal, isNumeric, keyOf, keyOfRow, QueryFault, truthy } from "./Values.js"
@@ -90,8 +91,10 @@ export type CountSource<A> = (
   hint: ScanHint,
   shape: CountShape,
   maxRows: number,
-  pause: Pause
-) => Promise<ReadonlyArray<A & Weighted> | undefined>
+  pause: Pause,
+  /** Takes each batch as it is read (the source keeps none). */
+  take: (batch: A & Weighted) => Promise<void>
+) => Promise<"read" | undefined>
 
 /** Lets other work run between the steps of a read; rejects when the query is past its time. */
 export type Pause = () => Promise<void>
@@ -569,25 +572,6 @@ const countsInput = async (
   const whole = { ...counting.shape, identified }
   // The bounds' partial buckets are read as events and added to the groups: then no group is whole.
   const shape = hint.from < from || to < hint.to ? whole : { ...whole, top: countTop(table.family, uses, whole) }
-  const byMemory = Math.floor(context.memoryLeft / COUNT_ROW_BYTES)
-  let batches: ReadonlyArray<(VerificationColumns | RatelimitColumns) & Weighted> | undefined
-  try {
-    batches = await (source as CountSource<VerificationColumns | RatelimitColumns>)(
-      { ...hint, from, to },
-      shape,
-      Math.min(context.scanLeft, byMemory),
-      context.pauser
-    )
-  } catch (error) {
-    if (!(error instanceof TooManyRows)) throw error
-    throw readFault(context, byMemory)
-  }
-  if (batches === undefined) return undefined
-  let rows = 0
-  for (const batch of batches) rows += batch.length
-  context.scannedRows(rows)
-  context.hold(0, rows * COUNT_ROW_BYTES)
-  const counted = batches
   // The bounds' partial buckets, before and after the counted ones: their events.
   const edges = [
     ...(hint.from < from ? [rawInput(context, table, qualifiers, { ...hint, to: from })] : []),
@@ -598,7 +582,27 @@ const countsInput = async (
     columns: tableColumns(context, table),
     qualifiers,
     run: async (env, visit) => {
-      await visitBatches(context, env, counted, visit)
+      // Each batch is visited as it is read and then dropped: a read in many parts holds one
+      // part's rows at a time, and they die young.
+      const byMemory = Math.floor(context.memoryLeft / COUNT_ROW_BYTES)
+      let read: "read" | undefined
+      try {
+        read = await (source as CountSource<VerificationColumns | RatelimitColumns>)(
+          { ...hint, from, to },
+          shape,
+          Math.min(context.scanLeft, byMemory),
+          context.pauser,
+          async (batch) => {
+            context.scannedRows(batch.length)
+            context.hold(0, batch.length * COUNT_ROW_BYTES)
+            await visitBatches(context, env, [batch], visit)
+          }
+        )
+      } catch (error) {
+        if (!(error instanceof TooManyRows)) throw error
+        throw readFault(context, byMemory)
+      }
+      if (read === undefined) return rawInput(context, table, qualifiers, hint).run(env, visit)
       for (const edge of edges) await edge.run(env, visit)
     }
   }
@@ -1678,10 +1682,22 @@ const firstOf = (
   if (order === undefined || select.limit === undefined || select.having !== undefined || select.distinct) {
     return undefined
   }
+  const rows = firstRows(context, select)
+  return rows === undefined ? undefined : { by: resolve(order.expr), descending: order.descending, rows }
+}
+
+/** Two values of an ORDER BY key: NULLs last whatever the direction, as ClickHouse sorts them. */
+const compareOrdered = (x: Value, y: Value, descending: boolean): number => {
+  if (x === null || y === null) return x === y ? 0 : x === null ? 1 : -1
+  const c = compare(x, y)
+  return descending ? -c : c
+}
+
+/** OFFSET + LIMIT when both are constant (undefined otherwise: the SELECT refuses them later). */
+const firstRows = (context: Context, select: Ast.Select): number | undefined => {
+  if (select.limit === undefined) return undefined
   try {
-    const rows = constantInteger(context, select.limit, "LIMIT")! +
-      (constantInteger(context, select.offset, "OFFSET") ?? 0)
-    return { by: resolve(order.expr), descending: order.descending, rows }
+    return constantInteger(context, select.limit, "LIMIT")! + (constantInteger(context, select.offset, "OFFSET") ?? 0)
   } catch (error) {
     if (error instanceof BindFault || error instanceof QueryFault) return undefined
     throw error
@@ -1972,38 +1988,48 @@ const runSelect = async (
     groupKey = (k, g) => keyValues[k]![g]!
     resultOf = (g, s) => slots[s]!.aggregate.adds === undefined ? states[s]![g]!.result() : sums[s]![g]!
     // A level keyed by a dictionary code (dense, from 0) is an array; by a value, a map.
-    const dense = keys.map((k) => k.code !== undefined)
-    const level = (j: number): any => (dense[j] ? [] : new Map())
+    // Each key as a whole number: a dictionary column's code (dense, from 0), or one given to each
+    // distinct value in the order first seen.
+    const codes = keys.map((k, j): (env: Env) => number => {
+      if (k.code !== undefined) return k.code as (env: Env) => number
+      const f = groupFs[j]!
+      const known = new Map<Value, number>()
+      return (env) => {
+        const value = f(env)
+        let code = known.get(value)
+        if (code === undefined) known.set(value, code = known.size)
+        return code
+      }
+    })
     produce = async () => {
-      // Groups in nested levels, one per key (no key string built per row); the last level holds
-      // the groups' numbers, the others the next levels.
-      const root = level(0)
-      const single = keyFs.length === 0 ? newGroup() : undefined
+      // One key: its code indexes the groups. More: the codes are paired, the first two, then that
+      // pair's number with the third, …, the last pair's number being the group's.
       const depth = groupFs.length
+      const byCode: Array<number> = []
+      const pairs = Array.from({ length: Math.max(0, depth - 1) }, () => new PairIndex())
+      const single = depth === 0 ? newGroup() : undefined
       const args = slots.map((slot) => slot.args)
       const adds = slots.map((slot) => slot.aggregate.adds)
       await visitRows(() => {
         let group: number | undefined = single
         if (group === undefined) {
-          let node = root
-          for (let j = 0; j < depth - 1; j++) {
-            const key = groupFs[j]!(env)
-            let next = dense[j] ? node[key as number] : node.get(key)
-            if (next === undefined) {
-              next = level(j + 1)
-              if (dense[j]) node[key as number] = next
-              else node.set(key, next)
+          let code = codes[0]!(env)
+          if (depth === 1) {
+            group = byCode[code]
+            if (group === undefined) {
+              byCode[code] = group = newGroup()
+              context.hold(depth + 2, stateBytes)
             }
-            node = next
-          }
-          const last = groupFs[depth - 1]!(env)
-          const lastDense = dense[depth - 1]
-          group = lastDense ? node[last as number] : node.get(last)
-          if (group === undefined) {
-            group = newGroup()
-            if (lastDense) node[last as number] = group
-            else node.set(last, group)
-            context.hold(depth + 2, stateBytes)
+          } else {
+            for (let j = 1; j < depth - 1; j++) code = pairs[j - 1]!.intern(code, codes[j]!(env))
+            const last = pairs[depth - 2]!
+            const lastCode = codes[depth - 1]!(env)
+            group = last.find(code, lastCode)
+            if (group < 0) {
+              group = newGroup()
+              last.add(code, lastCode, group)
+              context.hold(depth + 2, stateBytes)
+            }
           }
         }
         const at = group
@@ -2018,9 +2044,36 @@ const runSelect = async (
           states[s]![at]!.add(a.length > 0 ? a[0]!(env) : null, a.length > 1 ? a[1]!(env) : null, env.w)
         }
       })
-      const rows: Array<Array<Value>> = []
       const genv = emptyEnv()
       const h = havingEval?.eval
+      const wanted = firstRows(context, select)
+      if (orderCount > 0 && !select.distinct && wanted !== undefined && wanted * 4 < groups) {
+        // The first rows of many: chosen by their ORDER BY values, the rows built for them only
+        // (a row per group would be hundreds of thousands of arrays for the collector to copy).
+        const kept: Array<number> = []
+        const values = orders.map(() => new Array<Value>(groups))
+        for (let n = 0; n < groups; n++) {
+          genv.g = n
+          if (h !== undefined && !truthy(h(genv))) continue
+          kept.push(n)
+          for (let k = 0; k < orderCount; k++) values[k]![n] = orders[k]!.eval(genv)
+          if ((n & SLICE_CHECK) === SLICE_CHECK && context.due()) await context.pause()
+        }
+        const descending = orderBy.map((o) => o.descending)
+        const firsts = await topN(context, kept, wanted, (a, b) => {
+          for (let k = 0; k < orderCount; k++) {
+            const c = compareOrdered(values[k]![a]!, values[k]![b]!, descending[k]!)
+            if (c !== 0) return c
+          }
+          return 0
+        })
+        context.hold(firsts.length * fs.length)
+        return firsts.map((n) => {
+          genv.g = n
+          return fs.map((f) => f(genv))
+        })
+      }
+      const rows: Array<Array<Value>> = []
       for (let n = 0; n < groups; n++) {
         genv.g = n
         if (h !== undefined && !truthy(h(genv))) continue
@@ -2051,15 +2104,8 @@ const runSelect = async (
     const descending = orderBy.map((o) => o.descending)
     const order = (a: ReadonlyArray<Value>, b: ReadonlyArray<Value>): number => {
       for (let k = 0; k < orderCount; k++) {
-        const x = a[width + k]!
-        const y = b[width + k]!
-        // NULLs last whatever the direction, as ClickHouse sorts them.
-        if (x === null || y === null) {
-          if (x === y) continue
-          return x === null ? 1 : -1
-        }
-        const c = compare(x, y)
-        if (c !== 0) return descending[k] ? -c : c
+        const c = compareOrdered(a[width + k]!, b[width + k]!, descending[k]!)
+        if (c !== 0) return c
       }
       return 0
     }

@@ -227,28 +227,31 @@ export const run = (
           const mergedAll = merged !== undefined && shape.identity && !identified ? new MergedCounts() : undefined
           const before = rows
           // Parts sized from the last one's pace, so that each takes about a step (see `stepMs`).
-          let partEvents = Math.min(maxPart, stepMs() > SLICE_MS ? FIRST_PART_EVENTS_IDLE : FIRST_PART_EVENTS)
+          let partEvents = Math.min(maxPart, FIRST_PART_EVENTS)
           for (let at = 0, from = hint.from; from < hint.to;) {
             const [to, next, events] = partAt(hours, at, from, hint.to, partEvents)
             const started = performance.now()
+            let took: number
             if (merged === undefined) {
               const result = shape.identity && !identified
                 ? withNoIdentity(await read(from, to, true), await read(from, to, false))
                 : await read(from, to, shape.identity)
               const batch = columns(id, result, from)
+              took = performance.now() - started
               rows += batch.length
               if (rows > maxRows) throw new TooManyRows()
+              // The executor's visit pauses on its own: not the part's time.
               await take(batch)
             } else {
               merged.add(await read(from, to, shape.identity))
               if (mergedAll !== undefined) mergedAll.add(await read(from, to, false))
+              took = performance.now() - started
               rows = before + merged.size
             }
             if (rows > maxRows) throw new TooManyRows()
-            const took = performance.now() - started
-            // Toward a step's time, by at most a factor: one part's stall (a collection, a first
-            // compile) halves the next at most, and a part's cost is not all in its events.
-            const factor = Math.min(GROWTH, Math.max(SHRINK, stepMs() / Math.max(took, 0.1)))
+            // Toward a step's time; growing by at most a factor, as a part's cost is not all in its
+            // events (a part slowed by a collection is followed by a small one, which grows back).
+            const factor = Math.min(GROWTH, stepMs() / Math.max(took, 0.1))
             partEvents = Math.min(maxPart, Math.max(MIN_PART_EVENTS, Math.round(events * factor)))
             ;[at, from] = [next, to]
             // Verifications and limits are served between parts.
@@ -304,16 +307,14 @@ const executeIn = (text: string, context: Context, query: Ast.Query) =>
   })
 
 /**
- * Events of a query's first part, before its pace is known: while other work waits, and while the
- * loop is free (a part costs a good deal whatever its events: fewer are faster in all).
+ * Events of a query's first part, before its pace is known: small, as the loop may be busy (the
+ * next parts grow fast while they take little).
  */
 const FIRST_PART_EVENTS = 8_192
-const FIRST_PART_EVENTS_IDLE = 65_536
 /** Fewest events of a part, however slow the store. */
 const MIN_PART_EVENTS = 2_048
-/** Most a part grows over the last, and least it shrinks to. */
+/** Most a part grows over the last. */
 const GROWTH = 16
-const SHRINK = 0.5
 
 /** A store's events per hour (`aggregate` by hour, which stores answer without reading events), in time order. */
 const hourBuckets = (hours: AggregationResult): Array<{ readonly time: number; readonly events: number }> =>

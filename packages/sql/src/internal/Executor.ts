@@ -378,19 +378,19 @@ interface Dict {
 
 /**
  * Codes of a dictionary column that hold across batches: each batch's dictionary code is mapped,
- * once per distinct value, to a number of this query's own.
+ * once per distinct value, to a number of this query's own. Only the last dictionary's map is
+ * kept: a store's batches share one, and each part of counts has its own (kept, they would pile
+ * up for the collector to copy).
  */
 const interner = (pick: (batch: any) => Dict): Eval => {
   const ids = new Map<unknown, number>()
-  const remaps = new Map<ReadonlyArray<unknown>, Array<number>>()
   let lastValues: ReadonlyArray<unknown> | undefined
   let remap: Array<number> = []
   return (e) => {
     const dict = pick(e.b)
     if (dict.values !== lastValues) {
       lastValues = dict.values
-      remap = remaps.get(dict.values) ?? []
-      remaps.set(dict.values, remap)
+      remap = []
     }
     const c = dict.codes[e.i]!
     let id = remap[c]

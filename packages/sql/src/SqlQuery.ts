@@ -184,7 +184,8 @@ export const run = (
         // Every api of the workspace: those with events are the store's to know, not the catalog's.
         if (ids === undefined || hint.from < (await outcome(store.from))) return undefined
         let rows = 0
-        for (const id of new Set(ids)) {
+        const apis = new Set(ids)
+        for (const id of apis) {
           const ask = (from: number, to: number, grouped: boolean, groupByIdentity: boolean): AggregationQuery => ({
             workspaceId: options.workspaceId,
             apiId: id,
@@ -210,7 +211,7 @@ export const run = (
           }
           // By identity, events without one are read too, unless the SELECT keeps none of them.
           const identified = shape.identity && shape.identified === true
-          if (shape.top !== undefined && new Set(ids).size === 1 && stepMs() > SLICE_MS) {
+          if (shape.top !== undefined && apis.size === 1 && stepMs() > SLICE_MS) {
             // While the loop is free, a SELECT of the first groups by a counter is answered in one
             // read, as getVerifications answers it: the store's top groups and their ties.
             const batch = columns(id, await read(hint.from, hint.to, shape.identity, shape.top), hint.from)
@@ -247,8 +248,8 @@ export const run = (
               if (mergedAll !== undefined) mergedAll.add(await read(from, to, false))
               took = performance.now() - started
               rows = before + merged.size
+              if (rows > maxRows) throw new TooManyRows()
             }
-            if (rows > maxRows) throw new TooManyRows()
             // Toward a step's time; growing by at most a factor, as a part's cost is not all in its
             // events (a part slowed by a collection is followed by a small one, which grows back).
             const factor = Math.min(GROWTH, stepMs() / Math.max(took, 0.1))

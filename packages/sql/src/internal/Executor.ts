@@ -569,14 +569,14 @@ const countsInput = async (
   if (counting === undefined) return undefined
   const { from, to } = counting
   const identified = counting.shape.identity && uses.where.some((e) => keepsIdentified(table.family, e))
-  const whole = { ...counting.shape, identified }
-  // The bounds' partial buckets are read as events and added to the groups: then no group is whole.
-  const shape = hint.from < from || to < hint.to ? whole : { ...whole, top: countTop(table.family, uses, whole) }
   // The bounds' partial buckets, before and after the counted ones: their events.
   const edges = [
     ...(hint.from < from ? [rawInput(context, table, qualifiers, { ...hint, to: from })] : []),
     ...(to < hint.to ? [rawInput(context, table, qualifiers, { ...hint, from: to })] : [])
   ]
+  const whole = { ...counting.shape, identified }
+  // Events of the edges are added to the groups: then no group's counts are all of it.
+  const shape = edges.length > 0 ? whole : { ...whole, top: countTop(table.family, uses, whole) }
   return {
     planned: { _tag: "Table", table, hint },
     columns: tableColumns(context, table),
@@ -610,11 +610,10 @@ const countsInput = async (
 
 /** Columns of one value in a read of counts (of one api or namespace, within counted bounds). */
 const PER_READ = new Set(["workspace_id", "key_space_id", "namespace_id"])
-const KEY_COLUMN: Record<Family, string> = { verifications: "key_id", ratelimits: "identifier" }
-const IDENTITY_COLUMNS: Record<Family, ReadonlyArray<string>> = {
-  verifications: ["identity_id", "external_id"],
-  ratelimits: ["override_id"]
-}
+
+/** The columns counts keep for a part of their shape ("key", "identity"), in COUNTED's order. */
+const countedColumns = (family: Family, needs: "key" | "identity"): Array<string> =>
+  Object.entries(COUNTED[family]).flatMap(([name, need]) => need === needs ? [name] : [])
 
 const columnsOf = (expr: Ast.Expr): Set<string> => {
   const names = new Set<string>()
@@ -628,7 +627,7 @@ const isEmptyString = (e: Ast.Expr) => e._tag === "Literal" && e.value === ""
 
 /** `identity_id != ''` (`override_id != ''`): only events with an identity (override). */
 const keepsIdentified = (family: Family, e: Ast.Expr): boolean => {
-  const column = IDENTITY_COLUMNS[family][0]!
+  const column = countedColumns(family, "identity")[0]!
   return e._tag === "Binary" && e.op === "!=" &&
     (isColumn(e.left, column) && isEmptyString(e.right) || isColumn(e.right, column) && isEmptyString(e.left))
 }
@@ -649,7 +648,10 @@ const countTop = (family: Family, uses: Uses, shape: CountShape): CountShape["to
     if (keepsIdentified(family, conjunct)) continue
     for (const name of columnsOf(conjunct)) if (!PER_READ.has(name) && name !== "time") return undefined
   }
-  const wanted = [...(shape.key ? [KEY_COLUMN[family]] : []), ...(shape.identity ? IDENTITY_COLUMNS[family] : [])]
+  const wanted = [
+    ...(shape.key ? countedColumns(family, "key") : []),
+    ...(shape.identity ? countedColumns(family, "identity") : [])
+  ]
   const grouped = new Set<string>()
   for (const e of uses.group) {
     if (e._tag !== "Column") return undefined
@@ -1968,18 +1970,20 @@ const runSelect = async (
     // sum, sumIf) are numbers in a Float64Array; other aggregates keep a state per group.
     const summed = slots.flatMap((slot, s) => slot.aggregate.adds === undefined ? [] : [s])
     const stated = slots.flatMap((slot, s) => slot.aggregate.adds === undefined ? [s] : [])
-    let sums = slots.map(() => new Float64Array(0))
+    const sums = slots.map(() => new Float64Array(0))
+    let capacity = 0
     const states = slots.map((): Array<State> => [])
     const keyValues = keys.map((): Array<Value> => [])
     let groups = 0
     const newGroup = (): number => {
       const at = groups++
-      if (sums.length > 0 && at >= sums[0]!.length) {
-        sums = sums.map((column) => {
-          const grown = new Float64Array(Math.max(64, column.length * 2))
-          grown.set(column)
-          return grown
-        })
+      if (at >= capacity) {
+        capacity = Math.max(64, capacity * 2)
+        for (const s of summed) {
+          const grown = new Float64Array(capacity)
+          grown.set(sums[s]!)
+          sums[s] = grown
+        }
       }
       for (let k = 0; k < keyFs.length; k++) keyValues[k]!.push(keyFs[k]!(env))
       for (const s of stated) states[s]!.push(slots[s]!.aggregate.make(slots[s]!.type))
@@ -1987,7 +1991,6 @@ const runSelect = async (
     }
     groupKey = (k, g) => keyValues[k]![g]!
     resultOf = (g, s) => slots[s]!.aggregate.adds === undefined ? states[s]![g]!.result() : sums[s]![g]!
-    // A level keyed by a dictionary code (dense, from 0) is an array; by a value, a map.
     // Each key as a whole number: a dictionary column's code (dense, from 0), or one given to each
     // distinct value in the order first seen.
     const codes = keys.map((k, j): (env: Env) => number => {

@@ -228,9 +228,22 @@ export const run = (
           const mergedAll = merged !== undefined && shape.identity && !identified ? new MergedCounts() : undefined
           const before = rows
           // Parts sized from the last one's pace, so that each takes about a step (see `stepMs`).
+          // Without hours to tell apart, parts are whole days where they can be: the stores count
+          // a whole day from its day counts, at a cost of its groups rather than its events.
+          const byDays = shape.timeUnit !== "hour"
           let partEvents = Math.min(maxPart, FIRST_PART_EVENTS)
+          let partDays = 1
           for (let at = 0, from = hint.from; from < hint.to;) {
-            const [to, next, events] = partAt(hours, at, from, hint.to, partEvents)
+            const midnight = Math.ceil(from / DAY_MS) * DAY_MS
+            const days = byDays && midnight === from ? daysAt(hours, at, from, hint.to, partDays, maxPart) : undefined
+            const [to, next, events] = days ??
+              partAt(
+                hours,
+                at,
+                from,
+                byDays ? Math.min(hint.to, midnight === from ? from + DAY_MS : midnight) : hint.to,
+                partEvents
+              )
             const started = performance.now()
             let took: number
             if (merged === undefined) {
@@ -253,7 +266,8 @@ export const run = (
             // Toward a step's time; growing by at most a factor, as a part's cost is not all in its
             // events (a part slowed by a collection is followed by a small one, which grows back).
             const factor = Math.min(GROWTH, stepMs() / Math.max(took, 0.1))
-            partEvents = Math.min(maxPart, Math.max(MIN_PART_EVENTS, Math.round(events * factor)))
+            if (days !== undefined) partDays = Math.max(1, Math.round((to - from) / DAY_MS * factor))
+            else partEvents = Math.min(maxPart, Math.max(MIN_PART_EVENTS, Math.round(events * factor)))
             ;[at, from] = [next, to]
             // Verifications and limits are served between parts.
             await pause()
@@ -325,10 +339,11 @@ const hourBuckets = (hours: AggregationResult): Array<{ readonly time: number; r
     return { time: hours.time![row]!, events }
   }).sort((a, b) => a.time - b.time)
 
+type Part = readonly [to: number, next: number, events: number]
+
 /**
- * The part that starts at `from` (at bucket `at`): about `partEvents` events, cut at an hour (a
- * midnight for a day or more), the last part ending at `end`. Its end, the bucket the next part
- * starts at, and its events.
+ * The part that starts at `from` (at bucket `at`): about `partEvents` events, cut at an hour, the
+ * last part ending at `end`. Its end, the bucket the next part starts at, and its events.
  */
 const partAt = (
   hours: ReadonlyArray<{ readonly time: number; readonly events: number }>,
@@ -336,22 +351,44 @@ const partAt = (
   from: number,
   end: number,
   partEvents: number
-): readonly [number, number, number] => {
+): Part => {
   let events = 0
   for (let b = at; b < hours.length; b++) {
     const bucket = hours[b]!
-    if (events >= partEvents && bucket.time > from) {
-      // A part of a day or more ends at a midnight (UTC): the stores count whole days from their
-      // day counts, and a part cut inside a day reads that day's hours twice over.
-      const midnight = Math.ceil(bucket.time / DAY_MS) * DAY_MS
-      if (bucket.time - from < DAY_MS || midnight === bucket.time || midnight >= end) return [bucket.time, b, events]
-      let next = b
-      for (; next < hours.length && hours[next]!.time < midnight; next++) events += hours[next]!.events
-      return [midnight, next, events]
+    if (bucket.time >= end || (events >= partEvents && bucket.time > from)) {
+      return [bucket.time >= end ? end : bucket.time, b, events]
     }
     events += bucket.events
   }
   return [end, hours.length, events]
+}
+
+/**
+ * The part of up to `days` whole days that starts at `from` (a midnight, at bucket `at`), of at
+ * most `maxEvents` events, the last part ending at `end`; undefined when its first day alone holds
+ * more (it is then cut by hours).
+ */
+const daysAt = (
+  hours: ReadonlyArray<{ readonly time: number; readonly events: number }>,
+  at: number,
+  from: number,
+  end: number,
+  days: number,
+  maxEvents: number
+): Part | undefined => {
+  const last = Math.min(end, from + days * DAY_MS)
+  let events = 0
+  let b = at
+  let part: Part | undefined
+  for (let dayEnd = Math.min(last, from + DAY_MS);; dayEnd = Math.min(last, dayEnd + DAY_MS)) {
+    let added = 0
+    for (; b < hours.length && hours[b]!.time < dayEnd; b++) added += hours[b]!.events
+    if (events + added > maxEvents) return part
+    events += added
+    // Past the last bucket, the part runs to the end: nothing is left to count.
+    part = [b === hours.length ? end : dayEnd, b, events]
+    if (dayEnd >= last || b === hours.length) return part
+  }
 }
 
 const DAY_MS = 86_400_000

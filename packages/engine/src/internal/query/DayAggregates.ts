@@ -133,7 +133,8 @@ export const fromDayIndex = (context: QueryContext): AggregationResult | undefin
           scanSets(run.chunks, a, b, null, setScratch)
         }
       }
-      for (let g = 1; g < partition.tagsets.length; g++) {
+      // Whole days only: no tag set was counted (an api may have thousands).
+      for (let g = 1; split.edges.length > 0 && g < partition.tagsets.length; g++) {
         const at = g * OUTCOMES
         if (!any(setAcc, at)) continue
         const tags = partition.tagsetTags[g]!

@@ -14,7 +14,7 @@ import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
 import * as Runtime from "effect/Runtime"
 import type * as Ast from "./Ast.js"
-import { MergedCounts, ratelimitCounts, verificationCounts, withNoIdentity } from "./internal/Counts.js"
+import { Dictionaries, MergedCounts, ratelimitCounts, verificationCounts, withNoIdentity } from "./internal/Counts.js"
 import type {
   CountShape,
   CountSource,
@@ -171,7 +171,7 @@ export const run = (
     const maxPart = Math.max(1, options.counts?.partEvents ?? Infinity)
     const counted = <A extends { readonly length: number }>(
       store: Counts | undefined,
-      columns: (id: string, result: AggregationResult, from: number) => A & Weighted
+      toColumns: (id: string, result: AggregationResult, from: number, dictionaries: Dictionaries) => A & Weighted
     ) =>
       store === undefined ? undefined : async (
         hint: ScanHint,
@@ -186,6 +186,9 @@ export const run = (
         let rows = 0
         const apis = new Set(ids)
         for (const id of apis) {
+          const dictionaries = new Dictionaries()
+          const columns = (id: string, result: AggregationResult, from: number) =>
+            toColumns(id, result, from, dictionaries)
           const ask = (from: number, to: number, grouped: boolean, groupByIdentity: boolean): AggregationQuery => ({
             workspaceId: options.workspaceId,
             apiId: id,

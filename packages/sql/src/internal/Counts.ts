@@ -48,6 +48,26 @@ const nonZero = (result: AggregationResult) => {
 
 const NO_TAGS: ReadonlyArray<string> = []
 
+/**
+ * The dictionaries of one read's batches, kept across its parts: a part adds only the values it is
+ * the first to hold, and the executor maps each value once for the whole read (a dictionary per
+ * part was rebuilt, and mapped again, at every part).
+ */
+export class Dictionaries {
+  /** Key ids (identifiers for decisions). */
+  readonly keys = new Coder<string>()
+  /** Identity ids (override ids for decisions). */
+  readonly identityIds = new Coder<string>()
+  readonly externalIds = new Coder<string>()
+  /** Tag sets: by the store's array for a set (one per set), by the tag for a single tag. */
+  readonly tagsets = new Coder<ReadonlyArray<string>>()
+  readonly regions = new Coder<string>()
+  constructor() {
+    this.regions.code("", "")
+    this.tagsets.code(NO_TAGS, NO_TAGS)
+  }
+}
+
 /** A row's group but for its identity. */
 const groupOf = (result: AggregationResult, row: number): string =>
   JSON.stringify([
@@ -184,15 +204,12 @@ export class MergedCounts {
 export const verificationCounts = (
   apiId: string,
   result: AggregationResult,
-  from: number
+  from: number,
+  dictionaries: Dictionaries
 ): VerificationColumns & Weighted => {
   const { outcomes, rows } = nonZero(result)
   const n = rows.length
-  const keys = new Coder<string>()
-  const identityIds = new Coder<string>()
-  const externalIds = new Coder<string>()
-  const tagsets = new Coder<ReadonlyArray<string>>()
-  const regions = new Coder<string>()
+  const { externalIds, identityIds, keys, regions, tagsets } = dictionaries
   const columns = {
     key: new Uint32Array(n),
     identity: new Uint32Array(n),
@@ -201,7 +218,6 @@ export const verificationCounts = (
   }
   const time = new Float64Array(n)
   const weight = new Float64Array(n)
-  regions.code("", "")
   for (let i = 0; i < n; i++) {
     const row = rows[i]!
     time[i] = result.time?.[row] ?? from
@@ -213,8 +229,12 @@ export const verificationCounts = (
     columns.external[i] = externalIds.code(identity?.externalId ?? "", identity?.externalId ?? "")
     // By single tag: the row's tags are that one (all the SELECT reads of them is arrayJoin).
     const tag = result.tag?.[row]
-    const tags = tag !== undefined ? [tag] : result.tags?.[row] ?? NO_TAGS
-    columns.tags[i] = tagsets.code(tags.length === 0 ? "" : JSON.stringify(tags), tags)
+    const tags = result.tags?.[row]
+    columns.tags[i] = tag !== undefined
+      ? tagsets.code(tag, [tag])
+      : tags === undefined || tags.length === 0
+      ? 0
+      : tagsets.code(tags, tags)
   }
   return {
     length: n,
@@ -241,12 +261,12 @@ const PASSED = OutcomeIndex.get("valid")!
 export const ratelimitCounts = (
   namespaceId: string,
   result: AggregationResult,
-  from: number
+  from: number,
+  dictionaries: Dictionaries
 ): RatelimitColumns & Weighted => {
   const { outcomes, rows } = nonZero(result)
   const n = rows.length
-  const identifiers = new Coder<string>()
-  const overrides = new Coder<string>()
+  const { identityIds: overrides, keys: identifiers } = dictionaries
   const identifier = new Uint32Array(n)
   const override = new Uint32Array(n)
   const time = new Float64Array(n)

@@ -261,16 +261,18 @@ const scansOf = (verifications: VerificationStore["Type"], ratelimits: Ratelimit
  * same read them (`counted` tells how many reads of counts were made).
  */
 const withCounts = (verifications: VerificationStore["Type"], ratelimits: RatelimitStore["Type"]) => {
-  const counted = { reads: 0, tops: 0 }
+  const counted = { reads: 0, tops: 0, credits: 0 }
   const countsOf = (store: VerificationStore["Type"] | RatelimitStore["Type"]) => {
     if (store.scanCountsFrom === undefined) throw new Error("the store keeps no counts for SQL analytics")
     return {
       aggregate: (query: Parameters<typeof store.aggregate>[0]) => {
         counted.reads++
         if (query.limit !== undefined) counted.tops++
+        if (query.sumCredits === true) counted.credits++
         return store.aggregate(query)
       },
-      from: store.scanCountsFrom
+      from: store.scanCountsFrom,
+      sumsCredits: "sumsCredits" in store ? store.sumsCredits : undefined
     }
   }
   const scans: Scans = {
@@ -310,10 +312,15 @@ describe("SQL analytics against DuckDB", () => {
       yield* agreeAll("memory", scansOf(verifications, ratelimits))
       const { counted, scans } = withCounts(verifications, ratelimits)
       yield* agreeAll("memory, counts where they answer", scans)
-      summary.push(`memory read counts ${counted.reads} times, ${counted.tops} of them the top groups only`)
+      summary.push(
+        `memory read counts ${counted.reads} times, ${counted.tops} of them the top groups only, ` +
+          `${counted.credits} with credits summed`
+      )
       expect(counted.reads).toBeGreaterThan(300)
       // The pinned SELECTs of first groups by a counter read only the top groups.
       expect(counted.tops).toBeGreaterThan(0)
+      // Sums of spent credits are read from counts too.
+      expect(counted.credits).toBeGreaterThan(50)
     }), 60_000)
 
   it.live("the SQLite store, on a file", () =>

@@ -25,6 +25,11 @@ export interface AggregationQuery extends VerificationQuery {
   readonly workspaceId: string
   /** An adapter may stop and fail with {@link tooLarge} once it holds more rows than this. */
   readonly maxRows: number
+  /**
+   * Also sum the spent credits of each counter's events (`AggregationResult.credits`): asked only
+   * of stores that say they do (`VerificationStore.sumsCredits`), by SQL analytics.
+   */
+  readonly sumCredits?: boolean | undefined
 }
 
 /**
@@ -63,6 +68,8 @@ export interface AggregationResult {
   readonly groups?: number | undefined
   /** `counts[row * OUTCOMES + outcome]`, outcomes in the order of `Verification.Outcomes`. */
   readonly counts: Float64Array
+  /** With `sumCredits`: the spent credits of the events each counter counts, laid out as `counts`. */
+  readonly credits?: Float64Array | undefined
   readonly time?: Float64Array | undefined
   readonly keyId?: ReadonlyArray<string> | undefined
   readonly identity?: ReadonlyArray<Identity> | undefined
@@ -90,7 +97,7 @@ export const tooLarge = (query: VerificationQuery, cap: number): QueryTooLarge =
 /**
  * Turns a result grouped by tag set (`tags` column) into one grouped by single tag (`tag`
  * column): a row counts once for each of its tags, rows without tags drop out, and equal
- * (time, key, identity, tag) rows are summed.
+ * (time, key, identity, tag) rows are summed (their credits too, when summed).
  */
 export const expandTags = (query: VerificationQuery, result: AggregationResult): AggregationResult => {
   const tags = result.tags
@@ -142,6 +149,8 @@ export const expandTags = (query: VerificationQuery, result: AggregationResult):
   const dense = prefixes * nTags <= 1 << 22 ? new Int32Array(prefixes * nTags).fill(-1) : undefined
   const targets = dense === undefined ? new Map<number, number>() : undefined
   let counts = new Float64Array(Math.max(1, size) * OUTCOMES)
+  const credits = result.credits
+  let sums = credits === undefined ? undefined : new Float64Array(counts.length)
   const source: Array<number> = []
   const tagOf: Array<number> = []
   for (let row = 0; row < size; row++) {
@@ -155,26 +164,33 @@ export const expandTags = (query: VerificationQuery, result: AggregationResult):
         source.push(row)
         tagOf.push(code)
         if ((target + 1) * OUTCOMES > counts.length) {
-          const grown = new Float64Array(counts.length * 2)
-          grown.set(counts)
-          counts = grown
+          counts = grown(counts)
+          if (sums !== undefined) sums = grown(sums)
         }
       }
       const from = row * OUTCOMES
       const to = target * OUTCOMES
       for (let o = 0; o < OUTCOMES; o++) counts[to + o]! += result.counts[from + o]!
+      if (sums !== undefined) { for (let o = 0; o < OUTCOMES; o++) sums[to + o]! += credits![from + o]! }
     }
   }
   const n = source.length
   return {
     size: n,
     counts: counts.subarray(0, n * OUTCOMES),
+    ...(sums !== undefined ? { credits: sums.subarray(0, n * OUTCOMES) } : {}),
     time: query.timeUnit !== undefined ? Float64Array.from(source, (row) => result.time![row]!) : undefined,
     keyId: result.keyId ? source.map((row) => result.keyId![row]!) : undefined,
     identity: result.identity ? source.map((row) => result.identity![row]!) : undefined,
     tag: tagOf.map((code) => tagNames[code]!),
     tags: undefined
   }
+}
+
+const grown = (array: Float64Array<ArrayBuffer>): Float64Array<ArrayBuffer> => {
+  const copy = new Float64Array(array.length * 2)
+  copy.set(array)
+  return copy
 }
 
 const compareStrings = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0)

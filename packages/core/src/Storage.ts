@@ -74,6 +74,11 @@ export class VerificationStore extends Context.Tag("@keymeter/core/VerificationS
      */
     readonly scanCountsFrom?: Effect.Effect<number> | undefined
     /**
+     * Whether `aggregate` sums spent credits when asked (`AggregationQuery.sumCredits`): SQL
+     * analytics then read counts for sums of credits too. Absent: never asked.
+     */
+    readonly sumsCredits?: boolean | undefined
+    /**
      * A number that changes whenever what `aggregate` answers may change (each stored batch), so
      * callers can reuse an answer while it holds. Only adapters that alone write their data have
      * it (memory, SQLite); it is absent where other processes write too (ClickHouse).

@@ -215,4 +215,20 @@ describe("Aggregation.expandTags", () => {
     const out = run({ ...q, groupByTag: "tag" }, expanded)
     expect(out.map((p) => [p.tag, p.total])).toEqual([["a", 2], ["b", 5]])
   })
+
+  it("adds up credits as it adds up counters, when the result sums them", () => {
+    const q = query({ groupByTag: "tags" })
+    const counted = rows(q, [
+      { tags: ["a", "b"], valid: 2 },
+      { tags: ["b"], valid: 3 },
+      { tags: [], valid: 100 }
+    ])
+    // Credits of the valid counter of each row: 10, 7 and 1.
+    const credits = new Float64Array(counted.counts.length)
+    ;[10, 7, 1].forEach((spent, row) => credits[row * Aggregation.OUTCOMES] = spent)
+    const expanded = Aggregation.expandTags({ ...q, groupByTag: "tag" }, { ...counted, credits })
+    expect(expanded.tag).toEqual(["a", "b"])
+    expect(Array.from(expanded.credits!)).toEqual([10, 0, 0, 0, 0, 0, 0, 0, 0, 17, 0, 0, 0, 0, 0, 0, 0, 0])
+    expect(Aggregation.expandTags({ ...q, groupByTag: "tag" }, counted).credits).toBeUndefined()
+  })
 })

@@ -63,6 +63,11 @@ export class Engine {
   private readonly partitions = new Map<string, Map<string, Partition>>()
   constructor(private readonly options: Options = {}) {}
 
+  /** Whether events keep their details: then `scan` reads them and `aggregate` sums credits. */
+  get keepsDetails(): boolean {
+    return this.options.details !== false
+  }
+
   /** Adds a batch. */
   append(events: ReadonlyArray<Verification>): void {
     // Partitions of this batch by api; a batch almost always comes from one workspace.

@@ -5,10 +5,33 @@
  * answer nothing without calling any path.
  */
 import { describe, expect, it } from "@effect/vitest"
+import type { AggregationResult } from "@keymeter/core/Aggregation"
+import { OUTCOMES } from "@keymeter/core/Aggregation"
 import * as Verification from "@keymeter/core/Verification"
+import * as FastCheck from "effect/FastCheck"
 import { Engine } from "../src/Engine.js"
 import type { Input } from "./Fixture.js"
-import { API, BASE, check, checkHistories, HOUR, queryArb, tally, WS } from "./Fixture.js"
+import { API, BASE, check, checkHistories, historyArb, HOUR, queryArb, tally, toQuery, traced, WS } from "./Fixture.js"
+
+/**
+ * A result's rows that count events, by group (time, key, identity, tags), each with its nine
+ * values of `values` (paths differ only in whether they keep a row of zeros, which core drops).
+ */
+const byGroup = (result: AggregationResult, values: ArrayLike<number>): Map<string, Array<number>> =>
+  new Map(
+    Array.from({ length: result.size }, (_, row) => row).filter((row) =>
+      result.counts.subarray(row * OUTCOMES, (row + 1) * OUTCOMES).some((count) => count > 0)
+    ).map((row) => [
+      JSON.stringify([
+        result.time?.[row],
+        result.keyId?.[row],
+        result.identity?.[row],
+        result.tag?.[row],
+        result.tags?.[row]
+      ]),
+      Array.from({ length: OUTCOMES }, (_, o) => values[row * OUTCOMES + o]!)
+    ])
+  )
 
 describe("Aggregate", () => {
   it("routes every shape of query to its documented path, answering like the reference", () => {
@@ -51,5 +74,40 @@ describe("Aggregate", () => {
     // One name stored is enough: the others are ignored.
     expect(check(engine, events, { ...base, keyId: ["k9", "k1"] }).path).toBe("scan")
     expect(check(engine, events, { ...base, start: BASE + 5 * HOUR, end: BASE + 5 * HOUR }).path).toBe("scan")
+  })
+
+  it("sums spent credits per counter, by the general path, as counting each credit as an event would", () => {
+    // The oracle: an engine holding each event as many times as it spent credits counts, per
+    // group and outcome, what the first engine sums; counting is what every other test checks.
+    FastCheck.assert(
+      FastCheck.property(
+        historyArb(),
+        FastCheck.array(queryArb(), { minLength: 1, maxLength: 5 }),
+        FastCheck.integer(),
+        (history, inputs, seed) => {
+          const credits = history.events.map((_, i) => Math.abs((seed ^ (i * 2_654_435_761)) % 4))
+          const events = history.events.map((event, i) => ({ ...event, spentCredits: credits[i]! }))
+          const summing = new Engine({ lateMergeThreshold: history.lateMerge })
+          summing.append(events)
+          const replicated = new Engine()
+          replicated.append(events.flatMap((event) => Array.from({ length: event.spentCredits }, () => event)))
+          for (const input of inputs) {
+            const { limit: _limit, order: _order, orderBy: _orderBy, ...unordered } = input
+            const query = toQuery(unordered)
+            const { trace, value: summed } = traced(() => summing.aggregate({ ...query, sumCredits: true }))
+            const plain = summing.aggregate(query)!
+            const label = JSON.stringify(unordered)
+            if (summed!.size > 0) expect(trace.path, label).toBe("scan")
+            // The same rows and counters as without credits, and beside them the credits.
+            expect(byGroup(summed!, summed!.counts), label).toEqual(byGroup(plain, plain.counts))
+            const expected = byGroup(replicated.aggregate(query)!, replicated.aggregate(query)!.counts)
+            for (const [group, sums] of byGroup(summed!, summed!.credits!)) {
+              expect(sums, `${label} ${group}`).toEqual(expected.get(group) ?? Array(OUTCOMES).fill(0))
+            }
+          }
+        }
+      ),
+      { seed: 1_706_400_000, numRuns: 150 }
+    )
   })
 })

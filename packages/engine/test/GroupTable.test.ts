@@ -3,7 +3,8 @@
  * many. Checked against a Map of the same adds, for small codes, codes whose combined number nears
  * 2^53 (hashed on both halves), and codes past it (keyed by text): every group once, with its
  * codes and nine counters, through growth past the first 512 slots and after `clear`; `onNew`
- * announces each new group's number before adding it, and a throw from it adds nothing.
+ * announces each new group's number before adding it, and a throw from it adds nothing; credits
+ * are summed beside the counters when asked.
  */
 import { describe, expect, it } from "@effect/vitest"
 import * as FastCheck from "effect/FastCheck"
@@ -107,5 +108,26 @@ describe("GroupTable", () => {
     for (let key = 0; key < 1100; key++) table.add(key, 0, 0, 0)
     expect(table.size).toBe(1100)
     expect(Array.from({ length: 1100 }, (_, slot) => table.counts[slot * 9])).toEqual(new Array(1100).fill(1))
+  })
+
+  it("sums credits beside the counters when asked, through growth and clear", () => {
+    const table = new GroupTable({ key: 10_000, identity: 3, tagset: 2 }, () => {}, true)
+    for (const round of [1, 2]) {
+      // 1,100 groups (the table grows twice), each added to three times with credits key % 7, twice valid.
+      for (let n = 0; n < 3; n++) {
+        for (let key = 0; key < 1100; key++) table.add(key, key % 3, key % 2, n === 2 ? 4 : 0, (key % 7) * round)
+      }
+      for (let key = 0; key < 1100; key++) {
+        const at = table.slot(key, key % 3, key % 2) * 9
+        expect([table.counts[at], table.counts[at + 4]], `counts of ${key}`).toEqual([2, 1])
+        expect([table.credits![at], table.credits![at + 4]], `credits of ${key}`).toEqual([
+          2 * (key % 7) * round,
+          (key % 7) * round
+        ])
+      }
+      table.clear()
+    }
+    // Without the option, no credits are kept.
+    expect(new GroupTable({ key: 1, identity: 1, tagset: 1 }).credits).toBeUndefined()
   })
 })

@@ -83,14 +83,19 @@ export interface Counts {
   readonly aggregate: (query: AggregationQuery) => Effect.Effect<AggregationResult, StorageError | QueryTooLarge>
   /** From when on its counts are of exactly the events its scan reads. */
   readonly from: Effect.Effect<number>
+  /** Whether `aggregate` sums spent credits when asked (`AggregationQuery.sumCredits`). */
+  readonly sumsCredits?: boolean | undefined
 }
 
 /** A store's counts, where it keeps them for SQL analytics (`scanCountsFrom`). */
 export const countsOf = (store: {
   readonly aggregate: Counts["aggregate"]
   readonly scanCountsFrom?: Effect.Effect<number> | undefined
+  readonly sumsCredits?: boolean | undefined
 }): Counts | undefined =>
-  store.scanCountsFrom === undefined ? undefined : { aggregate: store.aggregate, from: store.scanCountsFrom }
+  store.scanCountsFrom === undefined
+    ? undefined
+    : { aggregate: store.aggregate, from: store.scanCountsFrom, sumsCredits: store.sumsCredits === true }
 
 /** One column of an answer. */
 export interface AnswerColumn {
@@ -181,6 +186,7 @@ export const run = (
         take: (batch: A & Weighted) => Promise<void>
       ): Promise<"read" | undefined> => {
         const ids = narrowWithin(options.within, hint.within)
+        if (shape.credits === true && store.sumsCredits !== true) return undefined
         // Every api of the workspace: those with events are the store's to know, not the catalog's.
         if (ids === undefined || hint.from < (await outcome(store.from))) return undefined
         let rows = 0
@@ -204,7 +210,8 @@ export const run = (
             orderBy: undefined,
             order: "asc",
             limit: undefined,
-            maxRows: grouped ? Math.max(1, maxRows - rows) : Number.MAX_SAFE_INTEGER
+            maxRows: grouped ? Math.max(1, maxRows - rows) : Number.MAX_SAFE_INTEGER,
+            ...(grouped && shape.credits === true ? { sumCredits: true } : {})
           })
           const read = async (from: number, to: number, groupByIdentity: boolean, top?: CountShape["top"]) => {
             const asked = { ...ask(from, to, true, groupByIdentity), ...top }

@@ -2,7 +2,8 @@
  * A store's counts (`AggregationResult`: a row per time bucket and group, a counter per outcome) as
  * rows of counted events for the executor: one row per non-zero counter, standing for that many
  * events equal in everything the counts keep. What the counts do not keep reads as nothing (no
- * credits, latency or region); the executor reads counts only for SELECTs that never ask for them.
+ * latency or region; credits unless summed, then a row's are the total of its events); the executor
+ * reads counts only for SELECTs that never ask for them.
  * Counts not by time bucket read as at `from`, the start of the bounds they were counted within.
  */
 import type { AggregationResult } from "@keymeter/core/Aggregation"
@@ -83,26 +84,41 @@ const groupOf = (result: AggregationResult, row: number): string =>
  * difference, added as rows without identity.
  */
 export const withNoIdentity = (identified: AggregationResult, all: AggregationResult): AggregationResult => {
-  const rest = new Map<string, { row: number; counts: Float64Array }>()
+  const rest = new Map<string, { row: number; counts: Float64Array; credits: Float64Array | undefined }>()
+  const nine = (values: Float64Array, row: number) => values.slice(row * OUTCOMES, (row + 1) * OUTCOMES)
   for (let row = 0; row < all.size; row++) {
-    rest.set(groupOf(all, row), { row, counts: all.counts.slice(row * OUTCOMES, (row + 1) * OUTCOMES) })
+    rest.set(groupOf(all, row), {
+      row,
+      counts: nine(all.counts, row),
+      credits: all.credits === undefined ? undefined : nine(all.credits, row)
+    })
   }
   for (let row = 0; row < identified.size; row++) {
     const group = rest.get(groupOf(identified, row))
     if (group === undefined) continue
     for (let o = 0; o < OUTCOMES; o++) group.counts[o]! -= identified.counts[row * OUTCOMES + o]!
+    if (group.credits !== undefined) {
+      for (let o = 0; o < OUTCOMES; o++) group.credits[o]! -= identified.credits![row * OUTCOMES + o]!
+    }
   }
   const extra = [...rest.values()].filter((group) => group.counts.some((count) => count > 0))
   const size = identified.size + extra.length
   const counts = new Float64Array(size * OUTCOMES)
   counts.set(identified.counts.subarray(0, identified.size * OUTCOMES))
   extra.forEach((group, k) => counts.set(group.counts, (identified.size + k) * OUTCOMES))
+  let credits: Float64Array | undefined
+  if (identified.credits !== undefined && all.credits !== undefined) {
+    credits = new Float64Array(size * OUTCOMES)
+    credits.set(identified.credits.subarray(0, identified.size * OUTCOMES))
+    extra.forEach((group, k) => credits!.set(group.credits!, (identified.size + k) * OUTCOMES))
+  }
   const time = identified.time === undefined || all.time === undefined
     ? undefined
     : Float64Array.from([...identified.time.subarray(0, identified.size), ...extra.map((g) => all.time![g.row]!)])
   return {
     size,
     counts,
+    credits,
     time,
     keyId: identified.keyId === undefined
       ? undefined
@@ -143,6 +159,8 @@ const dimensionsOf = (result: AggregationResult): Array<(row: number) => unknown
 export class MergedCounts {
   private readonly root = new Map<unknown, any>()
   private counts = new Float64Array(1024 * OUTCOMES)
+  /** Credits beside the counters, when the results sum them. */
+  private credits: Float64Array<ArrayBuffer> | undefined
   private readonly source: Array<{ readonly result: AggregationResult; readonly row: number }> = []
   private shape: AggregationResult | undefined
 
@@ -152,6 +170,7 @@ export class MergedCounts {
 
   add(result: AggregationResult): void {
     this.shape ??= result
+    if (result.credits !== undefined) this.credits ??= new Float64Array(this.counts.length)
     const dimensions = dimensionsOf(result)
     const last = dimensions.length - 1
     for (let row = 0; row < result.size; row++) {
@@ -169,14 +188,15 @@ export class MergedCounts {
         node.set(value, at)
         this.source.push({ result, row })
         if ((at + 1) * OUTCOMES > this.counts.length) {
-          const grown = new Float64Array(this.counts.length * 2)
-          grown.set(this.counts)
-          this.counts = grown
+          this.counts = grown(this.counts)
+          if (this.credits !== undefined) this.credits = grown(this.credits)
         }
       }
       const into = at * OUTCOMES
       const from = row * OUTCOMES
       for (let o = 0; o < OUTCOMES; o++) this.counts[into + o]! += result.counts[from + o]!
+      const credits = result.credits
+      if (credits !== undefined) { for (let o = 0; o < OUTCOMES; o++) this.credits![into + o]! += credits[from + o]! }
     }
   }
 
@@ -191,6 +211,7 @@ export class MergedCounts {
     return {
       size: source.length,
       counts: this.counts.subarray(0, source.length * OUTCOMES),
+      credits: this.credits?.subarray(0, source.length * OUTCOMES),
       time: shape?.time === undefined ? undefined : Float64Array.from(source, ({ result, row }) => result.time![row]!),
       keyId: column((r) => r.keyId),
       identity: column((r) => r.identity),
@@ -200,7 +221,13 @@ export class MergedCounts {
   }
 }
 
-/** One api's counted verifications. */
+const grown = (array: Float64Array<ArrayBuffer>): Float64Array<ArrayBuffer> => {
+  const copy = new Float64Array(array.length * 2)
+  copy.set(array)
+  return copy
+}
+
+/** One api's counted verifications (with their spent credits, summed, when the result has them). */
 export const verificationCounts = (
   apiId: string,
   result: AggregationResult,
@@ -218,10 +245,13 @@ export const verificationCounts = (
   }
   const time = new Float64Array(n)
   const weight = new Float64Array(n)
+  const credits = result.credits
+  const spentCredits = new Float64Array(n)
   for (let i = 0; i < n; i++) {
     const row = rows[i]!
     time[i] = result.time?.[row] ?? from
     weight[i] = result.counts[row * OUTCOMES + outcomes[i]!]!
+    if (credits !== undefined) spentCredits[i] = credits[row * OUTCOMES + outcomes[i]!]!
     const keyId = result.keyId?.[row] ?? ""
     columns.key[i] = keys.code(keyId, keyId)
     const identity: Identity | undefined = result.identity?.[row]
@@ -246,7 +276,7 @@ export const verificationCounts = (
     externalId: externalIds.dictionary(columns.external),
     outcome: Uint8Array.from(outcomes),
     tags: tagsets.dictionary(columns.tags),
-    spentCredits: new Float64Array(n),
+    spentCredits,
     latency: new Float64Array(n),
     region: regions.dictionary(new Uint32Array(n))
   }

@@ -14,7 +14,17 @@ import type { Budget } from "../SqlError.js"
 import type { Family, PublicTable } from "../Tables.js"
 import { OUTCOME_NAMES, TABLES } from "../Tables.js"
 import type { Aggregate, State } from "./Functions.js"
-import { AGGREGATES, likePattern, SCALARS, shift, SignatureError, SPECIAL, UNIT_MONTHS, UNIT_MS } from "./Functions.js"
+import {
+  AGGREGATES,
+  likePattern,
+  once,
+  SCALARS,
+  shift,
+  SignatureError,
+  SPECIAL,
+  UNIT_MONTHS,
+  UNIT_MS
+} from "./Functions.js"
 import { giveWay } from "./Lane.js"
 import { PairIndex } from "./PairIndex.js"
 import { parse } from "./Parser.js"
@@ -74,6 +84,11 @@ export interface CountShape {
   readonly tags: "tags" | "tag" | undefined
   /** By identity, and only events with one are read (the SELECT keeps `identity_id != ''` only). */
   readonly identified?: boolean | undefined
+  /**
+   * Rows carry the spent credits of their events, summed (`spent_credits` is a total, read only by
+   * `sum`/`sumIf`, which add it once: see `InputColumn.total`).
+   */
+  readonly credits?: boolean | undefined
   /**
    * The SELECT keeps only its first `limit` groups by this counter, and a group's counts are all
    * it reads of it: a read that answers in one step may return only the groups that can make
@@ -161,6 +176,11 @@ interface InputColumn {
   readonly get: Eval
   /** A number standing for the value, the same for equal values within the query (dictionary columns). */
   readonly code?: Eval | undefined
+  /**
+   * On a row of counts, the value is the total over the events the row stands for (not each
+   * event's): `sum` and `sumIf` add it once rather than weighed.
+   */
+  readonly total?: boolean | undefined
 }
 
 /** The rows a SELECT reads. */
@@ -577,9 +597,12 @@ const countsInput = async (
   const whole = { ...counting.shape, identified }
   // Events of the edges are added to the groups: then no group's counts are all of it.
   const shape = edges.length > 0 ? whole : { ...whole, top: countTop(table.family, uses, whole) }
+  const columns = tableColumns(context, table)
   return {
     planned: { _tag: "Table", table, hint },
-    columns: tableColumns(context, table),
+    columns: shape.credits === true
+      ? columns.map((column) => column.name === "spent_credits" ? { ...column, total: true } : column)
+      : columns,
     qualifiers,
     run: async (env, visit) => {
       // Each batch is visited as it is read and then dropped: a read in many parts holds one
@@ -640,7 +663,10 @@ const keepsIdentified = (family: Family, e: Ast.Expr): boolean => {
  */
 const countTop = (family: Family, uses: Uses, shape: CountShape): CountShape["top"] => {
   const first = uses.first
-  if (first === undefined || first.rows === 0 || shape.timeUnit !== undefined || shape.tags !== undefined) {
+  if (
+    first === undefined || first.rows === 0 || shape.timeUnit !== undefined || shape.tags !== undefined ||
+    shape.credits === true
+  ) {
     return undefined
   }
   if (shape.identity && !shape.identified) return undefined
@@ -711,8 +737,8 @@ const COUNTED: Record<Family, Readonly<Record<string, "key" | "identity" | "tags
  * The shape of counts a SELECT over a raw table can read instead of its events, and the bounds to
  * count within (its own, narrowed to whole buckets: the partial buckets at its edges are read as
  * events); or undefined. It must aggregate (a row of counts is many events), never ask `any`
- * (which event came first), read only columns that counts keep (not credits, latency, region),
- * and read `time` only through functions constant over a bucket (`toStartOfDay(time)`,
+ * (which event came first), read only columns that counts keep (not latency, region; spent credits
+ * only summed, which the store then sums with its counts), and read `time` only through functions constant over a bucket (`toStartOfDay(time)`,
  * `toHour(time)`) or in `time >= c` and `time < c` with `c` a bucket's start or outside the
  * counted bounds. Without a time bucket, a row's time is the start of the counted bounds.
  */
@@ -725,6 +751,7 @@ const countShape = (
   if (!uses.aggregated) return undefined
   const columns = COUNTED[table.family]
   const shape = { key: false, identity: false }
+  let credits = false
   let tagsets = false
   let tagsJoined = false
   let hour = false
@@ -748,6 +775,15 @@ const countShape = (
         return
       }
       const arg = e.args[0]
+      // Spent credits summed: the store sums them with its counts.
+      if (
+        table.family === "verifications" && (name === "sum" || name === "sumif") && !e.distinct &&
+        arg !== undefined && isColumn(arg, "spent_credits")
+      ) {
+        credits = true
+        e.args.slice(1).forEach(walk)
+        return
+      }
       if (
         name === "arrayjoin" && e.args.length === 1 && arg?._tag === "Column" &&
         columns[arg.name.toLowerCase()] === "tags"
@@ -788,7 +824,8 @@ const countShape = (
     if (from >= to) continue
     const answers = bounds.every((c) => c <= from || c >= to || (timeUnit !== undefined && c % step === 0))
     if (answers) {
-      return { shape: { timeUnit, ...shape, tags: tagsets ? "tags" : tagsJoined ? "tag" : undefined }, from, to }
+      const tags = tagsets ? "tags" : tagsJoined ? "tag" : undefined
+      return { shape: { timeUnit, ...shape, tags, ...(credits ? { credits } : {}) }, from, to }
     }
   }
   return undefined
@@ -1940,6 +1977,12 @@ const runSelect = async (
             return compileRow(arg)
           })
           let fn = aggregate
+          // A sum of a column of totals (rows of counts) adds each row's once.
+          const first = call.args[0]
+          if (
+            fn.adds !== undefined && (name === "sum" || name === "sumif") && first?._tag === "Column" &&
+            rowBinder.column(first)?.total === true
+          ) fn = once(fn)
           if (call.distinct) {
             if (name !== "count") throw new BindFault("DISTINCT is only allowed in count(DISTINCT …)", call.at)
             fn = AGGREGATES.get("uniqexact")!

@@ -370,6 +370,16 @@ const sumAdds = (a: Value, _b: Value, weight: number): number =>
 const sumIfAdds = (a: Value, b: Value, weight: number): number =>
   a === null || !(typeof b === "number" && b !== 0) ? 0 : weight === 1 ? a as number : (a as number) * weight
 
+/**
+ * A sum that adds each row once, whatever number of events it stands for: for a column whose value
+ * on a row of counts is already the total of its events (spent credits summed by the store).
+ */
+export const once = (aggregate: Aggregate): Aggregate => {
+  const adds = aggregate.adds!
+  const addsOnce = (a: Value, b: Value): number => adds(a, b, 1)
+  return { ...aggregate, make: () => new SumState(addsOnce), adds: addsOnce }
+}
+
 /** A sum of what each row adds (count, countIf, sum, sumIf: see `Aggregate.adds`). */
 class SumState implements State {
   sum = 0

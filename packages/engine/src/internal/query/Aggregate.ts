@@ -9,7 +9,8 @@
  * - `orderBy` + small `limit` over one dimension without a time unit (top N): counters for all
  *   groups, then rows only for the groups that can make the top N (for keys, a totals-only pass
  *   picks them and their counters come from the key indexes);
- * - everything else: a scan of each bucket's row slice into a group table, harvested per bucket.
+ * - everything else, and every query that sums credits: a scan of each bucket's row slice into a
+ *   group table, harvested per bucket.
 
  * Each path is a module of this folder; `Compile` generates their scan loops.
  */
@@ -105,6 +106,11 @@ export const aggregate = (partition: Partition | undefined, query: AggregationQu
     tagsetMask,
     identityMask,
     dims
+  }
+  // Credits are summed by the general path only: the others count from counters kept without them.
+  if (query.sumCredits === true) {
+    if (!partition.layout.details) throw new Error("Engine.aggregate: this engine keeps no credits")
+    return scan(context)
   }
   if (dims.length === 0 && !keyMask && !tagsetMask && !identityMask) return totalsSeries(context)
   if (dims.length === 0 && keyMask && !tagsetMask && !identityMask) return postingSeries(context)

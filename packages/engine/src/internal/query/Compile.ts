@@ -20,6 +20,8 @@ export type Dim = "key" | "identity" | "tagset"
 export interface Scratch {
   /** Counters of the dense group table; a bucket holds fewer than 2^32 rows (row ids are u32). */
   acc: Uint32Array
+  /** Spent credits beside each counter of `acc` (shapes with `credits`). */
+  credits: Float64Array | null
   seen: Uint32Array
   touched: Uint32Array
   nt: number
@@ -55,6 +57,8 @@ export interface Shape {
   readonly track: boolean
   /** `totals`: count rows per group (in `acc[g]`), not per outcome. */
   readonly counting: "outcomes" | "totals"
+  /** Sum each row's spent credits beside its counter (`s.credits`, or the table's), per outcome. */
+  readonly credits?: boolean | undefined
   readonly source: "range" | "postings"
 }
 
@@ -80,10 +84,13 @@ export const compile = (shape: Shape): RangeScan | PostingScan => {
       ]
       body.push(`const g = ${terms.join(" + ")};`)
       body.push("if (seen[g] !== epoch) { seen[g] = epoch; touched[nt++] = g; }")
-      body.push(`acc[g * ${OUTCOMES} + O[i]]++;`)
+      body.push(count(shape, "g"))
     } else {
       const code = (dim: Dim, column: string) => dims.includes(dim) ? column : "0"
-      body.push(`table.add(${code("key", "K[i]")}, ${code("identity", "I[i]")}, ${code("tagset", tag)}, O[i]);`)
+      const credits = shape.credits === true ? ", C[i]" : ""
+      body.push(
+        `table.add(${code("key", "K[i]")}, ${code("identity", "I[i]")}, ${code("tagset", tag)}, O[i]${credits});`
+      )
     }
     if (perTag) {
       const inner = body.splice(body.length - (dense ? 3 : 1))
@@ -93,14 +100,15 @@ export const compile = (shape: Shape): RangeScan | PostingScan => {
     const column = { none: "0", key: "K[i]", identity: "I[i]", tagset: "T[i]" }[shape.group]
     body.push(`const g = ${column};`)
     if (shape.track) body.push("if (seen[g] !== epoch) { seen[g] = epoch; touched[nt++] = g; }")
-    body.push(shape.counting === "totals" ? "acc[g]++;" : `acc[g * ${OUTCOMES} + O[i]]++;`)
+    body.push(shape.counting === "totals" ? "acc[g]++;" : count(shape, "g"))
   }
   const code = body.join(" ")
   const columns = [
     code.includes("K[i]") ? "const K = ch.key;" : "",
     code.includes("I[i]") ? "const I = ch.identity;" : "",
     code.includes("T[i]") ? "const T = ch.tagset;" : "",
-    code.includes("O[i]") ? "const O = ch.outcome;" : ""
+    code.includes("O[i]") ? "const O = ch.outcome;" : "",
+    code.includes("C[i]") ? "const C = ch.credits;" : ""
   ].join(" ")
   const loop = shape.source === "range"
     ? `if (a >= b) return;
@@ -116,7 +124,7 @@ export const compile = (shape: Shape): RangeScan | PostingScan => {
          ${code}
        }`
   const source = `"use strict";
-    const acc = s.acc, seen = s.seen, touched = s.touched, epoch = s.epoch, table = s.table;
+    const acc = s.acc, credits = s.credits, seen = s.seen, touched = s.touched, epoch = s.epoch, table = s.table;
     const keyStride = s.keyStride, identityStride = s.identityStride, tagStart = s.tagStart, TL = s.tagList;
     const keyMask = s.keyMask, tagsetMask = s.tagsetMask, identityMask = s.identityMask;
     let nt = s.nt;
@@ -127,6 +135,12 @@ export const compile = (shape: Shape): RangeScan | PostingScan => {
   return fn
 }
 
+/** The statement counting a row into group `g` (and its credits, when the shape sums them). */
+const count = (shape: Shape, g: string): string =>
+  shape.credits === true
+    ? `{ const at = ${g} * ${OUTCOMES} + O[i]; acc[at]++; credits[at] += C[i]; }`
+    : `acc[${g} * ${OUTCOMES} + O[i]]++;`
+
 /** Scratch over the counters `acc`, filtered by the masks given. */
 export const makeScratch = (
   acc: Uint32Array,
@@ -135,9 +149,11 @@ export const makeScratch = (
     readonly tagsetMask?: Uint8Array | null
     readonly identityMask?: Uint8Array | null
   } = {},
-  track = 0
+  track = 0,
+  credits: Float64Array | null = null
 ): Scratch => ({
   acc,
+  credits,
   seen: new Uint32Array(track),
   touched: new Uint32Array(track),
   nt: 0,

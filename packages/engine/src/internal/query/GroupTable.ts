@@ -23,6 +23,8 @@ export class GroupTable {
   codes: Uint32Array
   /** `counts[slot * OUTCOMES + outcome]`. */
   counts: Float64Array
+  /** Spent credits beside each counter, when the table sums them (see the constructor). */
+  credits: Float64Array | undefined
   size = 0
   private mask: number
   private readonly byText: Map<string, number> | undefined
@@ -36,7 +38,8 @@ export class GroupTable {
    */
   constructor(
     cardinality: { readonly key: number; readonly identity: number; readonly tagset: number },
-    private readonly onNew: (size: number) => void = () => {}
+    private readonly onNew: (size: number) => void = () => {},
+    sumsCredits = false
   ) {
     this.nIdentity = cardinality.identity
     this.nTagset = cardinality.tagset
@@ -49,13 +52,15 @@ export class GroupTable {
     this.positions = new Int32Array(512)
     this.codes = new Uint32Array(512 * 3)
     this.counts = new Float64Array(512 * OUTCOMES)
+    this.credits = sumsCredits ? new Float64Array(512 * OUTCOMES) : undefined
   }
 
-  /** Counts one event of `outcome` into the group (key, identity, tagset). */
-  add(key: number, identity: number, tagset: number, outcome: number): void {
+  /** Counts one event of `outcome` into the group (key, identity, tagset), with its credits when summed. */
+  add(key: number, identity: number, tagset: number, outcome: number, credits?: number): void {
     // The slot first: finding it may grow the table, which replaces `counts`.
-    const slot = this.slot(key, identity, tagset)
-    this.counts[slot * OUTCOMES + outcome]!++
+    const at = this.slot(key, identity, tagset) * OUTCOMES + outcome
+    this.counts[at]!++
+    if (credits !== undefined) this.credits![at]! += credits
   }
 
   /** The slot of a group, added when new. */
@@ -108,6 +113,7 @@ export class GroupTable {
     this.byText?.clear()
     for (let slot = 0; slot < this.size; slot++) this.entries[this.positions[slot]!] = 0
     this.counts.fill(0, 0, this.size * OUTCOMES)
+    this.credits?.fill(0, 0, this.size * OUTCOMES)
     this.size = 0
   }
 
@@ -119,6 +125,11 @@ export class GroupTable {
     codes.set(this.codes)
     const counts = new Float64Array(capacity * OUTCOMES)
     counts.set(this.counts)
+    if (this.credits !== undefined) {
+      const credits = new Float64Array(capacity * OUTCOMES)
+      credits.set(this.credits)
+      this.credits = credits
+    }
     this.ids = ids
     this.codes = codes
     this.counts = counts

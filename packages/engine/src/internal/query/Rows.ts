@@ -23,10 +23,23 @@ export class Rows {
   /** Tag set codes, or tag codes when `perTag`. */
   private readonly tag = new U32List(64)
   private counts = new Float64Array(64 * OUTCOMES)
+  /** Spent credits beside each counter, when the query sums them. */
+  private credits: Float64Array<ArrayBuffer> | undefined
 
-  constructor(private readonly maxRows: number, readonly perTag = false) {}
+  constructor(private readonly maxRows: number, readonly perTag = false, sumsCredits = false) {
+    if (sumsCredits) this.credits = new Float64Array(64 * OUTCOMES)
+  }
 
-  push(time: number | undefined, key: number, identity: number, tag: number, source: ArrayLike<number>, at: number) {
+  /** A row of the counters at `source[at ..]`, and of the credits at `credits[at ..]` when summed. */
+  push(
+    time: number | undefined,
+    key: number,
+    identity: number,
+    tag: number,
+    source: ArrayLike<number>,
+    at: number,
+    credits?: ArrayLike<number> | null
+  ) {
     const row = this.size
     if (row >= this.maxRows) throw new TooManyRows()
     this.size++
@@ -35,11 +48,13 @@ export class Rows {
     this.identity.push(identity)
     this.tag.push(tag)
     if ((row + 1) * OUTCOMES > this.counts.length) {
-      const grown = new Float64Array(this.counts.length * 2)
-      grown.set(this.counts)
-      this.counts = grown
+      this.counts = grown(this.counts)
+      if (this.credits !== undefined) this.credits = grown(this.credits)
     }
     for (let o = 0; o < OUTCOMES; o++) this.counts[row * OUTCOMES + o] = source[at + o]!
+    if (this.credits !== undefined) {
+      for (let o = 0; o < OUTCOMES; o++) this.credits[row * OUTCOMES + o] = credits![at + o]!
+    }
   }
 
   build(query: AggregationQuery, partition: Partition | undefined): AggregationResult {
@@ -50,6 +65,7 @@ export class Rows {
       size: n,
       ...(this.groups !== undefined ? { groups: this.groups } : {}),
       counts: this.counts.subarray(0, n * OUTCOMES),
+      ...(this.credits !== undefined ? { credits: this.credits.subarray(0, n * OUTCOMES) } : {}),
       time: query.timeUnit !== undefined ? Float64Array.from(this.time) : undefined,
       keyId: query.groupByKey ? Array.from(codes(this.key), (c) => partition!.keyIds[c]!) : undefined,
       identity: query.groupByIdentity ? Array.from(codes(this.identity), (c) => partition!.identities[c]!) : undefined,
@@ -59,4 +75,11 @@ export class Rows {
   }
 }
 
-export const empty = (query: AggregationQuery): AggregationResult => new Rows(0).build(query, undefined)
+const grown = (array: Float64Array<ArrayBuffer>): Float64Array<ArrayBuffer> => {
+  const copy = new Float64Array(array.length * 2)
+  copy.set(array)
+  return copy
+}
+
+export const empty = (query: AggregationQuery): AggregationResult =>
+  new Rows(0, false, query.sumCredits === true).build(query, undefined)

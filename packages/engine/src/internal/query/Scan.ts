@@ -56,12 +56,15 @@ export const scan = (context: QueryContext): AggregationResult => {
   const track = (plan.length > 1 && group !== "none" && group !== "map") || denseMap
   // Tag sets grouped alone are split into single tags in the harvest, on integer codes.
   const perTag = group === "tagset" && query.groupByTag === "tag"
-  const rows = new Rows(query.maxRows, perTag || perTagMap)
+  const sumsCredits = query.sumCredits === true
+  const rows = new Rows(query.maxRows, perTag || perTagMap, sumsCredits)
   const tagAcc = perTag ? new Float64Array(partition.tagNames.length * OUTCOMES) : undefined
+  const tagCredits = perTag && sumsCredits ? new Float64Array(partition.tagNames.length * OUTCOMES) : undefined
   const scratch = makeScratch(
     new Uint32Array(Math.max(1, groups) * OUTCOMES),
     { keyMask, tagsetMask, identityMask },
-    track ? groups : 0
+    track ? groups : 0,
+    sumsCredits && (group !== "map" || denseMap) ? new Float64Array(Math.max(1, groups) * OUTCOMES) : null
   )
   if (group === "map") {
     if (denseMap) {
@@ -70,7 +73,7 @@ export const scan = (context: QueryContext): AggregationResult => {
     } else {
       scratch.table = new GroupTable({ ...cardinality, tagset: tagCount }, (size) => {
         if (rows.size + size >= query.maxRows) throw new TooManyRows()
-      })
+      }, sumsCredits)
     }
     if (perTagMap) {
       const { tagList, tagStart } = tagsOfTagsets(partition.tagsetTags)
@@ -87,7 +90,8 @@ export const scan = (context: QueryContext): AggregationResult => {
     group,
     ...(group === "map" ? { mapped: { dims, dense: denseMap, perTag: perTagMap } } : {}),
     track,
-    counting: "outcomes"
+    counting: "outcomes",
+    credits: sumsCredits
   } as const
   const scanRange = compile({ ...base, source: "range" }) as RangeScan
   const scanPostings = compile({ ...base, source: "postings" }) as PostingScan
@@ -103,12 +107,21 @@ export const scan = (context: QueryContext): AggregationResult => {
 
   const harvest = (time: number | undefined) => {
     const acc = scratch.acc
+    const credits = scratch.credits
     if (group === "map") {
       if (!denseMap) {
         const table = scratch.table!
         for (let slot = 0; slot < table.size; slot++) {
           const at = slot * 3
-          rows.push(time, table.codes[at]!, table.codes[at + 1]!, table.codes[at + 2]!, table.counts, slot * OUTCOMES)
+          rows.push(
+            time,
+            table.codes[at]!,
+            table.codes[at + 1]!,
+            table.codes[at + 2]!,
+            table.counts,
+            slot * OUTCOMES,
+            table.credits
+          )
         }
         return table.clear()
       }
@@ -125,9 +138,11 @@ export const scan = (context: QueryContext): AggregationResult => {
           query.groupByIdentity ? identity : 0,
           rest - identity * identityStride,
           acc,
-          at
+          at,
+          credits
         )
         acc.fill(0, at, at + OUTCOMES)
+        credits?.fill(0, at, at + OUTCOMES)
       }
       scratch.nt = 0
       scratch.epoch++
@@ -141,11 +156,14 @@ export const scan = (context: QueryContext): AggregationResult => {
         for (let t = 0; t < tags.length; t++) {
           const to = tags[t]! * OUTCOMES
           for (let o = 0; o < OUTCOMES; o++) tagAcc[to + o]! += acc[at + o]!
+          if (tagCredits !== undefined) { for (let o = 0; o < OUTCOMES; o++) tagCredits[to + o]! += credits![at + o]! }
         }
       } else {
-        rows.push(time, group === "key" ? g : 0, group === "identity" ? g : 0, group === "tagset" ? g : 0, acc, at)
+        const key = group === "key" ? g : 0
+        rows.push(time, key, group === "identity" ? g : 0, group === "tagset" ? g : 0, acc, at, credits)
       }
       acc.fill(0, at, at + OUTCOMES)
+      credits?.fill(0, at, at + OUTCOMES)
     }
     if (track) {
       for (let t = 0; t < scratch.nt; t++) emit(scratch.touched[t]!)
@@ -157,9 +175,10 @@ export const scan = (context: QueryContext): AggregationResult => {
     if (tagAcc !== undefined) {
       for (let tag = 0; tag < partition.tagNames.length; tag++) {
         const at = tag * OUTCOMES
-        if (any(tagAcc, at)) rows.push(time, 0, 0, tag, tagAcc, at)
+        if (any(tagAcc, at)) rows.push(time, 0, 0, tag, tagAcc, at, tagCredits)
       }
       tagAcc.fill(0)
+      tagCredits?.fill(0)
     }
   }
 

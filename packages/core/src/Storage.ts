@@ -74,6 +74,11 @@ export class VerificationStore extends Context.Tag("@keymeter/core/VerificationS
      */
     readonly scanCountsFrom?: Effect.Effect<number> | undefined
     /**
+     * The apis of a workspace it holds counts of (`scanCountsFrom`): SQL analytics over every api
+     * read their counts api by api. Absent: such queries read events.
+     */
+    readonly countedIn?: ((workspaceId: string) => Effect.Effect<ReadonlyArray<string>>) | undefined
+    /**
      * Whether `aggregate` sums spent credits when asked (`AggregationQuery.sumCredits`): SQL
      * analytics then read counts for sums of credits too. Absent: never asked.
      */
@@ -125,6 +130,8 @@ export class RatelimitStore extends Context.Tag("@keymeter/core/RatelimitStore")
     readonly scanRowBytes?: number | undefined
     /** As `VerificationStore.scanCountsFrom`, for decisions. */
     readonly scanCountsFrom?: Effect.Effect<number> | undefined
+    /** As `VerificationStore.countedIn`: the namespaces of a workspace it holds counts of. */
+    readonly countedIn?: ((workspaceId: string) => Effect.Effect<ReadonlyArray<string>>) | undefined
     /** As `VerificationStore.revision`: changes with each stored batch; absent where others write too. */
     readonly revision?: (() => number) | undefined
   }

@@ -63,6 +63,12 @@ export class Engine {
   private readonly partitions = new Map<string, Map<string, Partition>>()
   constructor(private readonly options: Options = {}) {}
 
+  /** The apis of a workspace the engine holds events of. */
+  apis(workspaceId: string): ReadonlyArray<string> {
+    const apis = this.partitions.get(workspaceId)
+    return apis === undefined ? [] : [...apis].flatMap(([apiId, partition]) => partition.size > 0 ? [apiId] : [])
+  }
+
   /** Whether events keep their details: then `scan` reads them and `aggregate` sums credits. */
   get keepsDetails(): boolean {
     return this.options.details !== false

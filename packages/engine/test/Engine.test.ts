@@ -95,3 +95,19 @@ describe("Engine", () => {
     expect(stats.bytes / stats.events).toBeLessThan(40)
   })
 })
+
+describe("Engine.apis", () => {
+  it("lists the apis of a workspace that hold events, and says whether events keep details", () => {
+    const engine = new Engine()
+    expect(engine.apis("ws")).toEqual([])
+    engine.append([
+      event(1, "k0"),
+      { ...event(2, "k1"), apiId: "api_b" },
+      { ...event(3, "k2"), workspaceId: "ws_other", apiId: "api_c" }
+    ])
+    expect([...engine.apis("ws")].sort()).toEqual(["api", "api_b"])
+    expect(engine.apis("ws_other")).toEqual(["api_c"])
+    expect(engine.keepsDetails).toBe(true)
+    expect(new Engine({ details: false }).keepsDetails).toBe(false)
+  })
+})

@@ -85,6 +85,8 @@ export interface Counts {
   readonly from: Effect.Effect<number>
   /** Whether `aggregate` sums spent credits when asked (`AggregationQuery.sumCredits`). */
   readonly sumsCredits?: boolean | undefined
+  /** The apis (namespaces) of a workspace it counts: a query over all of them reads each one's. */
+  readonly within?: ((workspaceId: string) => Effect.Effect<ReadonlyArray<string>>) | undefined
 }
 
 /** A store's counts, where it keeps them for SQL analytics (`scanCountsFrom`). */
@@ -92,10 +94,14 @@ export const countsOf = (store: {
   readonly aggregate: Counts["aggregate"]
   readonly scanCountsFrom?: Effect.Effect<number> | undefined
   readonly sumsCredits?: boolean | undefined
+  readonly countedIn?: ((workspaceId: string) => Effect.Effect<ReadonlyArray<string>>) | undefined
 }): Counts | undefined =>
-  store.scanCountsFrom === undefined
-    ? undefined
-    : { aggregate: store.aggregate, from: store.scanCountsFrom, sumsCredits: store.sumsCredits === true }
+  store.scanCountsFrom === undefined ? undefined : {
+    aggregate: store.aggregate,
+    from: store.scanCountsFrom,
+    sumsCredits: store.sumsCredits === true,
+    within: store.countedIn
+  }
 
 /** One column of an answer. */
 export interface AnswerColumn {
@@ -185,9 +191,10 @@ export const run = (
         pause: Pause,
         take: (batch: A & Weighted) => Promise<void>
       ): Promise<"read" | undefined> => {
-        const ids = narrowWithin(options.within, hint.within)
         if (shape.credits === true && store.sumsCredits !== true) return undefined
         // Every api of the workspace: those with events are the store's to know, not the catalog's.
+        const ids = narrowWithin(options.within, hint.within) ??
+          (store.within === undefined ? undefined : await outcome(store.within(options.workspaceId)))
         if (ids === undefined || hint.from < (await outcome(store.from))) return undefined
         let rows = 0
         const apis = new Set(ids)

@@ -118,6 +118,7 @@ export const make = (options: Options = {}) => {
       }),
     // The engine counts every decision the columns hold.
     scanCountsFrom: Effect.succeed(-Infinity),
+    countedIn: (workspaceId) => Effect.sync(() => engine.apis(workspaceId)),
     scan: (scope) =>
       Effect.suspend(() => {
         const found = columns.scan(scope)

@@ -65,6 +65,7 @@ export const make = (engine: Engine.Engine = new Engine.Engine()) => {
     // Views of the engine's columns (see `Engine.scan`), which later appends leave as they are.
     // The engine counts the events it scans.
     scanCountsFrom: Effect.succeed(-Infinity),
+    countedIn: (workspaceId) => Effect.sync(() => engine.apis(workspaceId)),
     sumsCredits: engine.keepsDetails,
     scan: (scope) =>
       Effect.suspend(() => {

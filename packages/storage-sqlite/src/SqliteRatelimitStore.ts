@@ -381,6 +381,7 @@ export const make = (options: Options = {}) =>
       scanRowBytes: 128,
       // The counts are kept for good, the decisions `scan` reads for their days: the same from then on.
       scanCountsFrom: retention.keptFrom,
+      countedIn: (workspaceId) => Effect.sync(() => dictionaries.partitionsOf(workspaceId).map((p) => p.apiId)),
       scan: (scope: ScanScope) =>
         Effect.gen(function*() {
           // Rows past their days that no sweep has deleted yet are not answered (as by `decisions`).
@@ -394,11 +395,8 @@ export const make = (options: Options = {}) =>
           const read = Effect.gen(function*() {
             const out: Array<RatelimitColumns> = []
             let count = 0
-            for (const partition of dictionaries.partitionsByNo) {
-              if (
-                partition === undefined || partition.workspaceId !== scope.workspaceId ||
-                (within !== undefined && !within.has(partition.apiId))
-              ) continue
+            for (const partition of dictionaries.partitionsOf(scope.workspaceId)) {
+              if (within !== undefined && !within.has(partition.apiId)) continue
               let lastTime = from - 1
               let lastRowid = 0
               for (;;) {

@@ -171,6 +171,7 @@ export const make = (options: Options = {}) =>
       scanRowBytes: 64,
       // The counts are kept for good, the events `scan` reads for their days: the same from then on.
       scanCountsFrom: retention.keptFrom,
+      countedIn: (workspaceId) => Effect.sync(() => dictionaries.partitionsOf(workspaceId).map((p) => p.apiId)),
       // Events past their days that no sweep has deleted yet are not answered.
       scan: (scope) =>
         Effect.flatMap(retention.keptFrom, (keptFrom) => Events.scan(sql, dictionaries, scope, keptFrom, exclusive))

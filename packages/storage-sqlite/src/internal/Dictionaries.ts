@@ -59,6 +59,11 @@ export class Dictionaries {
   /** Partition bounds as they were before the open transaction moved them. */
   private touched = new Map<Partition, { minHour: number; maxHour: number }>()
 
+  /** The apis (namespaces) of a workspace that hold events, as scans find them. */
+  partitionsOf(workspaceId: string): Array<Partition> {
+    return this.partitionsByNo.filter((p): p is Partition => p !== undefined && p.workspaceId === workspaceId)
+  }
+
   loadPartition(partition: Partition) {
     this.partitions.set(joinKey([partition.workspaceId, partition.apiId]), partition)
     this.partitionsByNo[partition.no] = partition

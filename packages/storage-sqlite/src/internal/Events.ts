@@ -147,11 +147,7 @@ const batchOf = (
 
 /** The partitions of the scope's workspace it may read. */
 const partitionsOf = (dictionaries: Dictionaries, scope: ScanScope): Array<Partition> => {
-  if (scope.within === undefined) {
-    return dictionaries.partitionsByNo.filter((p): p is Partition =>
-      p !== undefined && p.workspaceId === scope.workspaceId
-    )
-  }
+  if (scope.within === undefined) return dictionaries.partitionsOf(scope.workspaceId)
   const out: Array<Partition> = []
   for (const apiId of new Set(scope.within)) {
     const partition = dictionaries.partition(scope.workspaceId, apiId)

@@ -345,10 +345,15 @@ describe("SQL analytics against DuckDB", () => {
       yield* agreeAll("sqlite", scansOf(verifications, ratelimits))
       const { counted, scans } = withCounts(verifications, ratelimits, true)
       yield* agreeAll("sqlite, counts where they answer", scans)
-      summary.push(`sqlite read counts ${counted.reads} times, ${counted.tops} of them the top groups only`)
+      summary.push(
+        `sqlite read counts ${counted.reads} times, ${counted.tops} of them the top groups only, ` +
+          `${counted.credits} with credits summed`
+      )
       expect(counted.reads).toBeGreaterThan(300)
       // The pinned SELECTs of first groups by a counter read only the top groups.
       expect(counted.tops).toBeGreaterThan(0)
+      // Sums of spent credits are read from the events, grouped by SQLite.
+      expect(counted.credits).toBeGreaterThan(50)
     }).pipe(Effect.scoped), 120_000)
 
   const skip = ClickhouseTestServer.skip()

@@ -171,6 +171,8 @@ export const make = (options: Options = {}) =>
       scanRowBytes: 64,
       // The counts are kept for good, the events `scan` reads for their days: the same from then on.
       scanCountsFrom: retention.keptFrom,
+      // From the events it keeps in full, as far back as `scanCountsFrom`.
+      sumsCredits: true,
       countedIn: (workspaceId) => Effect.sync(() => dictionaries.partitionsOf(workspaceId).map((p) => p.apiId)),
       // Events past their days that no sweep has deleted yet are not answered.
       scan: (scope) =>

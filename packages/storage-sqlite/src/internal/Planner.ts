@@ -3,7 +3,8 @@
  * into segments: whole days that compaction has rolled up are read from day tables, every other
  * hour (partial days at the edges, days not yet compacted, any hour-unit query) from hour tables.
  * For each segment the smallest table holding the needed columns is chosen: totals, one dimension
- * (key, identity, tag set) or the full rollup.
+ * (key, identity, tag set) or the full rollup. A query that sums credits reads the events kept in
+ * full instead, grouped by SQLite (the rollups keep counts only).
  */
 import type { AggregationQuery } from "@keymeter/core/Aggregation"
 import { COUNTER_COLUMNS } from "@keymeter/core/Aggregation"
@@ -13,9 +14,12 @@ import type { Rollup } from "./Tables.js"
 
 export type Dimension = "key" | "identity" | "tagset"
 
-/** One SQL statement of a plan. Its rows are [bucket, ...dimensions, c0 .. c8]. */
+/**
+ * One SQL statement of a plan. Its rows are [bucket, ...dimensions, c0 .. c8], and with
+ * `sumCredits` the credits of each counter after them.
+ */
 export interface Statement {
-  readonly table: Rollup
+  readonly table: Rollup | "events"
   readonly text: string
   readonly params: ReadonlyArray<unknown>
 }
@@ -29,6 +33,12 @@ export interface Plan {
 }
 
 const SUMS = COUNTER_COLUMNS.map((c) => `sum(${c})`).join(", ")
+
+/** Over events: the nine counters, then the credits of each. */
+const EVENT_SUMS = [
+  ...COUNTER_COLUMNS.map((_, o) => `sum(outcome = ${o})`),
+  ...COUNTER_COLUMNS.map((_, o) => `sum(CASE WHEN outcome = ${o} THEN spent_credits ELSE 0 END)`)
+].join(", ")
 
 const DAY_TABLE: Record<Dimension, Rollup> = { key: "dayKey", identity: "dayIdentity", tagset: "dayTagset" }
 
@@ -97,6 +107,51 @@ export const plan = (query: AggregationQuery, dictionaries: Dictionaries): Plan 
         } END`
   }
 
+  // Lists are one JSON parameter read by json_each rather than `sql.in`'s one `?` per value: the
+  // statement text then does not depend on the list's length and stays in the prepared cache.
+  const filters = (where: Array<string>, params: Array<unknown>) => {
+    if (keys) {
+      where.push("key IN (SELECT value FROM json_each(?))")
+      params.push(JSON.stringify(keys))
+    }
+    if (tagsets) {
+      where.push("tagset IN (SELECT value FROM json_each(?))")
+      params.push(JSON.stringify(tagsets))
+    }
+    if (identities) {
+      where.push("identity IN (SELECT value FROM json_each(?))")
+      params.push(JSON.stringify(identities))
+    } else if (query.groupByIdentity) {
+      where.push("identity <> 0")
+    }
+  }
+  const grouping = query.timeUnit !== undefined || dimensions.length > 0
+    ? ` GROUP BY ${[...(query.timeUnit !== undefined ? ["b"] : []), ...dimensions].join(", ")} LIMIT ${
+      query.maxRows + 1
+    }`
+    : ""
+  const bucketTime = query.timeUnit === "hour" ? (b: number) => b * Time.HOUR : (b: number) => b * Time.DAY
+
+  if (query.sumCredits === true) {
+    const events = dictionaries.tables.events
+    if (events === undefined) throw new Error("Planner: this family keeps no credits")
+    const day = `(time / ${Time.DAY})`
+    const bucket = query.timeUnit === undefined
+      ? "0"
+      : query.timeUnit === "hour"
+      ? `(time / ${Time.HOUR})`
+      : query.timeUnit === "day"
+      ? day
+      : monthCase!(day)
+    // The (p, time) index bounds the read to the window.
+    const where = ["p = ?", "time >= ?", "time < ?"]
+    const params: Array<unknown> = [partition.no, lo * Time.HOUR, (hi + 1) * Time.HOUR]
+    filters(where, params)
+    const text = `SELECT ${bucket} AS b${dimensions.map((d) => `, ${d}`).join("")}, ${EVENT_SUMS} FROM ${events} ` +
+      `WHERE ${where.join(" AND ")}${grouping}`
+    return { partition, dimensions, statements: [{ table: "events", text, params }], bucketTime }
+  }
+
   const statements = segments(query, partition, lo, hi).map((segment): Statement => {
     const hourly = segment.grain === "hour"
     const only = needed.size === 1 ? [...needed][0]! : undefined
@@ -116,8 +171,6 @@ export const plan = (query: AggregationQuery, dictionaries: Dictionaries): Plan 
       : query.timeUnit === "day"
       ? day
       : monthCase!(day)
-    // Lists are one JSON parameter read by json_each rather than `sql.in`'s one `?` per value: the
-    // statement text then does not depend on the list's length and stays in the prepared cache.
     const where = ["p = ?"]
     const params: Array<unknown> = [partition.no]
     // In the full rollups the key follows the time column: listing every hour (day) lets SQLite
@@ -129,35 +182,12 @@ export const plan = (query: AggregationQuery, dictionaries: Dictionaries): Plan 
       where.push(`${time} BETWEEN ? AND ?`)
       params.push(segment.from, segment.to)
     }
-    if (keys) {
-      where.push("key IN (SELECT value FROM json_each(?))")
-      params.push(JSON.stringify(keys))
-    }
-    if (tagsets) {
-      where.push("tagset IN (SELECT value FROM json_each(?))")
-      params.push(JSON.stringify(tagsets))
-    }
-    if (identities) {
-      where.push("identity IN (SELECT value FROM json_each(?))")
-      params.push(JSON.stringify(identities))
-    } else if (query.groupByIdentity) {
-      where.push("identity <> 0")
-    }
-    const grouping = query.timeUnit !== undefined || dimensions.length > 0
-      ? ` GROUP BY ${[...(query.timeUnit !== undefined ? ["b"] : []), ...dimensions].join(", ")} LIMIT ${
-        query.maxRows + 1
-      }`
-      : ""
+    filters(where, params)
     const text = `SELECT ${bucket} AS b${dimensions.map((d) => `, ${d}`).join("")}, ${SUMS} FROM ${
       dictionaries.tables.rollups[table]
     } WHERE ${where.join(" AND ")}${grouping}`
     return { table, text, params }
   })
 
-  return {
-    partition,
-    dimensions,
-    statements,
-    bucketTime: query.timeUnit === "hour" ? (b) => b * Time.HOUR : (b) => b * Time.DAY
-  }
+  return { partition, dimensions, statements, bucketTime }
 }

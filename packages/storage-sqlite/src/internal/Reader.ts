@@ -1,6 +1,7 @@
 /**
- * Reads: a window inside the hot range is answered from memory (`HotIndex`); the rest by the
- * statements of `Planner`, whose rows are summed per group when the window took several.
+ * Reads: a window inside the hot range is answered from memory (`HotIndex`, which keeps no
+ * credits); the rest by the statements of `Planner`, whose rows are summed per group when the
+ * window took several.
  */
 import type * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
@@ -16,10 +17,12 @@ export const make =
   (sql: SqlClient.SqlClient, dictionaries: Dictionaries, hot: HotIndex | undefined) =>
   (query: AggregationQuery): Effect.Effect<AggregationResult | undefined, SqlError> =>
     Effect.gen(function*() {
-      const fromMemory = hot === undefined ? null : hot.answer(query)
+      const fromMemory = hot === undefined || query.sumCredits === true ? null : hot.answer(query)
       if (fromMemory !== null) return fromMemory
       const plan = Planner.plan(query, dictionaries)
       const width = 1 + (plan?.dimensions.length ?? 0)
+      // The counters, and the credits of each after them when summed.
+      const sums = query.sumCredits === true ? 2 * OUTCOMES : OUTCOMES
       const merged = new Map<string, number>()
       const rows: Array<ReadonlyArray<unknown>> = []
       for (const statement of plan?.statements ?? []) {
@@ -38,20 +41,25 @@ export const make =
             rows.push(row.slice())
           } else {
             const target = rows[at]! as Array<number>
-            for (let o = 0; o < OUTCOMES; o++) target[width + o]! += row[width + o] as number
+            for (let o = 0; o < sums; o++) target[width + o]! += row[width + o] as number
           }
         }
         if (rows.length > query.maxRows) return undefined
       }
       const size = rows.length
       const counts = new Float64Array(size * OUTCOMES)
+      const credits = sums > OUTCOMES ? new Float64Array(size * OUTCOMES) : undefined
       for (let r = 0; r < size; r++) {
         for (let o = 0; o < OUTCOMES; o++) counts[r * OUTCOMES + o] = rows[r]![width + o] as number
+        if (credits !== undefined) {
+          for (let o = 0; o < OUTCOMES; o++) credits[r * OUTCOMES + o] = rows[r]![width + OUTCOMES + o] as number
+        }
       }
       const column = (dimension: Planner.Dimension) => 1 + plan!.dimensions.indexOf(dimension)
       return {
         size,
         counts,
+        ...(credits !== undefined ? { credits } : {}),
         time: query.timeUnit !== undefined
           ? Float64Array.from(rows, (row) => plan!.bucketTime(row[0] as number))
           : undefined,

@@ -14,9 +14,14 @@ export interface Tables {
   readonly identities: string
   readonly tagsets: string
   readonly rollups: { readonly [R in Rollup]: string }
+  /**
+   * Every event in full (migration 0010), where the family keeps spent credits: sums of credits
+   * are read from it (the rollups keep counts only).
+   */
+  readonly events?: string | undefined
 }
 
-const family = (dictionaryPrefix: string, rollupPrefix: string): Tables => ({
+const family = (dictionaryPrefix: string, rollupPrefix: string, events?: string): Tables => ({
   partitions: `${dictionaryPrefix}partitions`,
   keys: `${dictionaryPrefix}keys`,
   identities: `${dictionaryPrefix}identities`,
@@ -29,11 +34,12 @@ const family = (dictionaryPrefix: string, rollupPrefix: string): Tables => ({
     dayKey: `${rollupPrefix}day_key`,
     dayIdentity: `${rollupPrefix}day_identity`,
     dayTagset: `${rollupPrefix}day_tagset`
-  }
+  },
+  events
 })
 
 /** Verifications' tables (migration 0002). */
-export const verifications: Tables = family("v_", "r_")
+export const verifications: Tables = family("v_", "r_", "v_events")
 
 /** Rate-limit decisions' tables (migration 0009): the same shapes, prefixed `rl_`. */
 export const ratelimits: Tables = family("rl_", "rl_")

@@ -7,7 +7,7 @@
  * full instead, grouped by SQLite (the rollups keep counts only).
  */
 import type { AggregationQuery } from "@keymeter/core/Aggregation"
-import { COUNTER_COLUMNS } from "@keymeter/core/Aggregation"
+import { COUNTER_COLUMNS, OUTCOMES } from "@keymeter/core/Aggregation"
 import * as Time from "@keymeter/core/Time"
 import type { Dictionaries, Partition } from "./Dictionaries.js"
 import type { Rollup } from "./Tables.js"
@@ -15,8 +15,8 @@ import type { Rollup } from "./Tables.js"
 export type Dimension = "key" | "identity" | "tagset"
 
 /**
- * One SQL statement of a plan. Its rows are [bucket, ...dimensions, c0 .. c8], and with
- * `sumCredits` the credits of each counter after them.
+ * One SQL statement of a plan. Its rows are [bucket, ...dimensions, c0 .. c8]; over the events
+ * (`sumCredits`), [bucket, ...dimensions, outcome, count, credits].
  */
 export interface Statement {
   readonly table: Rollup | "events"
@@ -33,12 +33,6 @@ export interface Plan {
 }
 
 const SUMS = COUNTER_COLUMNS.map((c) => `sum(${c})`).join(", ")
-
-/** Over events: the nine counters, then the credits of each. */
-const EVENT_SUMS = [
-  ...COUNTER_COLUMNS.map((_, o) => `sum(outcome = ${o})`),
-  ...COUNTER_COLUMNS.map((_, o) => `sum(CASE WHEN outcome = ${o} THEN spent_credits ELSE 0 END)`)
-].join(", ")
 
 const DAY_TABLE: Record<Dimension, Rollup> = { key: "dayKey", identity: "dayIdentity", tagset: "dayTagset" }
 
@@ -125,11 +119,8 @@ export const plan = (query: AggregationQuery, dictionaries: Dictionaries): Plan 
       where.push("identity <> 0")
     }
   }
-  const grouping = query.timeUnit !== undefined || dimensions.length > 0
-    ? ` GROUP BY ${[...(query.timeUnit !== undefined ? ["b"] : []), ...dimensions].join(", ")} LIMIT ${
-      query.maxRows + 1
-    }`
-    : ""
+  const groups = [...(query.timeUnit !== undefined ? ["b"] : []), ...dimensions]
+  const grouping = groups.length > 0 ? ` GROUP BY ${groups.join(", ")} LIMIT ${query.maxRows + 1}` : ""
   const bucketTime = query.timeUnit === "hour" ? (b: number) => b * Time.HOUR : (b: number) => b * Time.DAY
 
   if (query.sumCredits === true) {
@@ -143,12 +134,14 @@ export const plan = (query: AggregationQuery, dictionaries: Dictionaries): Plan 
       : query.timeUnit === "day"
       ? day
       : monthCase!(day)
-    // The (p, time) index bounds the read to the window.
+    // The (p, time) index bounds the read to the window. Grouped by outcome too, with two sums:
+    // nine conditional sums of each column per row cost SQLite three times as much.
     const where = ["p = ?", "time >= ?", "time < ?"]
     const params: Array<unknown> = [partition.no, lo * Time.HOUR, (hi + 1) * Time.HOUR]
     filters(where, params)
-    const text = `SELECT ${bucket} AS b${dimensions.map((d) => `, ${d}`).join("")}, ${EVENT_SUMS} FROM ${events} ` +
-      `WHERE ${where.join(" AND ")}${grouping}`
+    const text = `SELECT ${bucket} AS b${dimensions.map((d) => `, ${d}`).join("")}, outcome, count(*), ` +
+      `sum(spent_credits) FROM ${events} WHERE ${where.join(" AND ")} GROUP BY ${[...groups, "outcome"].join(", ")} ` +
+      `LIMIT ${(query.maxRows + 1) * OUTCOMES}`
     return { partition, dimensions, statements: [{ table: "events", text, params }], bucketTime }
   }
 

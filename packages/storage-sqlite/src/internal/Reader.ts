@@ -24,24 +24,37 @@ export const make =
       // The counters, and the credits of each after them when summed.
       const sums = query.sumCredits === true ? 2 * OUTCOMES : OUTCOMES
       const merged = new Map<string, number>()
-      const rows: Array<ReadonlyArray<unknown>> = []
+      const rows: Array<Array<number>> = []
+      /** The row of a group, added with zeros when new. */
+      const rowOf = (row: ReadonlyArray<unknown>): Array<number> => {
+        const id = row.slice(0, width).join(",")
+        const at = merged.get(id)
+        if (at !== undefined) return rows[at]!
+        merged.set(id, rows.length)
+        const target = [...row.slice(0, width) as Array<number>, ...new Array<number>(sums).fill(0)]
+        rows.push(target)
+        return target
+      }
       for (const statement of plan?.statements ?? []) {
         const result = yield* sql.unsafe(statement.text, statement.params).values
-        if (result.length > query.maxRows) return undefined
-        for (const row of result) {
-          if (row[width] === null) continue // an empty, ungrouped sum
-          if (plan!.statements.length === 1) {
-            rows.push(row)
-            continue
+        if (statement.table === "events") {
+          // [bucket, ...dimensions, outcome, count, credits]: a row per outcome of a group.
+          for (const row of result) {
+            const target = rowOf(row)
+            const outcome = row[width] as number
+            target[width + outcome]! += row[width + 1] as number
+            target[width + OUTCOMES + outcome]! += row[width + 2] as number
           }
-          const id = row.slice(0, width).join(",")
-          const at = merged.get(id)
-          if (at === undefined) {
-            merged.set(id, rows.length)
-            rows.push(row.slice())
-          } else {
-            const target = rows[at]! as Array<number>
-            for (let o = 0; o < sums; o++) target[width + o]! += row[width + o] as number
+        } else {
+          if (result.length > query.maxRows) return undefined
+          for (const row of result) {
+            if (row[width] === null) continue // an empty, ungrouped sum
+            if (plan!.statements.length === 1) {
+              rows.push(row as Array<number>)
+              continue
+            }
+            const target = rowOf(row)
+            for (let o = 0; o < OUTCOMES; o++) target[width + o]! += row[width + o] as number
           }
         }
         if (rows.length > query.maxRows) return undefined
@@ -50,9 +63,9 @@ export const make =
       const counts = new Float64Array(size * OUTCOMES)
       const credits = sums > OUTCOMES ? new Float64Array(size * OUTCOMES) : undefined
       for (let r = 0; r < size; r++) {
-        for (let o = 0; o < OUTCOMES; o++) counts[r * OUTCOMES + o] = rows[r]![width + o] as number
+        for (let o = 0; o < OUTCOMES; o++) counts[r * OUTCOMES + o] = rows[r]![width + o]!
         if (credits !== undefined) {
-          for (let o = 0; o < OUTCOMES; o++) credits[r * OUTCOMES + o] = rows[r]![width + OUTCOMES + o] as number
+          for (let o = 0; o < OUTCOMES; o++) credits[r * OUTCOMES + o] = rows[r]![width + OUTCOMES + o]!
         }
       }
       const column = (dimension: Planner.Dimension) => 1 + plan!.dimensions.indexOf(dimension)

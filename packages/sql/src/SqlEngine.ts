@@ -10,12 +10,12 @@ import type { StorageError } from "@keymeter/core/Errors"
 import * as Context from "effect/Context"
 import type * as Effect from "effect/Effect"
 import type * as Ast from "./Ast.js"
-import type { Limits, ScanHint } from "./internal/Executor.js"
+import type { Limits, ScanHint } from "./internal/Context.js"
 import type { Value, VType } from "./internal/Values.js"
 import type { InvalidQuery, QueryBudgetExceeded } from "./SqlError.js"
 import type { Family, PublicTable } from "./Tables.js"
 
-export type { ScanHint } from "./internal/Executor.js"
+export type { ScanHint } from "./internal/Context.js"
 export type { Value, VType } from "./internal/Values.js"
 
 /** What a SELECT reads. */

@@ -14,7 +14,7 @@ import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
 import * as Runtime from "effect/Runtime"
 import type * as Ast from "./Ast.js"
-import { Dictionaries, MergedCounts, ratelimitCounts, verificationCounts, withNoIdentity } from "./internal/Counts.js"
+import { constantValue } from "./internal/Compile.js"
 import type {
   CountShape,
   CountSource,
@@ -24,8 +24,10 @@ import type {
   ScanHint,
   Sources,
   Weighted
-} from "./internal/Executor.js"
-import { BindFault, BudgetFault, constantValue, Context, execute, SLICE_MS, TooManyRows } from "./internal/Executor.js"
+} from "./internal/Context.js"
+import { BindFault, BudgetFault, Context, SLICE_MS, TooManyRows } from "./internal/Context.js"
+import { Dictionaries, MergedCounts, ratelimitCounts, verificationCounts, withNoIdentity } from "./internal/Counts.js"
+import { execute } from "./internal/Executor.js"
 import { stepMs } from "./internal/Lane.js"
 import { parse as parseText, ParseError } from "./internal/Parser.js"
 import { QueryFault } from "./internal/Values.js"
@@ -34,7 +36,7 @@ import { narrowWithin } from "./SqlEngine.js"
 import { InvalidQuery, placeOf, QueryBudgetExceeded } from "./SqlError.js"
 import type { Family, Type } from "./Tables.js"
 
-export type { Limits } from "./internal/Executor.js"
+export type { Limits } from "./internal/Context.js"
 
 /** Budgets when none are configured. */
 export const DEFAULT_LIMITS: Limits = {

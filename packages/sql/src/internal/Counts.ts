@@ -11,7 +11,7 @@ import { OUTCOMES } from "@keymeter/core/Aggregation"
 import type { Dictionary, RatelimitColumns, VerificationColumns } from "@keymeter/core/EventScan"
 import type { Identity } from "@keymeter/core/Verification"
 import { OutcomeIndex } from "@keymeter/core/Verification"
-import type { Weighted } from "./Executor.js"
+import type { Weighted } from "./Context.js"
 
 /** Codes of values in the order first seen. */
 class Coder<A> {

@@ -2,15 +2,19 @@
  * The VerificationStore half of the storage port: what it answers for the events appended to it
  * (checked against the naive reference over random events and queries, in order and late), the cap
  * on groups, the raw events it hands to SQL analytics (`scan`, against the reference's naive
- * filter), and the idempotency receipts stored with a batch, directly and through Verifications.
+ * filter) and the credits it sums beside its counts where it says it does (against sums of the raw
+ * events), and the idempotency receipts stored with a batch, directly and through Verifications.
  */
 import { expect, it } from "@effect/vitest"
+import type { AggregationQuery, AggregationResult } from "@keymeter/core/Aggregation"
+import { makeQuery, OUTCOMES } from "@keymeter/core/Aggregation"
 import * as Analytics from "@keymeter/core/Analytics"
 import * as Auth from "@keymeter/core/Auth"
 import type { ScanScope, VerificationColumns } from "@keymeter/core/EventScan"
 import type * as Idempotency from "@keymeter/core/Idempotency"
 import * as Keymeter from "@keymeter/core/Keymeter"
 import { VerificationStore } from "@keymeter/core/Storage"
+import type { Identity } from "@keymeter/core/Verification"
 import * as Verification from "@keymeter/core/Verification"
 import * as Verifications from "@keymeter/core/Verifications"
 import * as Effect from "effect/Effect"
@@ -93,6 +97,72 @@ const scanScopeArb = FastCheck.record({
   to: Math.max(a, b),
   maxRows: 100_000
 }))
+
+/** Queries as SQL analytics ask for counts with credits: whole hours, any grouping, a key filter or none. */
+const creditsQueryArb = FastCheck.record({
+  hours: FastCheck.tuple(
+    FastCheck.integer({ min: FROM / 3_600_000 - 24, max: TO / 3_600_000 + 24 }),
+    FastCheck.integer({ min: 0, max: 40 * 24 })
+  ),
+  timeUnit: FastCheck.constantFrom(undefined, "hour" as const, "day" as const),
+  groupByKey: FastCheck.boolean(),
+  groupByIdentity: FastCheck.boolean(),
+  groupByTag: FastCheck.constantFrom(undefined, "tags" as const),
+  keyIds: FastCheck.oneof(FastCheck.constant([]), FastCheck.subarray(keyIds, { minLength: 1, maxLength: 2 }))
+}).map(({ hours: [first, span], ...shape }): AggregationQuery =>
+  makeQuery({
+    workspaceId: WS,
+    apiId: "api_1",
+    start: first * 3_600_000,
+    end: (first + span) * 3_600_000,
+    maxRows: 100_000,
+    ...shape
+  })
+)
+
+const HOUR_MS = 3_600_000
+const DAY_MS = 86_400_000
+
+/** A row's group as text: its bucket, key, identity and tag set, as the result has them. */
+const groupText = (time: number | undefined, keyId?: string, identity?: Identity, tags?: ReadonlyArray<string>) =>
+  JSON.stringify([time ?? null, keyId ?? null, identity?.id ?? null, identity?.externalId ?? null, tags ?? null])
+
+/** A result's credits by group (rows counting no event left out), nine per group. */
+const creditsByGroup = (result: AggregationResult): Record<string, Array<number>> => {
+  expect(result.credits, "credits beside the counts").toBeDefined()
+  const out: Record<string, Array<number>> = {}
+  for (let row = 0; row < result.size; row++) {
+    const at = row * OUTCOMES
+    if (!result.counts.subarray(at, at + OUTCOMES).some((count) => count > 0)) continue
+    const group = groupText(result.time?.[row], result.keyId?.[row], result.identity?.[row], result.tags?.[row])
+    out[group] = Array.from(result.credits!.subarray(at, at + OUTCOMES))
+  }
+  return out
+}
+
+/** What `creditsByGroup` should read, summed from the raw events. */
+const expectedCredits = (
+  events: ReadonlyArray<Reference.RawEvent>,
+  query: AggregationQuery
+): Record<string, Array<number>> => {
+  const out: Record<string, Array<number>> = {}
+  for (const event of events) {
+    if (event.workspaceId !== query.workspaceId || event.apiId !== query.apiId) continue
+    if (event.time < query.start! || event.time >= query.end + HOUR_MS) continue
+    if (query.keyIds.length > 0 && !query.keyIds.includes(event.keyId)) continue
+    if (query.groupByIdentity && event.identity === undefined) continue
+    const unit = query.timeUnit === "hour" ? HOUR_MS : query.timeUnit === "day" ? DAY_MS : undefined
+    const group = groupText(
+      unit === undefined ? undefined : event.time - event.time % unit,
+      query.groupByKey ? event.keyId : undefined,
+      query.groupByIdentity ? event.identity : undefined,
+      query.groupByTag === undefined ? undefined : [...new Set(event.tags)].sort()
+    )
+    const sums = out[group] ??= new Array<number>(OUTCOMES).fill(0)
+    sums[Verification.Outcomes.indexOf(event.outcome as Verification.Outcome)]! += event.spentCredits ?? 0
+  }
+  return out
+}
 
 /** Declares the VerificationStore's tests of `suite`, in the describe block it is called in. */
 export const tests = (suite: Suite) => {
@@ -206,6 +276,36 @@ export const tests = (suite: Suite) => {
                   }
                   // On the test clock, which reads 0: a store that keeps events in full for a number
                   // of days back from now (SQLite) keeps all of these.
+                })).pipe(Effect.provide(TestContext.TestContext))
+              )
+          ),
+          { numRuns: Math.max(5, Math.ceil(numRuns / 3)) }
+        )
+      ),
+    timeout
+  )
+
+  it.effect(
+    "sums the spent credits of each counter's events where it says it does (sumsCredits)",
+    () =>
+      Effect.promise(() =>
+        FastCheck.assert(
+          FastCheck.asyncProperty(
+            FastCheck.array(eventArb, { maxLength: 300 }),
+            FastCheck.array(creditsQueryArb, { minLength: 1, maxLength: 8 }),
+            (events, queries) =>
+              Effect.runPromise(
+                run(Effect.gen(function*() {
+                  yield* seedCatalog
+                  const verifications = yield* VerificationStore
+                  if (verifications.sumsCredits !== true) return
+                  const sorted = [...events].sort((a, b) => a.time - b.time)
+                  yield* store(sorted.slice(5))
+                  yield* store(sorted.slice(0, 5).reverse(), 2)
+                  for (const query of queries) {
+                    const result = yield* verifications.aggregate({ ...query, sumCredits: true })
+                    expect(creditsByGroup(result), JSON.stringify(query)).toEqual(expectedCredits(events, query))
+                  }
                 })).pipe(Effect.provide(TestContext.TestContext))
               )
           ),

@@ -187,7 +187,8 @@ export const expandTags = (query: VerificationQuery, result: AggregationResult):
   }
 }
 
-const grown = (array: Float64Array<ArrayBuffer>): Float64Array<ArrayBuffer> => {
+/** A counter array (counts or credits) of twice the length, holding the same values first. */
+export const grown = (array: Float64Array<ArrayBuffer>): Float64Array<ArrayBuffer> => {
   const copy = new Float64Array(array.length * 2)
   copy.set(array)
   return copy

@@ -277,7 +277,7 @@ const countShape = (
     const answers = bounds.every((c) => c <= from || c >= to || (timeUnit !== undefined && c % step === 0))
     if (answers) {
       const tags = tagsets ? "tags" : tagsJoined ? "tag" : undefined
-      return { shape: { timeUnit, ...shape, tags, ...(credits ? { credits } : {}) }, from, to }
+      return { shape: { timeUnit, ...shape, tags, credits }, from, to }
     }
   }
   return undefined

@@ -7,7 +7,7 @@
  * Counts not by time bucket read as at `from`, the start of the bounds they were counted within.
  */
 import type { AggregationResult } from "@keymeter/core/Aggregation"
-import { OUTCOMES } from "@keymeter/core/Aggregation"
+import { grown, OUTCOMES } from "@keymeter/core/Aggregation"
 import type { Dictionary, RatelimitColumns, VerificationColumns } from "@keymeter/core/EventScan"
 import type { Identity } from "@keymeter/core/Verification"
 import { OutcomeIndex } from "@keymeter/core/Verification"
@@ -219,12 +219,6 @@ export class MergedCounts {
       tags: column((r) => r.tags)
     }
   }
-}
-
-const grown = (array: Float64Array<ArrayBuffer>): Float64Array<ArrayBuffer> => {
-  const copy = new Float64Array(array.length * 2)
-  copy.set(array)
-  return copy
 }
 
 /** One api's counted verifications (with their spent credits, summed, when the result has them). */

@@ -2,7 +2,7 @@
  * The answer's rows as dictionary codes, turned into strings once at the end.
  */
 import type { AggregationQuery, AggregationResult } from "@keymeter/core/Aggregation"
-import { OUTCOMES } from "@keymeter/core/Aggregation"
+import { grown, OUTCOMES } from "@keymeter/core/Aggregation"
 import type { Partition } from "../Partition.js"
 import { U32List } from "../Run.js"
 
@@ -73,12 +73,6 @@ export class Rows {
       tags: tagged && !this.perTag ? Array.from(codes(this.tag), (c) => partition!.tagsets[c]!) : undefined
     }
   }
-}
-
-const grown = (array: Float64Array<ArrayBuffer>): Float64Array<ArrayBuffer> => {
-  const copy = new Float64Array(array.length * 2)
-  copy.set(array)
-  return copy
 }
 
 export const empty = (query: AggregationQuery): AggregationResult =>

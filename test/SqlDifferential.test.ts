@@ -259,9 +259,15 @@ const scansOf = (verifications: VerificationStore["Type"], ratelimits: Ratelimit
 /**
  * The store's scans and its counts, as SqlAnalytics hands them: queries that counts answer the
  * same read them (`counted` tells how many reads of counts were made). `named`: the caller's apis
- * are named (a key scoped to each); else the store lists those it counts.
+ * are named (a key scoped to each); else the store lists those it counts. `partEvents`: most events
+ * a part of a read holds (absent: parts as the loop's pace sizes them, whole reads where they can).
  */
-const withCounts = (verifications: VerificationStore["Type"], ratelimits: RatelimitStore["Type"], named: boolean) => {
+const withCounts = (
+  verifications: VerificationStore["Type"],
+  ratelimits: RatelimitStore["Type"],
+  named: boolean,
+  partEvents: number | undefined
+) => {
   const counted = { reads: 0, tops: 0, credits: 0 }
   const countsOf = (store: VerificationStore["Type"] | RatelimitStore["Type"]) => {
     if (store.scanCountsFrom === undefined) throw new Error("the store keeps no counts for SQL analytics")
@@ -279,8 +285,7 @@ const withCounts = (verifications: VerificationStore["Type"], ratelimits: Rateli
   }
   const scans: Scans = {
     ...scansOf(verifications, ratelimits),
-    // Parts of about 40 events: the counts of a query read in many steps, whose rows add up.
-    counts: { verifications: countsOf(verifications), ratelimits: countsOf(ratelimits), partEvents: 40 },
+    counts: { verifications: countsOf(verifications), ratelimits: countsOf(ratelimits), partEvents },
     named
   }
   return { scans, counted }
@@ -313,7 +318,8 @@ describe("SQL analytics against DuckDB", () => {
       yield* appendCorpus(verifications, ratelimits)
       yield* agreeAll("memory", scansOf(verifications, ratelimits))
       // Every api of the workspace, as the store lists them (SQLite's run names them).
-      const { counted, scans } = withCounts(verifications, ratelimits, false)
+      // Parts of about 40 events: the counts of a query read in many steps, whose rows add up.
+      const { counted, scans } = withCounts(verifications, ratelimits, false, 40)
       yield* agreeAll("memory, counts where they answer", scans)
       summary.push(
         `memory read counts ${counted.reads} times, ${counted.tops} of them the top groups only, ` +
@@ -324,7 +330,14 @@ describe("SQL analytics against DuckDB", () => {
       expect(counted.tops).toBeGreaterThan(0)
       // Sums of spent credits are read from counts too.
       expect(counted.credits).toBeGreaterThan(50)
-    }), 60_000)
+      // Parts as a server sizes them: whole reads where a day holds few rows, days by pace else.
+      const paced = withCounts(verifications, ratelimits, false, undefined)
+      yield* agreeAll("memory, counts in parts by pace", paced.scans)
+      summary.push(`memory read counts in parts by pace ${paced.counted.reads} times`)
+      expect(paced.counted.reads).toBeGreaterThan(300)
+      // Fewer reads: whole ones, and parts of many days.
+      expect(paced.counted.reads).toBeLessThan(counted.reads / 2)
+    }), 90_000)
 
   it.live("the SQLite store, on a file", () =>
     Effect.gen(function*() {
@@ -343,7 +356,7 @@ describe("SQL analytics against DuckDB", () => {
       const ratelimits = Context.get(context, RatelimitStore)
       yield* appendCorpus(verifications, ratelimits)
       yield* agreeAll("sqlite", scansOf(verifications, ratelimits))
-      const { counted, scans } = withCounts(verifications, ratelimits, true)
+      const { counted, scans } = withCounts(verifications, ratelimits, true, 40)
       yield* agreeAll("sqlite, counts where they answer", scans)
       summary.push(
         `sqlite read counts ${counted.reads} times, ${counted.tops} of them the top groups only, ` +

@@ -230,10 +230,13 @@ export const run = (
           }
           // By identity, events without one are read too, unless the SELECT keeps none of them.
           const identified = shape.identity && shape.identified === true
-          if (shape.top !== undefined && apis.size === 1 && stepMs() > SLICE_MS) {
-            // While the loop is free, a SELECT of the first groups by a counter is answered in one
-            // read, as getVerifications answers it: the store's top groups and their ties.
-            const batch = columns(id, await read(hint.from, hint.to, shape.identity, shape.top), hint.from)
+          // While the loop is free, a read whose cost is a few rows a day is made whole, as
+          // getVerifications makes it: no hour totals to size parts by, no parts to add up. So is a
+          // SELECT of the first groups by a counter: the store's top groups and their ties.
+          const free = stepMs() > SLICE_MS
+          const top = free && apis.size === 1 ? shape.top : undefined
+          if (top !== undefined || free && maxPart === Infinity && fewRowsADay(shape)) {
+            const batch = columns(id, await read(hint.from, hint.to, shape.identity, top), hint.from)
             rows += batch.length
             if (rows > maxRows) throw new TooManyRows()
             await take(batch)
@@ -254,8 +257,10 @@ export const run = (
           let partDays = 1
           for (let at = 0, from = hint.from; from < hint.to;) {
             const midnight = Math.ceil(from / DAY_MS) * DAY_MS
-            const days = byDays && midnight === from ? daysAt(hours, at, from, hint.to, partDays, maxPart) : undefined
-            const [to, next, events] = days ??
+            const days = byDays && midnight === from
+              ? daysAt(hours, at, from, hint.to, partDays, partEvents, maxPart)
+              : undefined
+            const [to, next, events, held] = days ??
               partAt(
                 hours,
                 at,
@@ -285,8 +290,8 @@ export const run = (
             // Toward a step's time; growing by at most a factor, as a part's cost is not all in its
             // events (a part slowed by a collection is followed by a small one, which grows back).
             const factor = Math.min(GROWTH, stepMs() / Math.max(took, 0.1))
-            if (days !== undefined) partDays = Math.max(1, Math.round((to - from) / DAY_MS * factor))
-            else partEvents = Math.min(maxPart, Math.max(MIN_PART_EVENTS, Math.round(events * factor)))
+            if (days !== undefined) partDays = Math.max(1, Math.round(held * factor))
+            partEvents = Math.min(maxPart, Math.max(MIN_PART_EVENTS, Math.round(events * factor)))
             ;[at, from] = [next, to]
             // Verifications and limits are served between parts.
             await pause()
@@ -350,6 +355,14 @@ const MIN_PART_EVENTS = 2_048
 /** Most a part grows over the last. */
 const GROWTH = 16
 
+/**
+ * Whether a store counts the shape from a few rows a day (totals, outcomes, tag sets; not keys or
+ * identities, of which a day may hold thousands, nor credits, summed from events): a read of any
+ * range costs about as much as its days, not its events.
+ */
+const fewRowsADay = (shape: CountShape): boolean =>
+  shape.timeUnit !== "hour" && !shape.key && !shape.identity && shape.credits !== true
+
 /** A store's events per hour (`aggregate` by hour, which stores answer without reading events), in time order. */
 const hourBuckets = (hours: AggregationResult): Array<{ readonly time: number; readonly events: number }> =>
   Array.from({ length: hours.size }, (_, row) => {
@@ -358,7 +371,8 @@ const hourBuckets = (hours: AggregationResult): Array<{ readonly time: number; r
     return { time: hours.time![row]!, events }
   }).sort((a, b) => a.time - b.time)
 
-type Part = readonly [to: number, next: number, events: number]
+/** A part's end, the bucket the next part starts at, its events, and the days of it that hold events. */
+type Part = readonly [to: number, next: number, events: number, days: number]
 
 /**
  * The part that starts at `from` (at bucket `at`): about `partEvents` events, cut at an hour, the
@@ -375,17 +389,18 @@ const partAt = (
   for (let b = at; b < hours.length; b++) {
     const bucket = hours[b]!
     if (bucket.time >= end || (events >= partEvents && bucket.time > from)) {
-      return [bucket.time >= end ? end : bucket.time, b, events]
+      return [bucket.time >= end ? end : bucket.time, b, events, 0]
     }
     events += bucket.events
   }
-  return [end, hours.length, events]
+  return [end, hours.length, events, 0]
 }
 
 /**
- * The part of up to `days` whole days that starts at `from` (a midnight, at bucket `at`), of at
- * most `maxEvents` events, the last part ending at `end`; undefined when its first day alone holds
- * more (it is then cut by hours).
+ * The part of whole days that starts at `from` (a midnight, at bucket `at`), the last part ending
+ * at `end`: days without events, then up to `days` days with events and about `events` events (at
+ * least the first such day), never more than `maxEvents`: undefined when its first day with events
+ * alone holds more (it is then cut by hours). Empty days cost a store nothing: they are not counted.
  */
 const daysAt = (
   hours: ReadonlyArray<{ readonly time: number; readonly events: number }>,
@@ -393,20 +408,28 @@ const daysAt = (
   from: number,
   end: number,
   days: number,
+  events: number,
   maxEvents: number
 ): Part | undefined => {
-  const last = Math.min(end, from + days * DAY_MS)
-  let events = 0
+  let held = 0
+  let total = 0
   let b = at
   let part: Part | undefined
-  for (let dayEnd = Math.min(last, from + DAY_MS);; dayEnd = Math.min(last, dayEnd + DAY_MS)) {
+  // Past the last bucket, the part runs to the end: nothing is left to count.
+  if (b === hours.length) return [end, b, 0, 0]
+  // From the midnight of the next day with events, if it is not this one.
+  for (let dayEnd = Math.max(from, Math.floor(hours[b]!.time / DAY_MS) * DAY_MS) + DAY_MS;; dayEnd += DAY_MS) {
+    if (dayEnd - DAY_MS >= end) return part
     let added = 0
-    for (; b < hours.length && hours[b]!.time < dayEnd; b++) added += hours[b]!.events
-    if (events + added > maxEvents) return part
-    events += added
-    // Past the last bucket, the part runs to the end: nothing is left to count.
-    part = [b === hours.length ? end : dayEnd, b, events]
-    if (dayEnd >= last || b === hours.length) return part
+    for (; b < hours.length && hours[b]!.time < Math.min(dayEnd, end); b++) added += hours[b]!.events
+    if (total + added > maxEvents) return part
+    if (held > 0 && (held >= days || total + added > events)) return part
+    total += added
+    held++
+    part = [b === hours.length || dayEnd >= end ? end : dayEnd, b, total, held]
+    if (b === hours.length || dayEnd >= end) return part
+    // The next day with events: the part stops before it, or takes the days between.
+    dayEnd = Math.max(dayEnd, Math.floor(hours[b]!.time / DAY_MS) * DAY_MS)
   }
 }
 

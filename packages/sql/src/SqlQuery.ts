@@ -25,10 +25,10 @@ import type {
   Sources,
   Weighted
 } from "./internal/Context.js"
-import { BindFault, BudgetFault, Context, SLICE_MS, TooManyRows } from "./internal/Context.js"
+import { BindFault, BudgetFault, Context, TooManyRows } from "./internal/Context.js"
 import { Dictionaries, MergedCounts, ratelimitCounts, verificationCounts, withNoIdentity } from "./internal/Counts.js"
 import { execute } from "./internal/Executor.js"
-import { stepMs } from "./internal/Lane.js"
+import { isFree, stepMs } from "./internal/Lane.js"
 import { parse as parseText, ParseError } from "./internal/Parser.js"
 import { QueryFault } from "./internal/Values.js"
 import type { PlannedSelect, SqlEngine } from "./SqlEngine.js"
@@ -233,7 +233,7 @@ export const run = (
           // While the loop is free, a read whose cost is a few rows a day is made whole, as
           // getVerifications makes it: no hour totals to size parts by, no parts to add up. So is a
           // SELECT of the first groups by a counter: the store's top groups and their ties.
-          const free = stepMs() > SLICE_MS
+          const free = await isFree()
           const top = free && apis.size === 1 ? shape.top : undefined
           if (top !== undefined || free && maxPart === Infinity && fewRowsADay(shape)) {
             const batch = columns(id, await read(hint.from, hint.to, shape.identity, top), hint.from)

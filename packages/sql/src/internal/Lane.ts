@@ -22,6 +22,13 @@ const IDLE_STEP_MS = 12
  * between turns) does not make the loop busy, a run of them does.
  */
 let othersAverage = 0
+/** When a query's turn last measured other work (performance.now()). */
+let lastTurn = -Infinity
+/**
+ * Ms after which what the last turns saw says nothing of the loop now: a query coming after a
+ * pause looks again (a collection, or a burst of requests, long over, does not make it careful).
+ */
+const STALE_MS = 50
 /** When the next slice of any query may start (performance.now()); 0: at once. */
 let resumeAt = 0
 /** Ms all queries' slices have run, so one query's slice is not counted as other work. */
@@ -49,9 +56,26 @@ export const giveWay = async (ran: number): Promise<void> => {
   await turn()
   const others = now() - before - (queriesRan - ranBefore)
   othersAverage = othersAverage * 0.6 + others * 0.4
+  lastTurn = now()
   if (booked) resumeAt -= Math.min(owed, others)
   else if (others >= BUSY_MS) resumeAt = Math.max(resumeAt, before) + Math.max(0, owed - others)
   for (let wait = resumeAt - now(); wait > 0; wait = resumeAt - now()) await sleep(wait)
+}
+
+/**
+ * Whether nothing else has been waiting lately: a query may then take a step of
+ * {@link IDLE_STEP_MS}, or more where a store's read is cheap whatever its range. When the lane's
+ * last turn is stale, one turn of the loop tells.
+ */
+export const isFree = async (): Promise<boolean> => {
+  if (now() - lastTurn > STALE_MS) {
+    const before = now()
+    const ranBefore = queriesRan
+    await turn()
+    othersAverage = now() - before - (queriesRan - ranBefore)
+    lastTurn = now()
+  }
+  return othersAverage < BUSY_MS
 }
 
 /**

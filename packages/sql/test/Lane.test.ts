@@ -1,0 +1,48 @@
+import { describe, expect, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import { giveWay, isFree } from "../src/internal/Lane.js"
+
+const sleep = (ms: number) => Effect.promise(() => new Promise((resolve) => setTimeout(resolve, ms)))
+
+/**
+ * Whether a look after a pause finds the loop free, in one of a few looks (a machine shared with
+ * other work may stop this process for a millisecond, which a look takes for other work).
+ */
+const looksFree = Effect.gen(function*() {
+  for (let look = 0; look < 5; look++) {
+    yield* sleep(60)
+    if (yield* Effect.promise(isFree)) return true
+  }
+  return false
+})
+
+/** Other work on the loop: every turn, `ms` of it, until stopped. */
+const busyLoop = (ms: number) => {
+  let running = true
+  const spin = () => {
+    if (!running) return
+    const until = performance.now() + ms
+    while (performance.now() < until) {
+      // busy
+    }
+    setImmediate(spin)
+  }
+  setImmediate(spin)
+  return () => (running = false)
+}
+
+describe("Lane", () => {
+  it.live("tells a free loop from a busy one by looking again when its last turn is stale", () =>
+    Effect.gen(function*() {
+      expect(yield* looksFree).toBe(true)
+      const stop = busyLoop(4)
+      yield* sleep(60)
+      expect(yield* Effect.promise(isFree)).toBe(false)
+      // A query's turns while the loop is busy keep it careful.
+      for (let i = 0; i < 5; i++) yield* Effect.promise(() => giveWay(1))
+      expect(yield* Effect.promise(isFree)).toBe(false)
+      stop()
+      // Once the other work is over, what the last turns saw is stale: the next query looks again.
+      expect(yield* looksFree).toBe(true)
+    }))
+})

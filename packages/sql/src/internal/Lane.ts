@@ -38,6 +38,15 @@ const now = () => performance.now()
 const turn = () => new Promise<void>((resolve) => setImmediate(resolve))
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
 
+/** One turn of the loop: ms of other work run in it (not queries' slices). */
+const otherWork = async (): Promise<number> => {
+  const before = now()
+  const ranBefore = queriesRan
+  await turn()
+  lastTurn = now()
+  return lastTurn - before - (queriesRan - ranBefore)
+}
+
 /**
  * Steps aside after a slice of `ran` ms: one turn of the loop, then, when other work ran in that
  * turn, long enough that the slice was at most {@link SHARE} of the time. Resolves when the query
@@ -46,17 +55,14 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
 export const giveWay = async (ran: number): Promise<void> => {
   queriesRan += ran
   const before = now()
-  const ranBefore = queriesRan
   const owed = ran * (1 - SHARE) / SHARE
   // While the loop is busy, what this slice owes is booked before anything else runs: another
   // query woken meanwhile waits for it instead of running its slice right after this one (two
   // queries took a third of the loop, not a quarter). Other work in the turn pays it back.
   const booked = othersAverage >= BUSY_MS
   if (booked) resumeAt = Math.max(resumeAt, before) + owed
-  await turn()
-  const others = now() - before - (queriesRan - ranBefore)
+  const others = await otherWork()
   othersAverage = othersAverage * 0.6 + others * 0.4
-  lastTurn = now()
   if (booked) resumeAt -= Math.min(owed, others)
   else if (others >= BUSY_MS) resumeAt = Math.max(resumeAt, before) + Math.max(0, owed - others)
   for (let wait = resumeAt - now(); wait > 0; wait = resumeAt - now()) await sleep(wait)
@@ -68,13 +74,7 @@ export const giveWay = async (ran: number): Promise<void> => {
  * last turn is stale, one turn of the loop tells.
  */
 export const isFree = async (): Promise<boolean> => {
-  if (now() - lastTurn > STALE_MS) {
-    const before = now()
-    const ranBefore = queriesRan
-    await turn()
-    othersAverage = now() - before - (queriesRan - ranBefore)
-    lastTurn = now()
-  }
+  if (now() - lastTurn > STALE_MS) othersAverage = await otherWork()
   return othersAverage < BUSY_MS
 }
 

@@ -349,6 +349,30 @@ describe("SqlQuery", () => {
       }
     }))
 
+  it.effect("keeps the trees of recent texts, not of refused or long ones, and answers from them the same", () =>
+    Effect.gen(function*() {
+      const text = "SELECT key_id, count() AS n FROM key_verifications_v1 GROUP BY key_id ORDER BY key_id"
+      const tree = yield* SqlQuery.parse(text)
+      expect(yield* SqlQuery.parse(text)).toBe(tree)
+      expect(yield* SqlQuery.parse(text + " ")).not.toBe(tree)
+      expect(yield* rows(text)).toEqual(yield* rows(text + " "))
+      // A refused text is refused each time, with the same message.
+      for (let i = 0; i < 2; i++) {
+        expect((yield* Effect.flip(SqlQuery.parse("SELECT 'open"))).message).toContain("unterminated string")
+      }
+      const long = `SELECT '${"x".repeat(9_000)}' AS s`
+      expect(yield* SqlQuery.parse(long)).not.toBe(yield* SqlQuery.parse(long))
+      // The least recently used is forgotten first.
+      for (let i = 0; i < 300; i++) yield* SqlQuery.parse(`SELECT ${i} AS n`)
+      expect(yield* SqlQuery.parse(text)).not.toBe(tree)
+      const kept = yield* SqlQuery.parse(text)
+      for (let i = 0; i < 300; i++) {
+        yield* SqlQuery.parse(`SELECT ${i + 1000} AS n`)
+        if (i % 100 === 0) yield* SqlQuery.parse(text)
+      }
+      expect(yield* SqlQuery.parse(text)).toBe(kept)
+    }))
+
   it.effect("stops at each budget with a 4xx naming it, and answers nothing", () =>
     Effect.gen(function*() {
       const result = yield* failure("SELECT time FROM key_verifications_v1", { limits: { resultRows: 100 } })

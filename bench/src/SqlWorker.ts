@@ -14,7 +14,7 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
-import { rmSync, statSync, writeFileSync } from "node:fs"
+import { existsSync, rmSync, statSync, writeFileSync } from "node:fs"
 import { parseArgs } from "node:util"
 import * as Dataset from "./Dataset.js"
 import * as Decisions from "./Decisions.js"
@@ -160,6 +160,9 @@ if (engine === "duckdb") {
   } else if (engine === "sqlite" || engine === "sqlite-reopened") {
     if (engine === "sqlite") {
       for (const suffix of ["", "-wal", "-shm", "-lock"]) rmSync(file + suffix, { force: true })
+    } else if (!existsSync(file)) {
+      // Opening would create an empty file, whose answers are all empty.
+      throw new Error(`sqlite-reopened opens the file the sqlite run writes, and ${file} is not there`)
     }
     // The data set lies in 2025: every event and decision kept in full (as `eventDays` and
     // `decisionDays` of 90 or more would keep live ones), so 90-day queries see all of them.

@@ -6,7 +6,7 @@ import { OUTCOMES } from "@keymeter/core/Aggregation"
 import * as Time from "@keymeter/core/Time"
 import { LIMITS } from "../DayIndex.js"
 import type { RangeScan, Scratch, Shape } from "./Compile.js"
-import { any, compile, makeScratch, TOP_N_MAX } from "./Compile.js"
+import { addInto, any, compile, makeScratch, TOP_N_MAX } from "./Compile.js"
 import { countKey } from "./KeyRows.js"
 import type { QueryContext } from "./QueryContext.js"
 import { Rows } from "./Rows.js"
@@ -51,7 +51,7 @@ export const fromDayIndex = (context: QueryContext): AggregationResult | undefin
     const totals = new Uint32Array(n)
     for (const day of whole ? days.between(whole.from, whole.to, compute) : []) {
       const data = day.keyTotals!
-      for (let k = Math.min(n, data.length) - 1; k >= 0; k--) totals[k]! += data[k]!
+      addInto(totals, data, Math.min(n, data.length))
     }
     edgeScan({ ...noFilter, keyFilter: keyMask !== null, group: "key", counting: "totals" }, scratchOf(totals, keyMask))
     const candidates: Array<number> = []
@@ -90,7 +90,7 @@ export const fromDayIndex = (context: QueryContext): AggregationResult | undefin
     const counts = new Uint32Array(n * OUTCOMES)
     for (const day of whole ? days.between(whole.from, whole.to, compute) : []) {
       const data = day.identityCounts!
-      for (let i = Math.min(n * OUTCOMES, data.length) - 1; i >= 0; i--) counts[i]! += data[i]!
+      addInto(counts, data, Math.min(n * OUTCOMES, data.length))
     }
     edgeScan({ ...noFilter, requireIdentity: true, group: "identity", counting: "outcomes" }, scratchOf(counts))
     const candidates: Array<number> = []
@@ -125,7 +125,7 @@ export const fromDayIndex = (context: QueryContext): AggregationResult | undefin
       const split = edgesAndDays(bucket.fromHour, bucket.toHour)
       for (const day of split.days ? days.between(split.days.from, split.days.to, compute) : []) {
         const data = day.tagCounts!
-        for (let i = Math.min(nTags * OUTCOMES, data.length) - 1; i >= 0; i--) tagAcc[i]! += data[i]!
+        addInto(tagAcc, data, Math.min(nTags * OUTCOMES, data.length))
       }
       for (const { from, to } of split.edges) {
         for (const run of runs) {

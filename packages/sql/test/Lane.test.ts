@@ -31,6 +31,14 @@ const busyLoop = (ms: number) => {
   return () => (running = false)
 }
 
+/** Ms `giveWay(ran)` takes. */
+const timedGiveWay = (ran: number) =>
+  Effect.promise(async () => {
+    const started = performance.now()
+    await giveWay(ran)
+    return performance.now() - started
+  })
+
 describe("Lane", () => {
   it.live("tells a free loop from a busy one by looking again when its last turn is stale", () =>
     Effect.gen(function*() {
@@ -44,5 +52,18 @@ describe("Lane", () => {
       stop()
       // Once the other work is over, what the last turns saw is stale: the next query looks again.
       expect(yield* looksFree).toBe(true)
+    }))
+
+  it.live("waits after a slice while other work waits, and not once none does", () =>
+    Effect.gen(function*() {
+      const stop = busyLoop(4)
+      yield* sleep(60)
+      for (let i = 0; i < 5; i++) yield* Effect.promise(() => giveWay(1))
+      // A slice of 10 ms owes 30 ms to the other work, which goes on: the query waits.
+      expect(yield* timedGiveWay(10)).toBeGreaterThanOrEqual(15)
+      stop()
+      // The lane last saw a busy loop, but nothing waits now: a slice of 40 ms (owing 120 ms while
+      // others wait) is followed by a turn, not by the wait.
+      expect(yield* timedGiveWay(40)).toBeLessThan(60)
     }))
 })

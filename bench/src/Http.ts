@@ -3,33 +3,15 @@
  * runs it) and concurrent clients post batches of recordVerifications over loopback.
  */
 import * as Ports from "@keymeter/testing/Ports"
-import { type ChildProcess, spawn, spawnSync } from "node:child_process"
+import { type ChildProcess, spawn } from "node:child_process"
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { fileURLToPath } from "node:url"
+import * as Compiled from "./Compiled.js"
 import type { Dataset } from "./Dataset.js"
 import { apiId, APIS, input } from "./Dataset.js"
 
 export const ROOT_KEY = "sk_bench_root_key_0123456789abcdef"
-const root = fileURLToPath(new URL("../..", import.meta.url))
-
-let built = false
-
-/**
- * The server runs compiled, as an installed `keymeter` runs (the sources through tsx would add
- * its helpers to every call); the build is brought up to date once per bench.
- */
-const build = () => {
-  if (built) return
-  const tsc = spawnSync(process.execPath, [
-    join(root, "node_modules/typescript/bin/tsc"),
-    "-b",
-    join(root, "packages/keymeter/tsconfig.src.json")
-  ], { stdio: "inherit" })
-  if (tsc.status !== 0) throw new Error("could not build packages/keymeter")
-  built = true
-}
 
 /** A running standalone server with the bench workspace provisioned. */
 export interface Server {
@@ -45,7 +27,7 @@ export interface Server {
  * afresh), with `env` added (KEYMETER_ANALYTICS, say).
  */
 export const start = async (storage: string, env: Record<string, string> = {}): Promise<Server> => {
-  build()
+  const main = Compiled.serverMain()
   if (storage.startsWith("sqlite:")) {
     for (const suffix of ["", "-wal", "-shm", "-lock"]) {
       rmSync(storage.slice("sqlite:".length) + suffix, { force: true })
@@ -69,7 +51,7 @@ export const start = async (storage: string, env: Record<string, string> = {}): 
     // Extra node flags for the server alone, e.g. `--cpu-prof --cpu-prof-dir=prof` to profile it
     // under load (node refuses --cpu-prof in NODE_OPTIONS).
     ...(process.env.KEYMETER_BENCH_SERVER_FLAGS ?? "").split(" ").filter((flag) => flag !== ""),
-    join(root, "packages/keymeter/dist/main.js")
+    main
   ], {
     cwd: dir,
     env: {

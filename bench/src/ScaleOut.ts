@@ -18,9 +18,9 @@ import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { parseArgs } from "node:util"
 import * as Clickhouse from "./Clickhouse.js"
+import * as Compiled from "./Compiled.js"
 
 const here = (path: string) => fileURLToPath(new URL(path, import.meta.url))
-const tsxLoader = new URL("../../node_modules/tsx/dist/loader.mjs", import.meta.url).href
 const scripts = here("../../packages/testing/scripts/")
 
 export interface LimiterResult {
@@ -69,15 +69,7 @@ const workers = (count: number, ratelimit: string, seconds: number) =>
     Array.from({ length: count }, () =>
       new Promise<{ decisions: number; seconds: number; p50: number; p99: number }>((resolve, reject) => {
         const child = spawn(process.execPath, [
-          "--conditions=@keymeter/source",
-          "--import",
-          tsxLoader,
-          here("./ScaleOut.ts"),
-          "--worker",
-          "--ratelimit",
-          ratelimit,
-          "--seconds",
-          String(seconds)
+          ...Compiled.script("ScaleOut.ts", ["--worker", "--ratelimit", ratelimit, "--seconds", String(seconds)])
         ], { stdio: ["ignore", "pipe", "inherit"] })
         let out = ""
         child.stdout.on("data", (chunk: Buffer) => (out += chunk.toString()))
@@ -101,12 +93,10 @@ const throwaway = (script: string) => {
 
 const serve = (env: Record<string, string>) =>
   new Promise<{ base: string; stop: () => void }>((resolve, reject) => {
-    const child = spawn(process.execPath, [
-      "--conditions=@keymeter/source",
-      "--import",
-      tsxLoader,
-      here("../../packages/keymeter/src/main.ts")
-    ], { env: { ...process.env, PORT: "0", ...env }, stdio: ["ignore", "pipe", "pipe"] })
+    const child = spawn(process.execPath, [Compiled.serverMain()], {
+      env: { ...process.env, PORT: "0", ...env },
+      stdio: ["ignore", "pipe", "pipe"]
+    })
     let out = ""
     const onData = (chunk: Buffer) => {
       out += chunk.toString()

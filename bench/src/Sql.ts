@@ -14,6 +14,7 @@
 import { spawnSync } from "node:child_process"
 import { readFileSync, rmSync } from "node:fs"
 import { fileURLToPath } from "node:url"
+import * as Compiled from "./Compiled.js"
 import * as Dataset from "./Dataset.js"
 import * as Decisions from "./Decisions.js"
 import * as Http from "./Http.js"
@@ -23,7 +24,6 @@ import * as SqlQueries from "./SqlQueries.js"
 import type { SqlEngineResult, SqlTiming } from "./SqlWorker.js"
 
 const here = (path: string) => fileURLToPath(new URL(path, import.meta.url))
-const tsxLoader = new URL("../../node_modules/tsx/dist/loader.mjs", import.meta.url).href
 
 /** The SQL queries' requests of one load phase. */
 export interface SqlClientStats {
@@ -80,18 +80,7 @@ const runWorker = (
   const started = performance.now()
   const child = spawnSync(process.execPath, [
     "--max-old-space-size=16384",
-    "--conditions=@keymeter/source",
-    "--import",
-    tsxLoader,
-    here("./SqlWorker.ts"),
-    "--engine",
-    engine,
-    "--size",
-    String(size),
-    "--out",
-    out,
-    "--route",
-    route
+    ...Compiled.script("SqlWorker.ts", ["--engine", engine, "--size", String(size), "--out", out, "--route", route])
   ], { stdio: ["ignore", "inherit", "inherit"] })
   if (child.status !== 0) throw new Error(`${engine} (${route}) at ${size} failed (exit ${child.status})`)
   log(

@@ -21,6 +21,7 @@ import { cpus, loadavg, release, totalmem } from "node:os"
 import { fileURLToPath } from "node:url"
 import { parseArgs } from "node:util"
 import * as Clickhouse from "./Clickhouse.js"
+import * as Compiled from "./Compiled.js"
 import * as Dataset from "./Dataset.js"
 import * as Decisions from "./Decisions.js"
 import * as Http from "./Http.js"
@@ -74,24 +75,11 @@ for (const adapter of adapters) {
 }
 const log = (line: string) => process.stdout.write(line + "\n")
 const here = (path: string) => fileURLToPath(new URL(path, import.meta.url))
-const tsxLoader = new URL("../../node_modules/tsx/dist/loader.mjs", import.meta.url).href
 
 /** Runs one engine in its own process (on the decision data set with `ratelimits`). */
 const runWorker = (engine: string, size: number, ratelimits = false): Array<EngineResult> => {
   const out = here(`../data/${ratelimits ? "rl-" : ""}result-${engine}-${size}.json`)
-  const args = [
-    "--max-old-space-size=16384",
-    "--conditions=@keymeter/source",
-    "--import",
-    tsxLoader,
-    here("./Worker.ts"),
-    "--engine",
-    engine,
-    "--size",
-    String(size),
-    "--out",
-    out
-  ]
+  const args = ["--engine", engine, "--size", String(size), "--out", out]
   if (values.runs) args.push("--runs", values.runs)
   if (ratelimits) args.push("--ratelimits", "--mix", values.mix ?? "300", "--seed", values.seed!)
   else if (values.mix) args.push("--mix", values.mix, "--seed", values.seed!)
@@ -100,7 +88,9 @@ const runWorker = (engine: string, size: number, ratelimits = false): Array<Engi
   const clickhouse = engine === "clickhouse" ? Clickhouse.start() : undefined
   if (clickhouse) args.push("--clickhouse", clickhouse.url)
   const started = performance.now()
-  const child = spawnSync(process.execPath, args, { stdio: ["ignore", "inherit", "inherit"] })
+  const child = spawnSync(process.execPath, ["--max-old-space-size=16384", ...Compiled.script("Worker.ts", args)], {
+    stdio: ["ignore", "inherit", "inherit"]
+  })
   clickhouse?.stop()
   if (child.status !== 0) throw new Error(`${engine} at ${size} failed (exit ${child.status})`)
   log(`  ${engine}: done in ${((performance.now() - started) / 1000).toFixed(0)} s`)
@@ -118,16 +108,7 @@ const runVerify = (storage: string, keys: number): VerifyResult => {
   }
   const child = spawnSync(process.execPath, [
     "--max-old-space-size=16384",
-    "--conditions=@keymeter/source",
-    "--import",
-    tsxLoader,
-    here("./Verify.ts"),
-    "--storage",
-    storage,
-    "--keys",
-    String(keys),
-    "--out",
-    out
+    ...Compiled.script("Verify.ts", ["--storage", storage, "--keys", String(keys), "--out", out])
   ], { stdio: ["ignore", "inherit", "inherit"] })
   if (child.status !== 0) throw new Error(`verification on ${storage} failed (exit ${child.status})`)
   return JSON.parse(readFileSync(out, "utf8"))

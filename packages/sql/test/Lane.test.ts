@@ -56,14 +56,27 @@ describe("Lane", () => {
 
   it.live("waits after a slice while other work waits, and not once none does", () =>
     Effect.gen(function*() {
-      const stop = busyLoop(4)
-      yield* sleep(60)
-      for (let i = 0; i < 5; i++) yield* Effect.promise(() => giveWay(1))
+      // The lane sees a busy loop: other work of 4 ms a turn, through a few of a query's turns.
+      const seeBusy = Effect.gen(function*() {
+        const stop = busyLoop(4)
+        yield* sleep(60)
+        for (let i = 0; i < 5; i++) yield* Effect.promise(() => giveWay(1))
+        return stop
+      })
+      let stop = yield* seeBusy
       // A slice of 10 ms owes 30 ms to the other work, which goes on: the query waits.
       expect(yield* timedGiveWay(10)).toBeGreaterThanOrEqual(15)
       stop()
-      // The lane last saw a busy loop, but nothing waits now: a slice of 40 ms (owing 120 ms while
-      // others wait) is followed by a turn, not by the wait.
+      // Other work goes on in small pieces (0.3 ms a turn): the query still waits.
+      stop = yield* seeBusy
+      stop()
+      const stopLight = busyLoop(0.3)
+      expect(yield* timedGiveWay(10)).toBeGreaterThanOrEqual(15)
+      stopLight()
+      // No other work waits now, though the lane last saw a busy loop: a slice of 40 ms (owing
+      // 120 ms while others wait) is followed by a turn, not by the wait.
+      stop = yield* seeBusy
+      stop()
       expect(yield* timedGiveWay(40)).toBeLessThan(60)
     }))
 })

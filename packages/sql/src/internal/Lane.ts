@@ -31,6 +31,13 @@ let lastTurn = -Infinity
 const STALE_MS = 50
 /** Ms a query waits at a time before it looks whether other work still waits. */
 const WAIT_STEP_MS = 2
+/**
+ * Nothing waits: a turn with less other work than this (ms; a request served takes more), or a
+ * step of a wait in which the loop was busy for less than this part of the time (an idle loop
+ * sits in the poll for I/O; one serving requests does not).
+ */
+const IDLE_TURN_MS = 0.1
+const IDLE_UTILIZATION = 0.25
 /** When the next slice of any query may start (performance.now()); 0: at once. */
 let resumeAt = 0
 /** Ms all queries' slices have run, so one query's slice is not counted as other work. */
@@ -67,15 +74,20 @@ export const giveWay = async (ran: number): Promise<void> => {
   othersAverage = othersAverage * 0.6 + others * 0.4
   if (booked) resumeAt -= Math.min(owed, others)
   else if (others >= BUSY_MS) resumeAt = Math.max(resumeAt, before) + Math.max(0, owed - others)
-  // The debt is owed to other work while it waits: a turn that finds none forgives the rest. Else a
-  // blip (a collection, a compile) in the last turns kept queries asleep on an idle loop, three
-  // times each slice's length.
+  // The debt is owed to other work while it waits: a turn, or a step of the wait, that finds none
+  // forgives the rest. Else a blip (a collection, a compile) in the last turns kept queries asleep
+  // on an idle loop, three times each slice's length.
   while (resumeAt > now()) {
-    if (others < BUSY_MS) {
+    if (others < IDLE_TURN_MS) {
       resumeAt = 0
       break
     }
+    const waiting = performance.eventLoopUtilization()
     await sleep(Math.min(resumeAt - now(), WAIT_STEP_MS))
+    if (performance.eventLoopUtilization(waiting).utilization < IDLE_UTILIZATION) {
+      resumeAt = 0
+      break
+    }
     others = await otherWork()
     othersAverage = othersAverage * 0.6 + others * 0.4
   }

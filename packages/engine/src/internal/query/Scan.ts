@@ -5,7 +5,7 @@
 import type { AggregationResult } from "@keymeter/core/Aggregation"
 import { OUTCOMES } from "@keymeter/core/Aggregation"
 import { U32List } from "../Run.js"
-import type { PostingScan, RangeScan, Shape } from "./Compile.js"
+import type { PostingScan, RangeScan, Scratch, Shape } from "./Compile.js"
 import { any, compile, DENSE_GROUPS_MAX, makeScratch } from "./Compile.js"
 import { GroupTable } from "./GroupTable.js"
 import { gather, keyRowsEstimate } from "./KeyRows.js"
@@ -22,6 +22,108 @@ const tagsOfTagsets = (tagsetTags: ReadonlyArray<Uint32Array>) => {
   const tagList = new Uint32Array(tagStart[tagsetTags.length]!)
   for (let t = 0; t < tagsetTags.length; t++) tagList.set(tagsetTags[t]!, tagStart[t]!)
   return { tagStart, tagList }
+}
+
+/*
+ * The harvests, one function per kind of group table: in one function of many branches, the
+ * first query of a new kind made V8 drop its code (insufficient type feedback), and every group's
+ * row was then built by the interpreter until it was optimized again.
+ */
+
+/** Composite groups in the hash table: a row each, then the table emptied. */
+const harvestTable = (rows: Rows, time: number | undefined, table: GroupTable): void => {
+  for (let slot = 0; slot < table.size; slot++) {
+    const at = slot * 3
+    rows.push(
+      time,
+      table.codes[at]!,
+      table.codes[at + 1]!,
+      table.codes[at + 2]!,
+      table.counts,
+      slot * OUTCOMES,
+      table.credits
+    )
+  }
+  table.clear()
+}
+
+/** Dense composite groups: the touched ones, each decoded from its number, then zeroed. */
+const harvestDense = (
+  rows: Rows,
+  time: number | undefined,
+  scratch: Scratch,
+  byKey: boolean,
+  byIdentity: boolean
+): void => {
+  const { acc, credits, identityStride, keyStride, touched } = scratch
+  for (let n = 0; n < scratch.nt; n++) {
+    const g = touched[n]!
+    const at = g * OUTCOMES
+    const key = Math.floor(g / keyStride)
+    const rest = g - key * keyStride
+    const identity = Math.floor(rest / identityStride)
+    rows.push(time, byKey ? key : 0, byIdentity ? identity : 0, rest - identity * identityStride, acc, at, credits)
+    acc.fill(0, at, at + OUTCOMES)
+    credits?.fill(0, at, at + OUTCOMES)
+  }
+  scratch.nt = 0
+  scratch.epoch++
+}
+
+/**
+ * Groups of one dimension (or one group): each with counts becomes a row and is zeroed; tag sets
+ * are split into their tags first when `tagAcc` is given (by tag).
+ */
+const harvestGroups = (
+  rows: Rows,
+  time: number | undefined,
+  scratch: Scratch,
+  group: Shape["group"],
+  groups: number,
+  track: boolean,
+  tagsetTags: ReadonlyArray<Uint32Array>,
+  tagAcc: Float64Array | undefined,
+  tagCredits: Float64Array | undefined
+): void => {
+  const { acc, credits } = scratch
+  const count = track ? scratch.nt : groups
+  for (let n = 0; n < count; n++) {
+    const g = track ? scratch.touched[n]! : n
+    const at = g * OUTCOMES
+    if (!any(acc, at)) continue
+    if (tagAcc !== undefined) {
+      const tags = tagsetTags[g]!
+      for (let t = 0; t < tags.length; t++) {
+        const to = tags[t]! * OUTCOMES
+        for (let o = 0; o < OUTCOMES; o++) tagAcc[to + o]! += acc[at + o]!
+        if (tagCredits !== undefined) { for (let o = 0; o < OUTCOMES; o++) tagCredits[to + o]! += credits![at + o]! }
+      }
+    } else {
+      rows.push(
+        time,
+        group === "key" ? g : 0,
+        group === "identity" ? g : 0,
+        group === "tagset" ? g : 0,
+        acc,
+        at,
+        credits
+      )
+    }
+    acc.fill(0, at, at + OUTCOMES)
+    credits?.fill(0, at, at + OUTCOMES)
+  }
+  if (track) {
+    scratch.nt = 0
+    scratch.epoch++
+  }
+  if (tagAcc !== undefined) {
+    for (let tag = 0; tag * OUTCOMES < tagAcc.length; tag++) {
+      const at = tag * OUTCOMES
+      if (any(tagAcc, at)) rows.push(time, 0, 0, tag, tagAcc, at, tagCredits)
+    }
+    tagAcc.fill(0)
+    tagCredits?.fill(0)
+  }
 }
 
 /** The general path: each bucket's row slice (or the filtered keys' postings) into a group table. */
@@ -105,82 +207,12 @@ export const scan = (context: QueryContext): AggregationResult => {
   }
   const buffer = new U32List(1024)
 
-  const harvest = (time: number | undefined) => {
-    const acc = scratch.acc
-    const credits = scratch.credits
-    if (group === "map") {
-      if (!denseMap) {
-        const table = scratch.table!
-        for (let slot = 0; slot < table.size; slot++) {
-          const at = slot * 3
-          rows.push(
-            time,
-            table.codes[at]!,
-            table.codes[at + 1]!,
-            table.codes[at + 2]!,
-            table.counts,
-            slot * OUTCOMES,
-            table.credits
-          )
-        }
-        return table.clear()
-      }
-      const { identityStride, keyStride } = scratch
-      for (let n = 0; n < scratch.nt; n++) {
-        const g = scratch.touched[n]!
-        const at = g * OUTCOMES
-        const key = Math.floor(g / keyStride)
-        const rest = g - key * keyStride
-        const identity = Math.floor(rest / identityStride)
-        rows.push(
-          time,
-          query.groupByKey ? key : 0,
-          query.groupByIdentity ? identity : 0,
-          rest - identity * identityStride,
-          acc,
-          at,
-          credits
-        )
-        acc.fill(0, at, at + OUTCOMES)
-        credits?.fill(0, at, at + OUTCOMES)
-      }
-      scratch.nt = 0
-      scratch.epoch++
-      return
-    }
-    const emit = (g: number) => {
-      const at = g * OUTCOMES
-      if (!any(acc, at)) return
-      if (tagAcc !== undefined) {
-        const tags = partition.tagsetTags[g]!
-        for (let t = 0; t < tags.length; t++) {
-          const to = tags[t]! * OUTCOMES
-          for (let o = 0; o < OUTCOMES; o++) tagAcc[to + o]! += acc[at + o]!
-          if (tagCredits !== undefined) { for (let o = 0; o < OUTCOMES; o++) tagCredits[to + o]! += credits![at + o]! }
-        }
-      } else {
-        const key = group === "key" ? g : 0
-        rows.push(time, key, group === "identity" ? g : 0, group === "tagset" ? g : 0, acc, at, credits)
-      }
-      acc.fill(0, at, at + OUTCOMES)
-      credits?.fill(0, at, at + OUTCOMES)
-    }
-    if (track) {
-      for (let t = 0; t < scratch.nt; t++) emit(scratch.touched[t]!)
-      scratch.nt = 0
-      scratch.epoch++
-    } else {
-      for (let g = 0; g < groups; g++) emit(g)
-    }
-    if (tagAcc !== undefined) {
-      for (let tag = 0; tag < partition.tagNames.length; tag++) {
-        const at = tag * OUTCOMES
-        if (any(tagAcc, at)) rows.push(time, 0, 0, tag, tagAcc, at, tagCredits)
-      }
-      tagAcc.fill(0)
-      tagCredits?.fill(0)
-    }
-  }
+  const harvest = (time: number | undefined) =>
+    group !== "map"
+      ? harvestGroups(rows, time, scratch, group, groups, track, partition.tagsetTags, tagAcc, tagCredits)
+      : denseMap
+      ? harvestDense(rows, time, scratch, query.groupByKey, query.groupByIdentity)
+      : harvestTable(rows, time, scratch.table!)
 
   for (const bucket of plan) {
     if (usePostings) {

@@ -10,7 +10,7 @@ import { addInto, any, compile, makeScratch, TOP_N_MAX } from "./Compile.js"
 import { countKey } from "./KeyRows.js"
 import type { QueryContext } from "./QueryContext.js"
 import { Rows } from "./Rows.js"
-import { contenders, valueOf } from "./TopN.js"
+import { contenders, counted, totalled, valueOf } from "./TopN.js"
 
 /** The whole days of hours [from, to] and the hour ranges around them. */
 const edgesAndDays = (from: number, to: number) => {
@@ -54,8 +54,7 @@ export const fromDayIndex = (context: QueryContext): AggregationResult | undefin
       addInto(totals, data, Math.min(n, data.length))
     }
     edgeScan({ ...noFilter, keyFilter: keyMask !== null, group: "key", counting: "totals" }, scratchOf(totals, keyMask))
-    const candidates: Array<number> = []
-    for (let k = 0; k < n; k++) if (totals[k] !== 0 && (keyMask === null || keyMask[k] === 1)) candidates.push(k)
+    const candidates = totalled(totals, 0, n, keyMask)
     rows.groups = candidates.length
     const counts = new Float64Array(OUTCOMES)
     const [a, b] = partition.main.rows(lo, hi)
@@ -93,11 +92,7 @@ export const fromDayIndex = (context: QueryContext): AggregationResult | undefin
       addInto(counts, data, Math.min(n * OUTCOMES, data.length))
     }
     edgeScan({ ...noFilter, requireIdentity: true, group: "identity", counting: "outcomes" }, scratchOf(counts))
-    const candidates: Array<number> = []
-    for (let g = 1; g < n; g++) {
-      const at = g * OUTCOMES
-      if (any(counts, at)) candidates.push(g)
-    }
+    const candidates = counted(counts, 1, n)
     rows.groups = candidates.length
     for (const g of contenders(candidates, (g) => valueOf(orderBy!, counts, g * OUTCOMES), limit!, query.order)) {
       rows.push(undefined, 0, g, 0, counts, g * OUTCOMES)

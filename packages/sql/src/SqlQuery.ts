@@ -118,36 +118,14 @@ export interface Answer {
 }
 
 /**
- * Parses a query, or fails with InvalidQuery naming the fault and its place. Dashboards send the
- * same texts again and again: the syntax trees (immutable) of the last {@link PARSED_TEXTS} texts
- * of at most {@link PARSED_LENGTH} characters are kept (binding, and its refusals, run every time),
- * a text the parser refuses never.
+ * Parses a query, or fails with InvalidQuery naming the fault and its place. The syntax trees of
+ * recent texts are kept by the parser; binding, and its refusals, run every time.
  */
 export const parse = (text: string): Effect.Effect<Ast.Query, InvalidQuery> =>
-  Effect.suspend(() => {
-    const known = parsed.get(text)
-    if (known !== undefined) {
-      // Most recently used last: the first is the one to forget.
-      parsed.delete(text)
-      parsed.set(text, known)
-      return Effect.succeed(known)
-    }
-    return Effect.try({
-      try: () => {
-        const query = parseText(text)
-        if (text.length <= PARSED_LENGTH) {
-          parsed.set(text, query)
-          if (parsed.size > PARSED_TEXTS) parsed.delete(parsed.keys().next().value!)
-        }
-        return query
-      },
-      catch: (error) => toInvalid(text, error)
-    })
+  Effect.try({
+    try: () => parseText(text),
+    catch: (error) => toInvalid(text, error)
   })
-
-const PARSED_TEXTS = 256
-const PARSED_LENGTH = 8_192
-const parsed = new Map<string, Ast.Query>()
 
 const toInvalid = (text: string, error: unknown): InvalidQuery => {
   if (error instanceof ParseError || error instanceof BindFault || error instanceof QueryFault) {

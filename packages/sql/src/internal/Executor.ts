@@ -129,8 +129,6 @@ const tableNotFound = (name: string, family: Family, at: number): BindFault => {
 /** Milliseconds a bucket of each grain may span at most (months: 31 days). */
 const GRAIN_SPAN: Record<string, number> = { minute: 60_000, hour: 3_600_000, day: 86_400_000, month: 31 * 86_400_000 }
 
-const viewCache = new Map<string, Ast.Query>()
-
 /**
  * A rollup's view, grouped by `dimensions` only when given and with `measures` only when given
  * (see `prunedView`).
@@ -143,12 +141,7 @@ const viewOf = (
   const text = dimensions === undefined && measures === undefined
     ? table.view!
     : table.viewBy!(dimensions ?? table.dimensions, measures)
-  let query = viewCache.get(text)
-  if (query === undefined) {
-    if (viewCache.size > 256) viewCache.clear()
-    viewCache.set(text, query = parse(text))
-  }
-  return query
+  return parse(text)
 }
 
 /** Aggregates whose answer does not depend on how many rollup rows a group spans. */

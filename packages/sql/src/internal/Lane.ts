@@ -56,6 +56,13 @@ const otherWork = async (): Promise<number> => {
   return lastTurn - before - (queriesRan - ranBefore)
 }
 
+/** One turn of the loop, its other work added to the average of the last turns'. */
+const look = async (): Promise<number> => {
+  const others = await otherWork()
+  othersAverage = othersAverage * 0.6 + others * 0.4
+  return others
+}
+
 /**
  * Steps aside after a slice of `ran` ms: one turn of the loop, then, when other work ran in that
  * turn, long enough that the slice was at most {@link SHARE} of the time. Resolves when the query
@@ -70,8 +77,7 @@ export const giveWay = async (ran: number): Promise<void> => {
   // queries took a third of the loop, not a quarter). Other work in the turn pays it back.
   const booked = othersAverage >= BUSY_MS
   if (booked) resumeAt = Math.max(resumeAt, before) + owed
-  let others = await otherWork()
-  othersAverage = othersAverage * 0.6 + others * 0.4
+  let others = await look()
   if (booked) resumeAt -= Math.min(owed, others)
   else if (others >= BUSY_MS) resumeAt = Math.max(resumeAt, before) + Math.max(0, owed - others)
   // The debt is owed to other work while it waits: a turn, or a step of the wait, that finds none
@@ -88,8 +94,7 @@ export const giveWay = async (ran: number): Promise<void> => {
       resumeAt = 0
       break
     }
-    others = await otherWork()
-    othersAverage = othersAverage * 0.6 + others * 0.4
+    others = await look()
   }
 }
 

@@ -104,8 +104,33 @@ const COMPARISONS: Record<string, Ast.BinaryOp> = {
   ">=": ">="
 }
 
-/** Parses one query; a trailing `;` is allowed, a second statement is not. */
+/**
+ * Parses one query; a trailing `;` is allowed, a second statement is not. Dashboards send the same
+ * texts again and again, and rollups' views are texts too: the syntax trees (immutable) of the last
+ * {@link KEPT_TEXTS} texts of at most {@link KEPT_LENGTH} characters are kept, a text the parser
+ * refuses never.
+ */
 export const parse = (text: string): Ast.Query => {
+  const known = kept.get(text)
+  if (known !== undefined) {
+    // Most recently used last: the first is the one to forget.
+    kept.delete(text)
+    kept.set(text, known)
+    return known
+  }
+  const query = parseAfresh(text)
+  if (text.length <= KEPT_LENGTH) {
+    kept.set(text, query)
+    if (kept.size > KEPT_TEXTS) kept.delete(kept.keys().next().value!)
+  }
+  return query
+}
+
+const KEPT_TEXTS = 256
+const KEPT_LENGTH = 8_192
+const kept = new Map<string, Ast.Query>()
+
+const parseAfresh = (text: string): Ast.Query => {
   let tokens: Array<Token>
   try {
     tokens = tokenize(text)

@@ -39,8 +39,20 @@ const constantBinder: Binder = {
   grouped: false
 }
 
-/** A canonical text of an expression (positions and letter case of keywords left out). */
+/**
+ * A canonical text of an expression (positions and letter case of keywords left out). Kept per
+ * node: binding asks it of every node it compiles after grouping, and syntax trees are kept by the
+ * parser, so a repeated query's texts are known already.
+ */
 export const canonical = (expr: Ast.Expr): string => {
+  let text = canonicalTexts.get(expr)
+  if (text === undefined) canonicalTexts.set(expr, text = canonicalOf(expr))
+  return text
+}
+
+const canonicalTexts = new WeakMap<Ast.Expr, string>()
+
+const canonicalOf = (expr: Ast.Expr): string => {
   switch (expr._tag) {
     case "Column":
       return `c(${expr.name.toLowerCase()})`

@@ -48,13 +48,26 @@ export const conjuncts = (expr: Ast.Expr | undefined, out: Array<Ast.Expr> = [])
 export const isColumn = (expr: Ast.Expr, name: string): boolean =>
   expr._tag === "Column" && expr.name.toLowerCase() === name
 
-/** Replaces bare names of SELECT aliases by their expressions (not inside an alias's own). */
+/**
+ * Replaces bare names of SELECT aliases by their expressions (not inside an alias's own). A node
+ * with no alias under it is returned as it is, so what is known of it (its canonical text) holds.
+ */
 export const substitute = (
   expr: Ast.Expr,
   aliases: ReadonlyMap<string, Ast.Expr>,
-  excluded: ReadonlySet<string> = new Set()
+  excluded: ReadonlySet<string> = NONE
 ): Ast.Expr => {
+  if (aliases.size === 0) return expr
   const walk = (e: Ast.Expr): Ast.Expr => substitute(e, aliases, excluded)
+  const all = (es: ReadonlyArray<Ast.Expr>): ReadonlyArray<Ast.Expr> => {
+    let out: Array<Ast.Expr> | undefined
+    for (let i = 0; i < es.length; i++) {
+      const e = walk(es[i]!)
+      if (e !== es[i] && out === undefined) out = es.slice(0, i)
+      out?.push(e)
+    }
+    return out ?? es
+  }
   switch (expr._tag) {
     case "Column": {
       if (expr.table !== undefined) return expr
@@ -65,35 +78,66 @@ export const substitute = (
     }
     case "Literal":
       return expr
-    case "Interval":
-      return { ...expr, value: walk(expr.value) }
-    case "ArrayLiteral":
-      return { ...expr, items: expr.items.map(walk) }
-    case "Unary":
-      return { ...expr, operand: walk(expr.operand) }
-    case "Binary":
-      return { ...expr, left: walk(expr.left), right: walk(expr.right) }
-    case "Call":
-      return { ...expr, args: expr.args.map(walk) }
-    case "InList":
-      return { ...expr, expr: walk(expr.expr), items: expr.items.map(walk) }
-    case "InQuery":
-      return { ...expr, expr: walk(expr.expr) }
-    case "Like":
-      return { ...expr, expr: walk(expr.expr), pattern: walk(expr.pattern) }
-    case "Between":
-      return { ...expr, expr: walk(expr.expr), low: walk(expr.low), high: walk(expr.high) }
-    case "IsNull":
-      return { ...expr, expr: walk(expr.expr) }
-    case "Case":
-      return {
-        ...expr,
-        operand: expr.operand === undefined ? undefined : walk(expr.operand),
-        whens: expr.whens.map((w) => ({ when: walk(w.when), then: walk(w.then) })),
-        otherwise: expr.otherwise === undefined ? undefined : walk(expr.otherwise)
-      }
+    case "Interval": {
+      const value = walk(expr.value)
+      return value === expr.value ? expr : { ...expr, value }
+    }
+    case "ArrayLiteral": {
+      const items = all(expr.items)
+      return items === expr.items ? expr : { ...expr, items }
+    }
+    case "Unary": {
+      const operand = walk(expr.operand)
+      return operand === expr.operand ? expr : { ...expr, operand }
+    }
+    case "Binary": {
+      const left = walk(expr.left)
+      const right = walk(expr.right)
+      return left === expr.left && right === expr.right ? expr : { ...expr, left, right }
+    }
+    case "Call": {
+      const args = all(expr.args)
+      return args === expr.args ? expr : { ...expr, args }
+    }
+    case "InList": {
+      const inner = walk(expr.expr)
+      const items = all(expr.items)
+      return inner === expr.expr && items === expr.items ? expr : { ...expr, expr: inner, items }
+    }
+    case "InQuery": {
+      const inner = walk(expr.expr)
+      return inner === expr.expr ? expr : { ...expr, expr: inner }
+    }
+    case "Like": {
+      const inner = walk(expr.expr)
+      const pattern = walk(expr.pattern)
+      return inner === expr.expr && pattern === expr.pattern ? expr : { ...expr, expr: inner, pattern }
+    }
+    case "Between": {
+      const inner = walk(expr.expr)
+      const low = walk(expr.low)
+      const high = walk(expr.high)
+      return inner === expr.expr && low === expr.low && high === expr.high
+        ? expr
+        : { ...expr, expr: inner, low, high }
+    }
+    case "IsNull": {
+      const inner = walk(expr.expr)
+      return inner === expr.expr ? expr : { ...expr, expr: inner }
+    }
+    case "Case": {
+      const operand = expr.operand === undefined ? undefined : walk(expr.operand)
+      const whens = expr.whens.map((w) => ({ when: walk(w.when), then: walk(w.then) }))
+      const otherwise = expr.otherwise === undefined ? undefined : walk(expr.otherwise)
+      return operand === expr.operand && otherwise === expr.otherwise &&
+          whens.every((w, i) => w.when === expr.whens[i]!.when && w.then === expr.whens[i]!.then)
+        ? expr
+        : { ...expr, operand, whens, otherwise }
+    }
   }
 }
+
+const NONE: ReadonlySet<string> = new Set()
 
 /** Calls `f` on every node of an expression (not into subqueries). */
 export const visitExpr = (expr: Ast.Expr, f: (e: Ast.Expr) => void): void => {

@@ -339,6 +339,85 @@ describe("SQL analytics against DuckDB", () => {
       expect(paced.counted.reads).toBeLessThan(counted.reads / 2)
     }), 90_000)
 
+  it.live(
+    "a SELECT that weighs outcomes only in sums reads a row of counts per group, not per outcome",
+    () =>
+      Effect.gen(function*() {
+        const verifications = MemoryVerificationStore.make()
+        const ratelimits = MemoryRatelimitStore.make()
+        yield* appendCorpus(verifications, ratelimits)
+        const { scans } = withCounts(verifications, ratelimits, false, undefined)
+        const from = Date.UTC(2025, 11, 20)
+        const to = Date.UTC(2026, 0, 10)
+        const window = `WHERE key_space_id = 'api_a' AND time >= ${from} AND time < ${to}`
+        const run = (text: string, scannedRows: number) =>
+          Effect.exit(SqlQuery.run(text, {
+            family: "verifications",
+            workspaceId: WORKSPACE,
+            within: undefined,
+            verifications: scans.verifications,
+            ratelimits: scans.ratelimits,
+            limits: { ...SqlQuery.DEFAULT_LIMITS, scannedRows },
+            now: NOW,
+            counts: scans.counts
+          }))
+        /** The fewest scanned rows the query answers within: the rows it reads. */
+        const rowsRead = (text: string) =>
+          Effect.gen(function*() {
+            let [low, high] = [1, 100_000]
+            while (low < high) {
+              const mid = Math.floor((low + high) / 2)
+              if (Exit.isSuccess(yield* run(text, mid))) high = mid
+              else low = mid + 1
+            }
+            return low
+          })
+        const events = corpus.verifications.filter((e) =>
+          e.workspaceId === WORKSPACE && e.apiId === "api_a" && e.time >= from && e.time < to
+        )
+        const dayOf = (time: number) => time - time % 86_400_000
+        const days = new Set(events.map((e) => dayOf(e.time)))
+        const dayOutcomes = new Set(events.map((e) => `${dayOf(e.time)} ${e.outcome}`))
+        expect(dayOutcomes.size).toBeGreaterThan(days.size * 2)
+
+        const together = `SELECT toStartOfDay(time) AS day, count() AS total, countIf(outcome = 'VALID') AS valid,
+        sumIf(2, outcome IN ('RATE_LIMITED', 'USAGE_EXCEEDED')) AS twice_blocked, avg(toDayOfWeek(time)) AS weekday
+        FROM key_verifications_v1 ${window} GROUP BY day ORDER BY day`
+        expect(yield* rowsRead(together)).toBe(days.size)
+        const answer = yield* run(together, 100_000)
+        expect(Exit.isSuccess(answer) && answer.value.rows).toEqual(
+          [...days].sort((a, b) => a - b).map((day) => {
+            const of = events.filter((e) => dayOf(e.time) === day)
+            return {
+              day,
+              total: of.length,
+              valid: of.filter((e) => e.outcome === "valid").length,
+              twice_blocked: 2 * of.filter((e) => e.outcome === "rateLimited" || e.outcome === "usageExceeded").length,
+              weekday: new Date(day).getUTCDay() || 7
+            }
+          })
+        )
+        // The outcome grouped, in WHERE, or weighed by an aggregate that is not a sum: a row per outcome.
+        for (
+          const apart of [
+            `SELECT toStartOfDay(time) AS day, outcome, count() AS n FROM key_verifications_v1 ${window}
+           GROUP BY day, outcome`,
+            `SELECT toStartOfDay(time) AS day, count() AS n FROM key_verifications_v1 ${window}
+           AND outcome != 'VALID' GROUP BY day`,
+            `SELECT toStartOfDay(time) AS day, avg(if(outcome = 'VALID', 1, 0)) AS valid_share
+           FROM key_verifications_v1 ${window} GROUP BY day`,
+            `SELECT toStartOfDay(time) AS day, count(DISTINCT outcome) AS kinds FROM key_verifications_v1 ${window}
+           GROUP BY day`
+          ]
+        ) {
+          const rows = yield* rowsRead(apart)
+          expect(rows, apart).toBeGreaterThanOrEqual(dayOutcomes.size - (apart.includes("!=") ? days.size : 0))
+          expect(rows, apart).toBeLessThanOrEqual(dayOutcomes.size)
+        }
+      }),
+    60_000
+  )
+
   it.live("the SQLite store, on a file", () =>
     Effect.gen(function*() {
       const dir = mkdtempSync(join(tmpdir(), "keymeter-sql-differential-"))

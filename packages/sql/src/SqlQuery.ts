@@ -187,7 +187,13 @@ export const run = (
     const maxPart = Math.max(1, options.counts?.partEvents ?? Infinity)
     const counted = <A extends { readonly length: number }>(
       store: Counts | undefined,
-      toColumns: (id: string, result: AggregationResult, from: number, dictionaries: Dictionaries) => A & Weighted
+      toColumns: (
+        id: string,
+        result: AggregationResult,
+        from: number,
+        dictionaries: Dictionaries,
+        together: boolean
+      ) => A & Weighted
     ) =>
       store === undefined ? undefined : async (
         hint: ScanHint,
@@ -206,7 +212,7 @@ export const run = (
         for (const id of apis) {
           const dictionaries = new Dictionaries()
           const columns = (id: string, result: AggregationResult, from: number) =>
-            toColumns(id, result, from, dictionaries)
+            toColumns(id, result, from, dictionaries, shape.outcomes === "together")
           const ask = (from: number, to: number, grouped: boolean, groupByIdentity: boolean): AggregationQuery => ({
             workspaceId: options.workspaceId,
             apiId: id,

@@ -45,9 +45,15 @@ export interface Sources {
   } | undefined
 }
 
-/** Rows of counted events: row `i` stands for `weight[i]` equal events. */
+/**
+ * Rows of counted events: row `i` stands for `weight[i]` equal events. With `byOutcome`, a row
+ * stands for events that differ in their outcome only (see `CountShape.outcomes`): `weight[i]` is
+ * their total and `byOutcome[i * OUTCOMES + o]` those of outcome `o`; the row's outcome column
+ * reads nothing.
+ */
 export interface Weighted {
   readonly weight: ArrayLike<number>
+  readonly byOutcome?: Float64Array | undefined
 }
 
 /**
@@ -70,6 +76,12 @@ export interface CountShape {
    * `sum`/`sumIf`, which add it once: see `InputColumn.total`).
    */
   readonly credits?: boolean | undefined
+  /**
+   * "together": a row holds the events of every outcome of its group (`Weighted.byOutcome`): the
+   * SELECT reads the outcome (`passed` for decisions) only inside counts and sums of it, which
+   * weigh each outcome by its events (see `outcomesTogether`).
+   */
+  readonly outcomes?: "together" | undefined
   /**
    * The SELECT keeps only its first `limit` groups by this counter, and a group's counts are all
    * it reads of it: a read that answers in one step may return only the groups that can make
@@ -134,6 +146,8 @@ export interface Env {
   i: number
   /** How many equal events the row stands for: 1, but for rows of counts (see `countsInput`). */
   w: number
+  /** The batch's events by outcome, when its rows hold every outcome (`Weighted.byOutcome`). */
+  o: Float64Array | undefined
   row: Array<Value>
   elem: Value
   /** The group (its number) an expression after GROUP BY is evaluated for. */
@@ -172,6 +186,12 @@ export interface Input {
   readonly run: (env: Env, visit: () => void) => Promise<void>
   /** What it is, for a plan. */
   readonly planned: PlannedInput
+  /**
+   * Where its rows hold the events of every outcome (`Weighted.byOutcome`): the column that reads
+   * the outcome, and a row of each outcome `o` (`rows[o]`, read at index 0), on which an
+   * aggregate of that column finds what one event of that outcome adds.
+   */
+  readonly outcomes?: { readonly column: string; readonly rows: ReadonlyArray<unknown> } | undefined
 }
 
 export const MAX_DEPTH = 64
@@ -277,4 +297,4 @@ export class Context {
   }
 }
 
-export const emptyEnv = (): Env => ({ b: undefined, i: 0, w: 1, row: [], elem: null, g: -1 })
+export const emptyEnv = (): Env => ({ b: undefined, i: 0, w: 1, o: undefined, row: [], elem: null, g: -1 })

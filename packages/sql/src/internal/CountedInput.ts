@@ -12,7 +12,8 @@ import { OUTCOME_NAMES } from "../Tables.js"
 import { constantValue } from "./Compile.js"
 import type { Context, CountShape, CountSource, Input, ScanHint } from "./Context.js"
 import { TooManyRows } from "./Context.js"
-import { childrenOf, isColumn, visitExpr } from "./Exprs.js"
+import { outcomeRows } from "./Counts.js"
+import { childrenOf, isAggregateCall, isColumn, readsColumn as reads, visitExpr } from "./Exprs.js"
 import type { Uses } from "./Inputs.js"
 import { rawInput, readFault, tableColumns, visitBatches } from "./Inputs.js"
 
@@ -45,12 +46,14 @@ export const countsInput = async (
     ...(hint.from < from ? [rawInput(context, table, qualifiers, { ...hint, to: from })] : []),
     ...(to < hint.to ? [rawInput(context, table, qualifiers, { ...hint, from: to })] : [])
   ]
-  const whole = { ...counting.shape, identified }
+  const together = counting.shape.credits !== true && outcomesTogether(table.family, uses)
+  const whole: CountShape = { ...counting.shape, identified, ...(together ? { outcomes: "together" } : {}) }
   // Events of the edges are added to the groups: then no group's counts are all of it.
   const shape = edges.length > 0 ? whole : { ...whole, top: countTop(table.family, uses, whole) }
   const columns = tableColumns(context, table)
   return {
     planned: { _tag: "Table", table, hint },
+    outcomes: together ? { column: OUTCOME_COLUMN[table.family], rows: outcomeRows[table.family] } : undefined,
     columns: shape.credits === true
       ? columns.map((column) => column.name === "spent_credits" ? { ...column, total: true } : column)
       : columns,
@@ -80,6 +83,40 @@ export const countsInput = async (
       for (const edge of edges) await edge.run(env, visit)
     }
   }
+}
+
+/** The column that reads a family's outcome. */
+const OUTCOME_COLUMN: Record<Family, string> = { verifications: "outcome", ratelimits: "passed" }
+
+/** Aggregates that add, for rows standing for many events, what one event adds times their number. */
+const BY_WEIGHT = new Set(["count", "countif", "sum", "sumif"])
+
+/**
+ * Whether a SELECT over counts may read a row per group with its outcomes together (see
+ * `CountShape.outcomes`), a ninth of the rows: it reads the outcome only in the arguments of
+ * `count`, `countIf`, `sum` and `sumIf` that read no other column, so what one event of each
+ * outcome adds is known before rows flow and a row adds it times its events of that outcome; its
+ * WHERE, its groups and its other aggregates never read the outcome, so every event of a row
+ * answers them the same.
+ */
+export const outcomesTogether = (family: Family, uses: Uses): boolean => {
+  const outcome = OUTCOME_COLUMN[family]
+  if (uses.where.some((e) => reads(e, outcome)) || uses.group.some((e) => reads(e, outcome))) return false
+  let together = true
+  const walk = (e: Ast.Expr): void => {
+    if (!together) return
+    if (e._tag === "Call" && isAggregateCall(e)) {
+      if (!e.args.some((arg) => reads(arg, outcome))) return
+      if (!BY_WEIGHT.has(e.name.toLowerCase()) || e.distinct || e.args.some((arg) => reads(arg, outcome, true))) {
+        together = false
+      }
+      return
+    }
+    if (isColumn(e, outcome)) together = false
+    else childrenOf(e).forEach(walk)
+  }
+  uses.exprs.forEach(walk)
+  return together
 }
 
 /** Columns of one value in a read of counts (of one api or namespace, within counted bounds). */

@@ -31,8 +31,12 @@ class Coder<A> {
   }
 }
 
-/** The (row, outcome) pairs of a result with events, in order. */
-const nonZero = (result: AggregationResult) => {
+/**
+ * The rows of counted events a result makes, in order: a (row, outcome) pair per counter with
+ * events; or, with the outcomes together, a row per result row with events, its counters as they
+ * are (`Weighted.byOutcome`), `outcomes` then all 0 (no row reads it).
+ */
+const nonZero = (result: AggregationResult, together: boolean) => {
   const rows: Array<number> = []
   const outcomes: Array<number> = []
   const counts = result.counts
@@ -40,11 +44,24 @@ const nonZero = (result: AggregationResult) => {
     for (let o = 0; o < OUTCOMES; o++) {
       if (counts[row * OUTCOMES + o]! > 0) {
         rows.push(row)
-        outcomes.push(o)
+        outcomes.push(together ? 0 : o)
+        if (together) break
       }
     }
   }
-  return { rows, outcomes }
+  const n = rows.length
+  const weight = new Float64Array(n)
+  let byOutcome: Float64Array | undefined
+  if (together) {
+    byOutcome = new Float64Array(n * OUTCOMES)
+    for (let i = 0; i < n; i++) {
+      const from = rows[i]! * OUTCOMES
+      let total = 0
+      for (let o = 0; o < OUTCOMES; o++) total += byOutcome[i * OUTCOMES + o] = counts[from + o]!
+      weight[i] = total
+    }
+  } else for (let i = 0; i < n; i++) weight[i] = counts[rows[i]! * OUTCOMES + outcomes[i]!]!
+  return { rows, outcomes, weight, byOutcome }
 }
 
 const NO_TAGS: ReadonlyArray<string> = []
@@ -226,9 +243,10 @@ export const verificationCounts = (
   apiId: string,
   result: AggregationResult,
   from: number,
-  dictionaries: Dictionaries
+  dictionaries: Dictionaries,
+  together = false
 ): VerificationColumns & Weighted => {
-  const { outcomes, rows } = nonZero(result)
+  const { byOutcome, outcomes, rows, weight } = nonZero(result, together)
   const n = rows.length
   const { externalIds, identityIds, keys, regions, tagsets } = dictionaries
   const columns = {
@@ -238,13 +256,12 @@ export const verificationCounts = (
     tags: new Uint32Array(n)
   }
   const time = new Float64Array(n)
-  const weight = new Float64Array(n)
-  const credits = result.credits
+  // Credits are summed by outcome: their rows are never read with the outcomes together.
+  const credits = together ? undefined : result.credits
   const spentCredits = new Float64Array(n)
   for (let i = 0; i < n; i++) {
     const row = rows[i]!
     time[i] = result.time?.[row] ?? from
-    weight[i] = result.counts[row * OUTCOMES + outcomes[i]!]!
     if (credits !== undefined) spentCredits[i] = credits[row * OUTCOMES + outcomes[i]!]!
     const keyId = result.keyId?.[row] ?? ""
     columns.key[i] = keys.code(keyId, keyId)
@@ -263,6 +280,7 @@ export const verificationCounts = (
   return {
     length: n,
     weight,
+    byOutcome,
     time,
     apiId: { codes: new Uint32Array(n), values: [apiId] },
     keyId: keys.dictionary(columns.key),
@@ -286,20 +304,19 @@ export const ratelimitCounts = (
   namespaceId: string,
   result: AggregationResult,
   from: number,
-  dictionaries: Dictionaries
+  dictionaries: Dictionaries,
+  together = false
 ): RatelimitColumns & Weighted => {
-  const { outcomes, rows } = nonZero(result)
+  const { byOutcome, outcomes, rows, weight } = nonZero(result, together)
   const n = rows.length
   const { identityIds: overrides, keys: identifiers } = dictionaries
   const identifier = new Uint32Array(n)
   const override = new Uint32Array(n)
   const time = new Float64Array(n)
-  const weight = new Float64Array(n)
   const passed = new Uint8Array(n)
   for (let i = 0; i < n; i++) {
     const row = rows[i]!
     time[i] = result.time?.[row] ?? from
-    weight[i] = result.counts[row * OUTCOMES + outcomes[i]!]!
     passed[i] = outcomes[i] === PASSED ? 1 : 0
     const id = result.keyId?.[row] ?? ""
     identifier[i] = identifiers.code(id, id)
@@ -309,6 +326,7 @@ export const ratelimitCounts = (
   return {
     length: n,
     weight,
+    byOutcome,
     time,
     namespaceId: { codes: new Uint32Array(n), values: [namespaceId] },
     identifier: identifiers.dictionary(identifier),
@@ -317,3 +335,19 @@ export const ratelimitCounts = (
     overrideId: overrides.dictionary(override)
   }
 }
+
+/** One event of outcome `o`, the rest of its columns empty. */
+const oneOf = (o: number): AggregationResult => {
+  const counts = new Float64Array(OUTCOMES)
+  counts[o] = 1
+  return { size: 1, counts }
+}
+
+/**
+ * A row of each outcome (`rows[o]`, weight 1), as `Input.outcomes` gives them: the events of a
+ * row of counts with its outcomes together differ in nothing else.
+ */
+export const outcomeRows = {
+  verifications: Array.from({ length: OUTCOMES }, (_, o) => verificationCounts("", oneOf(o), 0, new Dictionaries())),
+  ratelimits: Array.from({ length: OUTCOMES }, (_, o) => ratelimitCounts("", oneOf(o), 0, new Dictionaries()))
+} as const

@@ -5,6 +5,7 @@
  * read. Expressions compile to closures once per SELECT; rows stream from scans batch by batch,
  * yielding the event loop every few milliseconds of work, under the query's budgets.
  */
+import { OUTCOMES } from "@keymeter/core/Aggregation"
 import type * as Ast from "../Ast.js"
 import type { PlannedInput } from "../SqlEngine.js"
 import type { Family, PublicTable } from "../Tables.js"
@@ -21,6 +22,7 @@ import {
   isAggregateCall,
   isColumn,
   positional,
+  readsColumn,
   substitute,
   visitExpr
 } from "./Exprs.js"
@@ -330,6 +332,33 @@ const firstRows = (context: Context, select: Ast.Select): number | undefined => 
   }
 }
 
+/**
+ * What one event of each outcome adds to a sum whose arguments read the outcome and nothing else
+ * (`outcomesTogether`), on the input's row of that outcome.
+ */
+const addedByOutcome = (
+  slot: { readonly aggregate: Aggregate; readonly args: ReadonlyArray<Eval> },
+  rows: ReadonlyArray<unknown>
+): Float64Array => {
+  const adds = slot.aggregate.adds
+  if (adds === undefined) throw new Error("an aggregate that reads outcomes together must be a sum")
+  const env = emptyEnv()
+  const a = slot.args
+  const added = new Float64Array(rows.length)
+  for (let o = 0; o < rows.length; o++) {
+    env.b = rows[o]
+    added[o] = adds(a.length > 0 ? a[0]!(env) : null, a.length > 1 ? a[1]!(env) : null, 1)
+  }
+  return added
+}
+
+/** A row's events of each outcome (from `at` in `byOutcome`), each weighed by what one adds. */
+const weighed = (one: Float64Array, byOutcome: Float64Array, at: number): number => {
+  let added = 0
+  for (let o = 0; o < OUTCOMES; o++) added += one[o]! * byOutcome[at + o]!
+  return added
+}
+
 const runSelect = async (
   context: Context,
   select: Ast.Select,
@@ -515,6 +544,8 @@ const runSelect = async (
       readonly type: VType
       readonly result: VType
       readonly args: Array<Eval>
+      /** Its arguments read the outcome of rows holding every outcome (`Input.outcomes`). */
+      readonly byOutcome: boolean
     }> = []
     const slotTexts: Array<string> = []
     const groupBinder: Binder = {
@@ -567,7 +598,9 @@ const runSelect = async (
           s = slots.length
           // count() and count(*) count rows: a constant argument that is never NULL.
           const evals = args.length === 0 ? [() => 1] : args.map((a) => a.eval)
-          slots.push({ aggregate: fn, type: args[0]?.type ?? "Int", result: type, args: evals })
+          const byOutcome = input.outcomes !== undefined &&
+            call.args.some((arg) => readsColumn(arg, input.outcomes!.column))
+          slots.push({ aggregate: fn, type: args[0]?.type ?? "Int", result: type, args: evals, byOutcome })
           slotTexts.push(text)
         }
         const index = s
@@ -643,6 +676,7 @@ const runSelect = async (
       const single = depth === 0 ? newGroup() : undefined
       const args = slots.map((slot) => slot.args)
       const adds = slots.map((slot) => slot.aggregate.adds)
+      const perOutcome = slots.map((slot) => slot.byOutcome ? addedByOutcome(slot, input.outcomes!.rows) : undefined)
       await visitRows(() => {
         let group: number | undefined = single
         if (group === undefined) {
@@ -666,8 +700,14 @@ const runSelect = async (
           }
         }
         const at = group
+        const byOutcome = env.o
         for (let k = 0; k < summed.length; k++) {
           const s = summed[k]!
+          const one = perOutcome[s]
+          if (one !== undefined && byOutcome !== undefined) {
+            sums[s]![at] += weighed(one, byOutcome, env.i * OUTCOMES)
+            continue
+          }
           const a = args[s]!
           sums[s]![at] += adds[s]!(a.length > 0 ? a[0]!(env) : null, a.length > 1 ? a[1]!(env) : null, env.w)
         }

@@ -48,6 +48,15 @@ export const conjuncts = (expr: Ast.Expr | undefined, out: Array<Ast.Expr> = [])
 export const isColumn = (expr: Ast.Expr, name: string): boolean =>
   expr._tag === "Column" && expr.name.toLowerCase() === name
 
+/** Whether an expression reads the column `name` (with `others`: any column but it). */
+export const readsColumn = (expr: Ast.Expr, name: string, others = false): boolean => {
+  let found = false
+  visitExpr(expr, (e) => {
+    if (e._tag === "Column" && (e.name.toLowerCase() === name) !== others) found = true
+  })
+  return found
+}
+
 /**
  * Replaces bare names of SELECT aliases by their expressions (not inside an alias's own). A node
  * with no alias under it is returned as it is, so what is known of it (its canonical text) holds.

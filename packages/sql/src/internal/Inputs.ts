@@ -172,6 +172,7 @@ export const visitBatches = async (
   for (const batch of batches) {
     env.b = batch
     const weights = (batch as Partial<Weighted>).weight
+    env.o = (batch as Partial<Weighted>).byOutcome
     for (let i = 0; i < batch.length; i++) {
       env.i = i
       if (weights !== undefined) env.w = weights[i]!
@@ -179,9 +180,11 @@ export const visitBatches = async (
       if ((i & SLICE_CHECK) === SLICE_CHECK && context.due()) {
         await context.pause()
         env.b = batch
+        env.o = (batch as Partial<Weighted>).byOutcome
       }
     }
     env.w = 1
+    env.o = undefined
     context.checkTime()
     if (context.due()) await context.pause()
   }

@@ -11,6 +11,7 @@ import * as Time from "@keymeter/core/Time"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
 import * as Option from "effect/Option"
 import * as Runtime from "effect/Runtime"
 import type * as Ast from "./Ast.js"
@@ -161,9 +162,28 @@ export const run = (
     }
     const runtime = yield* Effect.runtime<never>()
     const runExit = Runtime.runPromiseExit(runtime)
+    const runSync = Runtime.runSyncExit(runtime)
+    const awaitFiber = Runtime.runPromise(runtime)
+    /**
+     * A store's exit, at once where it answers without waiting, else once the fiber it went on
+     * waiting in ends (as a promise's run would have it): for reads of counts, each sized to a step,
+     * a fiber run to its end on its own costs tens of microseconds of a query of hundreds. Scans run
+     * as promises: what they do between their pauses the runtime may break up.
+     */
+    const exitNow = <A>(
+      effect: Effect.Effect<A, StorageError | QueryTooLarge>
+    ): Exit.Exit<A, StorageError | QueryTooLarge> | Promise<Exit.Exit<A, StorageError | QueryTooLarge>> => {
+      const exit = runSync(effect)
+      if (Exit.isFailure(exit)) {
+        const defect = Cause.dieOption(exit.cause)
+        if (Option.isSome(defect) && Runtime.isAsyncFiberException(defect.value)) {
+          return awaitFiber(Fiber.await(defect.value.fiber as Fiber.Fiber<A, StorageError | QueryTooLarge>))
+        }
+      }
+      return exit
+    }
     /** A store's answer; a scope over its row budget rejects with TooManyRows. */
-    const outcome = async <A>(effect: Effect.Effect<A, StorageError | QueryTooLarge>): Promise<A> => {
-      const exit = await runExit(effect)
+    const answer = <A>(exit: Exit.Exit<A, StorageError | QueryTooLarge>): A => {
       if (Exit.isSuccess(exit)) return exit.value
       const failure = exit.cause._tag === "Fail" ? exit.cause.error : undefined
       if (failure?._tag === "QueryTooLarge") throw new TooManyRows()
@@ -173,6 +193,10 @@ export const run = (
       if (Option.isSome(defect) && defect.value instanceof BudgetFault) throw defect.value
       throw new Error("the store failed")
     }
+    const outcome = async <A>(effect: Effect.Effect<A, StorageError | QueryTooLarge>): Promise<A> =>
+      answer(await runExit(effect))
+    const countsRead = async <A>(effect: Effect.Effect<A, StorageError | QueryTooLarge>): Promise<A> =>
+      answer(await exitNow(effect))
     const scan = <A>(scanner: Scan<A>) => (hint: ScanHint, maxRows: number, pause: Pause): Promise<ReadonlyArray<A>> =>
       // The caller's scope bounds every scan; the query's hint can only narrow it.
       outcome(scanner({
@@ -205,8 +229,8 @@ export const run = (
         if (shape.credits === true && store.sumsCredits !== true) return undefined
         // Every api of the workspace: those with events are the store's to know, not the catalog's.
         const ids = narrowWithin(options.within, hint.within) ??
-          (store.within === undefined ? undefined : await outcome(store.within(options.workspaceId)))
-        if (ids === undefined || hint.from < (await outcome(store.from))) return undefined
+          (store.within === undefined ? undefined : await countsRead(store.within(options.workspaceId)))
+        if (ids === undefined || hint.from < (await countsRead(store.from))) return undefined
         let rows = 0
         const apis = new Set(ids)
         for (const id of apis) {
@@ -233,7 +257,7 @@ export const run = (
           })
           const read = async (from: number, to: number, groupByIdentity: boolean, top?: CountShape["top"]) => {
             const asked = { ...ask(from, to, true, groupByIdentity), ...top }
-            const result = await outcome(store.aggregate(asked))
+            const result = await countsRead(store.aggregate(asked))
             // Adapters may answer by tag set what was asked by tag.
             return shape.tags === "tag" && result.tags !== undefined ? expandTags(asked, result) : result
           }
@@ -251,7 +275,7 @@ export const run = (
             await take(batch)
             continue
           }
-          const hours = hourBuckets(await outcome(store.aggregate(ask(hint.from, hint.to, false, false))))
+          const hours = hourBuckets(await countsRead(store.aggregate(ask(hint.from, hint.to, false, false))))
           // Groups wider than an hour span parts: their counts are added up across parts, so the
           // executor reads each group once (parts of a 30-day top-N would each hold every key).
           const merged = shape.timeUnit === "hour" ? undefined : new MergedCounts()

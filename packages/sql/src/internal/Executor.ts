@@ -631,8 +631,9 @@ const runSelect = async (
     // Groups are numbers, their keys and aggregates columns indexed by them: no object per group
     // for the collector to trace (a heavy query holds hundreds of thousands). Sums (count, countIf,
     // sum, sumIf) are numbers in a Float64Array; other aggregates keep a state per group.
-    const summed = slots.flatMap((slot, s) => slot.aggregate.adds === undefined ? [] : [s])
-    const stated = slots.flatMap((slot, s) => slot.aggregate.adds === undefined ? [s] : [])
+    const summed: Array<number> = []
+    const stated: Array<number> = []
+    for (let s = 0; s < slots.length; s++) (slots[s]!.aggregate.adds === undefined ? stated : summed).push(s)
     const sums = slots.map(() => new Float64Array(0))
     let capacity = 0
     const states = slots.map((): Array<State> => [])

@@ -37,19 +37,29 @@ class Coder<A> {
  * are (`Weighted.byOutcome`), `outcomes` then all 0 (no row reads it).
  */
 const nonZero = (result: AggregationResult, together: boolean) => {
-  const rows: Array<number> = []
-  const outcomes: Array<number> = []
   const counts = result.counts
+  // Counted first, then filled: typed arrays of the right length, not arrays grown row by row (a
+  // heavy query's parts hold hundreds of thousands of rows, and the collector copied the growth).
+  let n = 0
   for (let row = 0; row < result.size; row++) {
     for (let o = 0; o < OUTCOMES; o++) {
       if (counts[row * OUTCOMES + o]! > 0) {
-        rows.push(row)
-        outcomes.push(together ? 0 : o)
+        n++
         if (together) break
       }
     }
   }
-  const n = rows.length
+  const rows = new Uint32Array(n)
+  const outcomes = new Uint8Array(n)
+  for (let row = 0, i = 0; row < result.size; row++) {
+    for (let o = 0; o < OUTCOMES; o++) {
+      if (counts[row * OUTCOMES + o]! > 0) {
+        rows[i] = row
+        outcomes[i++] = together ? 0 : o
+        if (together) break
+      }
+    }
+  }
   const weight = new Float64Array(n)
   let byOutcome: Float64Array | undefined
   if (together) {
@@ -286,7 +296,7 @@ export const verificationCounts = (
     keyId: keys.dictionary(columns.key),
     identityId: identityIds.dictionary(columns.identity),
     externalId: externalIds.dictionary(columns.external),
-    outcome: Uint8Array.from(outcomes),
+    outcome: outcomes,
     tags: tagsets.dictionary(columns.tags),
     spentCredits,
     latency: new Float64Array(n),

@@ -67,12 +67,23 @@ export class Rows {
       counts: this.counts.subarray(0, n * OUTCOMES),
       ...(this.credits !== undefined ? { credits: this.credits.subarray(0, n * OUTCOMES) } : {}),
       time: query.timeUnit !== undefined ? Float64Array.from(this.time) : undefined,
-      keyId: query.groupByKey ? Array.from(codes(this.key), (c) => partition!.keyIds[c]!) : undefined,
-      identity: query.groupByIdentity ? Array.from(codes(this.identity), (c) => partition!.identities[c]!) : undefined,
-      tag: tagged && this.perTag ? Array.from(codes(this.tag), (c) => partition!.tagNames[c]!) : undefined,
-      tags: tagged && !this.perTag ? Array.from(codes(this.tag), (c) => partition!.tagsets[c]!) : undefined
+      keyId: query.groupByKey ? valuesOf(codes(this.key), partition?.keyIds) : undefined,
+      identity: query.groupByIdentity ? valuesOf(codes(this.identity), partition?.identities) : undefined,
+      tag: tagged && this.perTag ? valuesOf(codes(this.tag), partition?.tagNames) : undefined,
+      tags: tagged && !this.perTag ? valuesOf(codes(this.tag), partition?.tagsets) : undefined
     }
   }
+}
+
+/**
+ * The values of codes (none without a partition: then there are no codes), by a loop: `Array.from`
+ * of a typed array goes through its iterator, an object per row for the collector (a heavy
+ * query's parts hold hundreds of thousands of rows).
+ */
+const valuesOf = <A>(codes: Uint32Array, values: ReadonlyArray<A | undefined> | undefined): Array<A> => {
+  const out = new Array<A>(codes.length)
+  for (let i = 0; i < codes.length; i++) out[i] = values![codes[i]!]!
+  return out
 }
 
 export const empty = (query: AggregationQuery): AggregationResult =>

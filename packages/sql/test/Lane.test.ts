@@ -64,7 +64,7 @@ describe("Lane", () => {
         return stop
       })
       let stop = yield* seeBusy
-      // A slice of 10 ms owes 30 ms to the other work, which goes on: the query waits.
+      // A slice of 10 ms owes 90 ms to the other work, which goes on: the query waits.
       expect(yield* timedGiveWay(10)).toBeGreaterThanOrEqual(15)
       stop()
       // Other work goes on in small pieces (0.3 ms a turn): the query still waits.
@@ -74,7 +74,7 @@ describe("Lane", () => {
       expect(yield* timedGiveWay(10)).toBeGreaterThanOrEqual(15)
       stopLight()
       // No other work waits now, though the lane last saw a busy loop: a slice of 40 ms (owing
-      // 120 ms while others wait) is followed by a turn, not by the wait.
+      // 360 ms while others wait) is followed by a turn, not by the wait.
       stop = yield* seeBusy
       stop()
       expect(yield* timedGiveWay(40)).toBeLessThan(60)

@@ -5,8 +5,13 @@
  * One lane per process, because the event loop is one per process: two queries share it.
  */
 
-/** Part of the event loop that queries take, together, while other work is waiting. */
-export const SHARE = 0.25
+/**
+ * Part of the event loop that queries take, together, while other work is waiting. A tenth: with a
+ * quarter, verifyKey's and limit's p99 beside two clients of heavy queries were 1.6-2.7x those
+ * alone, with a tenth 1.2-1.7x (bench/results/sql-hot-path-1m.md); heavy queries take that much
+ * longer in wall time under load, their time budget counting their own work only.
+ */
+export const SHARE = 0.1
 
 /**
  * Other work that ran while a query stepped aside for one turn (ms): at least this, and the loop
@@ -15,7 +20,7 @@ export const SHARE = 0.25
 const BUSY_MS = 1
 
 /** Ms a step of a query may take while the loop is busy (see {@link stepMs}), and while it is not. */
-const BUSY_STEP_MS = 3
+const BUSY_STEP_MS = 1
 const IDLE_STEP_MS = 12
 /**
  * Other work per turn, averaged over the last few turns (ms): one turn's blip (V8's own tasks run
@@ -74,7 +79,7 @@ export const giveWay = async (ran: number): Promise<void> => {
   const owed = ran * (1 - SHARE) / SHARE
   // While the loop is busy, what this slice owes is booked before anything else runs: another
   // query woken meanwhile waits for it instead of running its slice right after this one (two
-  // queries took a third of the loop, not a quarter). Other work in the turn pays it back.
+  // queries took more than their share of the loop). Other work in the turn pays it back.
   const booked = othersAverage >= BUSY_MS
   if (booked) resumeAt = Math.max(resumeAt, before) + owed
   let others = await look()

@@ -9,6 +9,10 @@
 // @ts-expect-error no types
 import autocannon from "autocannon"
 import { spawn } from "node:child_process"
+import { rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import * as Compiled from "./Compiled.js"
 import { apiId } from "./Dataset.js"
 import type { Server } from "./Http.js"
 import { ROOT_KEY } from "./Http.js"
@@ -300,6 +304,84 @@ export const run = async (
           ? `; node:http ${Math.round(base.requestsPerSecond)} req/s, p99 ${base.p99} ms; ${result.ratio.toFixed(3)}×\n`
           : "\n")
     )
+  }
+  return out
+}
+
+export interface PacedResult {
+  readonly route: string
+  /** Requests due per second. */
+  readonly rate: number
+  readonly sent: number
+  readonly ok: number
+  readonly failed: number
+  /** Latency from when each request was due, ms. */
+  readonly p50: number
+  readonly p99: number
+  readonly p999: number
+  readonly max: number
+}
+
+/**
+ * Each route whose name contains `only`, loaded at `rate` requests/s for `seconds` by a paced
+ * client in its own process (`Paced.ts`): latencies to the µs, counted from when each request was
+ * due. With `setup: false`, the routes' setup is not run again.
+ */
+export const paced = async (
+  server: Server,
+  rate: number,
+  seconds: number,
+  only: string,
+  options: { readonly setup?: boolean } = {}
+): Promise<Array<PacedResult>> => {
+  const out: Array<PacedResult> = []
+  for (const route of routes.filter((r) => r.route.includes(only) && r.method === "POST" && r.body)) {
+    if (options.setup !== false) await route.setup?.(server)
+    const file = join(tmpdir(), `keymeter-paced-${process.pid}.json`)
+    writeFileSync(
+      file,
+      JSON.stringify({
+        base: server.base,
+        path: route.path,
+        status: route.status,
+        headers: { authorization: `Bearer ${route.key ?? ROOT_KEY}`, "content-type": "application/json" },
+        bodies: Array.from({ length: 1000 }, (_, n) => route.body!(n))
+      })
+    )
+    try {
+      // Not spawnSync: the heavy queries' clients run on this process's loop meanwhile.
+      const stdout = await new Promise<string>((resolve, reject) => {
+        const child = spawn(
+          process.execPath,
+          Compiled.script("Paced.ts", [
+            "--requests",
+            file,
+            "--rate",
+            String(rate),
+            "--seconds",
+            String(seconds),
+            "--connections",
+            String(CONNECTIONS)
+          ]),
+          { stdio: ["ignore", "pipe", "inherit"] }
+        )
+        let text = ""
+        child.stdout.on("data", (chunk: Buffer) => (text += chunk.toString()))
+        child.once("error", reject)
+        child.once(
+          "exit",
+          (code) => (code === 0 ? resolve(text) : reject(new Error(`the paced client exited (${code})`)))
+        )
+      })
+      const result = JSON.parse(stdout) as Omit<PacedResult, "route" | "rate">
+      out.push({ route: route.route, rate, ...result })
+      process.stdout.write(
+        `  ${route.route} at ${rate} req/s: p50 ${result.p50.toFixed(2)} ms, p99 ${result.p99.toFixed(2)} ms, ` +
+          `p99.9 ${result.p999.toFixed(2)} ms, max ${result.max.toFixed(1)} ms, ${result.failed} failed\n`
+      )
+    } finally {
+      rmSync(file, { force: true })
+    }
   }
   return out
 }

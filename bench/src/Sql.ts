@@ -9,7 +9,9 @@
  * 2. The hot path under heavy queries: the standalone server on memory and on SQLite with the
  *    data set ingested over HTTP (times moved so it ends now), v2 keys.verifyKey and
  *    ratelimit.limit loaded (`Load.run`) alone, then while two clients send `SqlQueries.HEAVY`
- *    back to back to `/v2/analytics.getVerifications`, in turn several times (medians reported).
+ *    back to back to `/v2/analytics.getVerifications`, in turn several times (medians reported);
+ *    then the same at a paced rate (`PACED_RATE`, `Load.paced`), where the latency tells how long
+ *    a request waited for the queries rather than how busy the server was.
  */
 import { spawnSync } from "node:child_process"
 import { readFileSync, rmSync } from "node:fs"
@@ -48,6 +50,12 @@ export interface LoadPhase {
   readonly sql?: ReadonlyArray<SqlClientStats> | undefined
 }
 
+export interface PacedPhase {
+  readonly phase: string
+  readonly load: ReadonlyArray<Load.PacedResult>
+  readonly sql?: ReadonlyArray<SqlClientStats> | undefined
+}
+
 export interface HotPathResult {
   readonly adapter: string
   readonly events: number
@@ -55,6 +63,8 @@ export interface HotPathResult {
   /** Each heavy query alone on the idle server, 3 runs. */
   readonly standalone: ReadonlyArray<SqlClientStats>
   readonly phases: ReadonlyArray<LoadPhase>
+  /** The paced rounds (`PACED_RATE`). */
+  readonly paced: ReadonlyArray<PacedPhase>
   readonly serverPeakRssMiB: number
 }
 
@@ -269,12 +279,17 @@ const ingestShifted = async (
 /** Rounds of the hot path: a phase alone, then one beside heavy queries, each round. */
 const HOT_PATH_ROUNDS = 3
 
+/** Requests/s of the paced rounds: about a third of what SQLite serves at saturation here. */
+export const PACED_RATE = 3000
+
 /** Part 2 on one adapter. */
-const hotPathOn = async (
+export const hotPathOn = async (
   adapter: "memory" | "sqlite",
   size: number,
   seconds: number,
-  log: (line: string) => void
+  log: (line: string) => void,
+  pacedRate = PACED_RATE,
+  saturated = true
 ): Promise<HotPathResult> => {
   const file = here("../data/sql-http.db")
   const server = await Http.start(adapter === "sqlite" ? `sqlite:${file}` : "memory")
@@ -294,7 +309,8 @@ const hotPathOn = async (
     // Alone and beside the heavy queries in turn, several times: on this shared machine two phases
     // alone differ by up to 2x, so one of each tells little; the medians of several do.
     const phases: Array<LoadPhase> = []
-    for (let round = 1; round <= HOT_PATH_ROUNDS; round++) {
+    if (!saturated) await Load.paced(server, 100, 1, "v2 keys")
+    for (let round = 1; round <= HOT_PATH_ROUNDS && saturated; round++) {
       log(`  round ${round}, verifyKey and limit alone:`)
       // The keys created by the first phase are verified again: no createKey waits behind the queries.
       phases.push({
@@ -308,12 +324,29 @@ const hotPathOn = async (
       for (const s of sql) log(`  ${s.id}: ${describeStats(s)}`)
       phases.push({ phase: `with 2 SQL clients ${round}`, load, sql })
     }
+    // The same routes at a rate the server keeps up with, alone and beside the heavy queries in turn:
+    // how long a request waits for them, which a saturating load cannot tell (see `Paced.ts`).
+    const paced: Array<PacedPhase> = []
+    for (let round = 1; round <= HOT_PATH_ROUNDS && pacedRate > 0; round++) {
+      log(`  round ${round} at ${pacedRate} req/s, alone:`)
+      paced.push({
+        phase: `alone ${round}`,
+        load: await Load.paced(server, pacedRate, seconds, "v2 ", { setup: false })
+      })
+      log(`  round ${round} at ${pacedRate} req/s, with 2 clients sending heavy SQL queries back to back:`)
+      const clients = heavyClients(server, 2)
+      const load = await Load.paced(server, pacedRate, seconds, "v2 ", { setup: false })
+      const sql = await clients.stop()
+      for (const s of sql) log(`  ${s.id}: ${describeStats(s)}`)
+      paced.push({ phase: `with 2 SQL clients ${round}`, load, sql })
+    }
     return {
       adapter,
       events: size,
       ingest: { eventsPerSecond },
       standalone,
       phases,
+      paced,
       serverPeakRssMiB: server.peakRss()
     }
   } finally {
@@ -502,6 +535,56 @@ const hotPathMedians = (results: ReadonlyArray<HotPathResult>): Array<Array<stri
   return rows
 }
 
+/** The paced rounds: per adapter, route and phase, p50 / p99 / p99.9 / max of each round. */
+const pacedTable = (results: ReadonlyArray<HotPathResult>): Array<Array<string>> => {
+  const rows: Array<Array<string>> = [[
+    "adapter",
+    "phase",
+    "v2 keys.verifyKey p50 / p99 / p99.9 / max ms",
+    "v2 ratelimit.limit p50 / p99 / p99.9 / max ms",
+    "failed"
+  ]]
+  const show = (l: Load.PacedResult | undefined) =>
+    l === undefined ? "–" : [l.p50, l.p99, l.p999, l.max].map((v) => v.toFixed(v < 10 ? 2 : 1)).join(" / ")
+  for (const r of results) {
+    for (const phase of r.paced) {
+      rows.push([
+        r.adapter,
+        phase.phase,
+        show(phase.load.find((l) => l.route === "v2 keys.verifyKey")),
+        show(phase.load.find((l) => l.route === "v2 ratelimit.limit")),
+        String(phase.load.reduce((sum, l) => sum + l.failed, 0))
+      ])
+    }
+  }
+  return rows
+}
+
+/** The paced rounds' medians of p50 and p99, alone and beside the heavy queries, and the p99s' ratio. */
+const pacedMedians = (results: ReadonlyArray<HotPathResult>): Array<Array<string>> => {
+  const rows: Array<Array<string>> = [[
+    "adapter",
+    "route",
+    `alone: median of ${HOT_PATH_ROUNDS} rounds, p50 / p99 ms`,
+    "with 2 SQL clients: the same",
+    "p99 with / alone"
+  ]]
+  for (const r of results) {
+    for (const route of ["v2 keys.verifyKey", "v2 ratelimit.limit"]) {
+      const of = (loaded: boolean) =>
+        r.paced.filter((p) => (p.sql !== undefined) === loaded).flatMap((p) => p.load.filter((l) => l.route === route))
+      const alone = of(false)
+      const loaded = of(true)
+      if (alone.length === 0 || loaded.length === 0) continue
+      const p99 = (ls: ReadonlyArray<Load.PacedResult>) => medianOf(ls.map((l) => l.p99))!
+      const show = (ls: ReadonlyArray<Load.PacedResult>) =>
+        `${medianOf(ls.map((l) => l.p50))!.toFixed(2)} / ${p99(ls).toFixed(1)}`
+      rows.push([r.adapter, route, show(alone), show(loaded), `${(p99(loaded) / p99(alone)).toFixed(2)}×`])
+    }
+  }
+  return rows
+}
+
 const heavyTable = (results: ReadonlyArray<HotPathResult>): Array<Array<string>> => {
   const rows: Array<Array<string>> = [[
     "adapter",
@@ -531,6 +614,7 @@ const heavyTable = (results: ReadonlyArray<HotPathResult>): Array<Array<string>>
       ])
     for (const s of r.standalone) add("alone, 3 runs", s)
     for (const phase of r.phases) for (const s of phase.sql ?? []) add(`2 clients, ${phase.phase}`, s)
+    for (const phase of r.paced) for (const s of phase.sql ?? []) add(`2 clients, paced, ${phase.phase}`, s)
   }
   return rows
 }
@@ -558,10 +642,24 @@ export const hotPathSection = (
     table(hotPathTable(hotPath)),
     "",
     table(hotPathMedians(hotPath)),
-    "",
-    table(heavyTable(hotPath)),
     ""
   )
+  if (hotPath.some((r) => r.paced.length > 0)) {
+    out.push(
+      `Paced: the same routes at ${PACED_RATE.toLocaleString("en")} requests/s (a rate both stores keep up with), ` +
+        `${meta.loadSeconds} s each after a second of warm-up, alone and then beside the two clients of heavy ` +
+        `queries, ${HOT_PATH_ROUNDS} times in turn; each latency counted from when its request was due (a client ` +
+        "in its own process, 32 connections, to the µs). A saturating load tells throughput: every ms the server " +
+        "gives a query lengthens every queue, and requests stuck behind a stall are few among many quick ones. " +
+        "At a rate the server keeps up with, the latency tells how long a request waited for the queries.",
+      "",
+      table(pacedTable(hotPath)),
+      "",
+      table(pacedMedians(hotPath)),
+      ""
+    )
+  }
+  out.push(table(heavyTable(hotPath)), "")
   for (const q of SqlQueries.HEAVY) out.push(`${q.id} (${q.title}): \`${q.text.replaceAll("\n", " ")}\``, "")
   return out.join("\n")
 }

@@ -283,13 +283,12 @@ const HOT_PATH_ROUNDS = 3
 export const PACED_RATE = 3000
 
 /** Part 2 on one adapter. */
-export const hotPathOn = async (
+const hotPathOn = async (
   adapter: "memory" | "sqlite",
   size: number,
   seconds: number,
   log: (line: string) => void,
-  pacedRate = PACED_RATE,
-  saturated = true
+  pacedRate = PACED_RATE
 ): Promise<HotPathResult> => {
   const file = here("../data/sql-http.db")
   const server = await Http.start(adapter === "sqlite" ? `sqlite:${file}` : "memory")
@@ -309,8 +308,7 @@ export const hotPathOn = async (
     // Alone and beside the heavy queries in turn, several times: on this shared machine two phases
     // alone differ by up to 2x, so one of each tells little; the medians of several do.
     const phases: Array<LoadPhase> = []
-    if (!saturated) await Load.paced(server, 100, 1, "v2 keys")
-    for (let round = 1; round <= HOT_PATH_ROUNDS && saturated; round++) {
+    for (let round = 1; round <= HOT_PATH_ROUNDS; round++) {
       log(`  round ${round}, verifyKey and limit alone:`)
       // The keys created by the first phase are verified again: no createKey waits behind the queries.
       phases.push({
@@ -500,6 +498,16 @@ const hotPathTable = (results: ReadonlyArray<HotPathResult>): Array<Array<string
 /** Median of numbers (the upper one of an even count). */
 const medianOf = (values: ReadonlyArray<number>) => [...values].sort((a, b) => a - b)[values.length >> 1]
 
+/** One route's results of the rounds alone and of those beside the heavy queries. */
+const byLoad = <L extends { readonly route: string }>(
+  phases: ReadonlyArray<{ readonly load: ReadonlyArray<L>; readonly sql?: unknown }>,
+  route: string
+) => {
+  const of = (loaded: boolean) =>
+    phases.filter((p) => (p.sql !== undefined) === loaded).flatMap((p) => p.load.filter((l) => l.route === route))
+  return { alone: of(false), loaded: of(true) }
+}
+
 /**
  * Per adapter and route: the medians over the rounds of p99 (and of requests/s) alone and beside
  * the heavy queries, and their ratio: the criterion is no p99 beyond alone's.
@@ -514,10 +522,7 @@ const hotPathMedians = (results: ReadonlyArray<HotPathResult>): Array<Array<stri
   ]]
   for (const r of results) {
     for (const route of ["v2 keys.verifyKey", "v2 ratelimit.limit"]) {
-      const of = (loaded: boolean) =>
-        r.phases.filter((p) => (p.sql !== undefined) === loaded).flatMap((p) => p.load.filter((l) => l.route === route))
-      const alone = of(false)
-      const loaded = of(true)
+      const { alone, loaded } = byLoad(r.phases, route)
       if (alone.length === 0 || loaded.length === 0) continue
       const show = (ls: ReadonlyArray<Load.LoadResult>) =>
         `${Math.round(medianOf(ls.map((l) => l.requestsPerSecond))!).toLocaleString("en")}, ${
@@ -571,10 +576,7 @@ const pacedMedians = (results: ReadonlyArray<HotPathResult>): Array<Array<string
   ]]
   for (const r of results) {
     for (const route of ["v2 keys.verifyKey", "v2 ratelimit.limit"]) {
-      const of = (loaded: boolean) =>
-        r.paced.filter((p) => (p.sql !== undefined) === loaded).flatMap((p) => p.load.filter((l) => l.route === route))
-      const alone = of(false)
-      const loaded = of(true)
+      const { alone, loaded } = byLoad(r.paced, route)
       if (alone.length === 0 || loaded.length === 0) continue
       const p99 = (ls: ReadonlyArray<Load.PacedResult>) => medianOf(ls.map((l) => l.p99))!
       const show = (ls: ReadonlyArray<Load.PacedResult>) =>

@@ -26,6 +26,7 @@ import * as Decision from "./Decision.js"
 import { Missing } from "./Decision.js"
 import type { Busy, InsufficientPermissions, NotFound, StorageError } from "./Errors.js"
 import { ValidationError } from "./Errors.js"
+import * as Foreground from "./Foreground.js"
 import { KeyCache } from "./internal/KeyCache.js"
 import * as KnownApis from "./internal/KnownApis.js"
 import type { Identity, Key, Refill } from "./Key.js"
@@ -195,6 +196,7 @@ export class KeyVerifier extends Effect.Service<KeyVerifier>()("@keymeter/core/K
     const verify = (principal: Principal, input: unknown, options: VerifyOptions = {}) => {
       // The verification's latency counts from the call, through whatever it loads, to its answer.
       const started = performance.now()
+      Foreground.mark(started)
       const durable = options.durable ?? false
       const hide = options.hideOtherApis ?? false
       return checkVerify(input)

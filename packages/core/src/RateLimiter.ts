@@ -14,6 +14,7 @@ import * as Decision from "./Decision.js"
 import { Missing } from "./Decision.js"
 import type { Busy, InsufficientPermissions, StorageError } from "./Errors.js"
 import { NotFound, ValidationError } from "./Errors.js"
+import * as Foreground from "./Foreground.js"
 import * as Ids from "./Ids.js"
 import { CatalogCache } from "./internal/CatalogCache.js"
 import * as CompositeKey from "./internal/CompositeKey.js"
@@ -254,6 +255,7 @@ export class RateLimiter extends Effect.Service<RateLimiter>()("@keymeter/core/R
     const limit = (principal: Principal, input: unknown) => {
       // The decision's latency counts from the call, through whatever it loads.
       const started = performance.now()
+      Foreground.mark(started)
       return checkLimit(input)
         ? Decision.make(() => decideLimit(principal, input, started))
         : Effect.flatMap(decode(input), (decoded) => Decision.make(() => decideLimit(principal, decoded, started)))
@@ -413,6 +415,7 @@ export class RateLimiter extends Effect.Service<RateLimiter>()("@keymeter/core/R
     ): Effect.Effect<MultiLimitResponse, LimitError> => {
       const atomic = options?.atomic === true
       const started = performance.now()
+      Foreground.mark(started)
       const decide = (requests: ReadonlyArray<LimitRequest>) => () =>
         decideMultiLimit(principal, requests, atomic, started)
       if (checkMultiLimit(input)) return Decision.make(decide(input))

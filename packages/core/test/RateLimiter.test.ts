@@ -3,6 +3,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as Auth from "@keymeter/core/Auth"
 import * as Decision from "@keymeter/core/Decision"
+import * as Foreground from "@keymeter/core/Foreground"
 import * as Keymeter from "@keymeter/core/Keymeter"
 import { Overrides } from "@keymeter/core/Overrides"
 import { RateLimiter } from "@keymeter/core/RateLimiter"
@@ -50,6 +51,21 @@ describe("RateLimiter", () => {
       expect(yield* limit({})).toMatchObject({ success: true, remaining: 0, reset: 1_014_000 })
       // The other identifier has its own window.
       expect(yield* limit({ identifier: "user_2" })).toMatchObject({ success: true, remaining: 2 })
+    }).pipe(Effect.provide(Test)))
+
+  it.effect("marks the foreground at each call, one limit or many, so background work steps aside", () =>
+    Effect.gen(function*() {
+      const { limit } = yield* setup
+      const limiter = yield* RateLimiter
+      const before = Foreground.lastRan()
+      yield* limit({})
+      const once = Foreground.lastRan()
+      expect(once).toBeGreaterThan(before)
+      // Even a call refused as invalid was asked for, and marks it.
+      while (performance.now() === once) yield* Effect.yieldNow()
+      yield* Effect.either(limiter.multiLimit(admin, []))
+      expect(Foreground.lastRan()).toBeGreaterThan(once)
+      expect(Foreground.idleFor()).toBeLessThan(1_000)
     }).pipe(Effect.provide(Test)))
 
   it.effect("takes the cost, refuses what does not fit, and peeks with cost 0", () =>

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
+import * as Foreground from "@keymeter/core/Foreground"
 import * as Effect from "effect/Effect"
-import { giveWay, isFree } from "../src/internal/Lane.js"
+import { giveWay, isFree, stepMs } from "../src/internal/Lane.js"
 
 const sleep = (ms: number) => Effect.promise(() => new Promise((resolve) => setTimeout(resolve, ms)))
 
@@ -28,6 +29,18 @@ const busyLoop = (ms: number) => {
     setImmediate(spin)
   }
   setImmediate(spin)
+  return () => (running = false)
+}
+
+/** A hot path marking itself every turn of the loop with next to no work, until stopped. */
+const hotPath = () => {
+  let running = true
+  const mark = () => {
+    if (!running) return
+    Foreground.mark(performance.now())
+    setImmediate(mark)
+  }
+  setImmediate(mark)
   return () => (running = false)
 }
 
@@ -96,5 +109,22 @@ describe("Lane", () => {
       counting = false
       expect(resumedAt).toHaveLength(3)
       expect(new Set(resumedAt).size).toBe(3)
+    }))
+
+  it.live("counts the loop as busy while the hot paths run, however little work each brings", () =>
+    Effect.gen(function*() {
+      expect(yield* looksFree).toBe(true)
+      const stop = hotPath()
+      yield* sleep(60)
+      // Turns bring less other work than a busy loop's, yet the lane steps aside: short steps, no
+      // whole reads, and a slice's debt kept (not forgiven by the turns that find nothing waiting).
+      expect(yield* Effect.promise(isFree)).toBe(false)
+      expect(stepMs()).toBe(1)
+      expect(yield* timedGiveWay(10)).toBeGreaterThanOrEqual(15)
+      expect(yield* Effect.promise(isFree)).toBe(false)
+      stop()
+      // Once they stop, the loop is free again.
+      expect(yield* looksFree).toBe(true)
+      expect(stepMs()).toBeGreaterThan(1)
     }))
 })

@@ -22,6 +22,21 @@ describe("PairIndex", () => {
     expect(index.find(3002, 1)).toBe(-1)
   })
 
+  it("finds every pair while those of the table before a growth move a few at a time", () => {
+    const index = new PairIndex()
+    // The first table has 1,024 slots: the 513th pair grows it, and the 512 before are still to
+    // move (a few per add) when they are looked for.
+    for (let n = 0; n <= 512; n++) index.add(n, n * 31, n)
+    for (let n = 0; n <= 512; n++) expect(index.find(n, n * 31)).toBe(n)
+    expect(index.intern(7, 7 * 31)).toBe(7)
+    expect(index.intern(7, 8)).toBe(513)
+    // Through several more growths, moving or not, every number stays its pair's.
+    for (let n = 513; n < 5_000; n++) index.add(n, n * 31, n + 1)
+    for (let n = 0; n < 5_000; n++) expect(index.find(n, n * 31)).toBe(n <= 512 ? n : n + 1)
+    expect(index.find(7, 8)).toBe(513)
+    expect(index.size).toBe(5_001)
+  })
+
   it("keeps the numbers it is given", () => {
     const index = new PairIndex()
     index.add(5, 6, 41)

@@ -509,36 +509,44 @@ const byLoad = <L extends { readonly route: string }>(
 }
 
 /**
- * Per adapter and route: the medians over the rounds of p99 (and of requests/s) alone and beside
- * the heavy queries, and their ratio: the criterion is no p99 beyond alone's.
+ * Per adapter and route: `shown` of the rounds alone and of those beside the heavy queries (their
+ * medians), and the ratio of their median p99s: the criterion is no p99 beyond alone's.
  */
-const hotPathMedians = (results: ReadonlyArray<HotPathResult>): Array<Array<string>> => {
+const mediansTable = <L extends { readonly route: string; readonly p99: number }>(
+  results: ReadonlyArray<HotPathResult>,
+  phasesOf: (result: HotPathResult) => ReadonlyArray<{ readonly load: ReadonlyArray<L>; readonly sql?: unknown }>,
+  heading: string,
+  shown: (rounds: ReadonlyArray<L>) => string
+): Array<Array<string>> => {
   const rows: Array<Array<string>> = [[
     "adapter",
     "route",
-    `alone: median of ${HOT_PATH_ROUNDS} rounds, req/s, p99 ms`,
+    `alone: median of ${HOT_PATH_ROUNDS} rounds, ${heading}`,
     "with 2 SQL clients: the same",
     "p99 with / alone"
   ]]
+  const p99 = (rounds: ReadonlyArray<L>) => medianOf(rounds.map((l) => l.p99))!
   for (const r of results) {
     for (const route of ["v2 keys.verifyKey", "v2 ratelimit.limit"]) {
-      const { alone, loaded } = byLoad(r.phases, route)
+      const { alone, loaded } = byLoad(phasesOf(r), route)
       if (alone.length === 0 || loaded.length === 0) continue
-      const show = (ls: ReadonlyArray<Load.LoadResult>) =>
-        `${Math.round(medianOf(ls.map((l) => l.requestsPerSecond))!).toLocaleString("en")}, ${
-          medianOf(ls.map((l) => l.p99))
-        }`
-      rows.push([
-        r.adapter,
-        route,
-        show(alone),
-        show(loaded),
-        `${(medianOf(loaded.map((l) => l.p99))! / medianOf(alone.map((l) => l.p99))!).toFixed(2)}×`
-      ])
+      rows.push([r.adapter, route, shown(alone), shown(loaded), `${(p99(loaded) / p99(alone)).toFixed(2)}×`])
     }
   }
   return rows
 }
+
+/** The saturated rounds' medians of requests/s and p99. */
+const hotPathMedians = (results: ReadonlyArray<HotPathResult>) =>
+  mediansTable(
+    results,
+    (r) => r.phases,
+    "req/s, p99 ms",
+    (rounds: ReadonlyArray<Load.LoadResult>) =>
+      `${Math.round(medianOf(rounds.map((l) => l.requestsPerSecond))!).toLocaleString("en")}, ${
+        medianOf(rounds.map((l) => l.p99))
+      }`
+  )
 
 /** The paced rounds: per adapter, route and phase, p50 / p99 / p99.9 / max of each round. */
 const pacedTable = (results: ReadonlyArray<HotPathResult>): Array<Array<string>> => {
@@ -565,27 +573,15 @@ const pacedTable = (results: ReadonlyArray<HotPathResult>): Array<Array<string>>
   return rows
 }
 
-/** The paced rounds' medians of p50 and p99, alone and beside the heavy queries, and the p99s' ratio. */
-const pacedMedians = (results: ReadonlyArray<HotPathResult>): Array<Array<string>> => {
-  const rows: Array<Array<string>> = [[
-    "adapter",
-    "route",
-    `alone: median of ${HOT_PATH_ROUNDS} rounds, p50 / p99 ms`,
-    "with 2 SQL clients: the same",
-    "p99 with / alone"
-  ]]
-  for (const r of results) {
-    for (const route of ["v2 keys.verifyKey", "v2 ratelimit.limit"]) {
-      const { alone, loaded } = byLoad(r.paced, route)
-      if (alone.length === 0 || loaded.length === 0) continue
-      const p99 = (ls: ReadonlyArray<Load.PacedResult>) => medianOf(ls.map((l) => l.p99))!
-      const show = (ls: ReadonlyArray<Load.PacedResult>) =>
-        `${medianOf(ls.map((l) => l.p50))!.toFixed(2)} / ${p99(ls).toFixed(1)}`
-      rows.push([r.adapter, route, show(alone), show(loaded), `${(p99(loaded) / p99(alone)).toFixed(2)}×`])
-    }
-  }
-  return rows
-}
+/** The paced rounds' medians of p50 and p99. */
+const pacedMedians = (results: ReadonlyArray<HotPathResult>) =>
+  mediansTable(
+    results,
+    (r) => r.paced,
+    "p50 / p99 ms",
+    (rounds: ReadonlyArray<Load.PacedResult>) =>
+      `${medianOf(rounds.map((l) => l.p50))!.toFixed(2)} / ${medianOf(rounds.map((l) => l.p99))!.toFixed(1)}`
+  )
 
 const heavyTable = (results: ReadonlyArray<HotPathResult>): Array<Array<string>> => {
   const rows: Array<Array<string>> = [[

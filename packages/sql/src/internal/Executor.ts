@@ -637,7 +637,13 @@ const runSelect = async (
     const sums = slots.map(() => new Float64Array(0))
     let capacity = 0
     const states = slots.map((): Array<State> => [])
-    const keyValues = keys.map((): Array<Value> => [])
+    // A group's keys are its keys' codes (see `codes`), each code's value kept once: an array of
+    // values per key, one per group, was most of what a heavy GROUP BY left the collector to copy
+    // and promote (a major collection every few seconds beside the hot paths).
+    let keyCodes = keys.map(() => new Uint32Array(0))
+    const valueOf = keys.map((): Array<Value> => [])
+    /** The codes of the row being grouped, one per key, set before a group is made for it. */
+    const rowCodes = new Uint32Array(keys.length)
     let groups = 0
     const newGroup = (): number => {
       const at = groups++
@@ -648,12 +654,21 @@ const runSelect = async (
           grown.set(sums[s]!)
           sums[s] = grown
         }
+        keyCodes = keyCodes.map((held) => {
+          const grown = new Uint32Array(capacity)
+          grown.set(held)
+          return grown
+        })
       }
-      for (let k = 0; k < keyFs.length; k++) keyValues[k]!.push(keyFs[k]!(env))
+      for (let k = 0; k < keyFs.length; k++) {
+        const code = rowCodes[k]!
+        keyCodes[k]![at] = code
+        if (valueOf[k]![code] === undefined) valueOf[k]![code] = keyFs[k]!(env)
+      }
       for (const s of stated) states[s]!.push(slots[s]!.aggregate.make(slots[s]!.type))
       return at
     }
-    groupKey = (k, g) => keyValues[k]![g]!
+    groupKey = (k, g) => valueOf[k]![keyCodes[k]![g]!]!
     resultOf = (g, s) => slots[s]!.aggregate.adds === undefined ? states[s]![g]!.result() : sums[s]![g]!
     // Each key as a whole number: a dictionary column's code (dense, from 0), or one given to each
     // distinct value in the order first seen.
@@ -681,7 +696,7 @@ const runSelect = async (
       await visitRows(() => {
         let group: number | undefined = single
         if (group === undefined) {
-          let code = codes[0]!(env)
+          let code = rowCodes[0] = codes[0]!(env)
           if (depth === 1) {
             group = byCode[code]
             if (group === undefined) {
@@ -689,9 +704,9 @@ const runSelect = async (
               context.hold(depth + 2, stateBytes)
             }
           } else {
-            for (let j = 1; j < depth - 1; j++) code = pairs[j - 1]!.intern(code, codes[j]!(env))
+            for (let j = 1; j < depth - 1; j++) code = pairs[j - 1]!.intern(code, rowCodes[j] = codes[j]!(env))
             const last = pairs[depth - 2]!
-            const lastCode = codes[depth - 1]!(env)
+            const lastCode = rowCodes[depth - 1] = codes[depth - 1]!(env)
             group = last.find(code, lastCode)
             if (group < 0) {
               group = newGroup()

@@ -17,7 +17,8 @@ export class TooManyRows {}
 export class Rows {
   size = 0
   groups: number | undefined
-  private readonly time: Array<number> = []
+  /** Each row's bucket start, when the query has a time unit (typed: no array for the collector to copy). */
+  private time = new Float64Array(64)
   private readonly key = new U32List(64)
   private readonly identity = new U32List(64)
   /** Tag set codes, or tag codes when `perTag`. */
@@ -43,7 +44,10 @@ export class Rows {
     const row = this.size
     if (row >= this.maxRows) throw new TooManyRows()
     this.size++
-    if (time !== undefined) this.time.push(time)
+    if (time !== undefined) {
+      if (row >= this.time.length) this.time = grown(this.time)
+      this.time[row] = time
+    }
     this.key.push(key)
     this.identity.push(identity)
     this.tag.push(tag)
@@ -66,7 +70,7 @@ export class Rows {
       ...(this.groups !== undefined ? { groups: this.groups } : {}),
       counts: this.counts.subarray(0, n * OUTCOMES),
       ...(this.credits !== undefined ? { credits: this.credits.subarray(0, n * OUTCOMES) } : {}),
-      time: query.timeUnit !== undefined ? Float64Array.from(this.time) : undefined,
+      time: query.timeUnit !== undefined ? this.time.slice(0, n) : undefined,
       keyId: query.groupByKey ? valuesOf(codes(this.key), partition?.keyIds) : undefined,
       identity: query.groupByIdentity ? valuesOf(codes(this.identity), partition?.identities) : undefined,
       tag: tagged && this.perTag ? valuesOf(codes(this.tag), partition?.tagNames) : undefined,

@@ -739,19 +739,41 @@ const runSelect = async (
       if (orderCount > 0 && !select.distinct && wanted !== undefined && wanted * 4 < groups) {
         // The first rows of many: chosen by their ORDER BY values, the rows built for them only
         // (a row per group would be hundreds of thousands of arrays for the collector to copy).
-        const kept: Array<number> = []
-        const values = orders.map(() => new Array<Value>(groups))
+        // Numeric ORDER BY values are kept per group in typed arrays, the others read again when
+        // compared: an array of a value per group (hundreds of thousands) went straight to the old
+        // generation, for a major collection to trace while the hot paths wait.
+        const kept = new Int32Array(groups)
+        let count = 0
+        const numbers = orders.map((o) => o.type === "Int" || o.type === "Float" ? new Float64Array(groups) : undefined)
+        /** Groups whose numeric value is not a number: NULL, or (never, by the types) another value. */
+        const others = orders.map(() => new Map<number, Value>())
         for (let n = 0; n < groups; n++) {
           genv.g = n
           if (h !== undefined && !truthy(h(genv))) continue
-          kept.push(n)
-          for (let k = 0; k < orderCount; k++) values[k]![n] = orders[k]!.eval(genv)
+          kept[count++] = n
+          for (let k = 0; k < orderCount; k++) {
+            const into = numbers[k]
+            if (into === undefined) continue
+            const value = orders[k]!.eval(genv)
+            if (typeof value === "number") into[n] = value
+            else others[k]!.set(n, value)
+          }
           if ((n & SLICE_CHECK) === SLICE_CHECK && context.due()) await context.pause()
         }
+        const cenv = emptyEnv()
+        const valueAt = (k: number, n: number): Value => {
+          const into = numbers[k]
+          if (into === undefined) {
+            cenv.g = n
+            return orders[k]!.eval(cenv)
+          }
+          const other = others[k]!
+          return other.size > 0 && other.has(n) ? other.get(n)! : into[n]!
+        }
         const descending = orderBy.map((o) => o.descending)
-        const firsts = await topN(context, kept, wanted, (a, b) => {
+        const firsts = await topN(context, kept.subarray(0, count), wanted, (a, b) => {
           for (let k = 0; k < orderCount; k++) {
-            const c = compareOrdered(values[k]![a]!, values[k]![b]!, descending[k]!)
+            const c = compareOrdered(valueAt(k, a), valueAt(k, b), descending[k]!)
             if (c !== 0) return c
           }
           return 0
@@ -850,7 +872,7 @@ const plannedInput = (before: PlannedInput | undefined, now: PlannedInput): Plan
  */
 const topN = async <R>(
   context: Context,
-  rows: ReadonlyArray<R>,
+  rows: ArrayLike<R>,
   n: number,
   order: (a: R, b: R) => number
 ): Promise<Array<R>> => {

@@ -222,11 +222,18 @@ describe("SqlQuery", () => {
       const base = "SELECT key_id, toStartOfMinute(time) AS m, count() AS n, " +
         "if(spent_credits > 0, sum(spent_credits), NULL) AS c FROM key_verifications_v1 " +
         "GROUP BY key_id, m, spent_credits HAVING n > 0 AND m % 7 != 3 ORDER BY c DESC, m"
+      // A string term read from each group as compared, between numeric ones kept typed.
+      const byKey = base.replace("ORDER BY c DESC, m", "ORDER BY c DESC, key_id DESC, m")
       const all = yield* rows(base)
       expect(all.length).toBeGreaterThan(400)
       expect(all.at(-1)!.c).toBeNull()
       for (const [offset, limit] of [[0, 1], [0, 9], [40, 30], [all.length - 5, 10]] as const) {
         expect(yield* rows(`${base} LIMIT ${limit} OFFSET ${offset}`)).toEqual(all.slice(offset, offset + limit))
+      }
+      const allByKey = yield* rows(byKey)
+      expect(allByKey).not.toEqual(all)
+      for (const [offset, limit] of [[0, 1], [0, 9], [40, 30], [all.length - 5, 10]] as const) {
+        expect(yield* rows(`${byKey} LIMIT ${limit} OFFSET ${offset}`)).toEqual(allByKey.slice(offset, offset + limit))
       }
       const single = "SELECT toStartOfMinute(time) AS m, countIf(outcome = 'VALID') AS v FROM key_verifications_v1 " +
         "GROUP BY m ORDER BY v, m DESC"

@@ -175,8 +175,13 @@ export const layer = (
         })
       }
       if (spec._tag === "memory") return MemoryStorage.layer
-      const { SqliteStorage } = yield* sqlite
-      return SqliteStorage.layer({ filename: spec.filename, hotDays: options.hotDays })
+      const { SqliteSqlWorker, SqliteStorage } = yield* sqlite
+      const storage = SqliteStorage.layer({ filename: spec.filename, hotDays: options.hotDays })
+      // SQL analytics asked while the hot paths run go to a thread of their own (a file only: a
+      // database in memory is this connection's alone).
+      return spec.filename === ":memory:"
+        ? storage
+        : Layer.merge(storage, SqliteSqlWorker.layer({ filename: spec.filename }))
     }
     const catalog = spec._tag === "memory"
       ? MemoryCatalog.layer

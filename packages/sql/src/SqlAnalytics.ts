@@ -19,6 +19,7 @@ import * as Schema from "effect/Schema"
 import { SqlEngine } from "./SqlEngine.js"
 import type { InvalidQuery, QueryBudgetExceeded } from "./SqlError.js"
 import * as SqlQuery from "./SqlQuery.js"
+import { SqlRunner } from "./SqlRunner.js"
 import type { Family } from "./Tables.js"
 
 /** Budgets of every query, and how many run at once (more are refused as busy). */
@@ -51,6 +52,8 @@ export class SqlAnalytics extends Effect.Service<SqlAnalytics>()("@keymeter/sql/
     const limits = yield* SqlLimits
     // A store that runs queries itself (ClickHouse), when the storage layer provides one.
     const engine = Option.getOrUndefined(yield* Effect.serviceOption(SqlEngine))
+    // A thread that runs queries off this event loop (SQLite's worker), when the storage provides one.
+    const runner = Option.getOrUndefined(yield* Effect.serviceOption(SqlRunner))
     let running = 0
 
     const scanOf = <A>(scan: SqlQuery.Scan<A> | undefined): SqlQuery.Scan<A> =>
@@ -74,6 +77,15 @@ export class SqlAnalytics extends Effect.Service<SqlAnalytics>()("@keymeter/sql/
         return yield* Effect.gen(function*() {
           yield* family === "verifications" ? recorder.flush : ratelimitRecorder.flush
           const now = yield* Clock.currentTimeMillis
+          const elsewhere = runner?.run({
+            text: query,
+            family,
+            workspaceId: principal.workspaceId,
+            within,
+            now,
+            limits
+          })
+          if (elsewhere !== undefined) return yield* elsewhere
           return yield* SqlQuery.run(query, {
             family,
             workspaceId: principal.workspaceId,

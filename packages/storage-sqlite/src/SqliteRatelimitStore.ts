@@ -34,7 +34,7 @@ import * as Rows from "./internal/Rows.js"
 import * as Tables from "./internal/Tables.js"
 import * as Writer from "./internal/Writer.js"
 import { storageError } from "./SqliteCatalog.js"
-import { DEFAULT_HOT_DAYS, HotRange } from "./SqliteVerificationStore.js"
+import { DEFAULT_HOT_DAYS, HotRange, refuseWrite } from "./SqliteVerificationStore.js"
 
 /** How the store is run. */
 export interface Options {
@@ -47,6 +47,8 @@ export interface Options {
    * keeps them); counts and override hits are kept for good.
    */
   readonly decisionDays?: number | undefined
+  /** Reads only, beside the file's writer (see `SqliteVerificationStore.Options.readOnly`). */
+  readonly readOnly?: boolean | undefined
 }
 
 /** Default of {@link Options.decisionDays}. */
@@ -315,7 +317,7 @@ export const make = (options: Options = {}) =>
         Effect.ensuring(Effect.sync(() => revision++)),
         exclusive
       )
-    const offer = yield* GroupCommit.make<RatelimitEvent>({
+    const offer = options.readOnly === true ? refuseWrite : yield* GroupCommit.make<RatelimitEvent>({
       write: (events) => commit(events),
       maxEvents: MAX_EVENTS_PER_TRANSACTION,
       afterWrite: Effect.zipRight(compaction.due(false), retention.sweep),

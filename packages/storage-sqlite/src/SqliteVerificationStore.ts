@@ -67,6 +67,11 @@ export interface Options {
    * kept in full, and rows that age out are deleted in the background. Counts are kept for good.
    */
   readonly eventDays?: number | undefined
+  /**
+   * Reads only, on a connection beside the file's writer (SQL analytics' worker): no writer, no
+   * compaction or retention, `append` dies. Its dictionaries are the file's when it was made.
+   */
+  readonly readOnly?: boolean | undefined
 }
 
 /** Default of {@link Options.eventDays}. */
@@ -85,6 +90,10 @@ export class HotRange extends Context.Tag("@keymeter/storage-sqlite/HotRange")<H
   /** Events held in memory. */
   readonly events: Effect.Effect<number>
 }>() {}
+
+/** The `append` of a store made `readOnly`: a defect, as only the file's writer appends. */
+export const refuseWrite = (): Effect.Effect<never> =>
+  Effect.dieMessage("this SQLite store was opened to read only; the file's writer appends")
 
 /** Default of {@link Options.hotDays}: a quarter, so 30- and 90-day dashboards stay hot. */
 export const DEFAULT_HOT_DAYS = 92
@@ -124,7 +133,7 @@ export const make = (options: Options = {}) =>
       )
     // The writer: one transaction per round of queued calls; it compacts what closed and deletes
     // events past their days after each commit, and does everything pending whenever it idles.
-    const offer = yield* GroupCommit.make<Verification>({
+    const offer = options.readOnly === true ? refuseWrite : yield* GroupCommit.make<Verification>({
       write: commit,
       maxEvents: MAX_EVENTS_PER_TRANSACTION,
       afterWrite: Effect.zipRight(compaction.due(false), retention.sweep),

@@ -1,0 +1,161 @@
+import { describe, expect, it } from "@effect/vitest"
+import * as Foreground from "@keymeter/core/Foreground"
+import type { RatelimitEvent } from "@keymeter/core/RatelimitEvent"
+import { RatelimitStore, VerificationStore } from "@keymeter/core/Storage"
+import * as Verification from "@keymeter/core/Verification"
+import * as SqlQuery from "@keymeter/sql/SqlQuery"
+import { SqlRunner } from "@keymeter/sql/SqlRunner"
+import type { Request } from "@keymeter/sql/SqlRunner"
+import { SqliteSqlWorker, SqliteStorage } from "@keymeter/storage-sqlite"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Layer from "effect/Layer"
+import { mkdtempSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+
+const MIN = 60_000
+const NOW = Date.now()
+const T0 = NOW - 3 * 24 * 60 * MIN
+
+const verifications = Array.from({ length: 900 }, (_, i) =>
+  Verification.make({
+    time: T0 + i * 5 * MIN,
+    workspaceId: i % 10 === 9 ? "ws_other" : "ws",
+    apiId: i % 3 === 0 ? "api_a" : "api_b",
+    keyId: `key_${i % 13}`,
+    identity: i % 2 === 0 ? { id: `id_${i % 4}`, externalId: `user_${i % 4}` } : undefined,
+    outcome: i % 7 === 0 ? "rateLimited" : i % 11 === 0 ? "usageExceeded" : "valid",
+    tags: i % 4 === 0 ? ["a", "b"] : i % 4 === 1 ? ["b"] : [],
+    spentCredits: i % 3,
+    latency: (i % 10) / 4,
+    region: i % 2 === 0 ? "fra" : "iad"
+  }))
+
+const decision = (i: number): RatelimitEvent => ({
+  time: T0 + i * 7 * MIN,
+  workspaceId: "ws",
+  namespaceId: i % 2 === 0 ? "ns_a" : "ns_b",
+  identifier: `user_${i % 5}`,
+  passed: i % 4 !== 0,
+  limit: 10,
+  duration: 60_000,
+  remaining: 9,
+  cost: 1,
+  overrideId: undefined,
+  source: "limit",
+  latency: 0.5,
+  detail: undefined
+})
+
+const QUERIES: ReadonlyArray<readonly [Request["family"], string]> = [
+  [
+    "verifications",
+    "SELECT key_id, count() AS n, countIf(outcome = 'VALID') AS v FROM key_verifications_v1 GROUP BY key_id ORDER BY n DESC, key_id LIMIT 5"
+  ],
+  [
+    "verifications",
+    "SELECT toStartOfHour(time) AS h, sum(spent_credits) AS c, uniq(identity_id) AS u FROM key_verifications_v1 WHERE key_space_id = 'api_b' GROUP BY h ORDER BY h"
+  ],
+  [
+    "verifications",
+    "SELECT arrayJoin(tags) AS tag, count() AS n FROM key_verifications_per_day_v1 GROUP BY tag ORDER BY tag"
+  ],
+  [
+    "verifications",
+    "SELECT external_id, sum(count) AS n FROM key_verifications_per_hour_v1 GROUP BY external_id HAVING n > 10 ORDER BY external_id"
+  ],
+  ["verifications", "SELECT region, avg(latency) AS l FROM key_verifications_v1 GROUP BY region ORDER BY region"],
+  [
+    "ratelimits",
+    "SELECT identifier, countIf(passed) AS ok, countIf(NOT passed) AS blocked FROM ratelimits_v1 GROUP BY identifier ORDER BY identifier"
+  ]
+]
+
+const request = (family: Request["family"], text: string, limits: Partial<SqlQuery.Limits> = {}): Request => ({
+  text,
+  family,
+  workspaceId: "ws",
+  within: undefined,
+  now: NOW,
+  limits: { ...SqlQuery.DEFAULT_LIMITS, ...limits }
+})
+
+/** The query as the writer's process runs it, over its own stores (hot range and all). */
+const inProcess = (r: Request) =>
+  Effect.gen(function*() {
+    const v = yield* VerificationStore
+    const rl = yield* RatelimitStore
+    return yield* SqlQuery.run(r.text, {
+      family: r.family,
+      workspaceId: r.workspaceId,
+      within: r.within,
+      verifications: v.scan!,
+      ratelimits: rl.scan!,
+      rowBytes: { verifications: v.scanRowBytes, ratelimits: rl.scanRowBytes },
+      limits: r.limits,
+      now: r.now,
+      counts: { verifications: SqlQuery.countsOf(v), ratelimits: SqlQuery.countsOf(rl) }
+    })
+  })
+
+const onWorker = (r: Request) => Effect.flatMap(SqlRunner, (runner) => runner.run(r)!)
+
+const setup = () => {
+  const filename = join(mkdtempSync(join(tmpdir(), "keymeter-sqlworker-")), "k.db")
+  return Layer.merge(
+    SqliteStorage.layer({ filename }),
+    SqliteSqlWorker.layer({ filename, foregroundMs: Infinity })
+  )
+}
+
+describe("SqliteSqlWorker", () => {
+  it.effect("answers what the writer's process answers, and sees what it commits later", () =>
+    Effect.gen(function*() {
+      const v = yield* VerificationStore
+      const rl = yield* RatelimitStore
+      yield* v.append(verifications.slice(0, 600))
+      yield* rl.append(Array.from({ length: 200 }, (_, i) => decision(i)))
+      for (const [family, text] of QUERIES) {
+        const here = yield* inProcess(request(family, text))
+        expect(here.rows.length, text).toBeGreaterThan(0)
+        expect(yield* onWorker(request(family, text)), text).toEqual(here)
+      }
+      // A batch committed after the first queries: the next query's snapshot holds it.
+      const [family, text] = QUERIES[0]!
+      const before = yield* onWorker(request(family, text))
+      yield* v.append(verifications.slice(600))
+      const after = yield* onWorker(request(family, text))
+      expect(after).toEqual(yield* inProcess(request(family, text)))
+      expect(after).not.toEqual(before)
+    }).pipe(Effect.provide(setup())), 60_000)
+
+  it.effect(
+    "refuses as the process does: the construct and its place, the budget it names",
+    () =>
+      Effect.gen(function*() {
+        yield* (yield* VerificationStore).append(verifications)
+        const bad = request("verifications", "SELECT count() FROM system.tables")
+        const refused = yield* Effect.exit(onWorker(bad))
+        expect(refused).toEqual(yield* Effect.exit(inProcess(bad)))
+        expect(Exit.isFailure(refused)).toBe(true)
+        const big = request("verifications", "SELECT key_id, time FROM key_verifications_v1", { resultRows: 10 })
+        const over = yield* Effect.exit(onWorker(big))
+        expect(over).toEqual(yield* Effect.exit(inProcess(big)))
+        expect(JSON.stringify(over)).toContain("QueryBudgetExceeded")
+      }).pipe(Effect.provide(setup())),
+    60_000
+  )
+
+  it.effect("takes a query only while the hot paths have run lately", () =>
+    Effect.gen(function*() {
+      const filename = join(mkdtempSync(join(tmpdir(), "keymeter-sqlworker-")), "k.db")
+      const runner = yield* SqlRunner.pipe(
+        Effect.provide(SqliteSqlWorker.layer({ filename, foregroundMs: 60_000 }))
+      )
+      Foreground.mark(performance.now() - 120_000)
+      expect(runner.run(request("verifications", "SELECT 1"))).toBeUndefined()
+      Foreground.mark(performance.now())
+      expect(runner.run(request("verifications", "SELECT 1"))).toBeDefined()
+    }))
+})

@@ -635,7 +635,9 @@ export const hotPathSection = (
       `${meta.loadSeconds} s each, 2 rounds; p50/p99 the worse round) alone, then with two clients sending the ` +
       `heavy queries back to back to /v2/analytics.getVerifications, ${HOT_PATH_ROUNDS} times in turn; the second ` +
       "table gives the medians over the rounds. SQLite keeps verifications in full " +
-      "for 30 days (its default `eventDays`), so its heavy queries scan the last 30 days; memory scans all 90.",
+      "for 30 days (its default `eventDays`), so its heavy queries scan the last 30 days; memory scans all 90. " +
+      "On SQLite a query that arrives while the hot paths run goes to the server's SQL worker thread " +
+      "(`SqliteSqlWorker`); on memory every query runs on the event loop, in slices.",
     "",
     table(hotPathTable(hotPath)),
     "",

@@ -95,12 +95,10 @@ export const open = async (storage: Layer.Layer<Storage, unknown>) => {
         family,
         workspaceId: WORKSPACE,
         within: undefined,
-        verifications: verificationStore.scan!,
-        ratelimits: decisions.scan!,
+        // As SqlAnalytics reads the stores: scans, their rows' bytes, counts for the questions counts answer.
+        ...SqlQuery.storesOf(verificationStore, decisions),
         limits,
-        now,
-        // As SqlAnalytics reads them: counts for the questions counts answer.
-        counts: { verifications: SqlQuery.countsOf(verificationStore), ratelimits: SqlQuery.countsOf(decisions) }
+        now
       }))),
     close: () => runtime.dispose()
   }

@@ -41,8 +41,6 @@ export const SqlRequest = Schema.Struct({
 /** How a query fails. */
 export type SqlFailure = InvalidQuery | QueryBudgetExceeded | InsufficientPermissions | StorageError | Busy
 
-const NO_SCAN = "this server's store cannot run SQL analytics"
-
 export class SqlAnalytics extends Effect.Service<SqlAnalytics>()("@keymeter/sql/SqlAnalytics", {
   effect: Effect.gen(function*() {
     const verifications = yield* VerificationStore
@@ -56,9 +54,7 @@ export class SqlAnalytics extends Effect.Service<SqlAnalytics>()("@keymeter/sql/
     const runner = Option.getOrUndefined(yield* Effect.serviceOption(SqlRunner))
     let running = 0
 
-    const scanOf = <A>(scan: SqlQuery.Scan<A> | undefined): SqlQuery.Scan<A> =>
-      scan ?? (() => Effect.die(new Error(NO_SCAN)))
-    const counts = { verifications: SqlQuery.countsOf(verifications), ratelimits: SqlQuery.countsOf(ratelimits) }
+    const stores = SqlQuery.storesOf(verifications, ratelimits)
 
     const run = (principal: Principal, family: Family, query: string) =>
       Effect.gen(function*() {
@@ -90,13 +86,10 @@ export class SqlAnalytics extends Effect.Service<SqlAnalytics>()("@keymeter/sql/
             family,
             workspaceId: principal.workspaceId,
             within,
-            verifications: scanOf(verifications.scan),
-            ratelimits: scanOf(ratelimits.scan),
-            rowBytes: { verifications: verifications.scanRowBytes, ratelimits: ratelimits.scanRowBytes },
+            ...stores,
             limits,
             now,
-            engine,
-            counts
+            engine
           })
         }).pipe(Effect.ensuring(Effect.sync(() => running--)))
       }).pipe(Effect.withSpan(`SqlAnalytics.${family}`))

@@ -106,6 +106,29 @@ export const countsOf = (store: {
     within: store.countedIn
   }
 
+/** The store ports' parts a query reads (`VerificationStore`, `RatelimitStore` as core declares them). */
+type ScanStore<A> = Parameters<typeof countsOf>[0] & {
+  readonly scan?: Scan<A> | undefined
+  readonly scanRowBytes?: number | undefined
+}
+
+/**
+ * What {@link run} reads of the two stores: their scans (a store without one fails the query as a
+ * defect), the bytes of a scanned row, and their counts. One place for every caller (the service,
+ * SQLite's worker), so each runs a query over the same reads.
+ */
+export const storesOf = (
+  verifications: ScanStore<VerificationColumns>,
+  ratelimits: ScanStore<RatelimitColumns>
+): Pick<Options, "verifications" | "ratelimits" | "rowBytes" | "counts"> => ({
+  verifications: verifications.scan ?? noScan,
+  ratelimits: ratelimits.scan ?? noScan,
+  rowBytes: { verifications: verifications.scanRowBytes, ratelimits: ratelimits.scanRowBytes },
+  counts: { verifications: countsOf(verifications), ratelimits: countsOf(ratelimits) }
+})
+
+const noScan = (): Effect.Effect<never> => Effect.die(new Error("this server's store cannot run SQL analytics"))
+
 /** One column of an answer. */
 export interface AnswerColumn {
   readonly name: string

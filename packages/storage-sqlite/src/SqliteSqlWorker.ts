@@ -80,18 +80,12 @@ export const layer = (options: Options): Layer.Layer<SqlRunner> =>
         const thread = spawn(setup)
         thread.on("message", (reply: Reply) => settle(reply.id, reply))
         // A thread that dies fails the queries it held; the next query starts another.
-        thread.on("error", (error) => {
+        const stopped = (message: string) => {
           if (worker === thread) worker = undefined
-          for (const id of [...pending.keys()]) {
-            settle(id, { _tag: "StorageError", message: `SQL analytics' worker stopped: ${error.message}` })
-          }
-        })
-        thread.on("exit", () => {
-          if (worker === thread) worker = undefined
-          for (const id of [...pending.keys()]) {
-            settle(id, { _tag: "StorageError", message: "SQL analytics' worker stopped" })
-          }
-        })
+          for (const id of [...pending.keys()]) settle(id, { _tag: "StorageError", message })
+        }
+        thread.on("error", (error) => stopped(`SQL analytics' worker stopped: ${error.message}`))
+        thread.on("exit", () => stopped("SQL analytics' worker stopped"))
         return thread
       }
       yield* Effect.addFinalizer(() => Effect.promise(async () => void (await worker?.terminate())))

@@ -90,12 +90,9 @@ const inProcess = (r: Request) =>
       family: r.family,
       workspaceId: r.workspaceId,
       within: r.within,
-      verifications: v.scan!,
-      ratelimits: rl.scan!,
-      rowBytes: { verifications: v.scanRowBytes, ratelimits: rl.scanRowBytes },
+      ...SqlQuery.storesOf(v, rl),
       limits: r.limits,
-      now: r.now,
-      counts: { verifications: SqlQuery.countsOf(v), ratelimits: SqlQuery.countsOf(rl) }
+      now: r.now
     })
   })
 

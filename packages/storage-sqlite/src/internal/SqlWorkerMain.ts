@@ -65,9 +65,9 @@ try {
 }
 
 const client = Layer.scopedContext(
-  Effect.map(
-    SqliteClient.make({ filename: setup.filename, readonly: true, disableWAL: true, prepareCacheSize: 400 }),
-    (sql) => Context.make(SqliteClient.SqliteClient, sql).pipe(Context.add(SqlClient.SqlClient, sql))
+  SqliteClient.make({ filename: setup.filename, readonly: true, disableWAL: true, prepareCacheSize: 400 }).pipe(
+    Effect.tap((sql) => Effect.orDie(sql.unsafe(`PRAGMA busy_timeout = ${setup.busyTimeoutMs}`))),
+    Effect.map((sql) => Context.make(SqliteClient.SqliteClient, sql).pipe(Context.add(SqlClient.SqlClient, sql)))
   )
 ).pipe(Layer.provide(Reactivity.layer))
 const runtime = ManagedRuntime.make(client)
@@ -75,7 +75,6 @@ const runtime = ManagedRuntime.make(client)
 const run = (request: Request) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    yield* sql.unsafe(`PRAGMA busy_timeout = ${setup.busyTimeoutMs}`)
     // One snapshot of the file for the whole query: the stores' dictionaries and every read.
     yield* sql.unsafe("BEGIN")
     return yield* Effect.scoped(Effect.gen(function*() {
@@ -91,12 +90,9 @@ const run = (request: Request) =>
         family: request.family,
         workspaceId: request.workspaceId,
         within: request.within,
-        verifications: verifications.scan!,
-        ratelimits: ratelimits.scan!,
-        rowBytes: { verifications: verifications.scanRowBytes, ratelimits: ratelimits.scanRowBytes },
+        ...SqlQuery.storesOf(verifications, ratelimits),
         limits: request.limits,
-        now: request.now,
-        counts: { verifications: SqlQuery.countsOf(verifications), ratelimits: SqlQuery.countsOf(ratelimits) }
+        now: request.now
       })
     })).pipe(Effect.ensuring(Effect.ignore(sql.unsafe("COMMIT"))))
   }).pipe(Effect.catchTag("SqlError", (error) => new StorageError({ message: String(error.cause ?? error.message) })))

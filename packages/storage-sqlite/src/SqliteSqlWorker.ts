@@ -17,7 +17,7 @@ import { SqlRunner } from "@keymeter/sql/SqlRunner"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import { Worker } from "node:worker_threads"
-import type { Ask, Failure, Reply, Setup } from "./internal/SqlWorkerMain.js"
+import type { Ask, Cancel, Failure, Reply, Setup } from "./internal/SqlWorkerMain.js"
 
 /** How the worker reads the file: as the writer's stores do (see `SqliteStorage.Options`). */
 export interface Options {
@@ -104,9 +104,11 @@ export const layer = (options: Options): Layer.Layer<SqlRunner> =>
             ))
           thread.ref()
           thread.postMessage({ id, request } satisfies Ask)
-          // The thread runs the query to its end (its budgets bound it); its answer is dropped.
+          // Its caller went away (a closed connection): the thread skips it, or stops it at its
+          // next slice, rather than spend its budgets on an answer no one reads.
           return Effect.sync(() => {
-            pending.delete(id)
+            if (!pending.delete(id)) return
+            worker?.postMessage({ cancel: id } satisfies Cancel)
             if (pending.size === 0) worker?.unref()
           })
         })

@@ -7,8 +7,10 @@ import * as SqlQuery from "@keymeter/sql/SqlQuery"
 import { SqlRunner } from "@keymeter/sql/SqlRunner"
 import type { Request } from "@keymeter/sql/SqlRunner"
 import { SqliteSqlWorker, SqliteStorage } from "@keymeter/storage-sqlite"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -143,6 +145,43 @@ describe("SqliteSqlWorker", () => {
       }).pipe(Effect.provide(setup())),
     60_000
   )
+
+  it.live("skips or stops the queries whose callers went away", () =>
+    Effect.gen(function*() {
+      const v = yield* VerificationStore
+      const many = Array.from({ length: 100_000 }, (_, i) =>
+        Verification.make({
+          time: T0 + i * 2_000,
+          workspaceId: "ws",
+          apiId: "api_a",
+          keyId: `key_${i % 5_000}`,
+          identity: { id: `id_${i % 7_919}`, externalId: `user_${i % 7_919}` },
+          outcome: i % 7 === 0 ? "rateLimited" : "valid",
+          tags: [`t${i % 97}`],
+          region: "fra"
+        }))
+      yield* v.append(many)
+      const slow = request(
+        "verifications",
+        "SELECT key_id, identity_id, arrayJoin(tags) AS tag, count() AS n FROM key_verifications_v1 GROUP BY key_id, identity_id, tag ORDER BY n DESC, key_id, identity_id LIMIT 10"
+      )
+      const quick = request("verifications", "SELECT 1 AS one")
+      yield* onWorker(quick)
+      const timed = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+        Effect.map(Effect.timed(effect), ([duration, value]) => [Duration.toMillis(duration), value] as const)
+      const [alone] = yield* timed(onWorker(slow))
+      // Four slow queries queued, their callers gone before the first is done: the quick one after
+      // them waits for none of them to end, where it would wait for four without the cancel.
+      const callers = yield* Effect.forEach(Array.from({ length: 4 }), () => Effect.fork(onWorker(slow)))
+      yield* Effect.sleep(Math.min(20, alone / 4))
+      yield* Effect.forEach(callers, Fiber.interrupt)
+      const [waited, answer] = yield* timed(onWorker(quick))
+      expect(answer.rows).toEqual([{ one: 1 }])
+      console.log(`slow query alone ${alone.toFixed(0)} ms; quick one after four dropped ${waited.toFixed(0)} ms`)
+      expect(waited).toBeLessThan(alone)
+      // The thread goes on answering.
+      expect(yield* onWorker(slow)).toEqual(yield* inProcess(slow))
+    }).pipe(Effect.provide(setup())), 60_000)
 
   it.effect("takes a query only while the hot paths have run lately", () =>
     Effect.gen(function*() {

@@ -3,7 +3,7 @@
  * its own. Each query runs in a read transaction, over stores made for it at its start (the file's
  * dictionaries as they are then, no hot range), so it reads one state of the file whatever the
  * writer commits meanwhile, and answers what the writer's process would. Queries run one after
- * another, at the lowest priority the system gives a thread, and while the serving thread's hot
+ * another (one whose caller went away is skipped, or interrupted), at the lowest priority the system gives a thread, and while the serving thread's hot
  * paths run they keep to the lane's share of the CPU, as they would on its loop.
  */
 import * as Reactivity from "@effect/experimental/Reactivity"
@@ -39,6 +39,11 @@ export interface Setup {
 export interface Ask {
   readonly id: number
   readonly request: Request
+}
+
+/** Drops a query its caller no longer waits for: skipped if queued, interrupted if running. */
+export interface Cancel {
+  readonly cancel: number
 }
 
 /** Why a query failed, as the thread hands it back (the errors' fields). */
@@ -108,11 +113,26 @@ const failureOf = (cause: Cause.Cause<unknown>): Failure => {
   return { _tag: "StorageError", message: "SQL analytics' worker failed to run the query" }
 }
 
+// Queries run one after another; each has a signal its Cancel raises. A dropped query gets no reply.
+const signals = new Map<number, AbortController>()
 let queue: Promise<void> = Promise.resolve()
-parentPort!.on("message", ({ id, request }: Ask) => {
+parentPort!.on("message", (message: Ask | Cancel) => {
+  if ("cancel" in message) {
+    signals.get(message.cancel)?.abort()
+    return
+  }
+  const { id, request } = message
+  const controller = new AbortController()
+  signals.set(id, controller)
   queue = queue.then(async () => {
-    const exit = await runtime.runPromiseExit(run(request))
-    const reply: Reply = Exit.isSuccess(exit) ? { id, answer: exit.value } : { id, failure: failureOf(exit.cause) }
-    parentPort!.postMessage(reply)
+    if (!controller.signal.aborted) {
+      // Interrupted at its next slice, its read transaction ended.
+      const exit = await runtime.runPromiseExit(run(request), { signal: controller.signal })
+      if (!controller.signal.aborted) {
+        const reply: Reply = Exit.isSuccess(exit) ? { id, answer: exit.value } : { id, failure: failureOf(exit.cause) }
+        parentPort!.postMessage(reply)
+      }
+    }
+    signals.delete(id)
   })
 })

@@ -9,6 +9,7 @@ import { Auth } from "./Auth.js"
 import { NotFound, StorageError } from "./Errors.js"
 import { IdempotencyKeys, type KeyOptions } from "./IdempotencyKeys.js"
 import * as Ids from "./Ids.js"
+import * as Span from "./internal/Span.js"
 import type { Principal } from "./Permission.js"
 import * as Permission from "./Permission.js"
 import { Catalog } from "./Storage.js"
@@ -67,7 +68,7 @@ export class Apis extends Effect.Service<Apis>()("@keymeter/core/Apis", {
           // and the repeat creates another (see the README).
           { storeAfter: true }
         )
-      }).pipe(Effect.withSpan("Apis.create"))
+      }).pipe(Span.span("Apis.create"))
 
     /** The workspace's apis the caller may read (`api.*.read_api` or `api.<apiId>.read_api`), by id. */
     const list = (principal: Principal) =>
@@ -75,7 +76,7 @@ export class Apis extends Effect.Service<Apis>()("@keymeter/core/Apis", {
         apis: apis
           .filter((api) => Permission.allows(principal.permissions, Permission.required.readApi(api.id)))
           .map((api) => ({ apiId: api.id, name: api.name }))
-      })).pipe(Effect.withSpan("Apis.list"))
+      })).pipe(Span.span("Apis.list"))
 
     /** An api: `api.*.read_api` or `api.<apiId>.read_api`. */
     const get = (principal: Principal, input: unknown) =>
@@ -83,7 +84,7 @@ export class Apis extends Effect.Service<Apis>()("@keymeter/core/Apis", {
         const { apiId } = yield* decodeApiId(input)
         const api = yield* apiFor(principal, apiId, Permission.required.readApi(apiId))
         return { id: api.id, workspaceId: api.workspaceId, name: api.name }
-      }).pipe(Effect.withSpan("Apis.get"))
+      }).pipe(Span.span("Apis.get"))
 
     /**
      * Deletes an api and its keys (they verify as NOT_FOUND from the next call); its verifications
@@ -95,7 +96,7 @@ export class Apis extends Effect.Service<Apis>()("@keymeter/core/Apis", {
         yield* apiFor(principal, apiId, Permission.required.deleteApi(apiId))
         if (!(yield* catalog.deleteApi(principal.workspaceId, apiId))) return yield* noApi(apiId)
         return {}
-      }).pipe(Effect.withSpan("Apis.delete"))
+      }).pipe(Span.span("Apis.delete"))
 
     /** Deletes an api's keys, keeping the api: `api.*.delete_key` or `api.<apiId>.delete_key`. */
     const deleteKeys = (principal: Principal, input: unknown) =>
@@ -103,7 +104,7 @@ export class Apis extends Effect.Service<Apis>()("@keymeter/core/Apis", {
         const { apiId } = yield* decodeApiId(input)
         yield* apiFor(principal, apiId, Permission.required.deleteKey(apiId))
         return { deletedKeys: yield* catalog.deleteKeysOfApi(principal.workspaceId, apiId) }
-      }).pipe(Effect.withSpan("Apis.deleteKeys"))
+      }).pipe(Span.span("Apis.deleteKeys"))
 
     return { create, list, get, delete: remove, deleteKeys } as const
   })

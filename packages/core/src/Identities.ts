@@ -12,6 +12,7 @@ import * as Cursor from "./Cursor.js"
 import { Conflict, NotFound, ValidationError } from "./Errors.js"
 import * as Ids from "./Ids.js"
 import { KeyCache } from "./internal/KeyCache.js"
+import * as Span from "./internal/Span.js"
 import * as KeyModel from "./Key.js"
 import { Identity } from "./Key.js"
 import type { Principal } from "./Permission.js"
@@ -120,7 +121,7 @@ export class Identities extends Effect.Service<Identities>()("@keymeter/core/Ide
           })
         }
         return KeyModel.toIdentityView(stored)
-      }).pipe(Effect.withSpan("Identities.create"))
+      }).pipe(Span.span("Identities.create"))
 
     /** An identity, by id or external id. */
     const get = (principal: Principal, input: unknown) =>
@@ -128,7 +129,7 @@ export class Identities extends Effect.Service<Identities>()("@keymeter/core/Ide
         const ref = yield* decodeRef(input)
         yield* auth.authorize(principal, Permission.required.readIdentity())
         return KeyModel.toIdentityView(yield* find(principal, ref))
-      }).pipe(Effect.withSpan("Identities.get"))
+      }).pipe(Span.span("Identities.get"))
 
     /**
      * Up to `limit` identities after `after` (in id order) whose id or externalId contains
@@ -184,7 +185,7 @@ export class Identities extends Effect.Service<Identities>()("@keymeter/core/Ide
             ? { cursor: Cursor.encode(principal.workspaceId, identities[identities.length - 1]!.id) }
             : {})
         }
-      }).pipe(Effect.withSpan("Identities.list"))
+      }).pipe(Span.span("Identities.list"))
 
     /**
      * Changes an identity's meta, limits or enabled flag: its keys verify with them from the next
@@ -212,7 +213,7 @@ export class Identities extends Effect.Service<Identities>()("@keymeter/core/Ide
         const changed = yield* cache.write({ identityId: identity.id }, catalog.replaceIdentity(updated))
         if (!changed) return yield* missing(request)
         return KeyModel.toIdentityView(updated)
-      }).pipe(Effect.withSpan("Identities.update"))
+      }).pipe(Span.span("Identities.update"))
 
     /** Deletes an identity; its keys stay, detached from it (their limits then count per key). */
     const remove = (principal: Principal, input: unknown) =>
@@ -223,7 +224,7 @@ export class Identities extends Effect.Service<Identities>()("@keymeter/core/Ide
         // Its keys change too: the catalog's revision makes every server forget what it remembers.
         if (!(yield* catalog.deleteIdentity(principal.workspaceId, identity.id))) return yield* missing(ref)
         return {}
-      }).pipe(Effect.withSpan("Identities.delete"))
+      }).pipe(Span.span("Identities.delete"))
 
     return { ensure, authorizeLimits, create, get, list, update, delete: remove } as const
   })

@@ -17,6 +17,7 @@ import { Identities } from "./Identities.js"
 import * as Ids from "./Ids.js"
 import { KeyCache } from "./internal/KeyCache.js"
 import * as KnownApis from "./internal/KnownApis.js"
+import * as Span from "./internal/Span.js"
 import type { Credits, KeyView } from "./Key.js"
 import * as KeyModel from "./Key.js"
 import { Key } from "./Key.js"
@@ -160,7 +161,7 @@ export class Keys extends Effect.Service<Keys>()("@keymeter/core/Keys", {
           () => createNow(principal, request, granted.slugs ?? [], granted.roleIds ?? []),
           { storeAfter: true, kept: (answer) => ({ keyId: answer.keyId }) }
         )
-      }).pipe(Effect.withSpan("Keys.create"))
+      }).pipe(Span.span("Keys.create"))
 
     /**
      * A new key of `request`'s fields, its secret known by its hash and `start`, with its first
@@ -278,7 +279,7 @@ export class Keys extends Effect.Service<Keys>()("@keymeter/core/Keys", {
           })
         }
         return { keyIds: kept.map((i) => entries[i]!.key.id), skipped: [] as Array<number> }
-      }).pipe(Effect.withSpan("Keys.migrate"))
+      }).pipe(Span.span("Keys.migrate"))
 
     /** The indexes of `hashes` no key has yet, each hash's first only. */
     const absent = (hashes: ReadonlyArray<string>) =>
@@ -291,7 +292,7 @@ export class Keys extends Effect.Service<Keys>()("@keymeter/core/Keys", {
       Effect.gen(function*() {
         const { keyId } = yield* decodeKeyId(input)
         return yield* view(yield* keyFor(principal, keyId, Permission.required.readKey))
-      }).pipe(Effect.withSpan("Keys.get"))
+      }).pipe(Span.span("Keys.get"))
 
     const list = (principal: Principal, input: unknown) =>
       Effect.gen(function*() {
@@ -320,7 +321,7 @@ export class Keys extends Effect.Service<Keys>()("@keymeter/core/Keys", {
           total: page.total,
           ...(page.keys.length > limit ? { cursor: Cursor.encode(request.apiId, keys[keys.length - 1]!.id) } : {})
         }
-      }).pipe(Effect.withSpan("Keys.list"))
+      }).pipe(Span.span("Keys.list"))
 
     const update = (principal: Principal, input: unknown) =>
       Effect.gen(function*() {
@@ -384,7 +385,7 @@ export class Keys extends Effect.Service<Keys>()("@keymeter/core/Keys", {
           return yield* new NotFound({ message: `keyId: no key ${JSON.stringify(request.keyId)} in this workspace` })
         }
         return yield* view(updated)
-      }).pipe(Effect.withSpan("Keys.update"))
+      }).pipe(Span.span("Keys.update"))
 
     const remove = (principal: Principal, input: unknown) =>
       Effect.gen(function*() {
@@ -394,7 +395,7 @@ export class Keys extends Effect.Service<Keys>()("@keymeter/core/Keys", {
           return yield* new NotFound({ message: `keyId: no key ${JSON.stringify(keyId)} in this workspace` })
         }
         return {}
-      }).pipe(Effect.withSpan("Keys.delete"))
+      }).pipe(Span.span("Keys.delete"))
 
     /** Sets, increments or decrements a key's credits; a repeat under the same idempotency key changes nothing. */
     const updateCredits = (principal: Principal, input: unknown, options?: KeyOptions) =>
@@ -450,7 +451,7 @@ export class Keys extends Effect.Service<Keys>()("@keymeter/core/Keys", {
             }),
           { storeAfter: true }
         )
-      }).pipe(Effect.withSpan("Keys.updateCredits"))
+      }).pipe(Span.span("Keys.updateCredits"))
 
     /** The key of a secret, as `keys.getKey` reads it (`read_key` on its api). */
     const whoami = (principal: Principal, input: unknown) =>
@@ -463,7 +464,7 @@ export class Keys extends Effect.Service<Keys>()("@keymeter/core/Keys", {
         return yield* view(
           yield* keyFor(principal, keyId, Permission.required.readKey, "key: no such key in this workspace")
         )
-      }).pipe(Effect.withSpan("Keys.whoami"))
+      }).pipe(Span.span("Keys.whoami"))
 
     /**
      * The key `keyId` of the caller's workspace, for the routes that change what it holds, once
@@ -523,7 +524,7 @@ export class Keys extends Effect.Service<Keys>()("@keymeter/core/Keys", {
           const permission = held.find((p) => p.slug === slug)
           return permission === undefined ? [] : [RoleModel.toPermissionView(permission)]
         })
-      }).pipe(Effect.withSpan("Keys.changePermissions"))
+      }).pipe(Span.span("Keys.changePermissions"))
 
     /** Adds, sets or removes a key's roles, as {@link changePermissions} its permissions. */
     const changeRoles = (principal: Principal, op: "add" | "set" | "remove", input: unknown) =>
@@ -551,7 +552,7 @@ export class Keys extends Effect.Service<Keys>()("@keymeter/core/Keys", {
           const role = all.find((r) => r.id === id)
           return role === undefined ? [] : [RoleModel.toRoleView(role)]
         })
-      }).pipe(Effect.withSpan("Keys.changeRoles"))
+      }).pipe(Span.span("Keys.changeRoles"))
 
     /**
      * A new key in place of `keyId`: a new secret (the old one's prefix, 16 random bytes) with the
@@ -586,7 +587,7 @@ export class Keys extends Effect.Service<Keys>()("@keymeter/core/Keys", {
         const expires = Math.min(old.expires ?? Infinity, now + request.expiration)
         if (old.expires !== expires) yield* replace(old, { expires }, now)
         return { keyId: key.id, key: secret }
-      }).pipe(Effect.withSpan("Keys.reroll"))
+      }).pipe(Span.span("Keys.reroll"))
 
     return {
       migrate,

@@ -16,6 +16,7 @@ import { NotFound, ValidationError } from "./Errors.js"
 import { IdempotencyKeys, type KeyOptions } from "./IdempotencyKeys.js"
 import * as Ids from "./Ids.js"
 import { CatalogCache } from "./internal/CatalogCache.js"
+import * as Span from "./internal/Span.js"
 import { Namespace } from "./Namespace.js"
 import { Override } from "./Override.js"
 import {
@@ -222,7 +223,7 @@ export class Overrides extends Effect.Service<Overrides>()("@keymeter/core/Overr
             }),
           { storeAfter: true, revive: (json) => new Override(json as Override) }
         )
-      }).pipe(Effect.withSpan("Overrides.set"))
+      }).pipe(Span.span("Overrides.set"))
 
     /** The override of exactly the identifier, or with `resolve`, the one that would apply to it. */
     const get = (principal: Principal, input: unknown) =>
@@ -246,7 +247,7 @@ export class Overrides extends Effect.Service<Overrides>()("@keymeter/core/Overr
         }
         const hits = yield* hitsOf(principal.workspaceId, [override.id])
         return toView(override, { hits: hits.get(override.id) })
-      }).pipe(Effect.withSpan("Overrides.get"))
+      }).pipe(Span.span("Overrides.get"))
 
     /** A page of a namespace's overrides, in creation order; `cursor` continues after the last one. */
     const list = (principal: Principal, input: unknown) =>
@@ -275,7 +276,7 @@ export class Overrides extends Effect.Service<Overrides>()("@keymeter/core/Overr
             ? { cursor: Cursor.encode(namespace.id, overrides[overrides.length - 1]!.id) }
             : {})
         }
-      }).pipe(Effect.withSpan("Overrides.list"))
+      }).pipe(Span.span("Overrides.list"))
 
     /** Deletes the override of (namespace, identifier); it never applies again. */
     const remove = (principal: Principal, input: unknown) =>
@@ -290,7 +291,7 @@ export class Overrides extends Effect.Service<Overrides>()("@keymeter/core/Overr
         }
         yield* written(namespace.id, (index) => index.delete(decoded.identifier))
         return {}
-      }).pipe(Effect.withSpan("Overrides.delete"))
+      }).pipe(Span.span("Overrides.delete"))
 
     /** The workspace's namespaces whose overrides the caller may read, by name. */
     const namespaces = (principal: Principal) =>
@@ -300,7 +301,7 @@ export class Overrides extends Effect.Service<Overrides>()("@keymeter/core/Overr
             Permission.allows(principal.permissions, Permission.required.readOverride(namespace.id))
           )
           .map((namespace) => ({ namespaceId: namespace.id, name: namespace.name }))
-      })).pipe(Effect.withSpan("Overrides.namespaces"))
+      })).pipe(Span.span("Overrides.namespaces"))
 
     return {
       set,

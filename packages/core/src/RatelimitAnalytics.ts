@@ -9,6 +9,7 @@ import { countReader } from "./Analytics.js"
 import { Auth } from "./Auth.js"
 import type { Busy, InsufficientPermissions, NotFound, QueryTooLarge, StorageError } from "./Errors.js"
 import { ValidationError } from "./Errors.js"
+import * as Span from "./internal/Span.js"
 import { Overrides } from "./Overrides.js"
 import type { Principal } from "./Permission.js"
 import * as Permission from "./Permission.js"
@@ -69,7 +70,7 @@ export class RatelimitAnalytics extends Effect.Service<RatelimitAnalytics>()("@k
             : { key, anyOf, openEnded: decoded.end === undefined || decoded.end === null, now }
         ))
         return points.map(RatelimitQuery.fromDatapoint)
-      }).pipe(Effect.withSpan("RatelimitAnalytics.getRatelimits"))
+      }).pipe(Span.span("RatelimitAnalytics.getRatelimits"))
 
     return { getRatelimits } as const
   })

@@ -16,6 +16,7 @@ import { Auth } from "./Auth.js"
 import * as Cursor from "./Cursor.js"
 import { Conflict, InsufficientPermissions, NotFound, ValidationError } from "./Errors.js"
 import * as Ids from "./Ids.js"
+import * as Span from "./internal/Span.js"
 import type { Principal } from "./Permission.js"
 import * as Permission from "./Permission.js"
 import type { Reference } from "./Role.js"
@@ -77,7 +78,7 @@ export class Rbac extends Effect.Service<Rbac>()("@keymeter/core/Rbac", {
         const request = yield* decodePermission(input)
         yield* auth.authorize(principal, Permission.required.createPermission())
         return RoleModel.toPermissionView(yield* putPermission(principal, request))
-      }).pipe(Effect.withSpan("Rbac.createPermission"))
+      }).pipe(Span.span("Rbac.createPermission"))
 
     /** The permission of `permissionId`: the one with that id, else (keymeter's) the one with that slug. */
     const permissionFor = (principal: Principal, permissionId: string) =>
@@ -98,13 +99,13 @@ export class Rbac extends Effect.Service<Rbac>()("@keymeter/core/Rbac", {
         const { permissionId } = yield* decodePermissionId(input)
         yield* auth.authorize(principal, Permission.required.readPermission())
         return RoleModel.toPermissionView(yield* permissionFor(principal, permissionId))
-      }).pipe(Effect.withSpan("Rbac.getPermission"))
+      }).pipe(Span.span("Rbac.getPermission"))
 
     const listPermissions = (principal: Principal) =>
       Effect.gen(function*() {
         yield* auth.authorize(principal, Permission.required.readPermission())
         return (yield* catalog.listPermissions(principal.workspaceId)).map(RoleModel.toPermissionView)
-      }).pipe(Effect.withSpan("Rbac.listPermissions"))
+      }).pipe(Span.span("Rbac.listPermissions"))
 
     /**
      * A page of the workspace's permissions by id, those whose id, name, slug or description
@@ -123,7 +124,7 @@ export class Rbac extends Effect.Service<Rbac>()("@keymeter/core/Rbac", {
           (p) => [p.id, p.name, p.slug, p.description],
           RoleModel.toPermissionView
         )
-      }).pipe(Effect.withSpan("Rbac.pagePermissions"))
+      }).pipe(Span.span("Rbac.pagePermissions"))
 
     /** Deletes a permission, by id or slug. */
     const deletePermission = (principal: Principal, input: unknown) =>
@@ -138,7 +139,7 @@ export class Rbac extends Effect.Service<Rbac>()("@keymeter/core/Rbac", {
           })
         }
         return {}
-      }).pipe(Effect.withSpan("Rbac.deletePermission"))
+      }).pipe(Span.span("Rbac.deletePermission"))
 
     const roleTaken = (name: string) =>
       new Conflict({ message: `name: the workspace has a role named ${JSON.stringify(name)} already` })
@@ -184,7 +185,7 @@ export class Rbac extends Effect.Service<Rbac>()("@keymeter/core/Rbac", {
         }
         const permissions = names.length === 0 ? [] : yield* resolvePermissions(principal, names, "permissions")
         return RoleModel.toRoleView(yield* putRole(principal, request, permissions))
-      }).pipe(Effect.withSpan("Rbac.createRole"))
+      }).pipe(Span.span("Rbac.createRole"))
 
     /** The role of `roleId`: the one with that id, else (keymeter's) the one with that name. */
     const roleFor = (principal: Principal, roleId: string) =>
@@ -202,13 +203,13 @@ export class Rbac extends Effect.Service<Rbac>()("@keymeter/core/Rbac", {
         const { roleId } = yield* decodeRoleId(input)
         yield* auth.authorize(principal, Permission.required.readRole())
         return RoleModel.toRoleView(yield* roleFor(principal, roleId))
-      }).pipe(Effect.withSpan("Rbac.getRole"))
+      }).pipe(Span.span("Rbac.getRole"))
 
     const listRoles = (principal: Principal) =>
       Effect.gen(function*() {
         yield* auth.authorize(principal, Permission.required.readRole())
         return (yield* catalog.listRoles(principal.workspaceId)).map(RoleModel.toRoleView)
-      }).pipe(Effect.withSpan("Rbac.listRoles"))
+      }).pipe(Span.span("Rbac.listRoles"))
 
     /** A page of the workspace's roles by id, those whose id, name or description contains `search` (any case). */
     const pageRoles = (principal: Principal, input: unknown) =>
@@ -224,7 +225,7 @@ export class Rbac extends Effect.Service<Rbac>()("@keymeter/core/Rbac", {
           (r) => [r.id, r.name, r.description],
           RoleModel.toRoleView
         )
-      }).pipe(Effect.withSpan("Rbac.pageRoles"))
+      }).pipe(Span.span("Rbac.pageRoles"))
 
     /** Deletes a role, by id or name. */
     const deleteRole = (principal: Principal, input: unknown) =>
@@ -237,7 +238,7 @@ export class Rbac extends Effect.Service<Rbac>()("@keymeter/core/Rbac", {
           return yield* new NotFound({ message: `roleId: no role ${JSON.stringify(roleId)} in this workspace` })
         }
         return {}
-      }).pipe(Effect.withSpan("Rbac.deleteRole"))
+      }).pipe(Span.span("Rbac.deleteRole"))
 
     /**
      * The permissions `named` names, in the caller's workspace. One named by a string that does

@@ -34,31 +34,6 @@ export const storageError = SqlCatalog.storageError(dialect)
 /** The catalog on the SqlClient in context (migrated). */
 export const make = SqlCatalog.make(dialect)
 
-/** The catalog's writes: each moves this server's revision when it completes. */
-const WRITES = [
-  "putWorkspace",
-  "putRootKey",
-  "deleteRootKey",
-  "putApi",
-  "putNamespace",
-  "ensureNamespace",
-  "upsertOverride",
-  "deleteOverride",
-  "ensureIdentity",
-  "replaceIdentity",
-  "deleteIdentity",
-  "insertKey",
-  "insertKeys",
-  "replaceKey",
-  "deleteKey",
-  "deleteKeysOfApi",
-  "deleteApi",
-  "putPermission",
-  "deletePermission",
-  "putRole",
-  "deleteRole"
-] as const
-
 /** How the catalog follows other servers' changes. */
 export interface FollowOptions {
   /**
@@ -132,7 +107,7 @@ export const layer = (
         Effect.forkScoped
       )
       const calls: Record<string, unknown> = { ...catalog }
-      for (const name of WRITES) {
+      for (const name of SqlCatalog.WRITES) {
         const method = catalog[name] as (...args: Array<unknown>) => Effect.Effect<unknown, unknown>
         calls[name] = (...args: Array<unknown>) =>
           Effect.ensuring(

@@ -38,6 +38,31 @@ import {
   toRootKey
 } from "./internal/CatalogRows.js"
 
+/** The catalog's writes of what servers cache (a server's revision moves with each; credits are read fresh). */
+export const WRITES = [
+  "putWorkspace",
+  "putRootKey",
+  "deleteRootKey",
+  "putApi",
+  "putNamespace",
+  "ensureNamespace",
+  "upsertOverride",
+  "deleteOverride",
+  "ensureIdentity",
+  "replaceIdentity",
+  "deleteIdentity",
+  "insertKey",
+  "insertKeys",
+  "replaceKey",
+  "deleteKey",
+  "deleteKeysOfApi",
+  "deleteApi",
+  "putPermission",
+  "deletePermission",
+  "putRole",
+  "deleteRole"
+] as const
+
 /** How a batch of keys aborts its transaction on a conflict. */
 const BATCH_CONFLICT = Symbol.for("@keymeter/storage-sql/SqlCatalog/BatchConflict")
 

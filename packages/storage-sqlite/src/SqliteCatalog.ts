@@ -3,6 +3,7 @@
  * overrides, read fresh on every call so the admin CLI's changes apply at once.
  */
 import * as SqlClient from "@effect/sql/SqlClient"
+import { SqlError } from "@effect/sql/SqlError"
 import type { Credits } from "@keymeter/core/Key"
 import { spend } from "@keymeter/core/Key"
 import { Catalog } from "@keymeter/core/Storage"
@@ -26,11 +27,20 @@ export const storageError = SqlCatalog.storageError(dialect)
 
 type RefillDue = Parameters<Catalog["Type"]["spendCredits"]>[2]
 
+/** The writes that share a commit (group commit): every write of the catalog but the credit spends. */
+const GROUPED = [...SqlCatalog.WRITES, "changeCredits"] as const
+
+/** At most this many writes share one transaction. */
+const MAX_GROUP = 256
+
 /**
- * The catalog on the SqlClient in context (migrated): the SQL catalog, with credit spends batched.
+ * The catalog on the SqlClient in context (migrated): the SQL catalog, its commits shared.
  * Concurrent spends share a transaction, so a verification with credits waits for one commit (one
  * sync to disk) with the others rather than for each of theirs in turn. The balances are read with
- * one statement and written with one; spends of one key apply in the order they came.
+ * one statement and written with one; spends of one key apply in the order they came. The other
+ * writes (setOverride, createKey, updateCredits, …) share a transaction the same way, each in a
+ * savepoint of its own: one that fails is rolled back alone, and each caller is answered after the
+ * commit that made its write durable.
  */
 export const make = Effect.gen(function*() {
   const catalog = yield* SqlCatalog.make(dialect)
@@ -67,8 +77,26 @@ export const make = Effect.gen(function*() {
     // SQLite binds at most 32,766 variables; three per written balance.
     4_096
   )
+  const together = yield* Batched.make(
+    (writes: ReadonlyArray<Effect.Effect<unknown, unknown>>) =>
+      sql.withTransaction(Effect.forEach(writes, (write) =>
+        Effect.exit(
+          Effect.catchIf(sql.withTransaction(write), (error) =>
+            error instanceof SqlError, (error) =>
+            storageError(error as SqlError))
+        ))),
+    MAX_GROUP,
+    { gather: true }
+  )
+  const grouped: Record<string, unknown> = {}
+  for (const name of GROUPED) {
+    const method = catalog[name] as (...args: Array<unknown>) => Effect.Effect<unknown, unknown>
+    grouped[name] = (...args: Array<unknown>) =>
+      Effect.flatten(Effect.catchAll(together(method(...args)), storageError))
+  }
   return Catalog.of({
     ...catalog,
+    ...(grouped as Pick<Catalog["Type"], typeof GROUPED[number]>),
     spendCredits: (keyId, cost, refill, now) =>
       Effect.catchAll(spendTogether({ keyId, cost, refill, now }), storageError)
   })

@@ -4,6 +4,7 @@
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import { SqlError } from "@effect/sql/SqlError"
+import { StorageError } from "@keymeter/core/Errors"
 import type { Credits } from "@keymeter/core/Key"
 import { spend } from "@keymeter/core/Key"
 import { Catalog } from "@keymeter/core/Storage"
@@ -84,15 +85,24 @@ export const make = Effect.gen(function*() {
           Effect.catchIf(sql.withTransaction(write), (error) =>
             error instanceof SqlError, (error) =>
             storageError(error as SqlError))
-        ))),
+        ))).pipe(
+          Effect.catchAll(storageError),
+          // Each write's own failures are in its exit; what dies here is BEGIN or COMMIT (a full
+          // disk), which @effect/sql makes a defect: every caller in the group gets a StorageError.
+          Effect.catchAllDefect((defect) =>
+            Effect.zipRight(
+              Effect.logWarning("SQLite failure: a shared commit", defect),
+              Effect.fail(new StorageError({ message: "SQLite: the commit failed" }))
+            )
+          )
+        ),
     MAX_GROUP,
     { gather: true }
   )
   const grouped: Record<string, unknown> = {}
   for (const name of GROUPED) {
     const method = catalog[name] as (...args: Array<unknown>) => Effect.Effect<unknown, unknown>
-    grouped[name] = (...args: Array<unknown>) =>
-      Effect.flatten(Effect.catchAll(together(method(...args)), storageError))
+    grouped[name] = (...args: Array<unknown>) => Effect.flatten(together(method(...args)))
   }
   return Catalog.of({
     ...catalog,

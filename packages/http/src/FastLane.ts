@@ -1,13 +1,14 @@
 /**
  * The hot routes served straight from Node's request: `GET /v1/analytics.getVerifications`,
- * `POST /v1/analytics.recordVerifications`, `POST /v1/ratelimits.limit` and
- * `POST /v1/keys.verifyKey`. The HttpApi pipeline (router, middleware, schema decoding and
- * encoding, a fiber and spans per request) costs ten times the work of these routes; here a
- * request calls the same route functions (`HotRoutes`) with the same checks in the same order and
- * the same pieces (`bearer`, `JsonBody.parse`, `IdempotencyKey.read`, `InFlightLimit`,
- * `Errors.wireOf`), so its answers are byte for byte the pipeline's. A request this lane does not
- * take as it is (another media type, a chunked or oversized body, a query string the route would
- * not read) goes to the pipeline untouched, which then answers it, errors included.
+ * `POST /v1/analytics.recordVerifications`, `POST /v1/ratelimits.limit`,
+ * `POST /v1/ratelimits.setOverride`, `POST /v1/keys.verifyKey`, and v2's verifyKey and limit.
+ * The HttpApi pipeline (router, middleware, schema decoding and encoding, a fiber and spans per
+ * request) costs ten times the work of these routes; here a request calls the same route
+ * functions (`HotRoutes`) with the same checks in the same order and the same pieces (`bearer`,
+ * `JsonBody.parse`, `IdempotencyKey.read`, `InFlightLimit`, `Errors.wireOf`), so its answers are
+ * byte for byte the pipeline's. A request this lane does not take as it is (another media type, a
+ * chunked or oversized body, a query string the route would not read) goes to the pipeline
+ * untouched, which then answers it, errors included.
  *
  * What core decides from memory (see core's `Decision`: a remembered root key, key, namespace,
  * override, analytics answer) is answered without running an effect at all.
@@ -360,6 +361,8 @@ export const make = (options: Options) => {
       ? "record"
       : path === "/v1/ratelimits.limit"
       ? "limit"
+      : path === "/v1/ratelimits.setOverride"
+      ? "setOverride"
       : path === "/v1/keys.verifyKey"
       ? "verify"
       : path === "/v2/keys.verifyKey"
@@ -392,12 +395,14 @@ export const make = (options: Options) => {
         ? (principal, body) => routes.recordVerifications(principal, body, IdempotencyKey.read(headers))
         : route === "limit"
         ? (principal, body) => routes.limit(principal, body)
+        : route === "setOverride"
+        ? (principal, body) => routes.setOverride(principal, body, IdempotencyKey.read(headers))
         : route === "verify"
         ? (principal, body) => routes.verifyKey(principal, body, requestId)
         : route === "verifyV2"
         ? (principal, body) => routes.verifyKeyV2(principal, body, requestId)
         : (principal, body) => routes.limitV2(principal, body, requestId),
-      route !== "record",
+      route !== "record" && route !== "setOverride",
       dialect
     )
     return true

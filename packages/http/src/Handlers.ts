@@ -89,8 +89,7 @@ export const RatelimitsLive = HttpApiBuilder.group(Api, "ratelimits", (handlers)
         Effect.gen(function*() {
           const principal = yield* CurrentPrincipal
           const body = yield* JsonBody.readObject(request)
-          const override = yield* mapDomain(overrides.set(principal, body, IdempotencyKey.read(request.headers)))
-          return { overrideId: override.id }
+          return wire(yield* mapDomain(routes.setOverride(principal, body, IdempotencyKey.read(request.headers))))
         }))
       .handle("getOverride", () =>
         Effect.gen(function*() {

@@ -10,6 +10,7 @@ import * as Decision from "@keymeter/core/Decision"
 import { ValidationError } from "@keymeter/core/Errors"
 import type { KeyOptions } from "@keymeter/core/IdempotencyKeys"
 import { KeyVerifier } from "@keymeter/core/KeyVerifier"
+import { Overrides } from "@keymeter/core/Overrides"
 import type { Principal } from "@keymeter/core/Permission"
 import { RateLimiter } from "@keymeter/core/RateLimiter"
 import { RatelimitQueryInput } from "@keymeter/core/RatelimitQuery"
@@ -66,6 +67,7 @@ export class HotRoutes extends Effect.Service<HotRoutes>()("@keymeter/http/HotRo
     const verifications = yield* Verifications
     const limiter = yield* RateLimiter
     const verifier = yield* KeyVerifier
+    const overrides = yield* Overrides
     return {
       /** `GET analytics.getVerifications`, its query string read by {@link readQuery}. */
       getVerifications: (principal: Principal, query: Record<string, unknown>) =>
@@ -73,6 +75,9 @@ export class HotRoutes extends Effect.Service<HotRoutes>()("@keymeter/http/HotRo
       /** `POST analytics.recordVerifications`: a body of `verifications`, stored all or nothing. */
       recordVerifications: (principal: Principal, body: Record<string, unknown>, options: KeyOptions) =>
         Effect.flatMap(recordBatch(body), (batch) => verifications.record(principal, batch, options)),
+      /** `POST ratelimits.setOverride`: the id of the override created or overwritten. */
+      setOverride: (principal: Principal, body: Record<string, unknown>, options: KeyOptions) =>
+        Effect.map(overrides.set(principal, body, options), (override) => ({ overrideId: override.id })),
       /** `POST ratelimits.limit`. */
       limit: (principal: Principal, body: Record<string, unknown>) => limiter.limit(principal, body),
       /**

@@ -39,7 +39,8 @@ const post = (path: string, body: unknown, key: string | undefined = keys.admin,
 const record = (body: unknown, key?: string, headers = {}) =>
   post("/v1/analytics.recordVerifications", body, key ?? keys.admin, headers)
 const limit = (body: unknown, key?: string) => post("/v1/ratelimits.limit", body, key ?? keys.admin)
-const setOverride = (body: unknown) => post("/v1/ratelimits.setOverride", body)
+const setOverride = (body: unknown, key?: string, headers = {}) =>
+  post("/v1/ratelimits.setOverride", body, key ?? keys.admin, headers)
 const createKey = (body: unknown, save: string) => ({ ...post("/v1/keys.createKey", body), save })
 const verifyKey = (body: unknown, key?: string) => post("/v1/keys.verifyKey", body, key ?? keys.admin)
 const v2 = (route: string, body: unknown, key?: string) => post(`/v2/${route}`, body, key ?? keys.admin)
@@ -122,6 +123,40 @@ const calls: ReadonlyArray<Call> = [
   setOverride({ namespaceName: "email", identifier: "u3", limit: 5, duration: 60_000 }),
   setOverride({ namespaceName: "email", identifier: "vip-*", limit: 7, duration: 60_000 }),
   setOverride({ namespaceName: "mail*", identifier: "*", limit: 9, duration: 60_000 }),
+  // setOverride's refusals, receipts and hand-overs, as the pipeline answers them.
+  setOverride({ namespaceName: "email", identifier: "u3", limit: 6, duration: 60_000 }),
+  setOverride({ namespaceName: "email", limit: 5, duration: 60_000 }),
+  setOverride({ namespaceName: "email", identifier: "u3", limit: -1, duration: 60_000 }),
+  setOverride({ namespaceName: "email", identifier: "u3", limit: 5, duration: 60_000, extra: 1 }),
+  setOverride({ identifier: "u3", limit: 5, duration: 60_000 }),
+  setOverride({ namespaceId: "rlns_nope", namespaceName: "email", identifier: "u3", limit: 5, duration: 60_000 }),
+  setOverride({ namespaceName: "fresh", identifier: "u3", limit: 5, duration: 60_000 }, keys.limiterOne),
+  setOverride({ namespaceName: "email", identifier: "u3", limit: 5, duration: 60_000 }, keys.reader),
+  setOverride({ namespaceName: "email", identifier: "u3", limit: 5, duration: 60_000 }, "sk_unknown"),
+  setOverride({ namespaceName: "email", identifier: "u3", limit: 5, duration: 60_000 }, undefined),
+  setOverride({ namespaceName: "email", identifier: "u4", limit: 5, duration: 60_000 }, undefined, {
+    "idempotency-key": "override-1"
+  }),
+  setOverride({ namespaceName: "email", identifier: "u4", limit: 5, duration: 60_000 }, undefined, {
+    "idempotency-key": "override-1"
+  }),
+  setOverride({ namespaceName: "email", identifier: "u4", limit: 8, duration: 60_000 }, undefined, {
+    "idempotency-key": "override-1"
+  }),
+  setOverride({ namespaceName: "email", identifier: "u4", limit: 5, duration: 60_000 }, undefined, {
+    "idempotency-key": "bad key"
+  }),
+  setOverride("[1]"),
+  setOverride("{\"namespaceName\": "),
+  setOverride(""),
+  post(
+    "/v1/ratelimits.setOverride",
+    { namespaceName: "email", identifier: "u3", limit: 5, duration: 60_000 },
+    keys.admin,
+    {
+      "content-type": "text/plain"
+    }
+  ),
   limit({ namespace: "email", identifier: "u3", limit: 2, duration: 60_000 }),
   limit({ namespace: "email", identifier: "u3", limit: 2, duration: 60_000 }),
   limit({ namespace: "email", identifier: "vip-1", limit: 2, duration: 60_000 }),

@@ -58,6 +58,23 @@ const createKeys = async (server: Server) => {
   }
 }
 
+/** Ids of keys created with credits for keys.updateRemaining. */
+const creditKeyIds: Array<string> = []
+
+/** Creates {@link VERIFY_KEYS} keys with credits, for keys.updateRemaining. */
+const createCreditKeys = async (server: Server) => {
+  creditKeyIds.length = 0
+  for (let i = 0; i < VERIFY_KEYS; i++) {
+    const reply = await fetch(server.base + "/v1/keys.createKey", {
+      method: "POST",
+      headers: { authorization: `Bearer ${ROOT_KEY}`, "content-type": "application/json" },
+      body: JSON.stringify({ apiId: apiId(0), remaining: 1_000_000 })
+    })
+    if (reply.status !== 200) throw new Error(`createKey answered ${reply.status}: ${await reply.text()}`)
+    creditKeyIds.push(((await reply.json()) as { keyId: string }).keyId)
+  }
+}
+
 const recordBody = () =>
   JSON.stringify({
     verifications: Array.from(
@@ -152,6 +169,23 @@ const routes: ReadonlyArray<Route> = [
     path: "/v1/ratelimits.setOverride",
     status: 200,
     body: (n) => JSON.stringify({ namespaceName: "load", identifier: `user_${n % 1000}`, limit: 10, duration: 60_000 })
+  },
+  {
+    // Each request a new key: a hash, a key row and its receipt-free answer with the secret.
+    route: "createKey",
+    method: "POST",
+    path: "/v1/keys.createKey",
+    status: 200,
+    body: (n) => JSON.stringify({ apiId: apiId(0), name: `load ${n}`, meta: { n } })
+  },
+  {
+    // A thousand keys with credits, topped up in turn.
+    route: "updateRemaining",
+    method: "POST",
+    path: "/v1/keys.updateRemaining",
+    status: 200,
+    setup: createCreditKeys,
+    body: (n) => JSON.stringify({ keyId: creditKeyIds[Math.max(0, n) % VERIFY_KEYS], op: "increment", value: 1 })
   }
 ]
 

@@ -251,7 +251,7 @@ export class KeysGroup extends HttpApiGroup.make("keys")
   .add(
     keyedPost("updateRemaining", "/keys.updateRemaining")
       .setPayload(V1Keys.UpdateRemainingRequest)
-      .addSuccess(Schema.Struct({ remaining: Schema.NullOr(Schema.Number) }))
+      .addSuccess(V1Keys.UpdateRemainingResponse)
       .annotate(OpenApi.Summary, "Set, increment or decrement (not below 0) a key's remaining verifications")
       .annotate(
         OpenApi.Description,

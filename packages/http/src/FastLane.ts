@@ -1,7 +1,8 @@
 /**
  * The hot routes served straight from Node's request: `GET /v1/analytics.getVerifications`,
  * `POST /v1/analytics.recordVerifications`, `POST /v1/ratelimits.limit`,
- * `POST /v1/ratelimits.setOverride`, `POST /v1/keys.verifyKey`, and v2's verifyKey and limit.
+ * `POST /v1/ratelimits.setOverride`, `POST /v1/keys.createKey`, `POST /v1/keys.updateRemaining`,
+ * `POST /v1/keys.verifyKey`, and v2's verifyKey and limit.
  * The HttpApi pipeline (router, middleware, schema decoding and encoding, a fiber and spans per
  * request) costs ten times the work of these routes; here a request calls the same route
  * functions (`HotRoutes`) with the same checks in the same order and the same pieces (`bearer`,
@@ -363,6 +364,10 @@ export const make = (options: Options) => {
       ? "limit"
       : path === "/v1/ratelimits.setOverride"
       ? "setOverride"
+      : path === "/v1/keys.createKey"
+      ? "createKey"
+      : path === "/v1/keys.updateRemaining"
+      ? "updateRemaining"
       : path === "/v1/keys.verifyKey"
       ? "verify"
       : path === "/v2/keys.verifyKey"
@@ -397,12 +402,16 @@ export const make = (options: Options) => {
         ? (principal, body) => routes.limit(principal, body)
         : route === "setOverride"
         ? (principal, body) => routes.setOverride(principal, body, IdempotencyKey.read(headers))
+        : route === "createKey"
+        ? (principal, body) => routes.createKey(principal, body, IdempotencyKey.read(headers))
+        : route === "updateRemaining"
+        ? (principal, body) => routes.updateRemaining(principal, body, IdempotencyKey.read(headers))
         : route === "verify"
         ? (principal, body) => routes.verifyKey(principal, body, requestId)
         : route === "verifyV2"
         ? (principal, body) => routes.verifyKeyV2(principal, body, requestId)
         : (principal, body) => routes.limitV2(principal, body, requestId),
-      route !== "record" && route !== "setOverride",
+      route === "limit" || route === "verify" || route === "verifyV2" || route === "limitV2",
       dialect
     )
     return true

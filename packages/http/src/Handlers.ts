@@ -179,9 +179,7 @@ const getKeyQuery = Effect.flatMap(
   UrlParams.reader(V1Keys.GetKeyQuery),
   v1(V1Keys.GetKeyQuery, ({ keyId }) => ({ keyId }))
 )
-const createKeyBody = v1(V1Keys.CreateKeyRequest, V1Keys.toCreateKey)
 const updateKeyBody = v1(V1Keys.UpdateKeyRequest, V1Keys.toUpdateKey)
-const updateRemainingBody = v1(V1Keys.UpdateRemainingRequest, (request) => request)
 const deleteKeyBody = v1(V1Keys.DeleteKeyRequest, ({ keyId }) => ({ keyId }))
 const whoamiBody = v1(V1Keys.WhoamiRequest, (request) => request)
 
@@ -196,8 +194,7 @@ export const KeysLive = HttpApiBuilder.group(Api, "keys", (handlers) =>
     return handlers
       .handleRaw("createKey", ({ request }) =>
         withBody(request, (principal, body) =>
-          Effect.flatMap(createKeyBody(body), (input) =>
-            keys.create(principal, input, IdempotencyKey.read(request.headers)))))
+          routes.createKey(principal, body, IdempotencyKey.read(request.headers))).pipe(Effect.map(wire)))
       .handleRaw("verifyKey", ({ request }) =>
         Effect.gen(function*() {
           const { requestId } = yield* RequestContext.current
@@ -239,8 +236,7 @@ export const KeysLive = HttpApiBuilder.group(Api, "keys", (handlers) =>
             Effect.as(keys.update(principal, input), {}))))
       .handleRaw("updateRemaining", ({ request }) =>
         withBody(request, (principal, body) =>
-          Effect.flatMap(updateRemainingBody(body), (input) =>
-            keys.updateCredits(principal, input, IdempotencyKey.read(request.headers)))))
+          routes.updateRemaining(principal, body, IdempotencyKey.read(request.headers))).pipe(Effect.map(wire)))
       .handleRaw("addPermissions", ({ request }) =>
         withBody(request, (principal, body) =>
           keys.changePermissions(principal, "add", body)).pipe(Effect.map(connected)))

@@ -9,6 +9,7 @@ import * as Checker from "@keymeter/core/Checker"
 import * as Decision from "@keymeter/core/Decision"
 import { ValidationError } from "@keymeter/core/Errors"
 import type { KeyOptions } from "@keymeter/core/IdempotencyKeys"
+import { Keys } from "@keymeter/core/Keys"
 import { KeyVerifier } from "@keymeter/core/KeyVerifier"
 import { Overrides } from "@keymeter/core/Overrides"
 import type { Principal } from "@keymeter/core/Permission"
@@ -22,12 +23,17 @@ import { Verifications } from "@keymeter/core/Verifications"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
+import * as Schema from "effect/Schema"
 import { HttpError } from "./Errors.js"
 import * as UrlParams from "./internal/UrlParams.js"
 import * as V1Keys from "./v1/Keys.js"
 import * as V2Keys from "./v2/Keys.js"
 import * as V2Ratelimit from "./v2/Ratelimit.js"
 
+const decodeCreateKey = Validation.decode(V1Keys.CreateKeyRequest)
+const encodeCreateKey = Schema.encodeSync(V1Keys.CreateKeyResponse)
+const decodeUpdateRemaining = Validation.decode(V1Keys.UpdateRemainingRequest)
+const encodeUpdateRemaining = Schema.encodeSync(V1Keys.UpdateRemainingResponse)
 const checkVerify = Checker.compile(V1Keys.VerifyKeyRequest)
 const decodeVerify = Validation.decode(V1Keys.VerifyKeyRequest)
 const checkVerifyV2 = Checker.compile(V2Keys.VerifyKeyRequest)
@@ -68,6 +74,7 @@ export class HotRoutes extends Effect.Service<HotRoutes>()("@keymeter/http/HotRo
     const limiter = yield* RateLimiter
     const verifier = yield* KeyVerifier
     const overrides = yield* Overrides
+    const keys = yield* Keys
     return {
       /** `GET analytics.getVerifications`, its query string read by {@link readQuery}. */
       getVerifications: (principal: Principal, query: Record<string, unknown>) =>
@@ -78,6 +85,18 @@ export class HotRoutes extends Effect.Service<HotRoutes>()("@keymeter/http/HotRo
       /** `POST ratelimits.setOverride`: the id of the override created or overwritten. */
       setOverride: (principal: Principal, body: Record<string, unknown>, options: KeyOptions) =>
         Effect.map(overrides.set(principal, body, options), (override) => ({ overrideId: override.id })),
+      /** `POST keys.createKey`, answered in the contract's encoding. */
+      createKey: (principal: Principal, body: Record<string, unknown>, options: KeyOptions) =>
+        Effect.flatMap(
+          decodeCreateKey(body),
+          (request) => Effect.map(keys.create(principal, V1Keys.toCreateKey(request), options), encodeCreateKey)
+        ),
+      /** `POST keys.updateRemaining` (credits), answered in the contract's encoding. */
+      updateRemaining: (principal: Principal, body: Record<string, unknown>, options: KeyOptions) =>
+        Effect.flatMap(
+          decodeUpdateRemaining(body),
+          (request) => Effect.map(keys.updateCredits(principal, request, options), encodeUpdateRemaining)
+        ),
       /** `POST ratelimits.limit`. */
       limit: (principal: Principal, body: Record<string, unknown>) => limiter.limit(principal, body),
       /**

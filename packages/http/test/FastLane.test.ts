@@ -247,7 +247,40 @@ const calls: ReadonlyArray<Call> = [
   verifyKey({ key: secret("a") }),
   verifyKey({ key: secret("b") }),
   post("/v1/keys.deleteKey", { keyId: "<<keyId:b>>" }),
-  verifyKey({ key: secret("b") })
+  verifyKey({ key: secret("b") }),
+  // createKey's and updateRemaining's refusals and receipts, as the pipeline answers them.
+  post("/v1/keys.createKey", { apiId: "api_nope" }),
+  post("/v1/keys.createKey", { apiId: "api_a1", extra: 1 }),
+  post("/v1/keys.createKey", {}),
+  post("/v1/keys.createKey", { apiId: "api_a2" }, keys.readerOne),
+  post("/v1/keys.createKey", { apiId: "api_a1" }, "sk_unknown"),
+  post("/v1/keys.createKey", "[1]"),
+  post("/v1/keys.createKey", "{\"apiId\": "),
+  {
+    ...post("/v1/keys.createKey", { apiId: "api_a1", name: "once" }, keys.admin, { "idempotency-key": "key-1" }),
+    save: "f"
+  },
+  post("/v1/keys.createKey", { apiId: "api_a1", name: "once" }, keys.admin, { "idempotency-key": "key-1" }),
+  post("/v1/keys.createKey", { apiId: "api_a1", name: "twice" }, keys.admin, { "idempotency-key": "key-1" }),
+  post("/v1/keys.createKey", { apiId: "api_a1" }, keys.admin, { "idempotency-key": "bad key" }),
+  post("/v1/keys.updateRemaining", { keyId: "<<keyId:c>>", op: "increment", value: 2 }),
+  verifyKey({ key: secret("c"), credits: { cost: 1 } }),
+  post("/v1/keys.updateRemaining", { keyId: "<<keyId:c>>", op: "set", value: null }),
+  post("/v1/keys.updateRemaining", { keyId: "<<keyId:c>>", op: "set", value: 1 }),
+  post("/v1/keys.updateRemaining", { keyId: "<<keyId:c>>", op: "nope", value: 1 }),
+  post("/v1/keys.updateRemaining", { keyId: "<<keyId:c>>", op: "set", value: -1 }),
+  post("/v1/keys.updateRemaining", { keyId: "<<keyId:c>>", op: "set" }),
+  post("/v1/keys.updateRemaining", { keyId: "key_nope", op: "set", value: 1 }),
+  post("/v1/keys.updateRemaining", { keyId: "<<keyId:e>>", op: "set", value: 1 }, keys.otherAdmin),
+  post("/v1/keys.updateRemaining", { keyId: "<<keyId:c>>", op: "decrement", value: 1 }, keys.admin, {
+    "idempotency-key": "credits-1"
+  }),
+  post("/v1/keys.updateRemaining", { keyId: "<<keyId:c>>", op: "decrement", value: 1 }, keys.admin, {
+    "idempotency-key": "credits-1"
+  }),
+  post("/v1/keys.updateRemaining", { keyId: "<<keyId:c>>", op: "set", value: 1 }, keys.admin, {
+    "content-type": "text/plain"
+  })
 ]
 
 /** A call's answer with what differs between two servers by design (request ids, dates) taken out. */

@@ -197,6 +197,9 @@ export const UpdateRemainingRequest = Schema.Struct({
   value: Schema.NullOr(Count).annotations({ description: "null with op set: unlimited" })
 }).annotations({ identifier: "V1UpdateRemainingRequest" })
 
+/** Answer of `keys.updateRemaining`: the remaining verifications, null for unlimited. */
+export const UpdateRemainingResponse = Schema.Struct({ remaining: Schema.NullOr(Schema.Number) })
+
 /** Body of `keys.deleteKey`. */
 export const DeleteKeyRequest = Schema.Struct({
   keyId: KeyModel.KeyId,

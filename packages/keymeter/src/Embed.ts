@@ -83,6 +83,11 @@ export interface KeymeterOptions {
   /** `"clickhouse:http://host:8123/<database>"`: verifications there, the catalog in `storage` (a string). */
   readonly analytics?: string | undefined
   /**
+   * With a storage string: whether SQL analytics asked while verifications and limits run go to a
+   * thread of their own (default true; on memory it keeps a replica of the events, twice their memory).
+   */
+  readonly sqlWorker?: boolean | undefined
+  /**
    * `"redis://host:port/db"`: rate-limit windows shared with every server naming the same Redis
    * (default: this process's own).
    */
@@ -327,7 +332,7 @@ export const createKeymeter = async (options: KeymeterOptions = {}): Promise<Key
     if (spec instanceof StorageSpec.InvalidStorageSpec) throw new KeymeterError("BAD_REQUEST", spec.message)
     const analytics = options.analytics === undefined ? undefined : StorageSpec.parseAnalytics(options.analytics)
     if (analytics instanceof StorageSpec.InvalidStorageSpec) throw new KeymeterError("BAD_REQUEST", analytics.message)
-    storage = StorageSpec.layer(spec, { analytics })
+    storage = StorageSpec.layer(spec, { analytics, sqlWorker: options.sqlWorker })
   } else {
     if (options.analytics !== undefined) {
       throw new KeymeterError(

@@ -26,6 +26,9 @@ export const config = Config.all({
     Config.validate({ message: "must be 0 or more", validation: (n) => n >= 0 }),
     Config.withDefault(92)
   ),
+  // SQL analytics asked while verifications and limits are served run on a thread of their own
+  // (memory storage keeps a replica of its events there: twice their memory).
+  sqlWorker: Config.boolean("KEYMETER_SQL_WORKER").pipe(Config.withDefault(true)),
   // Verifications in ClickHouse instead (`clickhouse:http://host:8123/<database>`); the catalog stays in KEYMETER_STORAGE.
   analytics: Config.option(Config.nonEmptyString("KEYMETER_ANALYTICS")),
   provision: Config.option(Config.nonEmptyString("KEYMETER_PROVISION")),

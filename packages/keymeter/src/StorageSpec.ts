@@ -10,7 +10,7 @@
 import { redactUrl, StorageError } from "@keymeter/core/Errors"
 import type { Catalog, Storage } from "@keymeter/core/Storage"
 import type { Windows } from "@keymeter/core/Windows"
-import { MemoryCatalog, MemoryStorage } from "@keymeter/storage-memory"
+import { MemoryCatalog, MemorySqlWorker, MemoryStorage } from "@keymeter/storage-memory"
 import type { PostgresCatalog } from "@keymeter/storage-postgres"
 import type { SqliteStorage } from "@keymeter/storage-sqlite"
 import * as Data from "effect/Data"
@@ -112,6 +112,11 @@ export interface LayerOptions {
   readonly hotDays?: number | undefined
   /** Where verifications go instead of `spec`'s storage. */
   readonly analytics?: AnalyticsSpec | undefined
+  /**
+   * Whether SQL analytics asked while the hot paths run go to a thread of their own (default true):
+   * SQLite's reads the file; memory's holds a replica of the events, which doubles their memory.
+   */
+  readonly sqlWorker?: boolean | undefined
 }
 
 const sqlite = importAdapter(
@@ -174,12 +179,13 @@ export const layer = (
             "(clickhouse:http://<host>:<port>/<database>) for the verifications they record"
         })
       }
-      if (spec._tag === "memory") return MemoryStorage.layer
+      const sqlWorker = options.sqlWorker !== false
+      if (spec._tag === "memory") return sqlWorker ? MemorySqlWorker.layer() : MemoryStorage.layer
       const { SqliteSqlWorker, SqliteStorage } = yield* sqlite
       const storage = SqliteStorage.layer({ filename: spec.filename, hotDays: options.hotDays })
       // SQL analytics asked while the hot paths run go to a thread of their own (a file only: a
       // database in memory is this connection's alone).
-      return spec.filename === ":memory:"
+      return !sqlWorker || spec.filename === ":memory:"
         ? storage
         : Layer.merge(storage, SqliteSqlWorker.layer({ filename: spec.filename }))
     }

@@ -43,7 +43,7 @@ const Main = Layer.unwrapEffect(
       ...(ratelimit !== undefined ? { windows: StorageSpec.windowsLayer(ratelimit) } : {})
     }).pipe(
       Layer.provide(Layer.effectDiscard(Startup.run(config.provision))),
-      Layer.provide(StorageSpec.layer(spec, { hotDays: config.hotDays, analytics }))
+      Layer.provide(StorageSpec.layer(spec, { hotDays: config.hotDays, analytics, sqlWorker: config.sqlWorker }))
     )
   })
 )

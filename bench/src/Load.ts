@@ -40,21 +40,27 @@ interface Route {
 const verifySecrets: Array<string> = []
 const VERIFY_KEYS = 1000
 
+/** A key created on the server by keys.createKey with `body`: its id and secret. */
+const createKeyOn = async (server: Server, body: object): Promise<{ keyId: string; key: string }> => {
+  const reply = await fetch(server.base + "/v1/keys.createKey", {
+    method: "POST",
+    headers: { authorization: `Bearer ${ROOT_KEY}`, "content-type": "application/json" },
+    body: JSON.stringify(body)
+  })
+  if (reply.status !== 200) throw new Error(`createKey answered ${reply.status}: ${await reply.text()}`)
+  return (await reply.json()) as { keyId: string; key: string }
+}
+
 /** Creates {@link VERIFY_KEYS} keys on the server, in tens sharing an identity, each with a limit. */
 const createKeys = async (server: Server) => {
   verifySecrets.length = 0
   for (let i = 0; i < VERIFY_KEYS; i++) {
-    const reply = await fetch(server.base + "/v1/keys.createKey", {
-      method: "POST",
-      headers: { authorization: `Bearer ${ROOT_KEY}`, "content-type": "application/json" },
-      body: JSON.stringify({
-        apiId: apiId(0),
-        externalId: `customer_${Math.floor(i / 10)}`,
-        ratelimit: { limit: 1_000_000_000, duration: 60_000 }
-      })
+    const created = await createKeyOn(server, {
+      apiId: apiId(0),
+      externalId: `customer_${Math.floor(i / 10)}`,
+      ratelimit: { limit: 1_000_000_000, duration: 60_000 }
     })
-    if (reply.status !== 200) throw new Error(`createKey answered ${reply.status}: ${await reply.text()}`)
-    verifySecrets.push(((await reply.json()) as { key: string }).key)
+    verifySecrets.push(created.key)
   }
 }
 
@@ -65,13 +71,7 @@ const creditKeyIds: Array<string> = []
 const createCreditKeys = async (server: Server) => {
   creditKeyIds.length = 0
   for (let i = 0; i < VERIFY_KEYS; i++) {
-    const reply = await fetch(server.base + "/v1/keys.createKey", {
-      method: "POST",
-      headers: { authorization: `Bearer ${ROOT_KEY}`, "content-type": "application/json" },
-      body: JSON.stringify({ apiId: apiId(0), remaining: 1_000_000 })
-    })
-    if (reply.status !== 200) throw new Error(`createKey answered ${reply.status}: ${await reply.text()}`)
-    creditKeyIds.push(((await reply.json()) as { keyId: string }).keyId)
+    creditKeyIds.push((await createKeyOn(server, { apiId: apiId(0), remaining: 1_000_000 })).keyId)
   }
 }
 

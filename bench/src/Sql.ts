@@ -63,8 +63,9 @@ export interface HotPathResult {
   /** Each heavy query alone on the idle server, 3 runs. */
   readonly standalone: ReadonlyArray<SqlClientStats>
   readonly phases: ReadonlyArray<LoadPhase>
-  /** The paced rounds (`PACED_RATE`). */
+  /** The paced rounds, at `pacedRate` requests/s. */
   readonly paced: ReadonlyArray<PacedPhase>
+  readonly pacedRate: number
   readonly serverPeakRssMiB: number
 }
 
@@ -345,6 +346,7 @@ const hotPathOn = async (
       standalone,
       phases,
       paced,
+      pacedRate,
       serverPeakRssMiB: server.peakRss()
     }
   } finally {
@@ -361,11 +363,21 @@ const describeStats = (s: SqlClientStats) =>
   }), 200s median ${fmt(s.median)} ms, p99 ${fmt(s.p99)} ms${s.rows !== undefined ? `, ${s.rows} rows` : ""}`
 
 /** Part 2: memory then SQLite. */
-export const hotPath = async (size: number, seconds: number, log: (line: string) => void) => {
+export const hotPath = async (
+  size: number,
+  seconds: number,
+  log: (line: string) => void,
+  options: {
+    readonly adapters?: ReadonlyArray<string> | undefined
+    /** Requests/s of the paced rounds: below what the machine serves at saturation (default {@link PACED_RATE}). */
+    readonly pacedRate?: number | undefined
+  } = {}
+) => {
   const out: Array<HotPathResult> = []
   for (const adapter of ["memory", "sqlite"] as const) {
+    if (options.adapters !== undefined && !options.adapters.includes(adapter)) continue
     log(`\nHot path under heavy SQL queries, ${adapter}`)
-    out.push(await hotPathOn(adapter, size, seconds, log))
+    out.push(await hotPathOn(adapter, size, seconds, log, options.pacedRate))
   }
   return out
 }
@@ -646,7 +658,7 @@ export const hotPathSection = (
   )
   if (hotPath.some((r) => r.paced.length > 0)) {
     out.push(
-      `Paced: the same routes at ${PACED_RATE.toLocaleString("en")} requests/s (a rate both stores keep up with), ` +
+      `Paced: the same routes at ${hotPath[0]!.pacedRate.toLocaleString("en")} requests/s (a rate both stores keep up with), ` +
         `${meta.loadSeconds} s each after a second of warm-up, alone and then beside the two clients of heavy ` +
         `queries, ${HOT_PATH_ROUNDS} times in turn; each latency counted from when its request was due (a client ` +
         "in its own process, 32 connections, to the µs). A saturating load tells throughput: every ms the server " +

@@ -54,6 +54,8 @@ const { values } = parseArgs({
     seed: { type: "string", default: "15" },
     "http-events": { type: "string", default: "1m" },
     "load-seconds": { type: "string", default: "10" },
+    // Requests/s of the hot path's paced rounds (--sql): lower it on a machine that saturates near it.
+    "paced-rate": { type: "string" },
     // Only the HTTP routes whose name holds this text (e.g. "limit"), for iterating on one.
     routes: { type: "string" },
     // Key verification through the library: keys created on memory, and on SQLite (a commit each).
@@ -188,7 +190,10 @@ if (values.sql) {
   for (const size of sizes) {
     if (values["skip-queries"]) {
       // Only the hot path beside heavy queries (no DuckDB, no query mix).
-      const hotPath = await Sql.hotPath(size, Number(values["load-seconds"]), log)
+      const hotPath = await Sql.hotPath(size, Number(values["load-seconds"]), log, {
+        adapters,
+        pacedRate: values["paced-rate"] === undefined ? undefined : Number(values["paced-rate"])
+      })
       const meta = { startedAt: run.startedAt, machine: run.machine, loadSeconds: Number(values["load-seconds"]) }
       log("\n" + Sql.hotPathSection(hotPath, meta, "text"))
       const name = `sql-hot-path-${Report.count(size).toLowerCase()}`

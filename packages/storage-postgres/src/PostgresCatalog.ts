@@ -106,19 +106,14 @@ export const layer = (
         Effect.repeat(Schedule.spaced(Duration.millis(options.pollMs ?? 1_000))),
         Effect.forkScoped
       )
-      const calls: Record<string, unknown> = { ...catalog }
-      for (const name of SqlCatalog.WRITES) {
-        const method = catalog[name] as (...args: Array<unknown>) => Effect.Effect<unknown, unknown>
-        calls[name] = (...args: Array<unknown>) =>
+      return Catalog.of({
+        ...SqlCatalog.wrapWrites(catalog, SqlCatalog.WRITES, (write) =>
           Effect.ensuring(
-            method(...args),
+            write,
             Effect.sync(() => {
               revision++
             })
-          )
-      }
-      return Catalog.of({
-        ...(calls as typeof catalog),
+          )),
         revision: () => revision,
         foreignOverridesRevision: () => overridesRevision
       })

@@ -63,6 +63,23 @@ export const WRITES = [
   "deleteRole"
 ] as const
 
+/**
+ * `catalog` with each method of `names` (writes) run through `around`: how an adapter adds what
+ * every write needs (a shared commit, a revision that moves) without listing them again.
+ */
+export const wrapWrites = <C extends Catalog["Type"], const K extends keyof C>(
+  catalog: C,
+  names: ReadonlyArray<K>,
+  around: (write: Effect.Effect<unknown, unknown>) => Effect.Effect<unknown, unknown>
+): C => {
+  const calls: Record<PropertyKey, unknown> = { ...catalog }
+  for (const name of names) {
+    const method = catalog[name] as (...args: Array<unknown>) => Effect.Effect<unknown, unknown>
+    calls[name] = (...args: Array<unknown>) => around(method(...args))
+  }
+  return calls as C
+}
+
 /** How a batch of keys aborts its transaction on a conflict. */
 const BATCH_CONFLICT = Symbol.for("@keymeter/storage-sql/SqlCatalog/BatchConflict")
 

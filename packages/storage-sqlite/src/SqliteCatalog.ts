@@ -99,14 +99,8 @@ export const make = Effect.gen(function*() {
     MAX_GROUP,
     { gather: true }
   )
-  const grouped: Record<string, unknown> = {}
-  for (const name of GROUPED) {
-    const method = catalog[name] as (...args: Array<unknown>) => Effect.Effect<unknown, unknown>
-    grouped[name] = (...args: Array<unknown>) => Effect.flatten(together(method(...args)))
-  }
   return Catalog.of({
-    ...catalog,
-    ...(grouped as Pick<Catalog["Type"], typeof GROUPED[number]>),
+    ...SqlCatalog.wrapWrites(catalog, GROUPED, (write) => Effect.flatten(together(write))),
     spendCredits: (keyId, cost, refill, now) =>
       Effect.catchAll(spendTogether({ keyId, cost, refill, now }), storageError)
   })

@@ -178,11 +178,16 @@ export interface Served {
   readonly run: (request: Request, signal: AbortSignal) => Promise<Exit.Exit<Answer, unknown>>
   /** A message that is neither a query nor a cancel (a replica's feed), handled in arrival order. */
   readonly receive?: ((message: unknown) => void) | undefined
+  /**
+   * Whether queries start as they arrive, their slices interleaved by the lane as on the serving
+   * thread, rather than one after another (a store whose reads share one connection must not).
+   */
+  readonly concurrent?: boolean | undefined
 }
 
 /**
- * The thread side, on a worker thread: queries run one after another; each has a signal its
- * {@link Cancel} raises; a dropped query gets no reply.
+ * The thread side, on a worker thread: queries run one after another (or at once, `concurrent`);
+ * each has a signal its {@link Cancel} raises; a dropped query gets no reply.
  */
 export const serve = (served: Served): void => {
   // The lane here steps aside while the serving thread's hot paths run, as it would there: the CPU
@@ -208,7 +213,7 @@ export const serve = (served: Served): void => {
     const { id, request } = message
     const controller = new AbortController()
     signals.set(id, controller)
-    queue = queue.then(async () => {
+    const answer = async () => {
       if (!controller.signal.aborted) {
         const exit = await served.run(request, controller.signal)
         if (!controller.signal.aborted) {
@@ -217,6 +222,8 @@ export const serve = (served: Served): void => {
         }
       }
       signals.delete(id)
-    })
+    }
+    if (served.concurrent === true) void answer()
+    else queue = queue.then(answer)
   })
 }

@@ -1,9 +1,8 @@
 /**
  * Memory storage whose SQL analytics run off the event loop: the stores of `MemoryStorage`, and a
  * worker thread holding a replica of their events (`internal/SqlWorkerMain`), fed each batch they
- * append. A query that arrives while the hot paths are being asked for (`Foreground`: a verifyKey
- * or limit in the last second) runs there, so neither its slices nor its collector's pauses reach
- * theirs; a query on an idle server runs in-process. Both answer the same.
+ * append. Queries run there, so neither their slices nor their collector's pauses reach the hot
+ * paths'; they answer what the stores here would.
  *
  * The replica costs what the events cost twice over in memory, and the serving thread ~0.4 µs an
  * appended event to send it (`internal/Feed`); the thread starts with the layer, as the stores'
@@ -24,7 +23,11 @@ import * as MemoryCatalog from "./MemoryCatalog.js"
 import * as MemoryRatelimitStore from "./MemoryRatelimitStore.js"
 import * as MemoryVerificationStore from "./MemoryVerificationStore.js"
 
-/** The stores' tuning, and where queries go (see `SqlWorker.Options.foregroundMs`, default 1,000 ms). */
+/**
+ * The stores' tuning, and where queries go (see `SqlWorker.Options.foregroundMs`). By default every
+ * query goes to the thread (`Infinity`): the replica answers as fast as the stores here, and a
+ * query taken here on an idle server would go on here, sliced, once the hot paths resume.
+ */
 export interface Options extends MemoryRatelimitStore.Options {
   readonly foregroundMs?: number | undefined
 }
@@ -47,10 +50,10 @@ export const layer = (
             options: tuning,
             foreground: Foreground.shared()
           } satisfies Setup),
-        foregroundMs: options.foregroundMs,
+        foregroundMs: options.foregroundMs ?? Infinity,
         eager: true
       })
-      const sender = new Sender((feed) => void host.post(feed))
+      const sender = new Sender((feed) => host.post(feed))
       const verifications = MemoryVerificationStore.make(new Engine.Engine(options))
       const ratelimits = MemoryRatelimitStore.make(options)
       return Context.make(

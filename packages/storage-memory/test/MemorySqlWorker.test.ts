@@ -8,6 +8,8 @@ import type { Request } from "@keymeter/sql/SqlRunner"
 import { MemorySqlWorker } from "@keymeter/storage-memory"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
+import * as Option from "effect/Option"
 import { ratelimitBatches, Sender, verificationBatches } from "../src/internal/Feed.js"
 import type { Feed } from "../src/internal/Feed.js"
 
@@ -126,7 +128,7 @@ describe("MemorySqlWorker", () => {
       expect(after).not.toEqual(before)
       const [rfamily, rtext] = QUERIES[5]!
       expect(yield* onWorker(request(rfamily, rtext))).toEqual(yield* inProcess(request(rfamily, rtext)))
-    }).pipe(Effect.provide(MemorySqlWorker.layer({ foregroundMs: Infinity }))), 60_000)
+    }).pipe(Effect.provide(MemorySqlWorker.layer())), 60_000)
 
   it.effect("refuses as the process does: the construct and its place, the budget it names", () =>
     Effect.gen(function*() {
@@ -139,9 +141,34 @@ describe("MemorySqlWorker", () => {
       const over = yield* Effect.exit(onWorker(big))
       expect(over).toEqual(yield* Effect.exit(inProcess(big)))
       expect(JSON.stringify(over)).toContain("QueryBudgetExceeded")
-    }).pipe(Effect.provide(MemorySqlWorker.layer({ foregroundMs: Infinity }))), 60_000)
+    }).pipe(Effect.provide(MemorySqlWorker.layer())), 60_000)
 
-  it.effect("takes a query only while the hot paths have run lately", () =>
+  it.live("runs queries together: a quick one is not queued behind heavy ones", () =>
+    Effect.gen(function*() {
+      const v = yield* VerificationStore
+      yield* v.append(Array.from({ length: 30_000 }, (_, i) =>
+        Verification.make({
+          time: T0 + i * 2_000,
+          workspaceId: "ws",
+          apiId: "api_a",
+          keyId: `key_${i % 5_000}`,
+          identity: { id: `id_${i % 7_919}`, externalId: `user_${i % 7_919}` },
+          outcome: i % 7 === 0 ? "rateLimited" : "valid",
+          tags: [`t${i % 97}`]
+        })))
+      const slow = request(
+        "verifications",
+        "SELECT key_id, identity_id, arrayJoin(tags) AS tag, count() AS n FROM key_verifications_v1 GROUP BY key_id, identity_id, tag ORDER BY n DESC, key_id, identity_id LIMIT 10"
+      )
+      const heavy = yield* Effect.forEach(Array.from({ length: 4 }), () => Effect.fork(onWorker(slow)))
+      const quick = yield* onWorker(request("verifications", "SELECT 1 AS one"))
+      expect(quick.rows).toEqual([{ one: 1 }])
+      const done = yield* Effect.forEach(heavy, (fiber) => Effect.map(Fiber.poll(fiber), Option.isSome))
+      expect(done.filter((d) => d)).not.toHaveLength(heavy.length)
+      for (const fiber of heavy) expect((yield* Fiber.join(fiber)).rows).toHaveLength(10)
+    }).pipe(Effect.provide(MemorySqlWorker.layer())), 120_000)
+
+  it.effect("takes none with foregroundMs 0 while no hot path runs", () =>
     Effect.gen(function*() {
       const runner = yield* SqlRunner
       expect(runner.run(request("verifications", "SELECT 1"))).toBeUndefined()
@@ -149,7 +176,7 @@ describe("MemorySqlWorker", () => {
 
   it("feeds the batches as they were appended, every field", () => {
     const feeds: Array<Feed> = []
-    const sender = new Sender((feed) => feeds.push(feed))
+    const sender = new Sender((feed) => feeds.push(feed) > 0)
     const decisions = Array.from({ length: 40 }, (_, i) => decision(i))
     sender.appendVerifications(verifications.slice(0, 7))
     sender.appendRatelimits(decisions.slice(0, 30))

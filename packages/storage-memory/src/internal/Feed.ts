@@ -117,24 +117,27 @@ export class Sender {
   private readonly verifications = new Encoder("verifications")
   private readonly ratelimits = new Encoder("ratelimits")
   private scheduled = false
-  constructor(private readonly post: (feed: Feed) => void) {}
+  /** The replica is gone (`post` answered false): nothing more is encoded. */
+  private gone = false
+  /** `post` answers whether the message reached a replica. */
+  constructor(private readonly post: (feed: Feed) => boolean) {}
 
   appendVerifications(events: ReadonlyArray<Verification>): void {
-    if (events.length === 0) return
+    if (events.length === 0 || this.gone) return
     this.verifications.verifications(events)
     this.schedule()
   }
 
   appendRatelimits(events: ReadonlyArray<RatelimitEvent>): void {
-    if (events.length === 0) return
+    if (events.length === 0 || this.gone) return
     this.ratelimits.ratelimits(events)
     this.schedule()
   }
 
   /** Posts what is pending. */
   flush(): void {
-    if (!this.verifications.empty) this.post(this.verifications.take())
-    if (!this.ratelimits.empty) this.post(this.ratelimits.take())
+    if (!this.verifications.empty && !this.post(this.verifications.take())) this.gone = true
+    if (!this.ratelimits.empty && !this.post(this.ratelimits.take())) this.gone = true
   }
 
   private schedule(): void {

@@ -1,9 +1,9 @@
 /**
  * The thread of `MemorySqlWorker`: a replica of the serving thread's memory stores, fed every batch
  * they append (`Feed`), in order with the queries, so a query sees what was appended before it was
- * asked. `SqlWorker.serve` runs the queries one after another at the lowest priority, keeping to
- * the lane's share while the serving thread's hot paths run; this thread's heap and collector are
- * its own.
+ * asked. `SqlWorker.serve` runs the queries at the lowest priority, together, keeping to the
+ * lane's share while the serving thread's hot paths run; this thread's heap and collector are its
+ * own.
  */
 import { Engine } from "@keymeter/engine"
 import * as SqlQuery from "@keymeter/sql/SqlQuery"
@@ -30,6 +30,9 @@ const stores = SqlQuery.storesOf(verifications, ratelimits)
 
 SqlWorker.serve({
   foreground: setup.foreground,
+  // The serving thread caps how many run at once (`SqlLimits.concurrent`); here, as there, the
+  // lane interleaves their slices, so a quick query is not queued behind a heavy one.
+  concurrent: true,
   run: (request, signal) =>
     Effect.runPromiseExit(
       SqlQuery.run(request.text, {

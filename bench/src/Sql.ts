@@ -649,7 +649,9 @@ export const hotPathSection = (
       "table gives the medians over the rounds. SQLite keeps verifications in full " +
       "for 30 days (its default `eventDays`), so its heavy queries scan the last 30 days; memory scans all 90. " +
       "On SQLite a query that arrives while the hot paths run goes to the server's SQL worker thread " +
-      "(`SqliteSqlWorker`); on memory every query runs on the event loop, in slices.",
+      "(`SqliteSqlWorker`); on memory every query goes to its replica thread (`MemorySqlWorker`), unless the " +
+      "server runs with `KEYMETER_SQL_WORKER=false`" +
+      (process.env.KEYMETER_SQL_WORKER === "false" ? " (as in this run: every query on the event loop, in slices)." : "."),
     "",
     table(hotPathTable(hotPath)),
     "",

@@ -66,6 +66,8 @@ export interface HotPathResult {
   /** The paced rounds, at `pacedRate` requests/s. */
   readonly paced: ReadonlyArray<PacedPhase>
   readonly pacedRate: number
+  /** Rounds of each kind of phase. */
+  readonly rounds: number
   readonly serverPeakRssMiB: number
 }
 
@@ -278,6 +280,7 @@ const ingestShifted = async (
 }
 
 /** Rounds of the hot path: a phase alone, then one beside heavy queries, each round. */
+/** Rounds of each kind of phase, by default: on a shared machine one phase alone varies 2x and more. */
 const HOT_PATH_ROUNDS = 3
 
 /** Requests/s of the paced rounds: about a third of what SQLite serves at saturation here. */
@@ -289,7 +292,8 @@ const hotPathOn = async (
   size: number,
   seconds: number,
   log: (line: string) => void,
-  pacedRate = PACED_RATE
+  pacedRate = PACED_RATE,
+  rounds = HOT_PATH_ROUNDS
 ): Promise<HotPathResult> => {
   const file = here("../data/sql-http.db")
   const server = await Http.start(adapter === "sqlite" ? `sqlite:${file}` : "memory")
@@ -309,7 +313,7 @@ const hotPathOn = async (
     // Alone and beside the heavy queries in turn, several times: on this shared machine two phases
     // alone differ by up to 2x, so one of each tells little; the medians of several do.
     const phases: Array<LoadPhase> = []
-    for (let round = 1; round <= HOT_PATH_ROUNDS; round++) {
+    for (let round = 1; round <= rounds; round++) {
       log(`  round ${round}, verifyKey and limit alone:`)
       // The keys created by the first phase are verified again: no createKey waits behind the queries.
       phases.push({
@@ -326,7 +330,7 @@ const hotPathOn = async (
     // The same routes at a rate the server keeps up with, alone and beside the heavy queries in turn:
     // how long a request waits for them, which a saturating load cannot tell (see `Paced.ts`).
     const paced: Array<PacedPhase> = []
-    for (let round = 1; round <= HOT_PATH_ROUNDS && pacedRate > 0; round++) {
+    for (let round = 1; round <= rounds && pacedRate > 0; round++) {
       log(`  round ${round} at ${pacedRate} req/s, alone:`)
       paced.push({
         phase: `alone ${round}`,
@@ -347,6 +351,7 @@ const hotPathOn = async (
       phases,
       paced,
       pacedRate,
+      rounds,
       serverPeakRssMiB: server.peakRss()
     }
   } finally {
@@ -371,13 +376,15 @@ export const hotPath = async (
     readonly adapters?: ReadonlyArray<string> | undefined
     /** Requests/s of the paced rounds: below what the machine serves at saturation (default {@link PACED_RATE}). */
     readonly pacedRate?: number | undefined
+    /** Rounds of each kind of phase (default {@link HOT_PATH_ROUNDS}). */
+    readonly rounds?: number | undefined
   } = {}
 ) => {
   const out: Array<HotPathResult> = []
   for (const adapter of ["memory", "sqlite"] as const) {
     if (options.adapters !== undefined && !options.adapters.includes(adapter)) continue
     log(`\nHot path under heavy SQL queries, ${adapter}`)
-    out.push(await hotPathOn(adapter, size, seconds, log, options.pacedRate))
+    out.push(await hotPathOn(adapter, size, seconds, log, options.pacedRate, options.rounds))
   }
   return out
 }
@@ -533,7 +540,7 @@ const mediansTable = <L extends { readonly route: string; readonly p99: number }
   const rows: Array<Array<string>> = [[
     "adapter",
     "route",
-    `alone: median of ${HOT_PATH_ROUNDS} rounds, ${heading}`,
+    `alone: median of ${results[0]?.rounds ?? HOT_PATH_ROUNDS} rounds, ${heading}`,
     "with 2 SQL clients: the same",
     "p99 with / alone"
   ]]
@@ -645,7 +652,7 @@ export const hotPathSection = (
       `HTTP, then v2 keys.verifyKey (1,000 keys, created before the first phase) and v2 ratelimit.limit under ` +
       `autocannon (32 connections, ` +
       `${meta.loadSeconds} s each, 2 rounds; p50/p99 the worse round) alone, then with two clients sending the ` +
-      `heavy queries back to back to /v2/analytics.getVerifications, ${HOT_PATH_ROUNDS} times in turn; the second ` +
+      `heavy queries back to back to /v2/analytics.getVerifications, ${hotPath[0]!.rounds} times in turn; the second ` +
       "table gives the medians over the rounds. SQLite keeps verifications in full " +
       "for 30 days (its default `eventDays`), so its heavy queries scan the last 30 days; memory scans all 90. " +
       "On SQLite a query that arrives while the hot paths run goes to the server's SQL worker thread " +
@@ -662,7 +669,7 @@ export const hotPathSection = (
     out.push(
       `Paced: the same routes at ${hotPath[0]!.pacedRate.toLocaleString("en")} requests/s (a rate both stores keep up with), ` +
         `${meta.loadSeconds} s each after a second of warm-up, alone and then beside the two clients of heavy ` +
-        `queries, ${HOT_PATH_ROUNDS} times in turn; each latency counted from when its request was due (a client ` +
+        `queries, ${hotPath[0]!.rounds} times in turn; each latency counted from when its request was due (a client ` +
         "in its own process, 32 connections, to the µs). A saturating load tells throughput: every ms the server " +
         "gives a query lengthens every queue, and requests stuck behind a stall are few among many quick ones. " +
         "At a rate the server keeps up with, the latency tells how long a request waited for the queries.",

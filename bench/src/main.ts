@@ -56,6 +56,8 @@ const { values } = parseArgs({
     "load-seconds": { type: "string", default: "10" },
     // Requests/s of the hot path's paced rounds (--sql): lower it on a machine that saturates near it.
     "paced-rate": { type: "string" },
+    // Rounds of each kind of the hot path's phases (--sql; default 3).
+    rounds: { type: "string" },
     // Only the HTTP routes whose name holds this text (e.g. "limit"), for iterating on one.
     routes: { type: "string" },
     // Key verification through the library: keys created on memory, and on SQLite (a commit each).
@@ -192,7 +194,8 @@ if (values.sql) {
       // Only the hot path beside heavy queries (no DuckDB, no query mix).
       const hotPath = await Sql.hotPath(size, Number(values["load-seconds"]), log, {
         adapters,
-        pacedRate: values["paced-rate"] === undefined ? undefined : Number(values["paced-rate"])
+        pacedRate: values["paced-rate"] === undefined ? undefined : Number(values["paced-rate"]),
+        rounds: values.rounds === undefined ? undefined : Number(values.rounds)
       })
       const meta = { startedAt: run.startedAt, machine: run.machine, loadSeconds: Number(values["load-seconds"]) }
       log("\n" + Sql.hotPathSection(hotPath, meta, "text"))

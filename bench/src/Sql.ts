@@ -658,7 +658,9 @@ export const hotPathSection = (
       "On SQLite a query that arrives while the hot paths run goes to the server's SQL worker thread " +
       "(`SqliteSqlWorker`); on memory every query goes to its replica thread (`MemorySqlWorker`), unless the " +
       "server runs with `KEYMETER_SQL_WORKER=false`" +
-      (process.env.KEYMETER_SQL_WORKER === "false" ? " (as in this run: every query on the event loop, in slices)." : "."),
+      (process.env.KEYMETER_SQL_WORKER === "false"
+        ? " (as in this run: every query on the event loop, in slices)."
+        : "."),
     "",
     table(hotPathTable(hotPath)),
     "",
@@ -667,7 +669,9 @@ export const hotPathSection = (
   )
   if (hotPath.some((r) => r.paced.length > 0)) {
     out.push(
-      `Paced: the same routes at ${hotPath[0]!.pacedRate.toLocaleString("en")} requests/s (a rate both stores keep up with), ` +
+      `Paced: the same routes at ${
+        hotPath[0]!.pacedRate.toLocaleString("en")
+      } requests/s (a rate both stores keep up with), ` +
         `${meta.loadSeconds} s each after a second of warm-up, alone and then beside the two clients of heavy ` +
         `queries, ${hotPath[0]!.rounds} times in turn; each latency counted from when its request was due (a client ` +
         "in its own process, 32 connections, to the µs). A saturating load tells throughput: every ms the server " +

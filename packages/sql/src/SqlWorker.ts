@@ -217,7 +217,9 @@ export const serve = (served: Served): void => {
       if (!controller.signal.aborted) {
         const exit = await served.run(request, controller.signal)
         if (!controller.signal.aborted) {
-          const reply: Reply = Exit.isSuccess(exit) ? { id, answer: exit.value } : { id, failure: failureOf(exit.cause) }
+          const reply: Reply = Exit.isSuccess(exit)
+            ? { id, answer: exit.value }
+            : { id, failure: failureOf(exit.cause) }
           parentPort!.postMessage(reply)
         }
       }

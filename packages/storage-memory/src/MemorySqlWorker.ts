@@ -46,10 +46,14 @@ export const layer = (
       }
       const host = yield* SqlWorker.make({
         start: () =>
-          SqlWorker.spawn(import.meta.url, "./internal/SqlWorkerMain", {
-            options: tuning,
-            foreground: Foreground.shared()
-          } satisfies Setup),
+          SqlWorker.spawn(
+            import.meta.url,
+            "./internal/SqlWorkerMain",
+            {
+              options: tuning,
+              foreground: Foreground.shared()
+            } satisfies Setup
+          ),
         foregroundMs: options.foregroundMs ?? Infinity,
         eager: true
       })
@@ -61,7 +65,10 @@ export const layer = (
         VerificationStore.of({
           ...verifications,
           append: (events, receipt) =>
-            Effect.tap(verifications.append(events, receipt), () => Effect.sync(() => sender.appendVerifications(events)))
+            Effect.tap(
+              verifications.append(events, receipt),
+              () => Effect.sync(() => sender.appendVerifications(events))
+            )
         })
       ).pipe(
         Context.add(

@@ -107,41 +107,49 @@ const inProcess = (r: Request) =>
 const onWorker = (r: Request) => Effect.flatMap(SqlRunner, (runner) => runner.run(r)!)
 
 describe("MemorySqlWorker", () => {
-  it.effect("answers what the serving thread's stores answer, and sees what they append after", () =>
-    Effect.gen(function*() {
-      const v = yield* VerificationStore
-      const rl = yield* RatelimitStore
-      for (let i = 0; i < 600; i += 50) yield* v.append(verifications.slice(i, i + 50))
-      yield* rl.append(Array.from({ length: 200 }, (_, i) => decision(i)))
-      for (const [family, text] of QUERIES) {
-        const here = yield* inProcess(request(family, text))
-        expect(here.rows.length, text).toBeGreaterThan(0)
-        expect(yield* onWorker(request(family, text)), text).toEqual(here)
-      }
-      // Appended in the same turn as the query is asked: the query sees them.
-      const [family, text] = QUERIES[0]!
-      const before = yield* onWorker(request(family, text))
-      yield* v.append(verifications.slice(600))
-      yield* rl.append(Array.from({ length: 100 }, (_, i) => decision(200 + i)))
-      const after = yield* onWorker(request(family, text))
-      expect(after).toEqual(yield* inProcess(request(family, text)))
-      expect(after).not.toEqual(before)
-      const [rfamily, rtext] = QUERIES[5]!
-      expect(yield* onWorker(request(rfamily, rtext))).toEqual(yield* inProcess(request(rfamily, rtext)))
-    }).pipe(Effect.provide(MemorySqlWorker.layer())), 60_000)
+  it.effect(
+    "answers what the serving thread's stores answer, and sees what they append after",
+    () =>
+      Effect.gen(function*() {
+        const v = yield* VerificationStore
+        const rl = yield* RatelimitStore
+        for (let i = 0; i < 600; i += 50) yield* v.append(verifications.slice(i, i + 50))
+        yield* rl.append(Array.from({ length: 200 }, (_, i) => decision(i)))
+        for (const [family, text] of QUERIES) {
+          const here = yield* inProcess(request(family, text))
+          expect(here.rows.length, text).toBeGreaterThan(0)
+          expect(yield* onWorker(request(family, text)), text).toEqual(here)
+        }
+        // Appended in the same turn as the query is asked: the query sees them.
+        const [family, text] = QUERIES[0]!
+        const before = yield* onWorker(request(family, text))
+        yield* v.append(verifications.slice(600))
+        yield* rl.append(Array.from({ length: 100 }, (_, i) => decision(200 + i)))
+        const after = yield* onWorker(request(family, text))
+        expect(after).toEqual(yield* inProcess(request(family, text)))
+        expect(after).not.toEqual(before)
+        const [rfamily, rtext] = QUERIES[5]!
+        expect(yield* onWorker(request(rfamily, rtext))).toEqual(yield* inProcess(request(rfamily, rtext)))
+      }).pipe(Effect.provide(MemorySqlWorker.layer())),
+    60_000
+  )
 
-  it.effect("refuses as the process does: the construct and its place, the budget it names", () =>
-    Effect.gen(function*() {
-      yield* (yield* VerificationStore).append(verifications)
-      const bad = request("verifications", "SELECT count() FROM system.tables")
-      const refused = yield* Effect.exit(onWorker(bad))
-      expect(refused).toEqual(yield* Effect.exit(inProcess(bad)))
-      expect(Exit.isFailure(refused)).toBe(true)
-      const big = request("verifications", "SELECT key_id, time FROM key_verifications_v1", { resultRows: 10 })
-      const over = yield* Effect.exit(onWorker(big))
-      expect(over).toEqual(yield* Effect.exit(inProcess(big)))
-      expect(JSON.stringify(over)).toContain("QueryBudgetExceeded")
-    }).pipe(Effect.provide(MemorySqlWorker.layer())), 60_000)
+  it.effect(
+    "refuses as the process does: the construct and its place, the budget it names",
+    () =>
+      Effect.gen(function*() {
+        yield* (yield* VerificationStore).append(verifications)
+        const bad = request("verifications", "SELECT count() FROM system.tables")
+        const refused = yield* Effect.exit(onWorker(bad))
+        expect(refused).toEqual(yield* Effect.exit(inProcess(bad)))
+        expect(Exit.isFailure(refused)).toBe(true)
+        const big = request("verifications", "SELECT key_id, time FROM key_verifications_v1", { resultRows: 10 })
+        const over = yield* Effect.exit(onWorker(big))
+        expect(over).toEqual(yield* Effect.exit(inProcess(big)))
+        expect(JSON.stringify(over)).toContain("QueryBudgetExceeded")
+      }).pipe(Effect.provide(MemorySqlWorker.layer())),
+    60_000
+  )
 
   it.live("runs queries together: a quick one is not queued behind heavy ones", () =>
     Effect.gen(function*() {

@@ -8,8 +8,8 @@
  * goes on).
  */
 import * as Foreground from "@keymeter/core/Foreground"
-import * as SqlWorker from "@keymeter/sql/SqlWorker"
 import { SqlRunner } from "@keymeter/sql/SqlRunner"
+import * as SqlWorker from "@keymeter/sql/SqlWorker"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type { Setup } from "./internal/SqlWorkerMain.js"

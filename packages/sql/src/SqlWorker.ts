@@ -41,6 +41,11 @@ export type Failure =
   | { readonly _tag: "QueryBudgetExceeded"; readonly budget: string; readonly message: string }
   | { readonly _tag: "StorageError"; readonly message: string }
 
+/** What the thread posts once it takes queries: until then they run in-process. */
+export interface Ready {
+  readonly ready: true
+}
+
 /** The thread's reply to an {@link Ask}. */
 export type Reply =
   | { readonly id: number; readonly answer: Answer }
@@ -52,7 +57,8 @@ export interface Options {
   readonly start: () => Worker
   /**
    * Ms since a hot path last ran within which a query goes to the thread (default 1,000). 0 sends
-   * none; `Infinity` sends every one.
+   * none; `Infinity` sends every one. Until the thread has said it takes queries ({@link Ready},
+   * once its modules are loaded), they run in-process.
    */
   readonly foregroundMs?: number | undefined
   /**
@@ -95,6 +101,9 @@ export const make = (options: Options): Effect.Effect<Host, never, Scope.Scope> 
   Effect.gen(function*() {
     const foregroundMs = options.foregroundMs ?? DEFAULT_FOREGROUND_MS
     let worker: Worker | undefined
+    // The thread that said it takes queries: one still loading its modules (from source, through
+    // tsx, seconds on a loaded machine) would keep the first queries waiting.
+    let ready: Worker | undefined
     let next = 0
     const pending = new Map<number, (reply: Reply | Failure) => void>()
     const settle = (id: number, reply: Reply | Failure) => {
@@ -107,7 +116,10 @@ export const make = (options: Options): Effect.Effect<Host, never, Scope.Scope> 
     const start = (): Worker => {
       const thread = options.start()
       thread.unref()
-      thread.on("message", (reply: Reply) => settle(reply.id, reply))
+      thread.on("message", (reply: Reply | Ready) => {
+        if ("ready" in reply) ready = thread
+        else settle(reply.id, reply)
+      })
       // A thread that dies fails the queries it held.
       const stopped = (message: string) => {
         if (worker === thread) worker = undefined
@@ -148,7 +160,7 @@ export const make = (options: Options): Effect.Effect<Host, never, Scope.Scope> 
         run: (request) => {
           if (foregroundMs !== Infinity && Foreground.idleFor() >= foregroundMs) return undefined
           const to = thread()
-          return to === undefined ? undefined : ask(to, request)
+          return to === undefined || to !== ready ? undefined : ask(to, request)
         }
       }),
       post: (message, transfer) => {
@@ -228,4 +240,5 @@ export const serve = (served: Served): void => {
     if (served.concurrent === true) void answer()
     else queue = queue.then(answer)
   })
+  parentPort!.postMessage({ ready: true } satisfies Ready)
 }

@@ -162,12 +162,12 @@ describe("MemorySqlWorker", () => {
   it.live("runs queries together: a quick one is not queued behind heavy ones", () =>
     Effect.gen(function*() {
       const v = yield* VerificationStore
-      yield* v.append(Array.from({ length: 30_000 }, (_, i) =>
+      yield* v.append(Array.from({ length: 8_000 }, (_, i) =>
         Verification.make({
           time: T0 + i * 2_000,
           workspaceId: "ws",
           apiId: "api_a",
-          keyId: `key_${i % 5_000}`,
+          keyId: `key_${i % 2_000}`,
           identity: { id: `id_${i % 7_919}`, externalId: `user_${i % 7_919}` },
           outcome: i % 7 === 0 ? "rateLimited" : "valid",
           tags: [`t${i % 97}`]
@@ -176,13 +176,13 @@ describe("MemorySqlWorker", () => {
         "verifications",
         "SELECT key_id, identity_id, arrayJoin(tags) AS tag, count() AS n FROM key_verifications_v1 GROUP BY key_id, identity_id, tag ORDER BY n DESC, key_id, identity_id LIMIT 10"
       )
-      const heavy = yield* Effect.forEach(Array.from({ length: 4 }), () => Effect.fork(onWorker(slow)))
+      const heavy = yield* Effect.forEach(Array.from({ length: 3 }), () => Effect.fork(onWorker(slow)))
       const quick = yield* onWorker(request("verifications", "SELECT 1 AS one"))
       expect(quick.rows).toEqual([{ one: 1 }])
       const done = yield* Effect.forEach(heavy, (fiber) => Effect.map(Fiber.poll(fiber), Option.isSome))
       expect(done.filter((d) => d)).not.toHaveLength(heavy.length)
       for (const fiber of heavy) expect((yield* Fiber.join(fiber)).rows).toHaveLength(10)
-    }).pipe(Effect.provide(MemorySqlWorker.layer())), 120_000)
+    }).pipe(Effect.provide(MemorySqlWorker.layer())), 600_000) // the thread runs at nice 19: CI starves it
 
   it.effect("takes none with foregroundMs 0 while no hot path runs", () =>
     Effect.gen(function*() {

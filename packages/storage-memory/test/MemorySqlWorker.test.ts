@@ -14,6 +14,11 @@ import { ratelimitBatches, Sender, verificationBatches } from "../src/internal/F
 import type { Feed } from "../src/internal/Feed.js"
 
 const MIN = 60_000
+/**
+ * The thread runs at nice 19: while CI runs every package's tests at once it gets little CPU, and
+ * a query of a few ms here took minutes there.
+ */
+const WORKER_TIMEOUT = 600_000
 const NOW = Date.now()
 const T0 = NOW - 3 * 24 * 60 * MIN
 
@@ -139,7 +144,7 @@ describe("MemorySqlWorker", () => {
         const [rfamily, rtext] = QUERIES[5]!
         expect(yield* onWorker(request(rfamily, rtext))).toEqual(yield* inProcess(request(rfamily, rtext)))
       }).pipe(Effect.provide(MemorySqlWorker.layer())),
-    60_000
+    WORKER_TIMEOUT
   )
 
   it.effect(
@@ -156,7 +161,7 @@ describe("MemorySqlWorker", () => {
         expect(over).toEqual(yield* Effect.exit(inProcess(big)))
         expect(JSON.stringify(over)).toContain("QueryBudgetExceeded")
       }).pipe(Effect.provide(MemorySqlWorker.layer())),
-    60_000
+    WORKER_TIMEOUT
   )
 
   it.live("runs queries together: a quick one is not queued behind heavy ones", () =>
@@ -182,7 +187,7 @@ describe("MemorySqlWorker", () => {
       const done = yield* Effect.forEach(heavy, (fiber) => Effect.map(Fiber.poll(fiber), Option.isSome))
       expect(done.filter((d) => d)).not.toHaveLength(heavy.length)
       for (const fiber of heavy) expect((yield* Fiber.join(fiber)).rows).toHaveLength(10)
-    }).pipe(Effect.provide(MemorySqlWorker.layer())), 600_000) // the thread runs at nice 19: CI starves it
+    }).pipe(Effect.provide(MemorySqlWorker.layer())), WORKER_TIMEOUT)
 
   it.effect("takes none with foregroundMs 0 while no hot path runs", () =>
     Effect.gen(function*() {

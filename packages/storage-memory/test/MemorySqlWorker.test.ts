@@ -2,10 +2,10 @@ import { describe, expect, it } from "@effect/vitest"
 import type { RatelimitEvent } from "@keymeter/core/RatelimitEvent"
 import { RatelimitStore, VerificationStore } from "@keymeter/core/Storage"
 import * as Verification from "@keymeter/core/Verification"
-import * as SqlQuery from "@keymeter/sql/SqlQuery"
 import { SqlRunner } from "@keymeter/sql/SqlRunner"
 import type { Request } from "@keymeter/sql/SqlRunner"
 import { MemorySqlWorker } from "@keymeter/storage-memory"
+import { SqlWorkerFixture } from "@keymeter/testing"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
@@ -14,11 +14,6 @@ import { ratelimitBatches, Sender, verificationBatches } from "../src/internal/F
 import type { Feed } from "../src/internal/Feed.js"
 
 const MIN = 60_000
-/**
- * The thread runs at nice 19: while CI runs every package's tests at once it gets little CPU, and
- * a query of a few ms here took minutes there.
- */
-const WORKER_TIMEOUT = 600_000
 const NOW = Date.now()
 const T0 = NOW - 3 * 24 * 60 * MIN
 
@@ -83,41 +78,7 @@ const QUERIES: ReadonlyArray<readonly [Request["family"], string]> = [
   ]
 ]
 
-const request = (family: Request["family"], text: string, limits: Partial<SqlQuery.Limits> = {}): Request => ({
-  text,
-  family,
-  workspaceId: "ws",
-  within: undefined,
-  now: NOW,
-  // The thread runs at the lowest priority: on a loaded machine a query can take many times its
-  // usual time, which these tests must not mistake for a time budget.
-  limits: { ...SqlQuery.DEFAULT_LIMITS, timeMs: 600_000, ...limits }
-})
-
-/** The query as the serving thread runs it, over its own stores. */
-const inProcess = (r: Request) =>
-  Effect.gen(function*() {
-    const v = yield* VerificationStore
-    const rl = yield* RatelimitStore
-    return yield* SqlQuery.run(r.text, {
-      family: r.family,
-      workspaceId: r.workspaceId,
-      within: r.within,
-      ...SqlQuery.storesOf(v, rl),
-      limits: r.limits,
-      now: r.now
-    })
-  })
-
-type OnWorker = NonNullable<ReturnType<SqlRunner["Type"]["run"]>>
-
-/** The query on the thread, once it takes queries: while it loads its modules, `run` declines. */
-const onWorker = (r: Request) =>
-  Effect.flatMap(SqlRunner, (runner) => {
-    const asked = (): OnWorker =>
-      runner.run(r) ?? Effect.flatMap(Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 10))), asked)
-    return Effect.suspend(asked)
-  })
+const request = SqlWorkerFixture.requestsAt(NOW)
 
 describe("MemorySqlWorker", () => {
   it.effect(
@@ -129,22 +90,24 @@ describe("MemorySqlWorker", () => {
         for (let i = 0; i < 600; i += 50) yield* v.append(verifications.slice(i, i + 50))
         yield* rl.append(Array.from({ length: 200 }, (_, i) => decision(i)))
         for (const [family, text] of QUERIES) {
-          const here = yield* inProcess(request(family, text))
+          const here = yield* SqlWorkerFixture.inProcess(request(family, text))
           expect(here.rows.length, text).toBeGreaterThan(0)
-          expect(yield* onWorker(request(family, text)), text).toEqual(here)
+          expect(yield* SqlWorkerFixture.onWorker(request(family, text)), text).toEqual(here)
         }
         // Appended in the same turn as the query is asked: the query sees them.
         const [family, text] = QUERIES[0]!
-        const before = yield* onWorker(request(family, text))
+        const before = yield* SqlWorkerFixture.onWorker(request(family, text))
         yield* v.append(verifications.slice(600))
         yield* rl.append(Array.from({ length: 100 }, (_, i) => decision(200 + i)))
-        const after = yield* onWorker(request(family, text))
-        expect(after).toEqual(yield* inProcess(request(family, text)))
+        const after = yield* SqlWorkerFixture.onWorker(request(family, text))
+        expect(after).toEqual(yield* SqlWorkerFixture.inProcess(request(family, text)))
         expect(after).not.toEqual(before)
         const [rfamily, rtext] = QUERIES[5]!
-        expect(yield* onWorker(request(rfamily, rtext))).toEqual(yield* inProcess(request(rfamily, rtext)))
+        expect(yield* SqlWorkerFixture.onWorker(request(rfamily, rtext))).toEqual(
+          yield* SqlWorkerFixture.inProcess(request(rfamily, rtext))
+        )
       }).pipe(Effect.provide(MemorySqlWorker.layer())),
-    WORKER_TIMEOUT
+    SqlWorkerFixture.WORKER_TIMEOUT
   )
 
   it.effect(
@@ -153,15 +116,15 @@ describe("MemorySqlWorker", () => {
       Effect.gen(function*() {
         yield* (yield* VerificationStore).append(verifications)
         const bad = request("verifications", "SELECT count() FROM system.tables")
-        const refused = yield* Effect.exit(onWorker(bad))
-        expect(refused).toEqual(yield* Effect.exit(inProcess(bad)))
+        const refused = yield* Effect.exit(SqlWorkerFixture.onWorker(bad))
+        expect(refused).toEqual(yield* Effect.exit(SqlWorkerFixture.inProcess(bad)))
         expect(Exit.isFailure(refused)).toBe(true)
         const big = request("verifications", "SELECT key_id, time FROM key_verifications_v1", { resultRows: 10 })
-        const over = yield* Effect.exit(onWorker(big))
-        expect(over).toEqual(yield* Effect.exit(inProcess(big)))
+        const over = yield* Effect.exit(SqlWorkerFixture.onWorker(big))
+        expect(over).toEqual(yield* Effect.exit(SqlWorkerFixture.inProcess(big)))
         expect(JSON.stringify(over)).toContain("QueryBudgetExceeded")
       }).pipe(Effect.provide(MemorySqlWorker.layer())),
-    WORKER_TIMEOUT
+    SqlWorkerFixture.WORKER_TIMEOUT
   )
 
   it.live("runs queries together: a quick one is not queued behind heavy ones", () =>
@@ -181,13 +144,13 @@ describe("MemorySqlWorker", () => {
         "verifications",
         "SELECT key_id, identity_id, arrayJoin(tags) AS tag, count() AS n FROM key_verifications_v1 GROUP BY key_id, identity_id, tag ORDER BY n DESC, key_id, identity_id LIMIT 10"
       )
-      const heavy = yield* Effect.forEach(Array.from({ length: 3 }), () => Effect.fork(onWorker(slow)))
-      const quick = yield* onWorker(request("verifications", "SELECT 1 AS one"))
+      const heavy = yield* Effect.forEach(Array.from({ length: 3 }), () => Effect.fork(SqlWorkerFixture.onWorker(slow)))
+      const quick = yield* SqlWorkerFixture.onWorker(request("verifications", "SELECT 1 AS one"))
       expect(quick.rows).toEqual([{ one: 1 }])
       const done = yield* Effect.forEach(heavy, (fiber) => Effect.map(Fiber.poll(fiber), Option.isSome))
       expect(done.filter((d) => d)).not.toHaveLength(heavy.length)
       for (const fiber of heavy) expect((yield* Fiber.join(fiber)).rows).toHaveLength(10)
-    }).pipe(Effect.provide(MemorySqlWorker.layer())), WORKER_TIMEOUT)
+    }).pipe(Effect.provide(MemorySqlWorker.layer())), SqlWorkerFixture.WORKER_TIMEOUT)
 
   it.effect("takes none with foregroundMs 0 while no hot path runs", () =>
     Effect.gen(function*() {

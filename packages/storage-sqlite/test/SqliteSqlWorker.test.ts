@@ -3,10 +3,10 @@ import * as Foreground from "@keymeter/core/Foreground"
 import type { RatelimitEvent } from "@keymeter/core/RatelimitEvent"
 import { RatelimitStore, VerificationStore } from "@keymeter/core/Storage"
 import * as Verification from "@keymeter/core/Verification"
-import * as SqlQuery from "@keymeter/sql/SqlQuery"
 import { SqlRunner } from "@keymeter/sql/SqlRunner"
 import type { Request } from "@keymeter/sql/SqlRunner"
 import { SqliteSqlWorker, SqliteStorage } from "@keymeter/storage-sqlite"
+import { SqlWorkerFixture } from "@keymeter/testing"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
@@ -17,11 +17,6 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 
 const MIN = 60_000
-/**
- * The thread runs at nice 19: while CI runs every package's tests at once it gets little CPU, and
- * a query of a few ms here took minutes there.
- */
-const WORKER_TIMEOUT = 600_000
 const NOW = Date.now()
 const T0 = NOW - 3 * 24 * 60 * MIN
 
@@ -79,42 +74,7 @@ const QUERIES: ReadonlyArray<readonly [Request["family"], string]> = [
   ]
 ]
 
-const request = (family: Request["family"], text: string, limits: Partial<SqlQuery.Limits> = {}): Request => ({
-  text,
-  family,
-  workspaceId: "ws",
-  within: undefined,
-  now: NOW,
-  // The thread runs at the lowest priority: on a loaded machine (CI runs every package's tests at
-  // once) a query can take many times its usual time, which these tests must not mistake for a
-  // time budget. The budgets they do test are the row ones.
-  limits: { ...SqlQuery.DEFAULT_LIMITS, timeMs: 600_000, ...limits }
-})
-
-/** The query as the writer's process runs it, over its own stores (hot range and all). */
-const inProcess = (r: Request) =>
-  Effect.gen(function*() {
-    const v = yield* VerificationStore
-    const rl = yield* RatelimitStore
-    return yield* SqlQuery.run(r.text, {
-      family: r.family,
-      workspaceId: r.workspaceId,
-      within: r.within,
-      ...SqlQuery.storesOf(v, rl),
-      limits: r.limits,
-      now: r.now
-    })
-  })
-
-type OnWorker = NonNullable<ReturnType<SqlRunner["Type"]["run"]>>
-
-/** The query on the thread, once it takes queries: while it loads its modules, `run` declines. */
-const onWorker = (r: Request) =>
-  Effect.flatMap(SqlRunner, (runner) => {
-    const asked = (): OnWorker =>
-      runner.run(r) ?? Effect.flatMap(Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 10))), asked)
-    return Effect.suspend(asked)
-  })
+const request = SqlWorkerFixture.requestsAt(NOW)
 
 const setup = (foregroundMs = Infinity) => {
   const filename = join(mkdtempSync(join(tmpdir(), "keymeter-sqlworker-")), "k.db")
@@ -132,18 +92,18 @@ describe("SqliteSqlWorker", () => {
       yield* v.append(verifications.slice(0, 600))
       yield* rl.append(Array.from({ length: 200 }, (_, i) => decision(i)))
       for (const [family, text] of QUERIES) {
-        const here = yield* inProcess(request(family, text))
+        const here = yield* SqlWorkerFixture.inProcess(request(family, text))
         expect(here.rows.length, text).toBeGreaterThan(0)
-        expect(yield* onWorker(request(family, text)), text).toEqual(here)
+        expect(yield* SqlWorkerFixture.onWorker(request(family, text)), text).toEqual(here)
       }
       // A batch committed after the first queries: the next query's snapshot holds it.
       const [family, text] = QUERIES[0]!
-      const before = yield* onWorker(request(family, text))
+      const before = yield* SqlWorkerFixture.onWorker(request(family, text))
       yield* v.append(verifications.slice(600))
-      const after = yield* onWorker(request(family, text))
-      expect(after).toEqual(yield* inProcess(request(family, text)))
+      const after = yield* SqlWorkerFixture.onWorker(request(family, text))
+      expect(after).toEqual(yield* SqlWorkerFixture.inProcess(request(family, text)))
       expect(after).not.toEqual(before)
-    }).pipe(Effect.provide(setup())), WORKER_TIMEOUT)
+    }).pipe(Effect.provide(setup())), SqlWorkerFixture.WORKER_TIMEOUT)
 
   it.effect(
     "refuses as the process does: the construct and its place, the budget it names",
@@ -151,15 +111,15 @@ describe("SqliteSqlWorker", () => {
       Effect.gen(function*() {
         yield* (yield* VerificationStore).append(verifications)
         const bad = request("verifications", "SELECT count() FROM system.tables")
-        const refused = yield* Effect.exit(onWorker(bad))
-        expect(refused).toEqual(yield* Effect.exit(inProcess(bad)))
+        const refused = yield* Effect.exit(SqlWorkerFixture.onWorker(bad))
+        expect(refused).toEqual(yield* Effect.exit(SqlWorkerFixture.inProcess(bad)))
         expect(Exit.isFailure(refused)).toBe(true)
         const big = request("verifications", "SELECT key_id, time FROM key_verifications_v1", { resultRows: 10 })
-        const over = yield* Effect.exit(onWorker(big))
-        expect(over).toEqual(yield* Effect.exit(inProcess(big)))
+        const over = yield* Effect.exit(SqlWorkerFixture.onWorker(big))
+        expect(over).toEqual(yield* Effect.exit(SqlWorkerFixture.inProcess(big)))
         expect(JSON.stringify(over)).toContain("QueryBudgetExceeded")
       }).pipe(Effect.provide(setup())),
-    WORKER_TIMEOUT
+    SqlWorkerFixture.WORKER_TIMEOUT
   )
 
   it.live("skips or stops the queries whose callers went away", () =>
@@ -182,29 +142,32 @@ describe("SqliteSqlWorker", () => {
         "SELECT key_id, identity_id, arrayJoin(tags) AS tag, count() AS n FROM key_verifications_v1 GROUP BY key_id, identity_id, tag ORDER BY n DESC, key_id, identity_id LIMIT 10"
       )
       const quick = request("verifications", "SELECT 1 AS one")
-      yield* onWorker(quick)
+      yield* SqlWorkerFixture.onWorker(quick)
       const timed = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
         Effect.map(Effect.timed(effect), ([duration, value]) => [Duration.toMillis(duration), value] as const)
       // Eight slow queries queued, then a quick one: it waits for the eight, one after another.
-      const kept = yield* Effect.forEach(Array.from({ length: 8 }), () => Effect.fork(onWorker(slow)))
+      const kept = yield* Effect.forEach(Array.from({ length: 8 }), () => Effect.fork(SqlWorkerFixture.onWorker(slow)))
       yield* Effect.sleep(20)
-      const [behindEight] = yield* timed(onWorker(quick))
+      const [behindEight] = yield* timed(SqlWorkerFixture.onWorker(quick))
       for (const fiber of kept) expect((yield* Fiber.join(fiber)).rows).toHaveLength(10)
       // The same, their callers gone before the first is done: the quick one waits at most for the
       // one running (stopped at its next slice); the queued ones are skipped. Compared within the
       // same minute, as the thread's priority makes its speed follow the machine's load.
-      const dropped = yield* Effect.forEach(Array.from({ length: 8 }), () => Effect.fork(onWorker(slow)))
+      const dropped = yield* Effect.forEach(
+        Array.from({ length: 8 }),
+        () => Effect.fork(SqlWorkerFixture.onWorker(slow))
+      )
       yield* Effect.sleep(20)
       yield* Effect.forEach(dropped, Fiber.interrupt)
-      const [waited, answer] = yield* timed(onWorker(quick))
+      const [waited, answer] = yield* timed(SqlWorkerFixture.onWorker(quick))
       expect(answer.rows).toEqual([{ one: 1 }])
       console.log(
         `quick query behind eight slow ones ${behindEight.toFixed(0)} ms, behind eight dropped ${waited.toFixed(0)} ms`
       )
       expect(waited).toBeLessThan(behindEight / 2)
       // The thread goes on answering.
-      expect(yield* onWorker(slow)).toEqual(yield* inProcess(slow))
-    }).pipe(Effect.provide(setup())), WORKER_TIMEOUT)
+      expect(yield* SqlWorkerFixture.onWorker(slow)).toEqual(yield* SqlWorkerFixture.inProcess(slow))
+    }).pipe(Effect.provide(setup())), SqlWorkerFixture.WORKER_TIMEOUT)
 
   it.effect("takes a query only while the hot paths have run lately", () =>
     Effect.gen(function*() {
@@ -214,7 +177,7 @@ describe("SqliteSqlWorker", () => {
       Foreground.mark(performance.now())
       // The first query starts the thread and runs here, as do those until the thread is ready.
       expect(runner.run(request("verifications", "SELECT 1"))).toBeUndefined()
-      expect((yield* onWorker(request("verifications", "SELECT 1 AS one"))).rows).toEqual([{ one: 1 }])
+      expect((yield* SqlWorkerFixture.onWorker(request("verifications", "SELECT 1 AS one"))).rows).toEqual([{ one: 1 }])
       expect(runner.run(request("verifications", "SELECT 1"))).toBeDefined()
-    }).pipe(Effect.provide(setup(60_000))), WORKER_TIMEOUT)
+    }).pipe(Effect.provide(setup(60_000))), SqlWorkerFixture.WORKER_TIMEOUT)
 })

@@ -10,6 +10,7 @@ import { spend } from "@keymeter/core/Key"
 import { Catalog } from "@keymeter/core/Storage"
 import { SqlCatalog } from "@keymeter/storage-sql"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Batched from "./internal/Batched.js"
@@ -31,6 +32,9 @@ type RefillDue = Parameters<Catalog["Type"]["spendCredits"]>[2]
 /** The writes that share a commit (group commit): every write of the catalog but the credit spends. */
 const GROUPED = [...SqlCatalog.WRITES, "changeCredits"] as const
 
+/** A group's first turn failed a write: the group runs again, each write in a savepoint. */
+const RETRY_ALONE = Symbol.for("@keymeter/storage-sqlite/SqliteCatalog/RetryAlone")
+
 /** At most this many writes share one transaction. */
 const MAX_GROUP = 256
 
@@ -39,9 +43,9 @@ const MAX_GROUP = 256
  * Concurrent spends share a transaction, so a verification with credits waits for one commit (one
  * sync to disk) with the others rather than for each of theirs in turn. The balances are read with
  * one statement and written with one; spends of one key apply in the order they came. The other
- * writes (setOverride, createKey, updateCredits, …) share a transaction the same way, each in a
- * savepoint of its own: one that fails is rolled back alone, and each caller is answered after the
- * commit that made its write durable.
+ * writes (setOverride, createKey, updateCredits, …) share a transaction the same way: run bare,
+ * and should one fail, rolled back and run again each in a savepoint of its own, so one that fails
+ * is rolled back alone; each caller is answered after the commit that made its write durable.
  */
 export const make = Effect.gen(function*() {
   const catalog = yield* SqlCatalog.make(dialect)
@@ -78,24 +82,37 @@ export const make = Effect.gen(function*() {
     // SQLite binds at most 32,766 variables; three per written balance.
     4_096
   )
+  const eachAlone = (writes: ReadonlyArray<Effect.Effect<unknown, unknown>>) =>
+    Effect.forEach(writes, (write) =>
+      Effect.exit(
+        Effect.catchIf(sql.withTransaction(write), (error) =>
+          error instanceof SqlError, (error) =>
+          storageError(error as SqlError))
+      ))
+  // The first turn runs the group bare (a savepoint costs two statements a write); if any write
+  // fails, the whole transaction is rolled back and the group runs again, each write in a savepoint.
+  const allOrRetry = (writes: ReadonlyArray<Effect.Effect<unknown, unknown>>) =>
+    Effect.flatMap(
+      Effect.forEach(writes, (write) => Effect.exit(write)),
+      (exits) => exits.every(Exit.isSuccess) ? Effect.succeed(exits) : Effect.fail(RETRY_ALONE)
+    )
   const together = yield* Batched.make(
     (writes: ReadonlyArray<Effect.Effect<unknown, unknown>>) =>
-      sql.withTransaction(Effect.forEach(writes, (write) =>
-        Effect.exit(
-          Effect.catchIf(sql.withTransaction(write), (error) =>
-            error instanceof SqlError, (error) =>
-            storageError(error as SqlError))
-        ))).pipe(
-          Effect.catchAll(storageError),
-          // Each write's own failures are in its exit; what dies here is BEGIN or COMMIT (a full
-          // disk), which @effect/sql makes a defect: every caller in the group gets a StorageError.
-          Effect.catchAllDefect((defect) =>
-            Effect.zipRight(
-              Effect.logWarning("SQLite failure: a shared commit", defect),
-              Effect.fail(new StorageError({ message: "SQLite: the commit failed" }))
-            )
-          )
+      sql.withTransaction(allOrRetry(writes)).pipe(
+        Effect.catchIf(
+          (error): error is typeof RETRY_ALONE => error === RETRY_ALONE,
+          () => sql.withTransaction(eachAlone(writes))
         ),
+        Effect.catchAll(storageError),
+        // Each write's own failures are in its exit; what dies here is BEGIN or COMMIT (a full
+        // disk), which @effect/sql makes a defect: every caller in the group gets a StorageError.
+        Effect.catchAllDefect((defect) =>
+          Effect.zipRight(
+            Effect.logWarning("SQLite failure: a shared commit", defect),
+            Effect.fail(new StorageError({ message: "SQLite: the commit failed" }))
+          )
+        )
+      ),
     MAX_GROUP,
     { gather: true }
   )

@@ -1,5 +1,6 @@
-// The catalog's writes share commits: concurrent writes go in one transaction, each in a savepoint
-// of its own, so one that fails is rolled back alone and every other is durable when answered.
+// The catalog's writes share commits: concurrent writes go in one transaction, run bare and, should
+// one fail, again each in a savepoint, so a failing one is rolled back alone and every other is
+// durable when answered.
 import { describe, expect, it } from "@effect/vitest"
 import { Api } from "@keymeter/core/Api"
 import { Catalog } from "@keymeter/core/Storage"

@@ -419,14 +419,21 @@ export const make = (dialect: Dialect) =>
             return "created" as const
           })).pipe(Effect.catchIf((error) => error === BATCH_CONFLICT, () => Effect.succeed("conflict" as const)))
         ),
-      insertKey: (key, credits) =>
-        run(sql.withTransaction(Effect.gen(function*() {
-          const inserted = yield* sql<{ id: string }>`INSERT INTO keys ${sql.insert(keyValues(key, bool))}
-          ON CONFLICT DO NOTHING RETURNING id`
-          if (inserted.length === 0) return "conflict" as const
-          if (credits !== undefined) yield* writeCredits(key.id, credits)
-          return "created" as const
-        }))),
+      insertKey: (key, credits) => {
+        const insert = Effect.map(
+          sql<{ id: string }>`INSERT INTO keys ${sql.insert(keyValues(key, bool))} ON CONFLICT DO NOTHING RETURNING id`,
+          (inserted) => inserted.length === 0 ? "conflict" as const : "created" as const
+        )
+        // One statement is atomic alone: a transaction (a savepoint inside a shared commit) only
+        // for a key with credits, whose balance row goes with it.
+        return run(
+          credits === undefined ?
+            insert :
+            sql.withTransaction(
+              Effect.tap(insert, (result) => result === "created" ? writeCredits(key.id, credits) : Effect.void)
+            )
+        )
+      },
       replaceKey: (key, credits) =>
         run(sql.withTransaction(Effect.gen(function*() {
           const { created_at: _, hash: __, id: ___, workspace_id: ____, ...values } = keyValues(key, bool)

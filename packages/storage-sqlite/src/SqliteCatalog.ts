@@ -6,7 +6,7 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import { SqlError } from "@effect/sql/SqlError"
 import { StorageError } from "@keymeter/core/Errors"
 import type { Credits } from "@keymeter/core/Key"
-import { spend } from "@keymeter/core/Key"
+import { changeBalance, spend } from "@keymeter/core/Key"
 import { Catalog } from "@keymeter/core/Storage"
 import { SqlCatalog } from "@keymeter/storage-sql"
 import * as Effect from "effect/Effect"
@@ -29,8 +29,27 @@ export const storageError = SqlCatalog.storageError(dialect)
 
 type RefillDue = Parameters<Catalog["Type"]["spendCredits"]>[2]
 
-/** The writes that share a commit (group commit): every write of the catalog but the credit spends. */
-const GROUPED = [...SqlCatalog.WRITES, "changeCredits"] as const
+/** The writes that share a commit (group commit); the balances' spends and changes share theirs. */
+const GROUPED = SqlCatalog.WRITES
+
+/** A spend or a change of a key's balance, in the order it came. */
+type BalanceCall =
+  | {
+    readonly _tag: "Spend"
+    readonly keyId: string
+    readonly cost: number
+    readonly refill: RefillDue | undefined
+    readonly now: number
+  }
+  | {
+    readonly _tag: "Change"
+    readonly keyId: string
+    readonly op: "set" | "increment" | "decrement"
+    readonly value: number
+  }
+
+/** A spend's answer, or a change's balance after it; none for a key without credits. */
+type BalanceResult = Option.Option<{ readonly spent: boolean; readonly remaining: number } | Credits>
 
 /** A group's first turn failed a write: the group runs again, each write in a savepoint. */
 const RETRY_ALONE = Symbol.for("@keymeter/storage-sqlite/SqliteCatalog/RetryAlone")
@@ -40,32 +59,40 @@ const MAX_GROUP = 256
 
 /**
  * The catalog on the SqlClient in context (migrated): the SQL catalog, its commits shared.
- * Concurrent spends share a transaction, so a verification with credits waits for one commit (one
- * sync to disk) with the others rather than for each of theirs in turn. The balances are read with
- * one statement and written with one; spends of one key apply in the order they came. The other
- * writes (setOverride, createKey, updateCredits, …) share a transaction the same way: run bare,
+ * Concurrent spends and changes of balances (updateCredits) share a transaction, so a verification
+ * with credits waits for one commit (one sync to disk) with the others rather than for each of
+ * theirs in turn. The balances are read with one statement and written with one; calls on one key
+ * apply in the order they came. The other writes (setOverride, createKey, updateCredits, …) share a transaction the same way: run bare,
  * and should one fail, rolled back and run again each in a savepoint of its own, so one that fails
  * is rolled back alone; each caller is answered after the commit that made its write durable.
  */
 export const make = Effect.gen(function*() {
   const catalog = yield* SqlCatalog.make(dialect)
   const sql = yield* SqlClient.SqlClient
-  const spendTogether = yield* Batched.make(
-    (spends: ReadonlyArray<{ keyId: string; cost: number; refill: RefillDue | undefined; now: number }>) =>
+  // Spends and changes of balances share a transaction: the balances are read with one statement
+  // and written with one, each applied in the order it came.
+  const balancesTogether = yield* Batched.make(
+    (calls: ReadonlyArray<BalanceCall>) =>
       sql.withTransaction(Effect.gen(function*() {
-        const ids = [...new Set(spends.map((s) => s.keyId))]
+        const ids = [...new Set(calls.map((call) => call.keyId))]
         const rows = yield* sql<{ key_id: string; remaining: number; refilled_at: number }>`SELECT key_id,
           remaining, refilled_at FROM key_credits WHERE ${sql.in("key_id", ids)}`
         const balances = new Map<string, Credits>()
         for (const row of rows) balances.set(row.key_id, { remaining: row.remaining, refilledAt: row.refilled_at })
         const changed = new Set<string>()
-        const results = spends.map(({ cost, keyId, now, refill }) => {
-          const balance = balances.get(keyId)
+        const results = calls.map((call): BalanceResult => {
+          const balance = balances.get(call.keyId)
           if (balance === undefined) return Option.none()
-          const result = spend(balance, cost, refill, now)
+          if (call._tag === "Change") {
+            const after = changeBalance(balance, call.op, call.value)
+            balances.set(call.keyId, after)
+            changed.add(call.keyId)
+            return Option.some(after)
+          }
+          const result = spend(balance, call.cost, call.refill, call.now)
           if (result.changed) {
-            balances.set(keyId, result.balance)
-            changed.add(keyId)
+            balances.set(call.keyId, result.balance)
+            changed.add(call.keyId)
           }
           return Option.some({ spent: result.spent, remaining: result.balance.remaining })
         })
@@ -80,7 +107,8 @@ export const make = Effect.gen(function*() {
         return results
       })),
     // SQLite binds at most 32,766 variables; three per written balance.
-    4_096
+    4_096,
+    { gather: true }
   )
   const eachAlone = (writes: ReadonlyArray<Effect.Effect<unknown, unknown>>) =>
     Effect.forEach(writes, (write) =>
@@ -119,7 +147,16 @@ export const make = Effect.gen(function*() {
   return Catalog.of({
     ...SqlCatalog.wrapWrites(catalog, GROUPED, (write) => Effect.flatten(together(write))),
     spendCredits: (keyId, cost, refill, now) =>
-      Effect.catchAll(spendTogether({ keyId, cost, refill, now }), storageError)
+      Effect.catchAll(
+        balancesTogether({ _tag: "Spend", keyId, cost, refill, now }),
+        storageError
+        // A spend is answered a spend's result, a change its balance (see the writer).
+      ) as Effect.Effect<Option.Option<{ spent: boolean; remaining: number }>, StorageError>,
+    changeCredits: (keyId, op, value) =>
+      Effect.catchAll(
+        balancesTogether({ _tag: "Change", keyId, op, value }),
+        storageError
+      ) as Effect.Effect<Option.Option<Credits>, StorageError>
   })
 })
 

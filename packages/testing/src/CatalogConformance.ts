@@ -499,6 +499,20 @@ export const tests = (suite: Suite) => {
       // A key without credits has no balance to spend.
       expect(Option.isNone(yield* catalog.spendCredits("key_none", 1, undefined, 1))).toBe(true)
       expect(Option.isNone(yield* catalog.changeCredits("key_none", "set", 1))).toBe(true)
+      // Spends and increments at once on one balance: none lost, none below zero.
+      yield* catalog.changeCredits("key_c", "set", 0)
+      const mixed = yield* Effect.all(
+        Array.from({ length: 100 }, (_, i) =>
+          i % 2 === 0
+            ? Effect.map(catalog.changeCredits("key_c", "increment", 1), () => 0)
+            : Effect.map(
+              catalog.spendCredits("key_c", 1, undefined, 10_000),
+              (s) => Option.getOrThrow(s).spent ? 1 : 0
+            )),
+        { concurrency: "unbounded" }
+      )
+      const passed = mixed.reduce((a, b) => a + b, 0)
+      expect(Option.getOrThrow(yield* catalog.getCredits("key_c")).remaining).toBe(50 - passed)
     })))
 
   it.effect("lists a workspace's apis by id, its own only, and those a key may read", () =>

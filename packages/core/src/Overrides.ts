@@ -16,7 +16,7 @@ import { NotFound, ValidationError } from "./Errors.js"
 import { IdempotencyKeys, type KeyOptions } from "./IdempotencyKeys.js"
 import * as Ids from "./Ids.js"
 import { CatalogCache } from "./internal/CatalogCache.js"
-import * as CompositeKey from "./internal/CompositeKey.js"
+import { NamespaceReads } from "./internal/NamespaceReads.js"
 import * as Span from "./internal/Span.js"
 import { Namespace } from "./Namespace.js"
 import { Override } from "./Override.js"
@@ -59,22 +59,7 @@ export class Overrides extends Effect.Service<Overrides>()("@keymeter/core/Overr
     const indexes = new Map<string, OverrideIndex>()
     const patternsOf = new CatalogCache<ReadonlyArray<Namespace>>(catalog.revision)
     // Every override call names its namespace: by name or id, read once while the revision holds.
-    const namespaceReads = new CatalogCache<Option.Option<Namespace>>(catalog.revision)
-    const namespaceNamed = (workspaceId: string, name: string) =>
-      Decision.read(() =>
-        namespaceReads.lookup(
-          CompositeKey.make(workspaceId, name),
-          () => catalog.findNamespaceByName(workspaceId, name)
-        )
-      )
-    const namespaceWithId = (workspaceId: string, id: string) =>
-      Decision.read(() =>
-        // No workspace id is empty: these keys never meet those of names.
-        namespaceReads.lookup(
-          CompositeKey.make("", CompositeKey.make(workspaceId, id)),
-          () => catalog.getNamespace(workspaceId, id)
-        )
-      )
+    const namespaces = new NamespaceReads(catalog)
     const generation = new Map<string, number>()
     // Another server changed overrides: what is remembered is forgotten, and loads begun before
     // are not kept (`epoch`).
@@ -149,7 +134,7 @@ export class Overrides extends Effect.Service<Overrides>()("@keymeter/core/Overr
         const { namespaceId, namespaceName } = input
         if (namespaceId !== undefined) {
           yield* auth.authorize(principal, required(namespaceId))
-          const found = yield* namespaceWithId(principal.workspaceId, namespaceId)
+          const found = yield* Decision.read(() => namespaces.withId(principal.workspaceId, namespaceId))
           if (Option.isNone(found)) {
             return yield* new NotFound({
               message: `namespaceId: no namespace ${JSON.stringify(namespaceId)} in this workspace`
@@ -163,14 +148,14 @@ export class Overrides extends Effect.Service<Overrides>()("@keymeter/core/Overr
           return found.value
         }
         const name = namespaceName!
-        const found = yield* namespaceNamed(principal.workspaceId, name)
+        const found = yield* Decision.read(() => namespaces.named(principal.workspaceId, name))
         if (Option.isSome(found)) {
           yield* auth.authorize(principal, required(found.value.id))
           return found.value
         }
         // No namespace has this name, but it may be one's id (Unkey v2 names a namespace by either).
         if (name.startsWith(`${Ids.Prefix.namespace}_`)) {
-          const byId = yield* namespaceWithId(principal.workspaceId, name)
+          const byId = yield* Decision.read(() => namespaces.withId(principal.workspaceId, name))
           if (Option.isSome(byId)) {
             yield* auth.authorize(principal, required(byId.value.id))
             return byId.value
@@ -312,7 +297,7 @@ export class Overrides extends Effect.Service<Overrides>()("@keymeter/core/Overr
       }).pipe(Span.span("Overrides.delete"))
 
     /** The workspace's namespaces whose overrides the caller may read, by name. */
-    const namespaces = (principal: Principal) =>
+    const listNamespaces = (principal: Principal) =>
       Effect.map(catalog.listNamespaces(principal.workspaceId), (all) => ({
         namespaces: all
           .filter((namespace) =>
@@ -326,7 +311,7 @@ export class Overrides extends Effect.Service<Overrides>()("@keymeter/core/Overr
       get,
       list,
       delete: remove,
-      namespaces,
+      namespaces: listNamespaces,
       resolve,
       namespaceFor,
       requireNamespace

@@ -16,8 +16,7 @@ import type { Busy, InsufficientPermissions, StorageError } from "./Errors.js"
 import { NotFound, ValidationError } from "./Errors.js"
 import * as Foreground from "./Foreground.js"
 import * as Ids from "./Ids.js"
-import { CatalogCache } from "./internal/CatalogCache.js"
-import * as CompositeKey from "./internal/CompositeKey.js"
+import { NamespaceReads } from "./internal/NamespaceReads.js"
 import { SlidingWindows } from "./internal/slidingWindow.js"
 import { Meta } from "./Key.js"
 import { isPattern, MAX_NAME_LENGTH, Namespace } from "./Namespace.js"
@@ -199,7 +198,7 @@ export class RateLimiter extends Effect.Service<RateLimiter>()("@keymeter/core/R
     const nearby = new SlidingWindows(yield* Windows.MaxWindows)
     const decode = Validation.decode(LimitInput)
     const decodeItems = Validation.decode(MultiLimitInput)
-    const namespaces = new CatalogCache<Option.Option<Namespace>>(catalog.revision)
+    const namespaces = new NamespaceReads(catalog)
 
     /**
      * The workspace's namespace `name`, as a lookup; a name seen for the first time is created
@@ -211,10 +210,7 @@ export class RateLimiter extends Effect.Service<RateLimiter>()("@keymeter/core/R
       name: string,
       mayCreate: () => Exit.Exit<void, E>
     ): Option.Some<Namespace> | Missing<StorageError> | Exit.Exit<never, E> => {
-      const found = namespaces.lookup(
-        CompositeKey.make(workspaceId, name),
-        () => catalog.findNamespaceByName(workspaceId, name)
-      )
+      const found = namespaces.named(workspaceId, name)
       if (found instanceof Missing || Option.isSome(found)) return found
       // No namespace has this name, but it may be one's id (Unkey v2 names a namespace by either).
       if (name.startsWith(NAMESPACE_ID_PREFIX)) {
@@ -223,20 +219,12 @@ export class RateLimiter extends Effect.Service<RateLimiter>()("@keymeter/core/R
       }
       return Decision.failed(mayCreate()) ??
         new Creation(
-          namespaces.written(
-            CompositeKey.make(workspaceId, name),
-            Effect.map(createNamespace(workspaceId, name), Option.some)
-          ).load
+          namespaces.created(workspaceId, name, Effect.map(createNamespace(workspaceId, name), Option.some)).load
         )
     }
 
     /** The workspace's namespace of id `id` (none when it has none), as a lookup. */
-    const namespaceWithId = (workspaceId: string, id: string) =>
-      namespaces.lookup(
-        // No workspace id is empty: these keys never meet those of names.
-        CompositeKey.make("", CompositeKey.make(workspaceId, id)),
-        () => catalog.getNamespace(workspaceId, id)
-      )
+    const namespaceWithId = (workspaceId: string, id: string) => namespaces.withId(workspaceId, id)
 
     /** Creates the workspace's namespace `name` (or finds the one a concurrent call created). */
     const createNamespace = (workspaceId: string, name: string) =>

@@ -62,15 +62,14 @@ const MAX_GROUP = 256
  * Concurrent spends and changes of balances (updateCredits) share a transaction, so a verification
  * with credits waits for one commit (one sync to disk) with the others rather than for each of
  * theirs in turn. The balances are read with one statement and written with one; calls on one key
- * apply in the order they came. The other writes (setOverride, createKey, updateCredits, …) share a transaction the same way: run bare,
- * and should one fail, rolled back and run again each in a savepoint of its own, so one that fails
- * is rolled back alone; each caller is answered after the commit that made its write durable.
+ * apply in the order they came. The other writes (setOverride, createKey, …) share a transaction
+ * too: run bare and, should one fail, rolled back and run again each in a savepoint of its own, so
+ * one that fails is rolled back alone; each caller is answered after the commit that made its
+ * write durable.
  */
 export const make = Effect.gen(function*() {
   const catalog = yield* SqlCatalog.make(dialect)
   const sql = yield* SqlClient.SqlClient
-  // Spends and changes of balances share a transaction: the balances are read with one statement
-  // and written with one, each applied in the order it came.
   const balancesTogether = yield* Batched.make(
     (calls: ReadonlyArray<BalanceCall>) =>
       sql.withTransaction(Effect.gen(function*() {
@@ -144,13 +143,13 @@ export const make = Effect.gen(function*() {
     MAX_GROUP,
     { gather: true }
   )
+  // The writer answers a spend with a spend's result and a change with the balance after it.
   return Catalog.of({
     ...SqlCatalog.wrapWrites(catalog, GROUPED, (write) => Effect.flatten(together(write))),
     spendCredits: (keyId, cost, refill, now) =>
       Effect.catchAll(
         balancesTogether({ _tag: "Spend", keyId, cost, refill, now }),
         storageError
-        // A spend is answered a spend's result, a change its balance (see the writer).
       ) as Effect.Effect<Option.Option<{ spent: boolean; remaining: number }>, StorageError>,
     changeCredits: (keyId, op, value) =>
       Effect.catchAll(

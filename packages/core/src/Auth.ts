@@ -7,6 +7,7 @@ import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
+import * as CatalogPart from "./CatalogPart.js"
 import * as Decision from "./Decision.js"
 import type { StorageError } from "./Errors.js"
 import { InsufficientPermissions, KeyForbidden, Unauthenticated } from "./Errors.js"
@@ -66,7 +67,7 @@ interface Lookup {
 export const make = Effect.gen(function*() {
   const catalog = yield* Catalog
   const clock = yield* Effect.clock
-  const lookups = new CatalogCache<Lookup>(catalog.revision)
+  const lookups = new CatalogCache<Lookup>(CatalogPart.revisionOf(catalog, "rootKeys"))
 
   const judge = (lookup: Lookup): Exit.Exit<Principal, Unauthenticated | KeyForbidden> => {
     const key = lookup.key

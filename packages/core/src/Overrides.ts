@@ -8,6 +8,7 @@ import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import { Auth } from "./Auth.js"
+import * as CatalogPart from "./CatalogPart.js"
 import * as Cursor from "./Cursor.js"
 import * as Decision from "./Decision.js"
 import { Missing } from "./Decision.js"
@@ -57,7 +58,7 @@ export class Overrides extends Effect.Service<Overrides>()("@keymeter/core/Overr
     // Resolution indexes per namespace id. `generation` counts writes per namespace, so a load
     // that raced with a write is thrown away rather than cached stale.
     const indexes = new Map<string, OverrideIndex>()
-    const patternsOf = new CatalogCache<ReadonlyArray<Namespace>>(catalog.revision)
+    const patternsOf = new CatalogCache<ReadonlyArray<Namespace>>(CatalogPart.revisionOf(catalog, "namespaces"))
     // Every override call names its namespace: by name or id, read once while the revision holds.
     const namespaces = new NamespaceReads(catalog)
     const generation = new Map<string, number>()

@@ -14,6 +14,7 @@ import type * as Effect from "effect/Effect"
 import type * as Option from "effect/Option"
 import type { AggregationQuery, AggregationResult } from "./Aggregation.js"
 import type { Api } from "./Api.js"
+import type { CatalogPart } from "./CatalogPart.js"
 import type { IdempotencyKeyInUse, QueryTooLarge, StorageError } from "./Errors.js"
 import type { RatelimitColumns, ScanScope, VerificationColumns } from "./EventScan.js"
 import type { Receipt } from "./Idempotency.js"
@@ -323,11 +324,12 @@ export class Catalog extends Context.Tag("@keymeter/core/Catalog")<
       value: number
     ) => Effect.Effect<Option.Option<Credits>, StorageError>
     /**
-     * A number that changes whenever anything in the catalog may have changed (it may change more
-     * often), read without I/O, so what was read from the catalog (root keys, namespaces) can be
-     * reused while it holds; absent when the adapter cannot tell (every read then goes to it).
+     * A number per part of the catalog (see `CatalogPart`) that changes whenever that part may have
+     * changed (it may change more often), read without I/O, so what was read of it (root keys,
+     * apis, namespaces, keys) can be reused while it holds; absent when the adapter cannot tell
+     * (every read then goes to it). Override writes move no part, credits neither.
      */
-    readonly revision?: (() => number) | undefined
+    readonly revision?: ((part: CatalogPart) => number) | undefined
     /**
      * A number that changes when another process (another server) changed overrides or
      * namespaces, read without I/O: this process's `Overrides` applies its own changes to what it

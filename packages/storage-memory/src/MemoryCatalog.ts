@@ -2,6 +2,7 @@
  * The catalog half of the Storage port, in memory.
  */
 import type { Api } from "@keymeter/core/Api"
+import * as CatalogPart from "@keymeter/core/CatalogPart"
 import type { Credits } from "@keymeter/core/Key"
 import { changeBalance, Identity, Key, spend } from "@keymeter/core/Key"
 import type { Namespace } from "@keymeter/core/Namespace"
@@ -55,11 +56,10 @@ export const make = () => {
       credits.delete(key.id)
       deleted++
     }
-    if (deleted > 0) revision++
     return deleted
   }
-  // Bumped by every write but credits' (see Catalog.revision).
-  let revision = 0
+  // Moved by each write, per part it changes (see CatalogPart).
+  const revisions = new CatalogPart.Revisions()
 
   const inWorkspace = <A extends { readonly workspaceId: string }>(value: A | undefined, workspaceId: string) =>
     value !== undefined && value.workspaceId === workspaceId ? Option.some(value) : Option.none()
@@ -70,11 +70,10 @@ export const make = () => {
     return names
   }
 
-  return Catalog.of({
+  return Catalog.of(CatalogPart.tracking({
     isEmpty: Effect.sync(() => workspaces.size === 0),
     putWorkspace: (workspace) =>
       Effect.sync(() => {
-        revision++
         const existed = workspaces.has(workspace.id)
         workspaces.set(workspace.id, workspace)
         return existed ? "updated" : "created"
@@ -85,7 +84,6 @@ export const make = () => {
     ),
     putRootKey: (key) =>
       Effect.sync(() => {
-        revision++
         const existing = rootKeysByHash.get(key.hash)
         if (existing === undefined) {
           rootKeysByHash.set(key.hash, key)
@@ -103,7 +101,6 @@ export const make = () => {
       ),
     deleteRootKey: (workspaceId, id) =>
       Effect.sync(() => {
-        revision++
         for (const [hash, key] of rootKeysByHash) {
           if (key.id === id && key.workspaceId === workspaceId) {
             rootKeysByHash.delete(hash)
@@ -114,7 +111,6 @@ export const make = () => {
       }),
     putApi: (api) =>
       Effect.sync(() => {
-        revision++
         const existing = apis.get(api.id)
         if (existing !== undefined && existing.workspaceId !== api.workspaceId) return "conflict"
         apis.set(api.id, api)
@@ -127,7 +123,6 @@ export const make = () => {
       ),
     putNamespace: (namespace) =>
       Effect.sync(() => {
-        revision++
         const existing = namespaces.get(namespace.id)
         if (existing !== undefined && existing.workspaceId !== namespace.workspaceId) return "conflict"
         const names = namesOf(namespace.workspaceId)
@@ -140,7 +135,6 @@ export const make = () => {
       }),
     ensureNamespace: (namespace) =>
       Effect.sync(() => {
-        revision++
         const names = namesOf(namespace.workspaceId)
         const holder = names.get(namespace.name)
         if (holder !== undefined) return namespaces.get(holder)!
@@ -156,7 +150,6 @@ export const make = () => {
       }),
     upsertOverride: (write) =>
       Effect.sync(() => {
-        revision++
         let byIdentifier = overrides.get(write.namespaceId)
         if (byIdentifier === undefined) overrides.set(write.namespaceId, byIdentifier = new Map())
         const existing = byIdentifier.get(write.identifier)
@@ -177,7 +170,6 @@ export const make = () => {
       Effect.sync(() => Option.fromNullable(overrides.get(namespaceId)?.get(identifier))),
     deleteOverride: (namespaceId, identifier) =>
       Effect.sync(() => {
-        revision++
         return overrides.get(namespaceId)?.delete(identifier) ?? false
       }),
     listOverrides: (namespaceId, page) =>
@@ -204,7 +196,6 @@ export const make = () => {
       Effect.sync(() => {
         const id = identityByExternal.get(identity.workspaceId)?.get(identity.externalId)
         if (id !== undefined) return identities.get(id)!
-        revision++
         let byExternal = identityByExternal.get(identity.workspaceId)
         if (byExternal === undefined) identityByExternal.set(identity.workspaceId, byExternal = new Map())
         byExternal.set(identity.externalId, identity.id)
@@ -221,7 +212,6 @@ export const make = () => {
       Effect.sync(() => {
         const stored = identities.get(identity.id)
         if (stored === undefined || stored.workspaceId !== identity.workspaceId) return false
-        revision++
         identities.set(identity.id, new Identity({ ...identity, externalId: stored.externalId }))
         return true
       }),
@@ -235,7 +225,6 @@ export const make = () => {
       Effect.sync(() => {
         const identity = identities.get(id)
         if (identity === undefined || identity.workspaceId !== workspaceId) return false
-        revision++
         identities.delete(id)
         identityByExternal.get(workspaceId)?.delete(identity.externalId)
         for (const key of keys.values()) {
@@ -251,7 +240,6 @@ export const make = () => {
           p.name === permission.name || p.slug === permission.slug
         )
         if (taken) return "conflict" as const
-        revision++
         permissions.set(permission.id, permission)
         return "created" as const
       }),
@@ -265,7 +253,6 @@ export const make = () => {
       Effect.sync(() => {
         const permission = permissions.get(id)
         if (permission === undefined || permission.workspaceId !== workspaceId) return false
-        revision++
         permissions.delete(id)
         const { slug } = permission
         rewriteKeys(workspaceId, (key) =>
@@ -284,7 +271,6 @@ export const make = () => {
         if (roles.has(role.id) || ofWorkspace(roles, role.workspaceId).some((r) => r.name === role.name)) {
           return "conflict" as const
         }
-        revision++
         roles.set(role.id, role)
         return "created" as const
       }),
@@ -296,7 +282,6 @@ export const make = () => {
       Effect.sync(() => {
         const role = roles.get(id)
         if (role === undefined || role.workspaceId !== workspaceId) return false
-        revision++
         roles.delete(id)
         rewriteKeys(workspaceId, (key) =>
           key.roles?.includes(id)
@@ -310,7 +295,6 @@ export const make = () => {
         const hashes = new Set(entries.map(({ key }) => key.hash))
         if (ids.size < entries.length || hashes.size < entries.length) return "conflict" as const
         if (entries.some(({ key }) => keys.has(key.id) || keysByHash.has(key.hash))) return "conflict" as const
-        revision++
         for (const { credits: balance, key } of entries) {
           keys.set(key.id, key)
           keysByHash.set(key.hash, key.id)
@@ -321,7 +305,6 @@ export const make = () => {
     insertKey: (key, balance) =>
       Effect.sync(() => {
         if (keys.has(key.id) || keysByHash.has(key.hash)) return "conflict" as const
-        revision++
         keys.set(key.id, key)
         keysByHash.set(key.hash, key.id)
         if (balance !== undefined) credits.set(key.id, balance)
@@ -331,7 +314,6 @@ export const make = () => {
       Effect.sync(() => {
         const existing = keys.get(key.id)
         if (existing === undefined || existing.workspaceId !== key.workspaceId) return false
-        revision++
         keys.set(key.id, key)
         if (balance === "clear") credits.delete(key.id)
         else if (balance !== "keep") credits.set(key.id, balance)
@@ -361,7 +343,6 @@ export const make = () => {
       Effect.sync(() => {
         const key = keys.get(id)
         if (key === undefined || key.workspaceId !== workspaceId) return false
-        revision++
         keys.delete(id)
         keysByHash.delete(key.hash)
         credits.delete(id)
@@ -372,7 +353,6 @@ export const make = () => {
       Effect.sync(() => {
         if (inWorkspace(apis.get(id), workspaceId)._tag === "None") return false
         deleteKeysOf(workspaceId, id)
-        revision++
         apis.delete(id)
         return true
       }),
@@ -393,8 +373,8 @@ export const make = () => {
         credits.set(keyId, changed)
         return Option.some(changed)
       }),
-    revision: () => revision
-  })
+    revision: revisions.read
+  }, revisions))
 }
 
 /** A fresh in-memory catalog. */

@@ -2,12 +2,13 @@
  * The catalog half of the Storage port in PostgreSQL, shared by every server that points at it:
  * workspaces, root keys, apis, namespaces, overrides, identities, keys and credits. Each write that
  * must be atomic is one statement or one transaction; credit spends lock their balance row.
- * Its `revision` moves when any server changes the catalog (see {@link layer}).
+ * Its `revision` of a part moves when any server changes that part of the catalog (see {@link layer}).
  */
 import * as Reactivity from "@effect/experimental/Reactivity"
 import * as PgClient from "@effect/sql-pg/PgClient"
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
+import * as CatalogPart from "@keymeter/core/CatalogPart"
 import { Catalog } from "@keymeter/core/Storage"
 import { SqlCatalog } from "@keymeter/storage-sql"
 import type * as ConfigError from "effect/ConfigError"
@@ -44,11 +45,11 @@ export interface FollowOptions {
 }
 
 /**
- * The catalog over the PgClient in context, migrated, with a `revision` that moves at once when
- * this server writes and when a notification says another did (each row written notifies
- * {@link Migrations.CHANNEL} in its transaction, so at its commit); `catalog_version` is polled as
- * a safety net, and the LISTEN connection is made again when the poll finds a change no
- * notification announced.
+ * The catalog over the PgClient in context, migrated, with a `revision` per part that moves at once
+ * when this server writes it and when a notification says another did (each row written notifies
+ * {@link Migrations.CHANNEL} with its table in its transaction, so at its commit);
+ * `catalog_version` is polled as a safety net, and the LISTEN connection is made again (every part
+ * moved) when the poll finds a change no notification announced.
  */
 export const layer = (
   options: FollowOptions = {}
@@ -63,7 +64,7 @@ export const layer = (
       const [{ name: self }] = yield* Effect.orDie(
         sql<{ name: string }>`SELECT current_setting('application_name') AS name`
       )
-      let revision = 0
+      const revisions = new CatalogPart.Revisions()
       let overridesRevision = 0
       let notified = false
       const listen = pg.listen(Migrations.CHANNEL).pipe(
@@ -72,8 +73,9 @@ export const layer = (
             notified = true
             const space = payload.lastIndexOf(" ")
             if (payload.slice(0, space) === self) return
-            revision++
             const table = payload.slice(space + 1)
+            // A table this version does not know (a newer server's): every part may have moved.
+            revisions.move(SqlCatalog.PARTS_OF_TABLE[table] ?? CatalogPart.ALL)
             if (table === "overrides" || table === "namespaces") overridesRevision++
           })
         ),
@@ -93,7 +95,7 @@ export const layer = (
           seen = current
           if (!notified) {
             // A change nobody announced: the listener may be deaf. Forget, and listen anew.
-            revision++
+            revisions.move(CatalogPart.ALL)
             overridesRevision++
             yield* Effect.logWarning("PostgreSQL: a catalog change came without a notification; listening again")
             yield* Fiber.interrupt(listener)
@@ -107,14 +109,8 @@ export const layer = (
         Effect.forkScoped
       )
       return Catalog.of({
-        ...SqlCatalog.wrapWrites(catalog, SqlCatalog.WRITES, (write) =>
-          Effect.ensuring(
-            write,
-            Effect.sync(() => {
-              revision++
-            })
-          )),
-        revision: () => revision,
+        ...CatalogPart.tracking(catalog, revisions),
+        revision: revisions.read,
         foreignOverridesRevision: () => overridesRevision
       })
     })

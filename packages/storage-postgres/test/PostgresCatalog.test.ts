@@ -70,13 +70,13 @@ describe.skipIf(skip !== undefined)("PostgreSQL catalog shared by servers", () =
       yield* one.putWorkspace(new Workspace({ id: "ws_shared", name: "shared" }))
       const delays: Array<number> = []
       for (let i = 0; i < 50; i++) {
-        const before = two.revision!()
-        const mine = one.revision!()
+        const before = two.revision!("apis")
+        const mine = one.revision!("apis")
         const started = performance.now()
         yield* one.putApi(new Api({ id: `api_${i}`, workspaceId: "ws_shared", name: `api ${i}` }))
         // The writer's own revision moves when the write completes.
-        expect(one.revision!()).not.toBe(mine)
-        yield* until(() => two.revision!() !== before)
+        expect(one.revision!("apis")).not.toBe(mine)
+        yield* until(() => two.revision!("apis") !== before)
         delays.push(performance.now() - started)
       }
       delays.sort((a, b) => a - b)
@@ -108,10 +108,10 @@ describe.skipIf(skip !== undefined)("PostgreSQL catalog shared by servers", () =
         "SELECT pg_terminate_backend(pid) AS done FROM pg_stat_activity WHERE query LIKE 'LISTEN%'"
       )
       expect(cut.length).toBe(before.length)
-      const revision = reader.revision!()
+      const revision = reader.revision!("apis")
       yield* writer.putApi(new Api({ id: "api_after_cut", workspaceId: "ws_deaf", name: "after" }))
       // Seen by the poll (200 ms) although no notification can arrive.
-      yield* until(() => reader.revision!() !== revision, 3_000)
+      yield* until(() => reader.revision!("apis") !== revision, 3_000)
       // Listening again: the reader holds a LISTEN connection again, on a new backend.
       const relistened = Effect.map(
         listening(),
@@ -123,8 +123,8 @@ describe.skipIf(skip !== undefined)("PostgreSQL catalog shared by servers", () =
         if (!again) yield* Effect.sleep(100)
       }
       expect(again).toBe(true)
-      const later = reader.revision!()
+      const later = reader.revision!("apis")
       yield* writer.putApi(new Api({ id: "api_later", workspaceId: "ws_deaf", name: "later" }))
-      yield* until(() => reader.revision!() !== later, 3_000)
+      yield* until(() => reader.revision!("apis") !== later, 3_000)
     }))
 })

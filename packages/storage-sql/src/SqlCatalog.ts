@@ -7,6 +7,7 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import { Api } from "@keymeter/core/Api"
+import * as CatalogPart from "@keymeter/core/CatalogPart"
 import { StorageError } from "@keymeter/core/Errors"
 import type { Credits } from "@keymeter/core/Key"
 import { changeBalance, spend } from "@keymeter/core/Key"
@@ -38,30 +39,24 @@ import {
   toRootKey
 } from "./internal/CatalogRows.js"
 
-/** The catalog's writes of what servers cache (a server's revision moves with each; credits are read fresh). */
-export const WRITES = [
-  "putWorkspace",
-  "putRootKey",
-  "deleteRootKey",
-  "putApi",
-  "putNamespace",
-  "ensureNamespace",
-  "upsertOverride",
-  "deleteOverride",
-  "ensureIdentity",
-  "replaceIdentity",
-  "deleteIdentity",
-  "insertKey",
-  "insertKeys",
-  "replaceKey",
-  "deleteKey",
-  "deleteKeysOfApi",
-  "deleteApi",
-  "putPermission",
-  "deletePermission",
-  "putRole",
-  "deleteRole"
-] as const
+/** The catalog's writes (credits aside): `CatalogPart.WRITES`, for adapters to wrap (`wrapWrites`). */
+export const WRITES = CatalogPart.WRITES
+
+/**
+ * The tables a write of each part changes, by table: the parts their triggers (SQLite) or
+ * notifications (PostgreSQL) move. Overrides move none (see `CatalogPart`); a workspace moves all.
+ */
+export const PARTS_OF_TABLE: { readonly [table: string]: ReadonlyArray<CatalogPart.CatalogPart> } = {
+  workspaces: CatalogPart.ALL,
+  root_keys: ["rootKeys"],
+  apis: ["apis"],
+  namespaces: ["namespaces"],
+  overrides: [],
+  identities: ["keys"],
+  keys: ["keys"],
+  permissions: ["keys"],
+  roles: ["keys"]
+}
 
 /**
  * `catalog` with each method of `names` (writes) run through `around`: how an adapter adds what

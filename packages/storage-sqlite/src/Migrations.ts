@@ -5,6 +5,8 @@
 import * as Migrator from "@effect/sql/Migrator"
 import * as SqlClient from "@effect/sql/SqlClient"
 import { COUNTER_COLUMNS } from "@keymeter/core/Aggregation"
+import * as CatalogPart from "@keymeter/core/CatalogPart"
+import { SqlCatalog } from "@keymeter/storage-sql"
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 
@@ -29,6 +31,19 @@ const versioned = (tables: ReadonlyArray<string>) =>
       "BEGIN UPDATE catalog_version SET n = n + 1; END"
     )
   )
+
+/** The tables the triggers of migrations 0005 to 0010 moved `catalog_version` for. */
+const VERSIONED_0010 = [
+  "workspaces",
+  "root_keys",
+  "apis",
+  "namespaces",
+  "overrides",
+  "identities",
+  "keys",
+  "permissions",
+  "roles"
+]
 
 /** Every migration, by id. Ids only grow; a released migration never changes. */
 export const migrations = {
@@ -292,6 +307,29 @@ export const migrations = {
           region TEXT NOT NULL
         )`,
         "CREATE INDEX v_events_time ON v_events (p, time)"
+      ])
+  ),
+  // A version per part of the catalog (`CatalogPart`) instead of one for all: a write moves the
+  // parts its table holds (`SqlCatalog.PARTS_OF_TABLE`), so new keys or overrides leave the root
+  // keys, apis and namespaces that servers remember valid. Overrides move none.
+  "0011_catalog_parts": Effect.flatMap(
+    SqlClient.SqlClient,
+    (sql) =>
+      statements(sql, [
+        ...VERSIONED_0010.flatMap((table) =>
+          ["insert", "update", "delete"].map((event) => `DROP TRIGGER ${table}_${event}_version`)
+        ),
+        "DROP TABLE catalog_version",
+        "CREATE TABLE catalog_parts (part TEXT PRIMARY KEY, n INTEGER NOT NULL) WITHOUT ROWID",
+        `INSERT INTO catalog_parts (part, n) VALUES ${CatalogPart.ALL.map((part) => `('${part}', 0)`).join(", ")}`,
+        ...Object.entries(SqlCatalog.PARTS_OF_TABLE).filter(([, parts]) => parts.length > 0).flatMap((
+          [table, parts]
+        ) =>
+          ["INSERT", "UPDATE", "DELETE"].map((event) =>
+            `CREATE TRIGGER ${table}_${event.toLowerCase()}_parts AFTER ${event} ON ${table} BEGIN ` +
+            `UPDATE catalog_parts SET n = n + 1 WHERE part IN (${parts.map((part) => `'${part}'`).join(", ")}); END`
+          )
+        )
       ])
   )
 } as const

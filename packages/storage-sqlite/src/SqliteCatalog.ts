@@ -163,9 +163,9 @@ export const make = Effect.gen(function*() {
 export const layer: Layer.Layer<Catalog, never, SqlClient.SqlClient> = Layer.scoped(Catalog, make)
 
 /**
- * {@link layer} for a server on `filename`: with a `revision` (the version that every catalog
- * write moves), so catalog reads are remembered until anything, the admin CLI included, writes the
- * catalog.
+ * {@link layer} for a server on `filename`: with a `revision` per part (the versions that catalog
+ * writes move), so catalog reads are remembered until anything, the admin CLI included, writes
+ * that part of the catalog.
  */
 export const layerOnFile = (filename: string): Layer.Layer<Catalog, never, SqlClient.SqlClient> =>
   Layer.scoped(
@@ -175,15 +175,11 @@ export const layerOnFile = (filename: string): Layer.Layer<Catalog, never, SqlCl
       if (filename === ":memory:") return catalog
       const version = yield* Effect.option(CatalogVersion.open(filename))
       if (Option.isNone(version)) return catalog
-      // Every call of this catalog ends by forgetting the version last read (a write moves it).
-      const calls: Record<string, unknown> = {}
-      for (const [name, method] of Object.entries(catalog)) {
-        calls[name] = typeof method !== "function" ? method : (...args: Array<unknown>) =>
-          Effect.ensuring(
-            (method as (...args: Array<unknown>) => Effect.Effect<unknown, unknown>)(...args),
-            Effect.sync(version.value.forget)
-          )
-      }
-      return Catalog.of({ ...(calls as typeof catalog), revision: version.value.read })
+      // A write of this process is seen by the next read at once: it forgets the versions last read.
+      const forget = Effect.sync(version.value.forget)
+      return Catalog.of({
+        ...SqlCatalog.wrapWrites(catalog, SqlCatalog.WRITES, (write) => Effect.ensuring(write, forget)),
+        revision: version.value.read
+      })
     })
   )

@@ -15,6 +15,7 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import * as CatalogPart from "../CatalogPart.js"
 import { Missing } from "../Decision.js"
 import type { Identity, Key } from "../Key.js"
 import type { Role } from "../Role.js"
@@ -157,7 +158,7 @@ export class KeyCache extends Context.Tag("@keymeter/core/KeyCache")<KeyCache, K
     KeyCache,
     Effect.gen(function*() {
       const catalog = yield* Catalog
-      return new KeyMemory(catalog.revision, yield* KeyCacheCapacity)
+      return new KeyMemory(CatalogPart.revisionOf(catalog, "keys"), yield* KeyCacheCapacity)
     })
   )
 }

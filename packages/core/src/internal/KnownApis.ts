@@ -7,6 +7,7 @@ import type * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
 import type { Api } from "../Api.js"
+import * as CatalogPart from "../CatalogPart.js"
 import * as Decision from "../Decision.js"
 import type { StorageError } from "../Errors.js"
 import { NotFound } from "../Errors.js"
@@ -15,7 +16,7 @@ import { CatalogCache } from "./CatalogCache.js"
 import * as CompositeKey from "./CompositeKey.js"
 
 export const make = (catalog: Catalog["Type"]) => {
-  const cache = new CatalogCache<Option.Option<Api>>(catalog.revision)
+  const cache = new CatalogCache<Option.Option<Api>>(CatalogPart.revisionOf(catalog, "apis"))
   /** The api `apiId` of the workspace, if it has one (a lookup). */
   const lookup = (workspaceId: string, apiId: string) =>
     cache.lookup(CompositeKey.make(workspaceId, apiId), () => catalog.getApi(workspaceId, apiId))

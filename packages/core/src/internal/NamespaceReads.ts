@@ -5,6 +5,7 @@
  */
 import type * as Effect from "effect/Effect"
 import type * as Option from "effect/Option"
+import * as CatalogPart from "../CatalogPart.js"
 import type { StorageError } from "../Errors.js"
 import type { Namespace } from "../Namespace.js"
 import type { Catalog } from "../Storage.js"
@@ -18,7 +19,7 @@ const byId = (workspaceId: string, id: string) => CompositeKey.make("", Composit
 export class NamespaceReads {
   private readonly cache: CatalogCache<Option.Option<Namespace>>
   constructor(private readonly catalog: Catalog["Type"]) {
-    this.cache = new CatalogCache(catalog.revision)
+    this.cache = new CatalogCache(CatalogPart.revisionOf(catalog, "namespaces"))
   }
 
   /** The workspace's namespace called `name`, as a lookup. */

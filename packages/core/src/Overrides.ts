@@ -9,6 +9,7 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import { Auth } from "./Auth.js"
 import * as CatalogPart from "./CatalogPart.js"
+import * as Checker from "./Checker.js"
 import * as Cursor from "./Cursor.js"
 import * as Decision from "./Decision.js"
 import { Missing } from "./Decision.js"
@@ -35,6 +36,8 @@ import * as Permission from "./Permission.js"
 import { RatelimitRecorder } from "./RatelimitRecorder.js"
 import { Catalog, RatelimitStore } from "./Storage.js"
 import * as Validation from "./Validation.js"
+
+const checkSet = Checker.compile(SetOverrideInput)
 
 /** The ids of overrides, as cursors hold them. */
 const OVERRIDE_ID = /^rlor_[0-9A-Z]{26}$/
@@ -193,7 +196,8 @@ export class Overrides extends Effect.Service<Overrides>()("@keymeter/core/Overr
      */
     const set = (principal: Principal, input: unknown, options?: KeyOptions) =>
       Effect.gen(function*() {
-        const decoded = yield* decodeSet(input)
+        // The compiled check first (primitives only: nothing of the caller's is kept by reference).
+        const decoded = checkSet(input) ? input : yield* decodeSet(input)
         yield* requireNamespace(decoded)
         const namespace = yield* namespaceFor(principal, decoded, Permission.required.setOverride, true)
         return yield* keys.once(

@@ -141,7 +141,7 @@ const verdicts = (schema: Schema.Schema.AnyNoContext, runs: number) => {
 
 describe("Checker", () => {
   it("compiles the hot bodies whole, and gives the schema's verdict on each input", () => {
-    for (const schema of [VerifyKeyInput, LimitInput, VerificationInput, PermissionQuery]) {
+    for (const schema of [VerifyKeyInput, LimitInput, VerificationInput, PermissionQuery, SetOverrideInput]) {
       expect(Checker.uncompiled(schema)).toEqual([])
       const { accepted } = verdicts(schema, 2_000)
       // Both verdicts were met.

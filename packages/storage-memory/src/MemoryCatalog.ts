@@ -162,7 +162,8 @@ export const make = () => {
           async: write.async,
           createdAt: existing?.createdAt ?? write.now,
           updatedAt: write.now
-        })
+          // The write's fields come decoded (Overrides), its times from the clock.
+        }, { disableValidation: true })
         byIdentifier.set(write.identifier, override)
         return override
       }),

@@ -65,19 +65,30 @@ export class Revisions {
 }
 
 /**
+ * `catalog` with each write of `names` run through `around`: how an adapter adds what every write
+ * needs (a shared commit, a revision that moves) without listing them again.
+ */
+export const wrapWrites = <C extends Catalog["Type"]>(
+  catalog: C,
+  names: ReadonlyArray<CatalogWrite>,
+  around: (write: Effect.Effect<unknown, unknown>, name: CatalogWrite) => Effect.Effect<unknown, unknown>
+): C => {
+  const calls: Record<PropertyKey, unknown> = { ...catalog }
+  for (const name of names) {
+    const method = catalog[name] as (...args: Array<unknown>) => Effect.Effect<unknown, unknown>
+    calls[name] = (...args: Array<unknown>) => around(method(...args), name)
+  }
+  return calls as C
+}
+
+/**
  * `catalog` with each write moving, once it completes (failed too: a revision may move more often
  * than its part changes), the parts it may change in `revisions`.
  */
 export const tracking = <C extends Catalog["Type"]>(catalog: C, revisions: Revisions): C => {
-  const calls: Record<PropertyKey, unknown> = { ...catalog }
-  for (const name of WRITES) {
-    const method = catalog[name] as (...args: Array<unknown>) => Effect.Effect<unknown, unknown>
-    const parts = partsOfWrite[name]
-    if (parts.length === 0) continue
-    const moved = Effect.sync(() => revisions.move(parts))
-    calls[name] = (...args: Array<unknown>) => Effect.ensuring(method(...args), moved)
-  }
-  return calls as C
+  const moving = WRITES.filter((name) => partsOfWrite[name].length > 0)
+  const moved = new Map(moving.map((name) => [name, Effect.sync(() => revisions.move(partsOfWrite[name]))]))
+  return wrapWrites(catalog, moving, (write, name) => Effect.ensuring(write, moved.get(name)!))
 }
 
 /** The revision of one part of `catalog`, as a cache reads it; absent when the catalog has none. */

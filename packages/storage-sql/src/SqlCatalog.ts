@@ -39,12 +39,9 @@ import {
   toRootKey
 } from "./internal/CatalogRows.js"
 
-/** The catalog's writes (credits aside): `CatalogPart.WRITES`, for adapters to wrap (`wrapWrites`). */
-export const WRITES = CatalogPart.WRITES
-
 /**
- * The tables a write of each part changes, by table: the parts their triggers (SQLite) or
- * notifications (PostgreSQL) move. Overrides move none (see `CatalogPart`); a workspace moves all.
+ * The parts a write to each table changes: what its triggers (SQLite) or notifications
+ * (PostgreSQL) move. Overrides move none (see `CatalogPart`); a workspace moves all.
  */
 export const PARTS_OF_TABLE: { readonly [table: string]: ReadonlyArray<CatalogPart.CatalogPart> } = {
   workspaces: CatalogPart.ALL,
@@ -56,23 +53,6 @@ export const PARTS_OF_TABLE: { readonly [table: string]: ReadonlyArray<CatalogPa
   keys: ["keys"],
   permissions: ["keys"],
   roles: ["keys"]
-}
-
-/**
- * `catalog` with each method of `names` (writes) run through `around`: how an adapter adds what
- * every write needs (a shared commit, a revision that moves) without listing them again.
- */
-export const wrapWrites = <C extends Catalog["Type"], const K extends keyof C>(
-  catalog: C,
-  names: ReadonlyArray<K>,
-  around: (write: Effect.Effect<unknown, unknown>) => Effect.Effect<unknown, unknown>
-): C => {
-  const calls: Record<PropertyKey, unknown> = { ...catalog }
-  for (const name of names) {
-    const method = catalog[name] as (...args: Array<unknown>) => Effect.Effect<unknown, unknown>
-    calls[name] = (...args: Array<unknown>) => around(method(...args))
-  }
-  return calls as C
 }
 
 /** How a batch of keys aborts its transaction on a conflict. */

@@ -4,6 +4,7 @@
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import { SqlError } from "@effect/sql/SqlError"
+import * as CatalogPart from "@keymeter/core/CatalogPart"
 import { StorageError } from "@keymeter/core/Errors"
 import type { Credits } from "@keymeter/core/Key"
 import { changeBalance, spend } from "@keymeter/core/Key"
@@ -30,7 +31,7 @@ export const storageError = SqlCatalog.storageError(dialect)
 type RefillDue = Parameters<Catalog["Type"]["spendCredits"]>[2]
 
 /** The writes that share a commit (group commit); the balances' spends and changes share theirs. */
-const GROUPED = SqlCatalog.WRITES
+const GROUPED = CatalogPart.WRITES
 
 /** A spend or a change of a key's balance, in the order it came. */
 type BalanceCall =
@@ -145,7 +146,7 @@ export const make = Effect.gen(function*() {
   )
   // The writer answers a spend with a spend's result and a change with the balance after it.
   return Catalog.of({
-    ...SqlCatalog.wrapWrites(catalog, GROUPED, (write) => Effect.flatten(together(write))),
+    ...CatalogPart.wrapWrites(catalog, GROUPED, (write) => Effect.flatten(together(write))),
     spendCredits: (keyId, cost, refill, now) =>
       Effect.catchAll(
         balancesTogether({ _tag: "Spend", keyId, cost, refill, now }),
@@ -178,7 +179,7 @@ export const layerOnFile = (filename: string): Layer.Layer<Catalog, never, SqlCl
       // A write of this process is seen by the next read at once: it forgets the versions last read.
       const forget = Effect.sync(version.value.forget)
       return Catalog.of({
-        ...SqlCatalog.wrapWrites(catalog, SqlCatalog.WRITES, (write) => Effect.ensuring(write, forget)),
+        ...CatalogPart.wrapWrites(catalog, CatalogPart.WRITES, (write) => Effect.ensuring(write, forget)),
         revision: version.value.read
       })
     })

@@ -141,7 +141,9 @@ const verdicts = (schema: Schema.Schema.AnyNoContext, runs: number) => {
 
 describe("Checker", () => {
   it("compiles the hot bodies whole, and gives the schema's verdict on each input", () => {
-    for (const schema of [VerifyKeyInput, LimitInput, VerificationInput, PermissionQuery, SetOverrideInput]) {
+    for (
+      const schema of [VerifyKeyInput, LimitInput, VerificationInput, PermissionQuery, SetOverrideInput, CreateKeyInput]
+    ) {
       expect(Checker.uncompiled(schema)).toEqual([])
       const { accepted } = verdicts(schema, 2_000)
       // Both verdicts were met.

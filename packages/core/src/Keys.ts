@@ -36,8 +36,9 @@ export {
   KeyCacheCapacity
 } from "./internal/KeyCache.js"
 
-/** createKey's input, checked without decoding when it decodes to itself (the usual case). */
+// The hot writes' inputs, checked without decoding when they decode to themselves (the usual case).
 const checkCreate = Checker.compile(KeyModel.CreateKeyInput)
+const checkCredits = Checker.compile(KeyModel.UpdateCreditsInput)
 
 /** Issues and manages keys in the caller's workspace. */
 export class Keys extends Effect.Service<Keys>()("@keymeter/core/Keys", {
@@ -405,7 +406,7 @@ export class Keys extends Effect.Service<Keys>()("@keymeter/core/Keys", {
     /** Sets, increments or decrements a key's credits; a repeat under the same idempotency key changes nothing. */
     const updateCredits = (principal: Principal, input: unknown, options?: KeyOptions) =>
       Effect.gen(function*() {
-        const request = yield* decodeCredits(input)
+        const request = checkCredits(input) ? input : yield* decodeCredits(input)
         const key = yield* keyFor(principal, request.keyId, Permission.required.updateKey)
         if (request.value === null && request.op !== "set") {
           return yield* new ValidationError({ message: `value: must be a number to ${request.op} by` })

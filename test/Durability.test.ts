@@ -11,6 +11,7 @@ afterEach(async () => {
 })
 
 const PER_BATCH = 200
+const ADMIN = "sk_acme_admin_8f3e1c7a9b2d4e6f0a1c"
 
 const serve = async (db: string) => {
   const started = await serveKeymeter({
@@ -76,6 +77,65 @@ describe("durability on SQLite", () => {
     }
     expect(acknowledged.size).toBeGreaterThanOrEqual(150)
   })
+
+  it("after SIGKILL amid catalog writes sharing commits, every acknowledged key and override is there", async () => {
+    const db = join(mkdtempSync(join(tmpdir(), "keymeter-kill-catalog-")), "keymeter.db")
+    const first = await serve(db)
+    const post = (route: string, body: object) =>
+      fetch(`${first.base}/v1/${route}`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${ADMIN}`, "content-type": "application/json" },
+        body: JSON.stringify(body)
+      }).then(async (r) => r.status === 200 ? (await r.json()) as Record<string, string> : undefined, () => undefined)
+    const keys: Array<{ keyId: string; key: string }> = []
+    const overrides = new Map<string, number>()
+    let next = 0
+    let killed = false
+    // Sixteen clients at once, so writes share commits; each client's writes in turn.
+    const client = async () => {
+      while (!killed) {
+        const n = next++
+        if (n % 2 === 0) {
+          const created = await post("keys.createKey", { apiId: "api_main", name: `kill ${n}` })
+          if (created !== undefined) keys.push({ keyId: created.keyId!, key: created.key! })
+        } else {
+          const set = await post("ratelimits.setOverride", {
+            namespaceName: "email",
+            identifier: `user_${n}`,
+            limit: n,
+            duration: 60_000
+          })
+          if (set !== undefined) overrides.set(`user_${n}`, n)
+        }
+      }
+    }
+    const clients = Array.from({ length: 16 }, client)
+    while (keys.length + overrides.size < 400) await new Promise((resolve) => setTimeout(resolve, 5))
+    first.server.child.kill("SIGKILL")
+    killed = true
+    await Promise.all(clients)
+    await first.server.exited
+    running.pop()
+
+    const second = await serve(db)
+    const get = (path: string) =>
+      fetch(`${second.base}/v1/${path}`, { headers: { authorization: `Bearer ${ADMIN}` } })
+        .then(async (r) => ({ status: r.status, body: (await r.json()) as Record<string, unknown> }))
+    for (const { key, keyId } of keys) {
+      const verified = await fetch(`${second.base}/v1/keys.verifyKey`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${ADMIN}`, "content-type": "application/json" },
+        body: JSON.stringify({ apiId: "api_main", key })
+      }).then((r) => r.json() as Promise<{ valid: boolean; keyId: string }>)
+      expect(verified, keyId).toMatchObject({ valid: true, keyId })
+    }
+    for (const [identifier, limit] of overrides) {
+      const found = await get(`ratelimits.getOverride?namespaceName=email&identifier=${identifier}`)
+      expect(found, identifier).toMatchObject({ status: 200, body: { identifier, limit } })
+    }
+    expect(keys.length).toBeGreaterThan(100)
+    expect(overrides.size).toBeGreaterThan(100)
+  }, 120_000)
 
   it("a server killed with SIGKILL is replaced at once, twenty times in a row", async () => {
     const db = join(mkdtempSync(join(tmpdir(), "keymeter-restart-")), "keymeter.db")

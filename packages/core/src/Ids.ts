@@ -27,7 +27,7 @@ let lastTime = -1
 const lastRandom = Buffer.alloc(10)
 
 // Random bytes drawn 4 KiB at a time: a draw per id cost a few percent of a write request's CPU.
-// Ids are not secrets (key secrets draw their own), only unlikely to collide across processes.
+// Ids are not secrets, only unlikely to collide across processes (secrets have a pool of their own).
 const pool = Buffer.alloc(4096)
 let pooled = 0
 

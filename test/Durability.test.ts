@@ -22,6 +22,28 @@ const serve = async (db: string) => {
   return started
 }
 
+/**
+ * Serves `db` and runs `clients` copies of `client` on it (each until told the server is gone);
+ * once `enough()`, kills the server with SIGKILL while they are at it: the next server on `db`.
+ */
+const killAmid = async (
+  db: string,
+  clients: number,
+  client: (base: string, alive: () => boolean) => Promise<void>,
+  enough: () => boolean
+) => {
+  const first = await serve(db)
+  let killed = false
+  const working = Array.from({ length: clients }, () => client(first.base, () => !killed))
+  while (!enough()) await new Promise((resolve) => setTimeout(resolve, 5))
+  first.server.child.kill("SIGKILL")
+  killed = true
+  await Promise.all(working)
+  await first.server.exited
+  running.pop()
+  return serve(db)
+}
+
 const record = (base: string, batch: number) =>
   fetch(`${base}/v1/analytics.recordVerifications`, {
     method: "POST",
@@ -39,28 +61,17 @@ const record = (base: string, batch: number) =>
 describe("durability on SQLite", () => {
   it("after SIGKILL mid-stream, every acknowledged batch is there exactly once, and nothing partial", async () => {
     const db = join(mkdtempSync(join(tmpdir(), "keymeter-kill-")), "keymeter.db")
-    const first = await serve(db)
     const acknowledged = new Set<number>()
     const sent = new Set<number>()
     let next = 0
-    let killed = false
     // Four clients send batches back to back; the server is killed while they are at it.
-    const client = async () => {
-      while (!killed) {
+    const second = await killAmid(db, 4, async (base, alive) => {
+      while (alive()) {
         const batch = next++
         sent.add(batch)
-        if ((await record(first.base, batch)) === 200) acknowledged.add(batch)
+        if ((await record(base, batch)) === 200) acknowledged.add(batch)
       }
-    }
-    const clients = [client(), client(), client(), client()]
-    while (acknowledged.size < 150) await new Promise((resolve) => setTimeout(resolve, 10))
-    first.server.child.kill("SIGKILL")
-    killed = true
-    await Promise.all(clients)
-    await first.server.exited
-    running.pop()
-
-    const second = await serve(db)
+    }, () => acknowledged.size >= 150)
     const reply = await fetch(`${second.base}/v1/analytics.getVerifications?apiId=api_main&start=0&groupBy=key`, {
       headers: { authorization: "Bearer sk_acme_reader_5d2b9e4f7c1a3e8b6d0f" }
     })
@@ -80,9 +91,8 @@ describe("durability on SQLite", () => {
 
   it("after SIGKILL amid catalog writes sharing commits, every acknowledged key and override is there", async () => {
     const db = join(mkdtempSync(join(tmpdir(), "keymeter-kill-catalog-")), "keymeter.db")
-    const first = await serve(db)
-    const post = (route: string, body: object) =>
-      fetch(`${first.base}/v1/${route}`, {
+    const post = (base: string, route: string, body: object) =>
+      fetch(`${base}/v1/${route}`, {
         method: "POST",
         headers: { authorization: `Bearer ${ADMIN}`, "content-type": "application/json" },
         body: JSON.stringify(body)
@@ -90,16 +100,15 @@ describe("durability on SQLite", () => {
     const keys: Array<{ keyId: string; key: string }> = []
     const overrides = new Map<string, number>()
     let next = 0
-    let killed = false
     // Sixteen clients at once, so writes share commits; each client's writes in turn.
-    const client = async () => {
-      while (!killed) {
+    const second = await killAmid(db, 16, async (base, alive) => {
+      while (alive()) {
         const n = next++
         if (n % 2 === 0) {
-          const created = await post("keys.createKey", { apiId: "api_main", name: `kill ${n}` })
+          const created = await post(base, "keys.createKey", { apiId: "api_main", name: `kill ${n}` })
           if (created !== undefined) keys.push({ keyId: created.keyId!, key: created.key! })
         } else {
-          const set = await post("ratelimits.setOverride", {
+          const set = await post(base, "ratelimits.setOverride", {
             namespaceName: "email",
             identifier: `user_${n}`,
             limit: n,
@@ -108,16 +117,7 @@ describe("durability on SQLite", () => {
           if (set !== undefined) overrides.set(`user_${n}`, n)
         }
       }
-    }
-    const clients = Array.from({ length: 16 }, client)
-    while (keys.length + overrides.size < 400) await new Promise((resolve) => setTimeout(resolve, 5))
-    first.server.child.kill("SIGKILL")
-    killed = true
-    await Promise.all(clients)
-    await first.server.exited
-    running.pop()
-
-    const second = await serve(db)
+    }, () => keys.length + overrides.size >= 400)
     const get = (path: string) =>
       fetch(`${second.base}/v1/${path}`, { headers: { authorization: `Bearer ${ADMIN}` } })
         .then(async (r) => ({ status: r.status, body: (await r.json()) as Record<string, unknown> }))

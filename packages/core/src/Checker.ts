@@ -12,9 +12,13 @@
  * filter) and suspended schemas. Anything else (transformations, records, declarations) makes the
  * checker answer `false` wherever it occurs; {@link uncompiled} names it.
  */
+import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import * as AST from "effect/SchemaAST"
+import type { ValidationError } from "./Errors.js"
+import type { FormatOptions } from "./Validation.js"
+import * as Validation from "./Validation.js"
 import { WellFormedSchemaId } from "./Validation.js"
 
 /** A compiled check: true when the schema decodes `input` to itself. */
@@ -194,6 +198,28 @@ const compileWith = (schema: Schema.Schema.AnyNoContext) => {
 
 /** The checker of `schema` (see the module). */
 export const compile = <A, I>(schema: Schema.Schema<A, I, never>): Checker<A> => compileWith(schema).check as Checker<A>
+
+/**
+ * `Validation.decode(schema, options)` with the compiled check as its first turn: an input the
+ * check accepts is its own decoding, at once; any other is decoded (or refused, and worded) by the
+ * schema.
+ */
+export const decode = <A, I>(schema: Schema.Schema<A, I, never>, options?: FormatOptions) => {
+  const check = compile(schema)
+  const decodeBySchema = Validation.decode(schema, options)
+  return (input: unknown): Effect.Effect<A, ValidationError> =>
+    check(input) ? Effect.succeed(input) : decodeBySchema(input)
+}
+
+/**
+ * `Schema.encodeSync(schema)` with the compiled check as its first turn: a value the check accepts
+ * is its own encoding (a check compiles no transformation); any other is encoded by the schema.
+ */
+export const encode = <A, I>(schema: Schema.Schema<A, I, never>): (value: A) => I => {
+  const check = compile(schema)
+  const encodeBySchema = Schema.encodeSync(schema)
+  return (value) => (check(value) ? value as unknown as I : encodeBySchema(value))
+}
 
 /** What `schema` holds that a checker does not compile (by AST tag); empty when all of it compiles. */
 export const uncompiled = (schema: Schema.Schema.AnyNoContext): ReadonlyArray<string> => compileWith(schema).uncompiled

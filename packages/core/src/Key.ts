@@ -173,9 +173,10 @@ const secretBytes = (byteLength: number): Uint8Array => {
 
 /** A new secret: `prefix_` (when a prefix is given) and `byteLength` random bytes in base58. */
 export const generateSecret = (prefix: string | undefined, byteLength: number): string => {
-  const random = base58(secretBytes(byteLength))
-  // The part handed out is zeroed: the pool never holds the bytes of a secret already given.
-  secretPool.fill(0, secretPooled, secretPooled + byteLength)
+  const bytes = secretBytes(byteLength)
+  const random = base58(bytes)
+  // Zeroed once encoded: the pool never holds the bytes of a secret already given.
+  bytes.fill(0)
   return prefix === undefined ? random : `${prefix}_${random}`
 }
 

@@ -36,21 +36,18 @@ export {
   KeyCacheCapacity
 } from "./internal/KeyCache.js"
 
-// The hot writes' inputs, checked without decoding when they decode to themselves (the usual case).
-const checkCreate = Checker.compile(KeyModel.CreateKeyInput)
-const checkCredits = Checker.compile(KeyModel.UpdateCreditsInput)
-
 /** Issues and manages keys in the caller's workspace. */
 export class Keys extends Effect.Service<Keys>()("@keymeter/core/Keys", {
   effect: Effect.gen(function*() {
     const catalog = yield* Catalog
     const auth = yield* Auth
     const receipts = yield* IdempotencyKeys
-    const decodeCreate = Validation.decode(KeyModel.CreateKeyInput)
+    // The hot writes' inputs: checked by their compiled checks first (see `Checker.decode`).
+    const decodeCreate = Checker.decode(KeyModel.CreateKeyInput)
     const decodeUpdate = Validation.decode(KeyModel.UpdateKeyInput)
     const decodeKeyId = Validation.decode(KeyModel.KeyIdInput)
     const decodeList = Validation.decode(KeyModel.ListKeysInput)
-    const decodeCredits = Validation.decode(KeyModel.UpdateCreditsInput)
+    const decodeCredits = Checker.decode(KeyModel.UpdateCreditsInput)
     const decodeWhoami = Validation.decode(KeyModel.SecretInput)
     const decodeMigrate = Validation.decode(KeyModel.MigrateKeysInput)
     const decodeKeyPermissions = Validation.decode(KeyModel.KeyPermissionsInput)
@@ -150,7 +147,7 @@ export class Keys extends Effect.Service<Keys>()("@keymeter/core/Keys", {
      */
     const create = (principal: Principal, input: unknown, options?: KeyOptions) =>
       Effect.gen(function*() {
-        const request = checkCreate(input) ? input : yield* decodeCreate(input)
+        const request = yield* decodeCreate(input)
         yield* auth.authorize(principal, Permission.required.createKey(request.apiId))
         yield* requireApi(principal, request.apiId)
         yield* authorizeLimits(principal, (request.ratelimits ?? []).map((limit) => limit.name))
@@ -406,7 +403,7 @@ export class Keys extends Effect.Service<Keys>()("@keymeter/core/Keys", {
     /** Sets, increments or decrements a key's credits; a repeat under the same idempotency key changes nothing. */
     const updateCredits = (principal: Principal, input: unknown, options?: KeyOptions) =>
       Effect.gen(function*() {
-        const request = checkCredits(input) ? input : yield* decodeCredits(input)
+        const request = yield* decodeCredits(input)
         const key = yield* keyFor(principal, request.keyId, Permission.required.updateKey)
         if (request.value === null && request.op !== "set") {
           return yield* new ValidationError({ message: `value: must be a number to ${request.op} by` })

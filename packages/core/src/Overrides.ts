@@ -37,8 +37,6 @@ import { RatelimitRecorder } from "./RatelimitRecorder.js"
 import { Catalog, RatelimitStore } from "./Storage.js"
 import * as Validation from "./Validation.js"
 
-const checkSet = Checker.compile(SetOverrideInput)
-
 /** The ids of overrides, as cursors hold them. */
 const OVERRIDE_ID = /^rlor_[0-9A-Z]{26}$/
 
@@ -53,7 +51,7 @@ export class Overrides extends Effect.Service<Overrides>()("@keymeter/core/Overr
       Effect.zipRight(recorder.flush, decisions.overrideHits(workspaceId, ids))
     const keys = yield* IdempotencyKeys
     const auth = yield* Auth
-    const decodeSet = Validation.decode(SetOverrideInput)
+    const decodeSet = Checker.decode(SetOverrideInput)
     const decodeGet = Validation.decode(GetOverrideInput)
     const decodeList = Validation.decode(ListOverridesInput)
     const decodeDelete = Validation.decode(DeleteOverrideInput)
@@ -197,7 +195,7 @@ export class Overrides extends Effect.Service<Overrides>()("@keymeter/core/Overr
     const set = (principal: Principal, input: unknown, options?: KeyOptions) =>
       Effect.gen(function*() {
         // The compiled check first (primitives only: nothing of the caller's is kept by reference).
-        const decoded = checkSet(input) ? input : yield* decodeSet(input)
+        const decoded = yield* decodeSet(input)
         yield* requireNamespace(decoded)
         const namespace = yield* namespaceFor(principal, decoded, Permission.required.setOverride, true)
         return yield* keys.once(

@@ -23,35 +23,22 @@ import { Verifications } from "@keymeter/core/Verifications"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
-import * as Schema from "effect/Schema"
 import { HttpError } from "./Errors.js"
 import * as UrlParams from "./internal/UrlParams.js"
 import * as V1Keys from "./v1/Keys.js"
 import * as V2Keys from "./v2/Keys.js"
 import * as V2Ratelimit from "./v2/Ratelimit.js"
 
-const checkCreateKey = Checker.compile(V1Keys.CreateKeyRequest)
-const decodeCreateKey = Validation.decode(V1Keys.CreateKeyRequest)
-const encodeCreateKey = encoder(V1Keys.CreateKeyResponse)
-const checkUpdateRemaining = Checker.compile(V1Keys.UpdateRemainingRequest)
-const decodeUpdateRemaining = Validation.decode(V1Keys.UpdateRemainingRequest)
-const encodeUpdateRemaining = encoder(V1Keys.UpdateRemainingResponse)
+const decodeCreateKey = Checker.decode(V1Keys.CreateKeyRequest)
+const encodeCreateKey = Checker.encode(V1Keys.CreateKeyResponse)
+const decodeUpdateRemaining = Checker.decode(V1Keys.UpdateRemainingRequest)
+const encodeUpdateRemaining = Checker.encode(V1Keys.UpdateRemainingResponse)
 const checkVerify = Checker.compile(V1Keys.VerifyKeyRequest)
 const decodeVerify = Validation.decode(V1Keys.VerifyKeyRequest)
 const checkVerifyV2 = Checker.compile(V2Keys.VerifyKeyRequest)
 const decodeVerifyV2 = Validation.decode(V2Keys.VerifyKeyRequest, { root: "body" })
 const checkLimitV2 = Checker.compile(V2Ratelimit.LimitRequest)
 const decodeLimitV2 = Validation.decode(V2Ratelimit.LimitRequest, { root: "body" })
-
-/**
- * The encoding of answers of `schema`: an answer its compiled check accepts is already its own
- * encoding (the check compiles no transformation), any other is encoded by the schema.
- */
-function encoder<A, I>(schema: Schema.Schema<A, I>): (answer: A) => I {
-  const check = Checker.compile(schema)
-  const encode = Schema.encodeSync(schema)
-  return (answer) => (check(answer) ? answer as unknown as I : encode(answer))
-}
 
 /** How v2 verifies: a key of an api the caller may not verify is NOT_FOUND, as Unkey v2 answers it. */
 const V2_VERIFY = { hideOtherApis: true } as const
@@ -98,17 +85,17 @@ export class HotRoutes extends Effect.Service<HotRoutes>()("@keymeter/http/HotRo
       setOverride: (principal: Principal, body: Record<string, unknown>, options: KeyOptions) =>
         Effect.map(overrides.set(principal, body, options), (override) => ({ overrideId: override.id })),
       /** `POST keys.createKey`, answered in the contract's encoding. */
-      createKey: (principal: Principal, body: Record<string, unknown>, options: KeyOptions) => {
-        const create = (request: typeof V1Keys.CreateKeyRequest.Type) =>
-          Effect.map(keys.create(principal, V1Keys.toCreateKey(request), options), encodeCreateKey)
-        return checkCreateKey(body) ? create(body) : Effect.flatMap(decodeCreateKey(body), create)
-      },
+      createKey: (principal: Principal, body: Record<string, unknown>, options: KeyOptions) =>
+        Effect.flatMap(
+          decodeCreateKey(body),
+          (request) => Effect.map(keys.create(principal, V1Keys.toCreateKey(request), options), encodeCreateKey)
+        ),
       /** `POST keys.updateRemaining` (credits), answered in the contract's encoding. */
-      updateRemaining: (principal: Principal, body: Record<string, unknown>, options: KeyOptions) => {
-        const update = (request: typeof V1Keys.UpdateRemainingRequest.Type) =>
-          Effect.map(keys.updateCredits(principal, request, options), encodeUpdateRemaining)
-        return checkUpdateRemaining(body) ? update(body) : Effect.flatMap(decodeUpdateRemaining(body), update)
-      },
+      updateRemaining: (principal: Principal, body: Record<string, unknown>, options: KeyOptions) =>
+        Effect.flatMap(
+          decodeUpdateRemaining(body),
+          (request) => Effect.map(keys.updateCredits(principal, request, options), encodeUpdateRemaining)
+        ),
       /** `POST ratelimits.limit`. */
       limit: (principal: Principal, body: Record<string, unknown>) => limiter.limit(principal, body),
       /**

@@ -10,10 +10,10 @@ import * as Option from "effect/Option"
 import { Auth } from "./Auth.js"
 import * as Cursor from "./Cursor.js"
 import { Conflict, NotFound, ValidationError } from "./Errors.js"
+import * as IdentityInput from "./IdentityInput.js"
 import * as Ids from "./Ids.js"
 import { KeyCache } from "./internal/KeyCache.js"
 import * as Span from "./internal/Span.js"
-import * as KeyModel from "./Key.js"
 import { Identity } from "./Key.js"
 import type { Principal } from "./Permission.js"
 import * as Permission from "./Permission.js"
@@ -26,10 +26,10 @@ export class Identities extends Effect.Service<Identities>()("@keymeter/core/Ide
     const catalog = yield* Catalog
     const auth = yield* Auth
     const cache = yield* KeyCache
-    const decodeCreate = Validation.decode(KeyModel.CreateIdentityInput)
-    const decodeRef = Validation.decode(KeyModel.IdentityRefInput)
-    const decodeUpdate = Validation.decode(KeyModel.UpdateIdentityInput)
-    const decodeList = Validation.decode(KeyModel.ListIdentitiesInput)
+    const decodeCreate = Validation.decode(IdentityInput.CreateIdentityInput)
+    const decodeRef = Validation.decode(IdentityInput.IdentityRefInput)
+    const decodeUpdate = Validation.decode(IdentityInput.UpdateIdentityInput)
+    const decodeList = Validation.decode(IdentityInput.ListIdentitiesInput)
 
     /** The identity of `externalId` in the workspace, made now when it has none. */
     const ensure = (workspaceId: string, externalId: string, now: number) =>
@@ -65,7 +65,7 @@ export class Identities extends Effect.Service<Identities>()("@keymeter/core/Ide
         { discard: true }
       )
 
-    const missing = (ref: KeyModel.IdentityRefInput) =>
+    const missing = (ref: IdentityInput.IdentityRefInput) =>
       new NotFound({
         message: ref.identityId !== undefined
           ? `identityId: no identity ${JSON.stringify(ref.identityId)} in this workspace`
@@ -78,7 +78,7 @@ export class Identities extends Effect.Service<Identities>()("@keymeter/core/Ide
      * The identity an input names: by `identityId` when given, else by `externalId`, else by
      * `identity` (an id first; an externalId when no identity has that id).
      */
-    const find = (principal: Principal, ref: KeyModel.IdentityRefInput) =>
+    const find = (principal: Principal, ref: IdentityInput.IdentityRefInput) =>
       Effect.flatMap(
         ref.identityId !== undefined
           ? catalog.getIdentity(principal.workspaceId, ref.identityId)
@@ -94,7 +94,7 @@ export class Identities extends Effect.Service<Identities>()("@keymeter/core/Ide
         (found) => Option.isNone(found) ? Effect.fail(missing(ref)) : Effect.succeed(found.value)
       )
 
-    const limitsOf = (limits: KeyModel.CreateIdentityInput["ratelimits"]) =>
+    const limitsOf = (limits: IdentityInput.CreateIdentityInput["ratelimits"]) =>
       limits?.map((limit) => ({ ...limit, autoApply: limit.autoApply ?? false }))
 
     /** Creates an identity; an externalId the workspace has already is a conflict. */
@@ -120,7 +120,7 @@ export class Identities extends Effect.Service<Identities>()("@keymeter/core/Ide
             message: `externalId: the workspace has an identity ${JSON.stringify(request.externalId)} already`
           })
         }
-        return KeyModel.toIdentityView(stored)
+        return IdentityInput.toIdentityView(stored)
       }).pipe(Span.span("Identities.create"))
 
     /** An identity, by id or external id. */
@@ -128,7 +128,7 @@ export class Identities extends Effect.Service<Identities>()("@keymeter/core/Ide
       Effect.gen(function*() {
         const ref = yield* decodeRef(input)
         yield* auth.authorize(principal, Permission.required.readIdentity())
-        return KeyModel.toIdentityView(yield* find(principal, ref))
+        return IdentityInput.toIdentityView(yield* find(principal, ref))
       }).pipe(Span.span("Identities.get"))
 
     /**
@@ -173,13 +173,13 @@ export class Identities extends Effect.Service<Identities>()("@keymeter/core/Ide
         if (cursor === null || (cursor !== undefined && cursor.scope !== principal.workspaceId)) {
           return yield* new ValidationError({ message: "cursor: is not a cursor listIdentities returned" })
         }
-        const limit = request.limit ?? KeyModel.MAX_IDENTITY_PAGE
+        const limit = request.limit ?? IdentityInput.MAX_IDENTITY_PAGE
         const page = request.search === undefined
           ? yield* catalog.listIdentities(principal.workspaceId, { after: cursor?.after, limit: limit + 1 })
           : yield* matching(principal.workspaceId, request.search, cursor?.after, limit + 1)
         const identities = page.identities.slice(0, limit)
         return {
-          identities: identities.map(KeyModel.toIdentityView),
+          identities: identities.map(IdentityInput.toIdentityView),
           total: page.total,
           ...(page.identities.length > limit
             ? { cursor: Cursor.encode(principal.workspaceId, identities[identities.length - 1]!.id) }
@@ -212,7 +212,7 @@ export class Identities extends Effect.Service<Identities>()("@keymeter/core/Ide
         const updated = new Identity(fields as ConstructorParameters<typeof Identity>[0])
         const changed = yield* cache.write({ identityId: identity.id }, catalog.replaceIdentity(updated))
         if (!changed) return yield* missing(request)
-        return KeyModel.toIdentityView(updated)
+        return IdentityInput.toIdentityView(updated)
       }).pipe(Span.span("Identities.update"))
 
     /** Deletes an identity; its keys stay, detached from it (their limits then count per key). */

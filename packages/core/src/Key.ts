@@ -4,7 +4,7 @@
  * `keys.*` routes.
  */
 import * as Schema from "effect/Schema"
-import * as Crypto from "node:crypto"
+import { MAX_BYTE_LENGTH, MIN_BYTE_LENGTH } from "./KeySecret.js"
 import { MAX_NAME_LENGTH } from "./Namespace.js"
 import { Duration } from "./Override.js"
 import { MAX_PERMISSION_LENGTH } from "./PermissionQuery.js"
@@ -126,65 +126,6 @@ export const changeBalance = (balance: Credits, op: "set" | "increment" | "decre
 })
 
 // ---------------------------------------------------------------------------------------------
-// Secrets
-
-/** Shortest and longest random part of a secret, in bytes. */
-export const MIN_BYTE_LENGTH = 16
-export const MAX_BYTE_LENGTH = 255
-export const DEFAULT_BYTE_LENGTH = 16
-
-const BASE58 = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
-
-/** Base58 (Bitcoin's alphabet): no `0OIl`, nothing to escape in a header or a URL. */
-export const base58 = (bytes: Uint8Array): string => {
-  const digits: Array<number> = []
-  for (const byte of bytes) {
-    let carry = byte
-    for (let i = 0; i < digits.length; i++) {
-      carry += digits[i]! << 8
-      digits[i] = carry % 58
-      carry = (carry / 58) | 0
-    }
-    while (carry > 0) {
-      digits.push(carry % 58)
-      carry = (carry / 58) | 0
-    }
-  }
-  let out = ""
-  for (let i = 0; i < bytes.length && bytes[i] === 0; i++) out += "1"
-  for (let i = digits.length - 1; i >= 0; i--) out += BASE58[digits[i]!]
-  return out
-}
-
-// Secrets' random bytes, drawn from the CSPRNG 4 KiB at a time (as Node's randomUUID pools its
-// entropy): a draw per key was ~6% of a createKey request's CPU. Each byte is handed out once.
-const secretPool = Buffer.alloc(4096)
-let secretPooled = 0
-
-/** `byteLength` fresh random bytes, a view of the pool valid until the next draw. */
-const secretBytes = (byteLength: number): Uint8Array => {
-  if (secretPooled < byteLength) {
-    Crypto.randomFillSync(secretPool)
-    secretPooled = secretPool.length
-  }
-  secretPooled -= byteLength
-  return secretPool.subarray(secretPooled, secretPooled + byteLength)
-}
-
-/** A new secret: `prefix_` (when a prefix is given) and `byteLength` random bytes in base58. */
-export const generateSecret = (prefix: string | undefined, byteLength: number): string => {
-  const bytes = secretBytes(byteLength)
-  const random = base58(bytes)
-  // Zeroed once encoded: the pool never holds the bytes of a secret already given.
-  bytes.fill(0)
-  return prefix === undefined ? random : `${prefix}_${random}`
-}
-
-/** What a key's `start` shows of its secret: the prefix and 4 characters of the random part. */
-export const startOf = (secret: string, prefix: string | undefined): string =>
-  prefix === undefined ? secret.slice(0, 4) : secret.slice(0, prefix.length + 5)
-
-// ---------------------------------------------------------------------------------------------
 // Wire shapes
 
 /** Longest `meta`, as JSON text. */
@@ -209,7 +150,7 @@ export const RatelimitName = boundedString("a rate limit name", 1, MAX_NAME_LENG
   Schema.filter((name) => !name.includes("*") || "must not contain *")
 )
 
-const Flag = expected(Schema.Boolean, "must be true or false")
+export const Flag = expected(Schema.Boolean, "must be true or false")
 
 const RatelimitInput = Schema.Struct({
   name: RatelimitName,
@@ -278,7 +219,7 @@ export const KeyRolesInput = Schema.Struct({
 }).annotations({ identifier: "KeyRolesInput" })
 export type KeyRolesInput = Schema.Schema.Type<typeof KeyRolesInput>
 
-const Ratelimits = Schema.Array(RatelimitInput).pipe(
+export const Ratelimits = Schema.Array(RatelimitInput).pipe(
   Schema.maxItems(MAX_RATELIMITS, { message: () => `must hold at most ${MAX_RATELIMITS} rate limits` }),
   Schema.filter((limits) =>
     new Set(limits.map((l) => l.name)).size === limits.length || "must not name one rate limit twice"
@@ -396,101 +337,6 @@ export const KeyIdInput = Schema.Struct({ keyId: KeyId }).annotations({ identifi
 export const SecretInput = Schema.Struct({ key: boundedString("a key", 1, 1024) }).annotations({
   identifier: "SecretInput"
 })
-
-/** An identity's limits: as a key's, at most {@link MAX_RATELIMITS}, names unique. */
-export const IdentityRatelimits = Ratelimits
-
-const IdentityId = boundedString("an identity id", 1, 255)
-
-/** Body of `identities.createIdentity`. */
-export const CreateIdentityInput = Schema.Struct({
-  externalId: ExternalId,
-  meta: Schema.optional(Meta),
-  ratelimits: Schema.optional(IdentityRatelimits),
-  enabled: Schema.optional(Flag)
-}).annotations({ identifier: "CreateIdentityInput" })
-export type CreateIdentityInput = Schema.Schema.Type<typeof CreateIdentityInput>
-
-/**
- * Names an identity: by `identityId`, by `externalId`, or by `identity`, either of them (Unkey
- * v2's one field: an id first, else an external id). When several are given, `identityId` wins,
- * then `externalId`.
- */
-const identityRef = <Fields extends Schema.Struct.Fields>(fields: Fields, identifier: string) =>
-  Schema.Struct({
-    identityId: Schema.optional(IdentityId),
-    externalId: Schema.optional(ExternalId),
-    identity: Schema.optional(
-      boundedString("an identityId or an externalId", 1, 255).annotations({
-        description: "an identityId or an externalId: the identity with that id, else the one with that externalId"
-      })
-    ),
-    ...fields
-  }).pipe(
-    Schema.filter((input: { readonly identityId?: string; readonly externalId?: string; readonly identity?: string }) =>
-      input.identityId !== undefined || input.externalId !== undefined || input.identity !== undefined ||
-      { path: ["identityId"], message: "give identityId, externalId or identity" }
-    )
-  ).annotations({ identifier })
-
-/** Query of `identities.getIdentity`; body of `identities.deleteIdentity`. */
-export const IdentityRefInput = identityRef({}, "IdentityRefInput")
-export type IdentityRefInput = Schema.Schema.Type<typeof IdentityRefInput>
-
-/**
- * Body of `identities.updateIdentity`: the fields given change (`meta` null or `{}` clears it;
- * `ratelimits` replaces all, `[]` removes them).
- */
-export const UpdateIdentityInput = identityRef({
-  meta: Schema.optional(Schema.NullOr(Meta)),
-  ratelimits: Schema.optional(IdentityRatelimits),
-  enabled: Schema.optional(Flag)
-}, "UpdateIdentityInput")
-export type UpdateIdentityInput = Schema.Schema.Type<typeof UpdateIdentityInput>
-
-/** Largest page of `identities.listIdentities`. */
-export const MAX_IDENTITY_PAGE = 100
-
-/** Query of `identities.listIdentities`: `search` keeps those whose id or externalId holds it (any case). */
-export const ListIdentitiesInput = Schema.Struct({
-  limit: Schema.optional(Integer(1, MAX_IDENTITY_PAGE, `must be an integer from 1 to ${MAX_IDENTITY_PAGE}`)),
-  cursor: Schema.optional(boundedString("a cursor", 1, 1024)),
-  search: Schema.optional(
-    boundedString("a search text", 1, 255).annotations({
-      description: "only identities whose id or externalId contains it, ignoring case"
-    })
-  )
-}).annotations({ identifier: "ListIdentitiesInput" })
-export type ListIdentitiesInput = Schema.Schema.Type<typeof ListIdentitiesInput>
-
-/** An identity as answered. */
-export const IdentityView = Schema.Struct({
-  id: Schema.String,
-  externalId: Schema.String,
-  meta: MetaObject,
-  ratelimits: Schema.Array(KeyRatelimit),
-  enabled: Schema.Boolean.annotations({ description: "false: its keys verify as UNAUTHORIZED" }),
-  createdAt: Schema.Number
-}).annotations({ identifier: "IdentityView" })
-export type IdentityView = Schema.Schema.Type<typeof IdentityView>
-
-/** An identity's answer. */
-export const toIdentityView = (identity: Identity): IdentityView => ({
-  id: identity.id,
-  externalId: identity.externalId,
-  meta: identity.meta ?? {},
-  ratelimits: identity.ratelimits ?? [],
-  enabled: identity.enabled,
-  createdAt: identity.createdAt
-})
-
-/** Answer of `identities.listIdentities`. */
-export const IdentityPage = Schema.Struct({
-  identities: Schema.Array(IdentityView),
-  /** How many identities the workspace has, also when a `search` keeps fewer. */
-  total: Schema.Number.annotations({ description: "how many identities the workspace has (not only the matches)" }),
-  cursor: Schema.optional(Schema.String)
-}).annotations({ identifier: "IdentityPage" })
 
 /** Body of `keys.updateCredits`. */
 export const UpdateCreditsInput = Schema.Struct({

@@ -22,6 +22,7 @@ import * as Span from "./internal/Span.js"
 import type { Credits, KeyView } from "./Key.js"
 import * as KeyModel from "./Key.js"
 import { Key } from "./Key.js"
+import * as KeySecret from "./KeySecret.js"
 import type { Principal } from "./Permission.js"
 import * as Permission from "./Permission.js"
 import type { Named } from "./Rbac.js"
@@ -215,11 +216,11 @@ export class Keys extends Effect.Service<Keys>()("@keymeter/core/Keys", {
     ) =>
       Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis
-        const secret = KeyModel.generateSecret(request.prefix, request.byteLength ?? KeyModel.DEFAULT_BYTE_LENGTH)
+        const secret = KeySecret.generateSecret(request.prefix, request.byteLength ?? KeySecret.DEFAULT_BYTE_LENGTH)
         const { credits, key } = yield* newKey(
           principal,
           request,
-          { hash: RootKey.hash(secret), start: KeyModel.startOf(secret, request.prefix) },
+          { hash: RootKey.hash(secret), start: KeySecret.startOf(secret, request.prefix) },
           { permissions, roles },
           now
         )
@@ -250,7 +251,7 @@ export class Keys extends Effect.Service<Keys>()("@keymeter/core/Keys", {
             const granted = yield* grants(principal, item.apiId, "create_key", item.permissions, item.roles)
             const hash = item.hash ?? RootKey.hash(item.secret!)
             const start = item.start ??
-              (item.secret !== undefined ? KeyModel.startOf(item.secret, item.prefix) : item.prefix ?? "")
+              (item.secret !== undefined ? KeySecret.startOf(item.secret, item.prefix) : item.prefix ?? "")
             return yield* newKey(
               principal,
               item,
@@ -573,12 +574,12 @@ export class Keys extends Effect.Service<Keys>()("@keymeter/core/Keys", {
         const prefix = separator > 0 && PREFIX.test(old.start.slice(0, separator))
           ? old.start.slice(0, separator)
           : undefined
-        const secret = KeyModel.generateSecret(prefix, KeyModel.DEFAULT_BYTE_LENGTH)
+        const secret = KeySecret.generateSecret(prefix, KeySecret.DEFAULT_BYTE_LENGTH)
         const key = new Key({
           ...old,
           id: Ids.make(Ids.Prefix.key, now),
           hash: RootKey.hash(secret),
-          start: KeyModel.startOf(secret, prefix),
+          start: KeySecret.startOf(secret, prefix),
           createdAt: now,
           updatedAt: now
         })

@@ -18,16 +18,18 @@ import * as Decision from "@keymeter/core/Decision"
 import { Identities } from "@keymeter/core/Identities"
 import type {
   CreateIdentityInput,
-  CreateKeyInput,
   IdentityRefInput,
+  ListIdentitiesInput,
+  UpdateIdentityInput
+} from "@keymeter/core/IdentityInput"
+import type {
+  CreateKeyInput,
   KeyIdInput,
   KeyPermissionsInput,
   KeyRolesInput,
-  ListIdentitiesInput,
   ListKeysInput,
   MigrateKeysInput,
   UpdateCreditsInput,
-  UpdateIdentityInput,
   UpdateKeyInput
 } from "@keymeter/core/Key"
 import { Keys } from "@keymeter/core/Keys"

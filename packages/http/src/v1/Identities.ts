@@ -4,7 +4,7 @@
  * `{name, limit, duration}`: they apply when a verification names them (core's `autoApply: false`).
  * `enabled` is a keymeter extension: a disabled identity's keys verify as UNAUTHORIZED.
  */
-import type { IdentityView } from "@keymeter/core/Key"
+import * as IdentityInput from "@keymeter/core/IdentityInput"
 import * as KeyModel from "@keymeter/core/Key"
 import { Duration } from "@keymeter/core/Override"
 import * as Validation from "@keymeter/core/Validation"
@@ -57,7 +57,11 @@ export const GetIdentityQuery = Schema.Struct({
 export const ListIdentitiesQuery = Schema.Struct({
   environment: Schema.optional(Environment),
   limit: Schema.optional(
-    KeyModel.Integer(1, KeyModel.MAX_IDENTITY_PAGE, `must be an integer from 1 to ${KeyModel.MAX_IDENTITY_PAGE}`)
+    KeyModel.Integer(
+      1,
+      IdentityInput.MAX_IDENTITY_PAGE,
+      `must be an integer from 1 to ${IdentityInput.MAX_IDENTITY_PAGE}`
+    )
   ),
   cursor: Schema.optional(Validation.boundedString("a cursor", 1, 1024))
 }).annotations({ identifier: "V1ListIdentitiesQuery" })
@@ -82,7 +86,7 @@ const toLimits = (limits: ReadonlyArray<typeof Ratelimit.Type> | undefined) =>
   limits === undefined ? {} : { ratelimits: limits.map((limit) => ({ ...limit, autoApply: false })) }
 
 /** The core input of a v1 `identities.createIdentity`. */
-export const toCreateIdentity = (request: typeof CreateIdentityRequest.Type): KeyModel.CreateIdentityInput => ({
+export const toCreateIdentity = (request: typeof CreateIdentityRequest.Type): IdentityInput.CreateIdentityInput => ({
   externalId: request.externalId,
   ...(request.meta !== undefined ? { meta: request.meta } : {}),
   ...toLimits(request.ratelimits),
@@ -109,11 +113,11 @@ export const Identity = Schema.Struct({
   enabled: Schema.Boolean.annotations({ description: "A keymeter extension (see updateIdentity)." })
 }).annotations({ identifier: "V1Identity" })
 
-const limitsView = (view: IdentityView) =>
+const limitsView = (view: IdentityInput.IdentityView) =>
   view.ratelimits.map((limit) => ({ name: limit.name, limit: limit.limit, duration: limit.duration }))
 
 /** A core identity as v1 answers it. */
-export const fromIdentity = (view: IdentityView): typeof Identity.Type => ({
+export const fromIdentity = (view: IdentityInput.IdentityView): typeof Identity.Type => ({
   id: view.id,
   externalId: view.externalId,
   meta: view.meta,
@@ -134,7 +138,11 @@ export const IdentityPage = Schema.Struct({
 
 /** A core page of identities as v1 answers it. */
 export const fromIdentityPage = (
-  page: { readonly identities: ReadonlyArray<IdentityView>; readonly total: number; readonly cursor?: string }
+  page: {
+    readonly identities: ReadonlyArray<IdentityInput.IdentityView>
+    readonly total: number
+    readonly cursor?: string
+  }
 ): typeof IdentityPage.Type => ({
   identities: page.identities.map((view) => ({
     id: view.id,

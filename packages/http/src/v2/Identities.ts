@@ -2,7 +2,7 @@
  * Unkey v2's identities on the wire (`/v2/identities.*`), as `@unkey/api@2.5.1` types them, and
  * their mappers onto core's: an identity is named by one string, its id or its externalId.
  */
-import type { IdentityView } from "@keymeter/core/Key"
+import * as IdentityInput from "@keymeter/core/IdentityInput"
 import * as KeyModel from "@keymeter/core/Key"
 import * as Validation from "@keymeter/core/Validation"
 import * as Schema from "effect/Schema"
@@ -16,7 +16,7 @@ const IdentityName = Validation.boundedString("an identity id or external id", 1
 export const CreateIdentityRequest = Schema.Struct({
   externalId: KeyModel.ExternalId,
   meta: Schema.optional(KeyModel.Meta),
-  ratelimits: Schema.optional(KeyModel.IdentityRatelimits)
+  ratelimits: Schema.optional(IdentityInput.IdentityRatelimits)
 }).annotations({ identifier: "V2CreateIdentityRequest" })
 
 /** Body of `identities.getIdentity` and `identities.deleteIdentity`. */
@@ -28,13 +28,17 @@ export const IdentityRequest = Schema.Struct({ identity: IdentityName }).annotat
 export const UpdateIdentityRequest = Schema.Struct({
   identity: IdentityName,
   meta: Schema.optional(KeyModel.Meta),
-  ratelimits: Schema.optional(KeyModel.IdentityRatelimits)
+  ratelimits: Schema.optional(IdentityInput.IdentityRatelimits)
 }).annotations({ identifier: "V2UpdateIdentityRequest" })
 
 /** Body of `identities.listIdentities`. */
 export const ListIdentitiesRequest = Schema.Struct({
   limit: Schema.optional(
-    KeyModel.Integer(1, KeyModel.MAX_IDENTITY_PAGE, `must be an integer from 1 to ${KeyModel.MAX_IDENTITY_PAGE}`)
+    KeyModel.Integer(
+      1,
+      IdentityInput.MAX_IDENTITY_PAGE,
+      `must be an integer from 1 to ${IdentityInput.MAX_IDENTITY_PAGE}`
+    )
   ),
   cursor: Schema.optional(Validation.boundedString("a cursor", 1, 1024)),
   search: Schema.optional(Validation.boundedString("a search", 1, 255)).annotations({
@@ -43,7 +47,7 @@ export const ListIdentitiesRequest = Schema.Struct({
 }).annotations({ identifier: "V2ListIdentitiesRequest" })
 
 /** A core identity as v2 answers it. */
-export const fromIdentity = (identity: IdentityView) => ({
+export const fromIdentity = (identity: IdentityInput.IdentityView) => ({
   id: identity.id,
   externalId: identity.externalId,
   meta: identity.meta,

@@ -5,6 +5,7 @@
  * and the answers' shapes (a rate limit's id, a verification's credits as a number). Validation
  * words its errors in v2's field names.
  */
+import * as IdentityInput from "@keymeter/core/IdentityInput"
 import type { KeyView } from "@keymeter/core/Key"
 import * as KeyModel from "@keymeter/core/Key"
 import type { VerifyKeyInput, VerifyKeyResponse } from "@keymeter/core/KeyVerifier"
@@ -45,7 +46,7 @@ const keyFields = {
   }),
   expires: Schema.optional(KeyModel.Expires),
   credits: Schema.optional(CreditsRequest),
-  ratelimits: Schema.optional(KeyModel.IdentityRatelimits),
+  ratelimits: Schema.optional(IdentityInput.IdentityRatelimits),
   enabled: Schema.optional(Flag)
 }
 
@@ -275,7 +276,7 @@ export const UpdateKeyRequest = Schema.Struct({
     }),
     refill: Schema.optional(Schema.NullOr(KeyModel.RefillInput))
   }))),
-  ratelimits: Schema.optional(Schema.NullOr(KeyModel.IdentityRatelimits)).annotations({
+  ratelimits: Schema.optional(Schema.NullOr(IdentityInput.IdentityRatelimits)).annotations({
     description: "Replaces all the key's limits; null or [] removes them."
   }),
   enabled: Schema.optional(Flag),

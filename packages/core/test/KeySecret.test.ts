@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { generateSecret, MAX_BYTE_LENGTH, startOf } from "@keymeter/core/Key"
+import { generateSecret, MAX_BYTE_LENGTH, startOf } from "@keymeter/core/KeySecret"
 
 const BASE58 = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
 
@@ -17,7 +17,7 @@ const decode = (text: string): Uint8Array => {
   return Uint8Array.from([...Array(zeros).fill(0), ...bytes])
 }
 
-describe("Key", () => {
+describe("KeySecret", () => {
   it("makes secrets of the asked length, each new, across many draws of the random pool", () => {
     const seen = new Set<string>()
     const bytes = new Array<number>(256).fill(0)

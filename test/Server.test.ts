@@ -221,6 +221,10 @@ describe("standalone server (npm start)", () => {
         /^keymeter: KEYMETER_ANALYTICS: Not a usable ClickHouse database name: "no-dashes"/m
       ],
       [
+        { KEYMETER_STORAGE: "memory", KEYMETER_ANALYTICS_SPOOL: join(dir, "spool") },
+        /^keymeter: KEYMETER_ANALYTICS_SPOOL goes with KEYMETER_ANALYTICS$/m
+      ],
+      [
         { KEYMETER_STORAGE: "memory", KEYMETER_ANALYTICS: "clickhouse:http://127.0.0.1:1/keymeter" },
         /^keymeter: ClickHouse is unreachable at http:\/\/127\.0\.0\.1:1: /m
       ],
@@ -299,6 +303,48 @@ describe.skipIf(ClickhouseTestServer.skip() !== undefined)("standalone server on
         headers: auth
       })
       expect(((await got.json()) as { limit: number }).limit).toBe(3)
+    } finally {
+      await Effect.runPromise(ClickhouseTestServer.dropDatabase(database))
+    }
+  })
+
+  it("with a spool, answers ingest once on local disk; killed before shipping, the next start ships it", async () => {
+    const database = ClickhouseTestServer.databaseName()
+    const cwd = mkdtempSync(join(tmpdir(), "keymeter-clickhouse-"))
+    const env = {
+      KEYMETER_STORAGE: `sqlite:${join(cwd, "catalog.db")}`,
+      KEYMETER_ANALYTICS: `clickhouse:${ClickhouseTestServer.url}/${database}`,
+      KEYMETER_ANALYTICS_SPOOL: join(cwd, "spool"),
+      KEYMETER_PROVISION: "examples/provision.json"
+    }
+    const auth = { authorization: "Bearer sk_acme_admin_8f3e1c7a9b2d4e6f0a1c", "content-type": "application/json" }
+    const totals = async (base: string) =>
+      ((await (await fetch(`${base}/v1/analytics.getVerifications?apiId=api_main&start=0`, { headers: auth }))
+        .json()) as Array<{ total: number }>).reduce((n, row) => n + row.total, 0)
+    /** The total once it reaches `expected` (shipped each second), or the last seen after 15 s. */
+    const eventually = async (base: string, expected: number) => {
+      let seen = await totals(base)
+      for (let i = 0; i < 150 && seen < expected; i++) {
+        await new Promise((resolve) => setTimeout(resolve, 100))
+        seen = await totals(base)
+      }
+      return seen
+    }
+    try {
+      const first = await serve(env)
+      const record = (n: number) =>
+        fetch(`${first.base}/v1/analytics.recordVerifications`, { method: "POST", headers: auth, body: batch(n) })
+      expect((await record(500)).status).toBe(200)
+      // Shipped within the interval, once.
+      expect(await eventually(first.base, 500)).toBe(500)
+      // Acknowledged, then killed at once: not yet in ClickHouse, but on disk.
+      const answers = await Promise.all(Array.from({ length: 8 }, () => record(100)))
+      expect(answers.map((a) => a.status)).toEqual(Array(8).fill(200))
+      await stop(running.pop()!, "SIGKILL")
+      const second = await serve(env)
+      expect(await eventually(second.base, 1300)).toBe(1300)
+      await new Promise((resolve) => setTimeout(resolve, 1500))
+      expect(await totals(second.base)).toBe(1300)
     } finally {
       await Effect.runPromise(ClickhouseTestServer.dropDatabase(database))
     }

@@ -85,6 +85,12 @@ export interface KeymeterOptions {
   /** `"clickhouse:http://host:8123/<database>"`: verifications there, the catalog in `storage` (a string). */
   readonly analytics?: string | undefined
   /**
+   * With `analytics`: a local folder where recorded verifications are stored durably and
+   * acknowledged, then shipped to ClickHouse together each second (ingest several times faster;
+   * ClickHouse's answers lag by up to that second). Calls with an idempotency key go straight to ClickHouse.
+   */
+  readonly analyticsSpool?: string | undefined
+  /**
    * With a storage string: whether SQL analytics asked while verifications and limits run go to a
    * thread of their own (default true; on memory it keeps a replica of the events, twice their memory).
    */
@@ -332,11 +338,16 @@ export const createKeymeter = async (options: KeymeterOptions = {}): Promise<Key
   if (options.storage === undefined || typeof options.storage === "string") {
     const spec = StorageSpec.parse(options.storage ?? "memory")
     if (spec instanceof StorageSpec.InvalidStorageSpec) throw new KeymeterError("BAD_REQUEST", spec.message)
-    const analytics = options.analytics === undefined ? undefined : StorageSpec.parseAnalytics(options.analytics)
+    if (options.analyticsSpool !== undefined && options.analytics === undefined) {
+      throw new KeymeterError("BAD_REQUEST", "analyticsSpool goes with analytics")
+    }
+    const analytics = options.analytics === undefined
+      ? undefined
+      : StorageSpec.parseAnalytics(options.analytics, options.analyticsSpool)
     if (analytics instanceof StorageSpec.InvalidStorageSpec) throw new KeymeterError("BAD_REQUEST", analytics.message)
     storage = StorageSpec.layer(spec, { analytics, sqlWorker: options.sqlWorker })
   } else {
-    if (options.analytics !== undefined) {
+    if (options.analytics !== undefined || options.analyticsSpool !== undefined) {
       throw new KeymeterError(
         "BAD_REQUEST",
         "analytics goes with a storage string; a storage layer provides both halves itself"

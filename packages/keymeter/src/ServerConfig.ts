@@ -31,6 +31,8 @@ export const config = Config.all({
   sqlWorker: Config.boolean("KEYMETER_SQL_WORKER").pipe(Config.withDefault(true)),
   // Verifications in ClickHouse instead (`clickhouse:http://host:8123/<database>`); the catalog stays in KEYMETER_STORAGE.
   analytics: Config.option(Config.nonEmptyString("KEYMETER_ANALYTICS")),
+  // With it: ingested verifications acknowledged once on this local folder, shipped to ClickHouse each second.
+  analyticsSpool: Config.option(Config.nonEmptyString("KEYMETER_ANALYTICS_SPOOL")),
   provision: Config.option(Config.nonEmptyString("KEYMETER_PROVISION")),
   // Rate-limit windows shared through Redis (`redis://host:port/db`) instead of each server's own.
   ratelimit: Config.option(Config.nonEmptyString("KEYMETER_RATELIMIT")),

@@ -33,7 +33,11 @@ export type Spec =
   | { readonly _tag: "postgres"; readonly url: string }
 
 /** A parsed analytics choice: where verifications go instead. */
-export type AnalyticsSpec = { readonly _tag: "clickhouse"; readonly url: string }
+/**
+ * A parsed analytics choice: ClickHouse at `url`; with `spool`, a folder where ingested
+ * verifications are acknowledged on local disk and shipped to ClickHouse at each interval.
+ */
+export type AnalyticsSpec = { readonly _tag: "clickhouse"; readonly url: string; readonly spool?: string | undefined }
 
 /** Parses `memory`, `sqlite:<path>` or `postgres://user:pass@host:port/db`. */
 export const parse = (spec: string): Spec | InvalidStorageSpec => {
@@ -77,10 +81,18 @@ export const parseRatelimit = (spec: string, fallback = "closed"): RatelimitSpec
   return { _tag: "redis", url: value, fallback }
 }
 
-/** Parses `clickhouse:<url>`; the URL itself is checked when the adapter loads (see {@link layer}). */
-export const parseAnalytics = (spec: string): AnalyticsSpec | InvalidStorageSpec => {
+/**
+ * Parses `clickhouse:<url>`, with the spool's folder if any; the URL itself is checked when the
+ * adapter loads (see {@link layer}).
+ */
+export const parseAnalytics = (spec: string, spool?: string | undefined): AnalyticsSpec | InvalidStorageSpec => {
   const value = spec.trim()
-  if (value.startsWith("clickhouse:")) return { _tag: "clickhouse", url: value.slice("clickhouse:".length) }
+  if (spool !== undefined && spool.trim() === "") {
+    return new InvalidStorageSpec({ message: "KEYMETER_ANALYTICS_SPOOL must name a folder" })
+  }
+  if (value.startsWith("clickhouse:")) {
+    return { _tag: "clickhouse", url: value.slice("clickhouse:".length), spool: spool?.trim() }
+  }
   return new InvalidStorageSpec({
     message: `KEYMETER_ANALYTICS must be "clickhouse:http://<host>:<port>/<database>", got ${
       JSON.stringify(redactUrl(spec))
@@ -199,7 +211,10 @@ export const layer = (
     if ("_tag" in target) return yield* new InvalidStorageSpec({ message: `KEYMETER_ANALYTICS: ${target.message}` })
     return Layer.mergeAll(
       catalog,
-      ClickhouseVerificationStore.layer({ url: analytics.url }),
+      ClickhouseVerificationStore.layer({
+        url: analytics.url,
+        spool: analytics.spool === undefined ? undefined : { directory: analytics.spool }
+      }),
       ClickhouseRatelimitStore.layer({ url: analytics.url }),
       // SQL analytics run in ClickHouse (`SqlAnalytics` finds the engine in the context).
       ClickhouseSql.layer({ url: analytics.url })

@@ -27,7 +27,12 @@ const Main = Layer.unwrapEffect(
     const config = yield* ServerConfig.config
     const spec = StorageSpec.parse(config.storage)
     if (spec instanceof StorageSpec.InvalidStorageSpec) return yield* spec
-    const analytics = Option.isSome(config.analytics) ? StorageSpec.parseAnalytics(config.analytics.value) : undefined
+    const spool = Option.getOrUndefined(config.analyticsSpool)
+    const analytics = Option.isSome(config.analytics)
+      ? StorageSpec.parseAnalytics(config.analytics.value, spool)
+      : spool === undefined
+      ? undefined
+      : new StorageSpec.InvalidStorageSpec({ message: "KEYMETER_ANALYTICS_SPOOL goes with KEYMETER_ANALYTICS" })
     if (analytics instanceof StorageSpec.InvalidStorageSpec) return yield* analytics
     const ratelimit = Option.isSome(config.ratelimit)
       ? StorageSpec.parseRatelimit(config.ratelimit.value, config.ratelimitFallback)

@@ -12,6 +12,9 @@ import { columnRows } from "@keymeter/testing/Reference"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
+import { copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import * as path from "node:path"
 
 const HOUR = 3_600_000
 const T0 = Date.parse("2025-01-01T00:00:00Z")
@@ -182,6 +185,60 @@ describe.skipIf(ClickhouseTestServer.skip() !== undefined)("ClickhouseVerificati
         const result = yield* open(url, (store) => store.aggregate(query()))
         expect(total(result)).toBe(1)
       })
+    ))
+
+  it.effect("with a spool, ships acknowledged events once; a shipment in doubt is settled from the rows there", () =>
+    withDatabase((url) =>
+      Effect.scoped(Effect.gen(function*() {
+        const directory = mkdtempSync(path.join(tmpdir(), "keymeter-spool-"))
+        const copy = mkdtempSync(path.join(tmpdir(), "keymeter-spool-"))
+        yield* Effect.addFinalizer(() =>
+          Effect.sync(() => [directory, copy].forEach((d) => rmSync(d, { recursive: true, force: true })))
+        )
+        const spooled = (folder: string, target = url) =>
+          ClickhouseVerificationStore.make({ url: target, spool: { directory: folder, intervalMs: 3_600_000 } })
+        const events = Array.from({ length: 30 }, (_, i) => event(T0 + (i % 3) * 40 * 24 * HOUR + i, `k${i % 5}`))
+        yield* Effect.scoped(Effect.gen(function*() {
+          const store = yield* spooled(directory)
+          yield* Effect.forEach([events.slice(0, 10), events.slice(10, 20), events.slice(20)], (part) =>
+            store.append(part), {
+            concurrency: "unbounded"
+          })
+          // Acknowledged, on disk, not yet in ClickHouse (the interval is an hour).
+          expect(total(yield* store.aggregate(query({ end: T0 + 90 * 24 * HOUR })))).toBe(0)
+          for (const name of readdirSync(directory)) {
+            if (name !== "lock") {
+              copyFileSync(path.join(directory, name), path.join(copy, name))
+            }
+          }
+        }))
+        // Closing shipped them: three 40-day apart, in two partitions.
+        const counted = (target: string) =>
+          open(target, (store) =>
+            store.aggregate(query({ end: T0 + 90 * 24 * HOUR, groupByKey: true })))
+        expect(total(yield* counted(url))).toBe(30)
+        // The copy, as a crash after its shipment's INSERT would leave it: nothing sent twice.
+        const segment = readdirSync(copy).find((name) =>
+          name.endsWith(".spool")
+        )!
+        const stateFile = path.join(copy, "state.json")
+        const pending = {
+          ...JSON.parse(readFileSync(stateFile, "utf8")),
+          pending: statSync(path.join(copy, segment)).size
+        }
+        writeFileSync(stateFile, JSON.stringify(pending))
+        const other = ClickhouseTestServer.databaseName()
+        yield* Effect.addFinalizer(() => ClickhouseTestServer.dropDatabase(other))
+        const otherCopy = mkdtempSync(path.join(tmpdir(), "keymeter-spool-"))
+        for (const name of readdirSync(copy)) copyFileSync(path.join(copy, name), path.join(otherCopy, name))
+        yield* Effect.addFinalizer(() => Effect.sync(() => rmSync(otherCopy, { recursive: true, force: true })))
+        yield* Effect.scoped(spooled(copy))
+        expect(total(yield* counted(url))).toBe(30)
+        // And as a crash before it: the rows are not there, so they are sent.
+        const otherUrl = `${ClickhouseTestServer.url}/${other}`
+        yield* Effect.scoped(spooled(otherCopy, otherUrl))
+        expect(total(yield* counted(otherUrl))).toBe(30)
+      }))
     ))
 
   it.effect("settles a claim its writer left pending from the batch's rows: stored, at work, abandoned, in part", () =>

@@ -7,6 +7,7 @@
 import { ClickHouseLogLevel, createClient } from "@clickhouse/client"
 import { StorageError } from "@keymeter/core/Errors"
 import * as Effect from "effect/Effect"
+import { Readable } from "node:stream"
 
 /** Where the server is: an http(s) URL without the database, and the database name. */
 export interface Target {
@@ -28,6 +29,8 @@ export interface Connection {
   readonly command: (text: string) => Effect.Effect<void, StorageError>
   /** Rows into `table` as JSONEachRow: the values travel as data, never as SQL text. */
   readonly insert: (table: string, rows: ReadonlyArray<Record<string, unknown>>) => Effect.Effect<void, StorageError>
+  /** JSONEachRow lines into `table`, as they are. */
+  readonly insertLines: (table: string, lines: Uint8Array) => Effect.Effect<void, StorageError>
   readonly close: Effect.Effect<void>
 }
 
@@ -78,6 +81,15 @@ export const make = (target: Target, database: string | undefined = target.datab
         .pipe(
           Effect.asVoid
         ),
+    insertLines: (table, lines) =>
+      attempt(async () => {
+        const { stream } = await client.exec({
+          query: `INSERT INTO ${table} FORMAT JSONEachRow`,
+          values: Readable.from([lines], { objectMode: false })
+        })
+        // The answer of an INSERT is empty; read to its end, so the connection can be used again.
+        await new Promise<void>((resolve, reject) => stream.on("error", reject).on("end", resolve).resume())
+      }),
     close: Effect.promise(() => client.close())
   }
 }

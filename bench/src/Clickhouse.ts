@@ -5,7 +5,7 @@
  * `packages/storage-clickhouse/scripts/server.sh`).
  */
 import { ClickHouseLogLevel, createClient } from "@clickhouse/client"
-import { spawnSync } from "node:child_process"
+import { execFile, spawnSync } from "node:child_process"
 import { readFileSync, rmSync } from "node:fs"
 import { fileURLToPath } from "node:url"
 
@@ -63,3 +63,57 @@ export const diskMiB = (url: string, database: string) =>
     const [[bytes]] = (await result.json<[string]>()).data
     return Math.round(Number(bytes) / 1024 / 1024)
   })
+
+/**
+ * The native port of the server at `url`: the one this run started listens on its HTTP port + 1
+ * (see server.sh); for a server of yours, `KEYMETER_BENCH_CLICKHOUSE_PORT` (default 9000).
+ */
+const nativePort = (url: string) =>
+  process.env.KEYMETER_BENCH_CLICKHOUSE
+    ? Number(process.env.KEYMETER_BENCH_CLICKHOUSE_PORT ?? 9000)
+    : Number(new URL(url).port) + 1
+
+/**
+ * `texts` (one query's statements, in order) run by `clickhouse-client` over its native protocol,
+ * `runs` times after three unmeasured, each time the sum of the elapsed times it reports (`--time`:
+ * whole ms, so the mean is given beside the median). Output is read and discarded (`Null`).
+ */
+export const clientTimes = async (url: string, database: string, texts: ReadonlyArray<string>, runs: number) => {
+  const warm = 3
+  const script = Array.from({ length: warm + runs }, () => texts.map((t) => t + ";\n").join("")).join("")
+  const stderr = await new Promise<string>((resolve, reject) =>
+    execFile(
+      "clickhouse-client",
+      [
+        "--host",
+        new URL(url).hostname,
+        "--port",
+        String(nativePort(url)),
+        "--database",
+        database,
+        "--time",
+        "--format",
+        "Null",
+        "--multiquery",
+        "--query",
+        script
+      ],
+      { maxBuffer: 64 * 1024 * 1024 },
+      (
+        error,
+        _stdout,
+        stderr
+      ) => (error ? reject(new Error(`clickhouse-client: ${stderr || error.message}`)) : resolve(stderr))
+    )
+  )
+  const elapsed = stderr.split("\n").filter((line) => /^\d+\.\d+$/.test(line.trim())).map((line) => Number(line) * 1000)
+  if (elapsed.length !== (warm + runs) * texts.length) {
+    throw new Error(`clickhouse-client reported ${elapsed.length} times for ${(warm + runs) * texts.length} statements`)
+  }
+  const sums = Array.from({ length: runs }, (_, r) => {
+    let sum = 0
+    for (let i = 0; i < texts.length; i++) sum += elapsed[(warm + r) * texts.length + i]!
+    return sum
+  }).sort((a, b) => a - b)
+  return { median: sums[sums.length >> 1]!, mean: sums.reduce((a, b) => a + b, 0) / runs, runs }
+}

@@ -3,7 +3,9 @@
  * then the reference queries warm. Writes its results as JSON to `--out`. With `--ratelimits`:
  * the rate-limit decision data set appended, then the getRatelimits mix (see `Mix.ratelimits`).
  */
+import type { AggregationQuery } from "@keymeter/core/Aggregation"
 import type { Storage } from "@keymeter/core/Storage"
+import { VerificationStore } from "@keymeter/core/Storage"
 import type { VerificationQueryInput } from "@keymeter/core/VerificationQuery"
 import { ClickhouseVerificationStore } from "@keymeter/storage-clickhouse"
 import { MemoryCatalog, MemoryRatelimitStore, MemoryStorage } from "@keymeter/storage-memory"
@@ -41,6 +43,14 @@ export interface EngineResult {
   /** Peak RSS of a database server the engine runs in (ClickHouse), MiB. */
   readonly serverPeakRssMiB?: number | undefined
   readonly diskMiB?: number | undefined
+  /**
+   * ClickHouse: each reference query's statements as keymeter sent them, run by clickhouse-client
+   * on the same server (ms; issue 32: keymeter's median at most 1.2× the client's).
+   */
+  readonly client?: Record<
+    string,
+    { readonly median: number; readonly mean: number; readonly statements: ReadonlyArray<string> }
+  >
   /** The query mix (`--mix`): each query timed once on first sight, then again; its answers. */
   readonly mix?: MixResult | undefined
 }
@@ -271,6 +281,7 @@ if (values.ratelimits) {
   const clickhouseUrl = values.clickhouse!
   const database = `keymeter_bench_${size}`
   let storage: Layer.Layer<Storage, unknown>
+  let captured: Array<AggregationQuery> | undefined
   if (values.engine === "memory") {
     storage = MemoryStorage.layer
   } else if (values.engine === "clickhouse") {
@@ -279,7 +290,17 @@ if (values.ratelimits) {
     storage = Layer.mergeAll(
       MemoryCatalog.layer,
       MemoryRatelimitStore.layer,
-      ClickhouseVerificationStore.layer({ url: `${clickhouseUrl}/${database}` })
+      // The queries asked of the store while `captured` is set: what clickhouse-client runs too.
+      Layer.map(ClickhouseVerificationStore.layer({ url: `${clickhouseUrl}/${database}` }), (context) => {
+        const store = Context.get(context, VerificationStore)
+        return Context.add(context, VerificationStore, {
+          ...store,
+          aggregate: (query) => {
+            captured?.push(query)
+            return store.aggregate(query)
+          }
+        })
+      })
     )
   } else {
     for (const suffix of ["", "-wal", "-shm", "-lock"]) rmSync(file + suffix, { force: true })
@@ -295,8 +316,20 @@ if (values.ratelimits) {
   // First sight: no query has been asked of this process yet.
   const mixed = await runMix(keymeter.query)
   const { queries, answers } = await timeQueries(keymeter)
+  const client: EngineResult["client"] = {}
+  if (values.engine === "clickhouse") {
+    for (const reference of references) {
+      captured = []
+      await keymeter.query(reference.query)
+      const texts = captured.map(ClickhouseVerificationStore.aggregateText).filter((t) => t !== undefined)
+      captured = undefined
+      const timing = await Clickhouse.clientTimes(clickhouseUrl, database, texts, 21)
+      client[reference.id] = { median: timing.median, mean: timing.mean, statements: texts }
+    }
+  }
   results.push({
     ...(mixed ? { mix: mixed } : {}),
+    ...(values.engine === "clickhouse" ? { client } : {}),
     engine: values.engine!,
     size,
     ingest: { eventsPerSecond, seconds },

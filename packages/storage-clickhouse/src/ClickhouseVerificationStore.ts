@@ -12,6 +12,7 @@
  * over `verifications`, within the scope's workspace, apis and time range, a row past the budget at
  * most.
  */
+import type { AggregationQuery } from "@keymeter/core/Aggregation"
 import { IdempotencyKeyInUse, QueryTooLarge, StorageError } from "@keymeter/core/Errors"
 import type { Dictionary, ScanScope, VerificationColumns } from "@keymeter/core/EventScan"
 import * as GroupCommit from "@keymeter/core/GroupCommit"
@@ -29,6 +30,7 @@ import * as Aggregate from "./internal/Aggregate.js"
 import type * as Connection from "./internal/Connection.js"
 import * as Database from "./internal/Database.js"
 import { integer, sql, string } from "./internal/Literal.js"
+import * as Planner from "./internal/Planner.js"
 import * as Spool from "./internal/Spool.js"
 
 /** How to reach ClickHouse and how to batch. */
@@ -192,6 +194,12 @@ const scopeFilter = (scope: Omit<ScanScope, "maxRows">): string | undefined => {
     `AND hour >= ${integer(Math.floor(from / Time.HOUR))} AND hour <= ${integer(Math.floor((to - 1) / Time.HOUR))} ` +
     `AND time >= ${integer(from)} AND time < ${integer(to)}`
 }
+
+/**
+ * The SELECT `aggregate` runs for a query (over the rollups, `internal/Planner`), or undefined when
+ * it needs none: for running the same query elsewhere (the bench times it in clickhouse-client).
+ */
+export const aggregateText = (query: AggregationQuery): string | undefined => Planner.plan(query, "r_")?.text
 
 /**
  * `key_verifications_v1` (its public columns, in order) for a scope, for a query run in ClickHouse

@@ -1,13 +1,14 @@
 /**
  * `@clickhouse/client` (HTTP interface) as Effects. Every failure becomes a StorageError, which the
  * HTTP layer answers with 503: the server unreachable or timing out, or an exception from
- * ClickHouse. Results are read as JSONCompact (the newest row format 18.16 has) with 64-bit
- * integers as JSON numbers.
+ * ClickHouse. SELECTs go through `Select` (Node's http, without the client's timer turn per
+ * request); the rest through the client.
  */
 import { ClickHouseLogLevel, createClient } from "@clickhouse/client"
 import { StorageError } from "@keymeter/core/Errors"
 import * as Effect from "effect/Effect"
 import { Readable } from "node:stream"
+import * as Select from "./Select.js"
 
 /** Where the server is: an http(s) URL without the database, and the database name. */
 export interface Target {
@@ -61,20 +62,19 @@ export const make = (target: Target, database: string | undefined = target.datab
     // The views of one INSERT write their rollups in parallel rather than one after another.
     clickhouse_settings: { output_format_json_quote_64bit_integers: 0, parallel_view_processing: 1 }
   })
+  const select = Select.make({
+    url: target.url,
+    database,
+    username: target.username ?? "default",
+    password: target.password ?? "",
+    requestTimeoutMs: target.requestTimeoutMs ?? 30_000
+  })
   const attempt = <A>(run: () => Promise<A>) =>
     Effect.tryPromise({ try: run, catch: (cause) => failure(target, cause) }).pipe(
       Effect.tapError((error) => Effect.logWarning(error.message))
     )
   return {
-    query: (text, settings) =>
-      attempt(async () => {
-        const result = await client.query({
-          query: text,
-          format: "JSONCompact",
-          ...(settings === undefined ? {} : { clickhouse_settings: settings as Record<string, string> })
-        })
-        return (await result.json<Array<unknown>>()).data
-      }),
+    query: (text, settings) => attempt(() => select.query(text, settings)),
     command: (text) => attempt(() => client.command({ query: text })).pipe(Effect.asVoid),
     insert: (table, rows) =>
       attempt(() => client.insert({ table, values: rows as Array<Record<string, unknown>>, format: "JSONEachRow" }))
@@ -90,6 +90,6 @@ export const make = (target: Target, database: string | undefined = target.datab
         // The answer of an INSERT is empty; read to its end, so the connection can be used again.
         await new Promise<void>((resolve, reject) => stream.on("error", reject).on("end", resolve).resume())
       }),
-    close: Effect.promise(() => client.close())
+    close: Effect.promise(() => client.close()).pipe(Effect.zipRight(Effect.sync(select.close)))
   }
 }

@@ -19,7 +19,14 @@ export const make = (db: Connection, family: Family) =>
   Effect.gen(function*() {
     const plan = Planner.plan(query, family)
     if (plan === undefined) return { size: 0, counts: new Float64Array(0) }
-    const rows = yield* db.query(plan.text)
+    let rows = yield* db.query(plan.text)
+    let groups: number | undefined
+    if (plan.top) {
+      const [answer] = rows as [[number, number, Array<Array<unknown>>]]
+      groups = Number(answer[0])
+      if (groups > query.maxRows) return yield* tooLarge(query, query.maxRows)
+      rows = answer[2]
+    }
     if (rows.length > query.maxRows) return yield* tooLarge(query, query.maxRows)
     const offset = plan.bucketed ? 1 : 0
     const keyAt = plan.dimensions.includes("key") ? offset : -1
@@ -38,6 +45,7 @@ export const make = (db: Connection, family: Family) =>
       for (let o = 0; o < OUTCOMES; o++) counts[i * OUTCOMES + o] = r[width + o] as number
     })
     return {
+      ...(groups !== undefined ? { groups } : {}),
       size: kept.length,
       counts,
       time: plan.bucketed ? Float64Array.from(kept, (r) => plan.bucketTime(r[0] as number)) : undefined,

@@ -8,6 +8,8 @@
 import type { AggregationQuery } from "@keymeter/core/Aggregation"
 import { COUNTER_COLUMNS } from "@keymeter/core/Aggregation"
 import * as Time from "@keymeter/core/Time"
+import { Outcomes } from "@keymeter/core/Verification"
+import { isZeroFilled } from "@keymeter/core/VerificationQuery"
 import type { Family, Shape } from "../Migrations.js"
 import { encode, integer, string } from "./Literal.js"
 
@@ -25,6 +27,12 @@ export interface Plan {
   readonly bucketed: boolean
   /** A bucket value as the start of its time slice, unix ms. */
   readonly bucketTime: (bucket: number) => number
+  /**
+   * Set when the SELECT answers `orderBy` + `limit` itself: one row, `[groups, threshold, rows]`,
+   * `rows` those whose ordered value reaches the `limit`-th best (ties included), `groups` how many
+   * the complete answer holds (see `AggregationResult.groups`).
+   */
+  readonly top: boolean
 }
 
 interface Part {
@@ -113,9 +121,28 @@ export const plan = (query: AggregationQuery, family: Family): Plan | undefined 
     }`
   })
   const keys = [...(query.timeUnit !== undefined ? ["b"] : []), ...columns]
-  const text = `SELECT ${[...keys, SUMS].join(", ")} FROM (${selects.join(" UNION ALL ")})` +
+  const grouped = `SELECT ${[...keys, SUMS].join(", ")} FROM (${selects.join(" UNION ALL ")})` +
     (keys.length > 0 ? ` GROUP BY ${keys.join(", ")} LIMIT ${integer(query.maxRows + 1)}` : "")
+  // A few rows of many, by a counter: chosen in ClickHouse, so that only they travel. Not for a
+  // zero-filled series (rows absent here count), nor per tag (a tag's counts sum tag sets).
+  const top = query.orderBy !== undefined && query.orderBy !== "time" && query.limit !== undefined &&
+    keys.length > 0 && query.groupByTag !== "tag" && !isZeroFilled(query)
+  let text = grouped
+  if (top) {
+    const value = query.orderBy === "total"
+      ? COUNTER_COLUMNS.join(" + ")
+      : COUNTER_COLUMNS[Outcomes.indexOf(query.orderBy as typeof Outcomes[number])]!
+    const limit = integer(Math.max(1, query.limit!))
+    const desc = query.order === "desc"
+    const row = [...keys.flatMap((k) => k.split(", ")), ...COUNTER_COLUMNS, "v"]
+    text = `SELECT count() AS g, if(g <= ${limit}, ${desc ? "toUInt64(0)" : "toUInt64(-1)"}, ` +
+      `${desc ? "arrayReverseSort" : "arraySort"}(groupArray(v))[${limit}]) AS t, ` +
+      `arrayFilter(r -> tupleElement(r, ${row.length}) ${desc ? ">=" : "<="} t, groupArray(tuple(${
+        row.join(", ")
+      }))) AS top FROM (SELECT *, ${value} AS v FROM (${grouped}))`
+  }
   return {
+    top,
     text,
     dimensions,
     bucketed: query.timeUnit !== undefined,

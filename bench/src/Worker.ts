@@ -323,7 +323,7 @@ if (values.ratelimits) {
       await keymeter.query(reference.query)
       const texts = captured.map(ClickhouseVerificationStore.aggregateText).filter((t) => t !== undefined)
       captured = undefined
-      const timing = await Clickhouse.clientTimes(clickhouseUrl, database, texts, 21)
+      const timing = await Clickhouse.clientTimes(clickhouseUrl, database, texts, 51)
       client[reference.id] = { median: timing.median, mean: timing.mean, statements: texts }
     }
   }

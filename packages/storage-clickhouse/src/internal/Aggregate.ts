@@ -53,6 +53,7 @@ export const make = (db: Connection, family: Family) =>
       identity: identityAt >= 0
         ? kept.map((r): Identity => ({ id: r[identityAt] as string, externalId: r[identityAt + 1] as string }))
         : undefined,
-      tags: tagsAt >= 0 ? kept.map((r) => r[tagsAt] as Array<string>) : undefined
+      tag: tagsAt >= 0 && plan.perTag ? kept.map((r) => r[tagsAt] as string) : undefined,
+      tags: tagsAt >= 0 && !plan.perTag ? kept.map((r) => r[tagsAt] as Array<string>) : undefined
     }
   })

@@ -33,6 +33,8 @@ export interface Plan {
    * the complete answer holds (see `AggregationResult.groups`).
    */
   readonly top: boolean
+  /** Whether the tags column holds one tag per row (`groupByTag: "tag"`) rather than a tag set. */
+  readonly perTag: boolean
 }
 
 interface Part {
@@ -120,13 +122,18 @@ export const plan = (query: AggregationQuery, family: Family): Plan | undefined 
       where.join(" AND ")
     }`
   })
-  const keys = [...(query.timeUnit !== undefined ? ["b"] : []), ...columns]
-  const grouped = `SELECT ${[...keys, SUMS].join(", ")} FROM (${selects.join(" UNION ALL ")})` +
+  // Per tag, each tag set's counts go to each of its tags (sets hold each tag once).
+  const perTag = query.groupByTag === "tag"
+  const keys = [...(query.timeUnit !== undefined ? ["b"] : []), ...columns].map((k) =>
+    perTag && k === "tags" ? "tag" : k
+  )
+  const selected = keys.map((k) => (k === "tag" ? "arrayJoin(tags) AS tag" : k))
+  const grouped = `SELECT ${[...selected, SUMS].join(", ")} FROM (${selects.join(" UNION ALL ")})` +
     (keys.length > 0 ? ` GROUP BY ${keys.join(", ")} LIMIT ${integer(query.maxRows + 1)}` : "")
   // A few rows of many, by a counter: chosen in ClickHouse, so that only they travel. Not for a
-  // zero-filled series (rows absent here count), nor per tag (a tag's counts sum tag sets).
+  // zero-filled series: rows absent here count there.
   const top = query.orderBy !== undefined && query.orderBy !== "time" && query.limit !== undefined &&
-    keys.length > 0 && query.groupByTag !== "tag" && !isZeroFilled(query)
+    keys.length > 0 && !isZeroFilled(query)
   let text = grouped
   if (top) {
     const value = query.orderBy === "total"
@@ -143,6 +150,7 @@ export const plan = (query: AggregationQuery, family: Family): Plan | undefined 
   }
   return {
     top,
+    perTag,
     text,
     dimensions,
     bucketed: query.timeUnit !== undefined,

@@ -88,7 +88,9 @@ export const parseRatelimit = (spec: string, fallback = "closed"): RatelimitSpec
 export const parseAnalytics = (spec: string, spool?: string | undefined): AnalyticsSpec | InvalidStorageSpec => {
   const value = spec.trim()
   if (spool !== undefined && spool.trim() === "") {
-    return new InvalidStorageSpec({ message: "KEYMETER_ANALYTICS_SPOOL must name a folder" })
+    return new InvalidStorageSpec({
+      message: "The analytics spool (KEYMETER_ANALYTICS_SPOOL, analyticsSpool) must name a folder"
+    })
   }
   if (value.startsWith("clickhouse:")) {
     return { _tag: "clickhouse", url: value.slice("clickhouse:".length), spool: spool?.trim() }

@@ -246,6 +246,11 @@ describe("createKeymeter", () => {
       expect(record.code).toBe("NOT_FOUND")
       expect((await rejection(createKeymeter({ storage: "redis://x" }))).code).toBe("BAD_REQUEST")
       expect((await rejection(createKeymeter({ analytics: "clickhouse:ftp://x/db" }))).message).toMatch(/must be http/)
+      expect((await rejection(createKeymeter({ analyticsSpool: "./spool" }))).message).toBe(
+        "analyticsSpool goes with analytics"
+      )
+      expect((await rejection(createKeymeter({ analytics: "clickhouse:http://x/db", analyticsSpool: " " }))).message)
+        .toBe("The analytics spool (KEYMETER_ANALYTICS_SPOOL, analyticsSpool) must name a folder")
     } finally {
       await keymeter.close()
     }

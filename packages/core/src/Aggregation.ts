@@ -419,7 +419,9 @@ export const finalize = (
     return Either.right([datapointMaker({ size: 1, counts: total })({ size: 1, counts: total }, 0)])
   }
   let rows = result
-  if (isZeroFilled(query)) {
+  // A zero-filled series is its buckets in time order: already in the default ordering.
+  const inOrder = isZeroFilled(query)
+  if (inOrder) {
     const filled = zeroFill(query, result, cap)
     if (Either.isLeft(filled)) return Either.left(filled.left)
     rows = filled.right
@@ -436,7 +438,7 @@ export const finalize = (
     const compare = (a: number, b: number) => direction * (values[a]! - values[b]!) || compareDefault(rows, a, b)
     order = selectTop(rows.size, limit, compare)
   } else {
-    order = ordered(rows, values, direction, limit)
+    order = ordered(rows, values, direction, limit, inOrder)
   }
   const make = datapointMaker(rows)
   const out = new Array<Datapoint>(order.length)
@@ -444,14 +446,21 @@ export const finalize = (
   return Either.right(out)
 }
 
-/** The first `limit` rows, every row put in the default ordering first. */
+/** The first `limit` rows, every row put in the default ordering first (unless `inOrder`: they are). */
 const ordered = (
   rows: AggregationResult,
   values: ArrayLike<number> | undefined,
   direction: 1 | -1,
-  limit: number
+  limit: number,
+  inOrder: boolean
 ): ArrayLike<number> => {
-  const sorted = defaultOrder(rows)
+  let sorted: Uint32Array
+  if (inOrder) {
+    sorted = new Uint32Array(rows.size)
+    for (let i = 0; i < sorted.length; i++) sorted[i] = i
+  } else {
+    sorted = defaultOrder(rows)
+  }
   let order: ArrayLike<number>
   if (values === undefined) {
     order = direction === 1 ? sorted.subarray(0, limit) : sorted.reverse().subarray(0, limit)

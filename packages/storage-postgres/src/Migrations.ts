@@ -13,7 +13,7 @@ export class SchemaError extends Data.TaggedError("SchemaError")<{ readonly mess
 /**
  * The channel every catalog change is announced on; the payload is the writer's
  * `application_name` (each server sets its own, so it can tell its own changes), a space, and the
- * table changed.
+ * table changed; nothing after the space is a server checking at start that it hears the channel.
  */
 export const CHANNEL = "keymeter_catalog"
 

@@ -12,10 +12,13 @@ import * as CatalogPart from "@keymeter/core/CatalogPart"
 import { Catalog } from "@keymeter/core/Storage"
 import { SqlCatalog } from "@keymeter/storage-sql"
 import type * as ConfigError from "effect/ConfigError"
+import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as Schedule from "effect/Schedule"
 import * as Stream from "effect/Stream"
@@ -67,13 +70,17 @@ export const layer = (
       const revisions = new CatalogPart.Revisions()
       let overridesRevision = 0
       let notified = false
+      const hearing = yield* Deferred.make<void>()
       const listen = pg.listen(Migrations.CHANNEL).pipe(
         Stream.runForEach((payload) =>
           Effect.sync(() => {
             notified = true
+            Deferred.unsafeDone(hearing, Exit.void)
             const space = payload.lastIndexOf(" ")
             if (payload.slice(0, space) === self) return
             const table = payload.slice(space + 1)
+            // A server saying it listens (see below) changed nothing.
+            if (table === "") return
             // A table this version does not know (a newer server's): every part may have moved.
             revisions.move(SqlCatalog.PARTS_OF_TABLE[table] ?? CatalogPart.ALL)
             if (table === "overrides" || table === "namespaces") overridesRevision++
@@ -84,6 +91,19 @@ export const layer = (
         Effect.forever
       )
       let listener = yield* Effect.forkScoped(listen)
+      // The LISTEN is sent by that fiber: until it is registered, other servers' changes would go
+      // unheard (seen only by the poll). So the layer is ready once this server hears itself say
+      // so (an empty table: no part moves anywhere); past 5 s, it starts anyway and the poll covers.
+      yield* pg.notify(Migrations.CHANNEL, `${self} `).pipe(
+        Effect.zipRight(Deferred.await(hearing).pipe(Effect.timeoutOption(Duration.millis(100)))),
+        Effect.orElseSucceed(Option.none),
+        Effect.repeat({ until: Option.isSome, times: 50 }),
+        Effect.flatMap((heard) =>
+          Option.isSome(heard)
+            ? Effect.void
+            : Effect.logWarning("PostgreSQL: no notification heard at start; the poll follows other servers")
+        )
+      )
       const version = Effect.map(
         sql<{ n: number | string }>`SELECT n FROM catalog_version WHERE id = 0`,
         (rows) => Number(rows[0]!.n)

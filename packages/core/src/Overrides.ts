@@ -150,18 +150,10 @@ export class Overrides extends Effect.Service<Overrides>()("@keymeter/core/Overr
           return found.value
         }
         const name = namespaceName!
-        const found = yield* Decision.read(() => namespaces.named(principal.workspaceId, name))
+        const found = yield* Decision.read(() => namespaces.namedOrWithId(principal.workspaceId, name))
         if (Option.isSome(found)) {
           yield* auth.authorize(principal, required(found.value.id))
           return found.value
-        }
-        // No namespace has this name, but it may be one's id (Unkey v2 names a namespace by either).
-        if (name.startsWith(`${Ids.Prefix.namespace}_`)) {
-          const byId = yield* Decision.read(() => namespaces.withId(principal.workspaceId, name))
-          if (Option.isSome(byId)) {
-            yield* auth.authorize(principal, required(byId.value.id))
-            return byId.value
-          }
         }
         if (!create) {
           // Same answer as for a namespace the key may not see, so names do not leak.

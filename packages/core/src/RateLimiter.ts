@@ -210,12 +210,13 @@ export class RateLimiter extends Effect.Service<RateLimiter>()("@keymeter/core/R
       name: string,
       mayCreate: () => Exit.Exit<void, E>
     ): Option.Some<Namespace> | Missing<StorageError> | Exit.Exit<never, E> => {
-      const found = namespaces.named(workspaceId, name)
-      if (found instanceof Missing || Option.isSome(found)) return found
-      // No namespace has this name, but it may be one's id (Unkey v2 names a namespace by either).
-      if (name.startsWith(NAMESPACE_ID_PREFIX)) {
-        const byId = namespaceWithId(workspaceId, name)
-        if (byId instanceof Missing || (Option.isSome(byId) && !isPattern(byId.value.name))) return byId
+      const found = namespaces.namedOrWithId(workspaceId, name)
+      // Named by its id, a pattern is no namespace to limit in: `name` is then a new one's name.
+      if (
+        found instanceof Missing ||
+        (Option.isSome(found) && (found.value.name === name || !isPattern(found.value.name)))
+      ) {
+        return found
       }
       return Decision.failed(mayCreate()) ??
         new Creation(
@@ -603,9 +604,6 @@ export class RateLimiter extends Effect.Service<RateLimiter>()("@keymeter/core/R
     return { limit, multiLimit, decideTakeAll } as const
   })
 }) {}
-
-/** What every namespace id begins with: a name that does is looked up as an id when no namespace bears it. */
-const NAMESPACE_ID_PREFIX = `${Ids.Prefix.namespace}_`
 
 const allowed = (): Exit.Exit<void> => Exit.void
 const NOTHING_TAKEN = Exit.succeed<Taken>({ allowed: true, results: [], refund: Exit.succeed([]) })

@@ -327,6 +327,31 @@ describe("RateLimiter", () => {
       expect(patterned.message).toMatch(/^namespaceId: names the pattern "api\*"/)
     }).pipe(Effect.provide(Test)))
 
+  it.effect("a namespace name that no namespace bears but is one's id names that one, unless a pattern", () =>
+    Effect.gen(function*() {
+      const { limit, overrides } = yield* setup
+      const catalog = yield* Catalog
+      const limiter = yield* RateLimiter
+      yield* limit({}) // creates "api"
+      const api = yield* catalog.findNamespaceByName(WS, "api")
+      if (api._tag === "None") return expect.unreachable()
+      // The same window as by name: the second request of three.
+      expect(yield* limit({ namespace: api.value.id })).toMatchObject({ success: true, remaining: 1 })
+      // An override set through the id as a name is the namespace's own.
+      yield* overrides.set(admin, { namespaceName: api.value.id, identifier: "user_9", limit: 7, duration: 1000 })
+      expect(yield* limit({ identifier: "user_9" })).toMatchObject({ limit: 7, remaining: 6 })
+      expect((yield* catalog.findNamespaceByName(WS, api.value.id))._tag).toBe("None")
+      // A pattern's id is no namespace to limit in: a name like it is a new namespace's.
+      yield* overrides.set(admin, { namespaceName: "api*", identifier: "user_1", limit: 5, duration: 1000 })
+      const pattern = yield* catalog.findNamespaceByName(WS, "api*")
+      if (pattern._tag === "None") return expect.unreachable()
+      expect(yield* limiter.limit(admin, { namespace: pattern.value.id, identifier: "u", limit: 2, duration: 1000 }))
+        .toMatchObject({ success: true, remaining: 1 })
+      const created = yield* catalog.findNamespaceByName(WS, pattern.value.id)
+      if (created._tag === "None") return expect.unreachable()
+      expect(created.value.id).not.toBe(pattern.value.id)
+    }).pipe(Effect.provide(Test)))
+
   it.effect("an effect of limit decides when it runs, each time it runs", () =>
     Effect.gen(function*() {
       yield* setup

@@ -262,7 +262,8 @@ export const targets = (run: Run): Array<string> => {
             stats.geomean.toFixed(3)
           }× (target none over 0.5×, geomean <= 0.05×)`
       )
-      if (size === 10_000_000) {
+      // Issue 15's p99 is set at 10M; issue 32 holds 100M to the same.
+      if (size === 10_000_000 || size >= 100_000_000) {
         const p99 = quantile(stats.first, 0.99)
         check(p99 <= 15, `${engine.engine} ${what} ${at}: first-sight p99 ${ms(p99)} ms (target <= 15 ms)`)
       }
@@ -308,15 +309,21 @@ export const targets = (run: Run): Array<string> => {
       }
       if (engine.ingest === undefined) continue
       const rate = engine.ingest.eventsPerSecond
-      const wanted = engine.engine === "memory" ? 1_000_000 : 120_000
+      // Issue 15's floors; at 100M, issue 32 asks 150k of SQLite.
+      const wanted = engine.engine === "memory" ? 1_000_000 : size >= 100_000_000 ? 150_000 : 120_000
       check(
         rate >= wanted,
         `${engine.engine} ingest ${at}: ${Math.round(rate).toLocaleString("en")} events/s (target >= ${
           wanted.toLocaleString("en")
         })`
       )
+      // Issue 15's bound is set at 50M; issue 32's at 100M is 4 GiB.
       if (engine.engine === "memory" && size >= 50_000_000) {
-        check(engine.peakRssMiB < 2048, `memory peak RSS ${at}: ${engine.peakRssMiB} MiB (target < 2048)`)
+        const bound = size >= 100_000_000 ? 4096 : 2048
+        check(
+          engine.peakRssMiB <= bound,
+          `memory peak RSS ${at}: ${engine.peakRssMiB} MiB (target <= ${bound})`
+        )
       }
     }
   }

@@ -332,18 +332,19 @@ run.machine["load at end"] = loadavg().map((l) => l.toFixed(2)).join(" ")
 log("\n" + Report.render(run, "text"))
 const results = here("../results/")
 mkdirSync(results, { recursive: true })
+/** Writes the run as bench/results/<what>-<sizes>.{json,md}. */
+const writeNamed = (what: string) => {
+  const name = `${what}-${values.size!.replaceAll(",", "-").toLowerCase()}`
+  writeFileSync(`${results}${name}.json`, JSON.stringify(run, null, 2))
+  writeFileSync(`${results}${name}.md`, Report.render(run, "markdown") + "\n")
+  log(`\nwritten: bench/results/${name}.json, bench/results/${name}.md`)
+}
 if (values.ratelimits) {
   // Beside the full runs' latest.md, which it leaves alone.
-  const name = `ratelimits-${values.size!.replaceAll(",", "-").toLowerCase()}`
-  writeFileSync(`${results}${name}.json`, JSON.stringify(run, null, 2))
-  writeFileSync(`${results}${name}.md`, Report.render(run, "markdown") + "\n")
-  log(`\nwritten: bench/results/${name}.json, bench/results/${name}.md`)
+  writeNamed("ratelimits")
 } else if (sizes.some((size) => size >= 100_000_000)) {
   // A run at 100M (issue 32) is kept beside the full runs' latest.md, which it leaves alone.
-  const name = `events-${values.size!.replaceAll(",", "-").toLowerCase()}`
-  writeFileSync(`${results}${name}.json`, JSON.stringify(run, null, 2))
-  writeFileSync(`${results}${name}.md`, Report.render(run, "markdown") + "\n")
-  log(`\nwritten: bench/results/${name}.json, bench/results/${name}.md`)
+  writeNamed("events")
 } else {
   const stamp = run.startedAt.replaceAll(":", "-").slice(0, 19)
   writeFileSync(`${results}${stamp}.json`, JSON.stringify(run, null, 2))

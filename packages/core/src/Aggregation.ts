@@ -283,29 +283,45 @@ const compareTagSets = (a: ReadonlyArray<string>, b: ReadonlyArray<string>): num
 /**
  * The rows in the default ordering — time, keyId, identity id (then external id), tag, tag set
  * joined with `,` — as stable counting sorts by each column's ranks, the last column first: linear
- * in the rows, where a comparison sort of strings costs seconds on large answers.
+ * in the rows, where a comparison sort of strings costs seconds on large answers. The loops live
+ * in functions of their own: after a loop here V8's on-stack replacement left code it had never
+ * run, which gave up and ran the rest of every large call interpreted.
  */
 const defaultOrder = (rows: AggregationResult): Uint32Array => {
   const size = rows.size
-  let order = new Uint32Array(size)
+  const sort = { order: positions(size), scratch: new Uint32Array(size) }
+  if (rows.tags) sortByRanks(sort, size, rankColumn(rows.tags, size, compareTagSets))
+  if (rows.tag) sortByRanks(sort, size, rankColumn(rows.tag, size, compareStrings))
+  if (rows.identity) sortByRanks(sort, size, rankColumn(rows.identity, size, compareIdentities))
+  if (rows.keyId) sortByRanks(sort, size, rankColumn(rows.keyId, size, compareStrings))
+  if (rows.time) sortByRanks(sort, size, rankColumn(rows.time, size, compareNumbers))
+  return sort.order
+}
+
+/** `[0, 1, …, size - 1]`. */
+const positions = (size: number): Uint32Array => {
+  const order = new Uint32Array(size)
   for (let i = 0; i < size; i++) order[i] = i
-  let scratch = new Uint32Array(size)
-  const by = ({ count, ranks }: { readonly ranks: Uint32Array; readonly count: number }) => {
-    const starts = new Uint32Array(count + 1)
-    for (let i = 0; i < size; i++) starts[ranks[order[i]!]! + 1]!++
-    for (let r = 1; r <= count; r++) starts[r]! += starts[r - 1]!
-    for (let i = 0; i < size; i++) {
-      const row = order[i]!
-      scratch[starts[ranks[row]!]!++] = row
-    }
-    ;[order, scratch] = [scratch, order]
-  }
-  if (rows.tags) by(rankColumn(rows.tags, size, compareTagSets))
-  if (rows.tag) by(rankColumn(rows.tag, size, compareStrings))
-  if (rows.identity) by(rankColumn(rows.identity, size, compareIdentities))
-  if (rows.keyId) by(rankColumn(rows.keyId, size, compareStrings))
-  if (rows.time) by(rankColumn(rows.time, size, compareNumbers))
   return order
+}
+
+/** One stable counting sort of `sort.order` by `ranks` (through `sort.scratch`, then swapped). */
+const sortByRanks = (
+  sort: { order: Uint32Array; scratch: Uint32Array },
+  size: number,
+  { count, ranks }: { readonly ranks: Uint32Array; readonly count: number }
+): void => {
+  const order = sort.order
+  const scratch = sort.scratch
+  const starts = new Uint32Array(count + 1)
+  for (let i = 0; i < size; i++) starts[ranks[order[i]!]! + 1]!++
+  for (let r = 1; r <= count; r++) starts[r]! += starts[r - 1]!
+  for (let i = 0; i < size; i++) {
+    const row = order[i]!
+    scratch[starts[ranks[row]!]!++] = row
+  }
+  sort.order = scratch
+  sort.scratch = order
 }
 
 /**
@@ -384,15 +400,19 @@ const datapointMaker = (rows: AggregationResult) => {
   const id = columns.join(",")
   let make = datapointMakers.get(id)
   if (make === undefined) {
-    const counters = Outcomes.map((name, o) => `${name}: c[b + ${o}]`)
+    // Counters below 2^31 are written as small integers (`| 0`): read from a Float64Array as they
+    // are, V8 boxed each in a heap number of its own, twelve allocations a datapoint where one will do.
+    const int = (v: string) => `(${v} < 2147483648 ? ${v} | 0 : ${v})`
     make = new Function(
       "rows",
       "row",
       `"use strict";
       const c = rows.counts, b = row * ${OUTCOMES};
-      return { ${columns.map((c) => `${c}: rows.${c}[row], `).join("")}total: ${
-        Outcomes.map((_, o) => `c[b + ${o}]`).join(" + ")
-      }, ${counters.join(", ")} };`
+      ${Outcomes.map((_, o) => `const c${o} = c[b + ${o}];`).join(" ")}
+      const total = ${Outcomes.map((_, o) => `c${o}`).join(" + ")};
+      return { ${columns.map((c) => `${c}: rows.${c}[row], `).join("")}total: ${int("total")}, ${
+        Outcomes.map((name, o) => `${name}: ${int(`c${o}`)}`).join(", ")
+      } };`
     ) as (rows: AggregationResult, row: number) => Datapoint
     datapointMakers.set(id, make)
   }

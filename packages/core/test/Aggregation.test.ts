@@ -116,6 +116,19 @@ describe("Aggregation.finalize", () => {
     expect(point).not.toHaveProperty("time")
   })
 
+  it("keeps counts of 2^31 and more exact (small ones are written as integers)", () => {
+    const q = query({ groupByKey: true })
+    const big = 2 ** 31 + 5
+    const out = run(
+      q,
+      rows(q, [{ keyId: "a", valid: 7, notFound: 2 }, { keyId: "b", valid: big, notFound: 2 ** 31 - 1 }])
+    )
+    expect(out.map((p) => [p.keyId, p.valid, p.notFound, p.total])).toEqual([
+      ["a", 7, 2, 9],
+      ["b", big, 2 ** 31 - 1, big + 2 ** 31 - 1]
+    ])
+  })
+
   it("zero-fills every bucket from the start to the end", () => {
     const q = query({ timeUnit: "hour", start: at("2025-01-01T09:00:00Z"), end: at("2025-01-01T12:00:00Z") })
     const out = run(q, rows(q, [{ time: at("2025-01-01T10:00:00Z"), valid: 2 }]))

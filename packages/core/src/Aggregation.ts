@@ -241,17 +241,35 @@ const zeroFill = (
 
 /**
  * Ranks of a column's values: `ranks[row]` orders rows as `compare` orders their values (equal
- * values, equal ranks). Values are ranked once each, however many rows hold them: rows of one
- * answer repeat a few thousand distinct keys, identities or tag sets.
+ * values, equal ranks), or their keys (`keyOf`, made once per value) when given. Values are ranked
+ * once each, however many rows hold them: rows of one answer repeat a few thousand distinct keys,
+ * identities or tag sets.
  */
-const rankColumn = <A>(
+const rankColumn = <A, K = A>(
   values: ArrayLike<A>,
   size: number,
-  compare: (a: A, b: A) => number
+  compare: (a: K, b: K) => number,
+  keyOf?: (value: A) => K
 ): { readonly ranks: Uint32Array; readonly count: number } => {
+  const ranks = new Uint32Array(size)
+  const distinct = firstSeen(values, size, ranks)
+  const keys = keyOf === undefined ? distinct as unknown as Array<K> : distinct.map(keyOf)
+  const sorted = keys.map((_, i) => i).sort((a, b) => compare(keys[a]!, keys[b]!))
+  const rankOf = new Uint32Array(keys.length)
+  let rank = 0
+  for (let i = 1; i < sorted.length; i++) {
+    // Distinct objects may hold equal values (two identity objects alike): they share a rank.
+    if (compare(keys[sorted[i - 1]!]!, keys[sorted[i]!]!) !== 0) rank++
+    rankOf[sorted[i]!] = rank
+  }
+  relabel(ranks, size, rankOf)
+  return { ranks, count: keys.length }
+}
+
+/** The distinct values of a column in the order first seen; `codes[row]`, the row's among them. */
+const firstSeen = <A>(values: ArrayLike<A>, size: number, codes: Uint32Array): Array<A> => {
   const index = new Map<A, number>()
   const distinct: Array<A> = []
-  const ranks = new Uint32Array(size)
   for (let row = 0; row < size; row++) {
     const value = values[row]!
     let at = index.get(value)
@@ -260,25 +278,23 @@ const rankColumn = <A>(
       index.set(value, at)
       distinct.push(value)
     }
-    ranks[row] = at
+    codes[row] = at
   }
-  const sorted = distinct.map((_, i) => i).sort((a, b) => compare(distinct[a]!, distinct[b]!))
-  const rankOf = new Uint32Array(distinct.length)
-  let rank = 0
-  for (let i = 0; i < sorted.length; i++) {
-    // Distinct objects may hold equal values (two identity objects alike): they share a rank.
-    if (i > 0 && compare(distinct[sorted[i - 1]!]!, distinct[sorted[i]!]!) !== 0) rank++
-    rankOf[sorted[i]!] = rank
-  }
-  for (let row = 0; row < size; row++) ranks[row] = rankOf[ranks[row]!]!
-  return { ranks, count: distinct.length }
+  return distinct
+}
+
+/** `codes[row] = to[codes[row]]` for every row. */
+const relabel = (codes: Uint32Array, size: number, to: Uint32Array): void => {
+  for (let row = 0; row < size; row++) codes[row] = to[codes[row]!]!
 }
 
 const compareNumbers = (a: number, b: number): number => a - b
 const compareIdentities = (a: Identity, b: Identity): number =>
   compareStrings(a.id, b.id) || compareStrings(a.externalId, b.externalId)
 const compareTagSets = (a: ReadonlyArray<string>, b: ReadonlyArray<string>): number =>
-  compareStrings(a.join(","), b.join(","))
+  compareStrings(joinTags(a), joinTags(b))
+/** A tag set as the default ordering compares it. */
+const joinTags = (tags: ReadonlyArray<string>): string => tags.join(",")
 
 /**
  * The rows in the default ordering — time, keyId, identity id (then external id), tag, tag set
@@ -290,7 +306,7 @@ const compareTagSets = (a: ReadonlyArray<string>, b: ReadonlyArray<string>): num
 const defaultOrder = (rows: AggregationResult): Uint32Array => {
   const size = rows.size
   const sort = { order: positions(size), scratch: new Uint32Array(size) }
-  if (rows.tags) sortByRanks(sort, size, rankColumn(rows.tags, size, compareTagSets))
+  if (rows.tags) sortByRanks(sort, size, rankColumn(rows.tags, size, compareStrings, joinTags))
   if (rows.tag) sortByRanks(sort, size, rankColumn(rows.tag, size, compareStrings))
   if (rows.identity) sortByRanks(sort, size, rankColumn(rows.identity, size, compareIdentities))
   if (rows.keyId) sortByRanks(sort, size, rankColumn(rows.keyId, size, compareStrings))

@@ -1,15 +1,18 @@
 /**
- * `aggregate` of both stores: the planner's SELECT over a family of rollups, its rows read into
- * an `AggregationResult`.
+ * `aggregate` of both stores: the planner's SELECT over a family of rollups, its RowBinary answer
+ * read straight into an `AggregationResult` (the planner's columns have fixed types: the bucket a
+ * UInt32, ids Strings, tag sets Array(String), counters UInt64).
  */
 import type { AggregationQuery, AggregationResult } from "@keymeter/core/Aggregation"
-import { OUTCOMES, tooLarge } from "@keymeter/core/Aggregation"
+import { grown, OUTCOMES, tooLarge } from "@keymeter/core/Aggregation"
 import type { QueryTooLarge, StorageError } from "@keymeter/core/Errors"
+import { StorageError as StorageFailure } from "@keymeter/core/Errors"
 import type { Identity } from "@keymeter/core/Verification"
 import * as Effect from "effect/Effect"
 import type { Family } from "../Migrations.js"
 import type { Connection } from "./Connection.js"
 import * as Planner from "./Planner.js"
+import { RowBinaryReader } from "./RowBinary.js"
 
 /** Answers queries from the rollups of `family`. */
 export const make = (db: Connection, family: Family) =>
@@ -19,41 +22,97 @@ export const make = (db: Connection, family: Family) =>
   Effect.gen(function*() {
     const plan = Planner.plan(query, family)
     if (plan === undefined) return { size: 0, counts: new Float64Array(0) }
-    let rows = yield* db.query(plan.text)
-    let groups: number | undefined
-    if (plan.top) {
-      const [answer] = rows as [[number, number, Array<Array<unknown>>]]
-      groups = Number(answer[0])
-      if (groups > query.maxRows) return yield* tooLarge(query, query.maxRows)
-      rows = answer[2]
+    const answer = yield* db.queryRowBinary(plan.text)
+    const result = yield* Effect.try({
+      try: () => read(answer, plan, query.maxRows),
+      catch: (cause) => new StorageFailure({ message: "ClickHouse: an answer keymeter could not read", cause })
+    })
+    return result === undefined ? yield* tooLarge(query, query.maxRows) : result
+  })
+
+/** The rows of an answer to `plan`, or undefined when they are more than `maxRows`. */
+const read = (answer: Buffer, plan: Planner.Plan, maxRows: number): AggregationResult | undefined => {
+  const reader = new RowBinaryReader(answer)
+  const rows = new Columns(plan, answer.length)
+  let groups: number | undefined
+  if (plan.top) {
+    // One row: how many groups the whole answer holds, the limit-th value, the rows reaching it.
+    groups = reader.uint64()
+    reader.uint64()
+    if (groups > maxRows) return undefined
+    for (let n = reader.length(); n > 0; n--) {
+      rows.read(reader)
+      reader.uint64()
     }
-    if (rows.length > query.maxRows) return yield* tooLarge(query, query.maxRows)
-    const offset = plan.bucketed ? 1 : 0
-    const keyAt = plan.dimensions.includes("key") ? offset : -1
-    const identityAt = plan.dimensions.includes("identity") ? offset + (keyAt >= 0 ? 1 : 0) : -1
-    const tagsAt = plan.dimensions.includes("tags")
-      ? offset + (keyAt >= 0 ? 1 : 0) + (identityAt >= 0 ? 2 : 0)
-      : -1
-    const width = offset + (keyAt >= 0 ? 1 : 0) + (identityAt >= 0 ? 2 : 0) + (tagsAt >= 0 ? 1 : 0)
+  } else {
+    let read = 0
+    while (!reader.done) {
+      if (++read > maxRows) return undefined
+      rows.read(reader)
+    }
+  }
+  if (!reader.done) throw new Error("RowBinary: bytes after the last row")
+  return rows.result(groups)
+}
+
+/** Rows read one after another into columns; a row whose counters are all zero is left out. */
+class Columns {
+  size = 0
+  private counts: Float64Array<ArrayBuffer>
+  private readonly time: Array<number> | undefined
+  private readonly keyId: Array<string> | undefined
+  private readonly identity: Array<Identity> | undefined
+  private readonly tag: Array<string> | undefined
+  private readonly tags: Array<ReadonlyArray<string>> | undefined
+
+  /** Counters are sized once for the most rows `bytes` of answer can hold (each id at least a byte). */
+  constructor(private readonly plan: Planner.Plan, bytes: number) {
+    const byTag = plan.dimensions.includes("tags")
+    const smallest = (plan.bucketed ? 4 : 0) + plan.dimensions.length + (plan.dimensions.includes("identity") ? 1 : 0) +
+      OUTCOMES * 8
+    this.counts = new Float64Array(Math.max(1, Math.ceil(bytes / smallest)) * OUTCOMES)
+    this.time = plan.bucketed ? [] : undefined
+    this.keyId = plan.dimensions.includes("key") ? [] : undefined
+    this.identity = plan.dimensions.includes("identity") ? [] : undefined
+    this.tag = byTag && plan.perTag ? [] : undefined
+    this.tags = byTag && !plan.perTag ? [] : undefined
+  }
+
+  read(reader: RowBinaryReader): void {
+    const bucket = this.plan.bucketed ? reader.uint32() : 0
+    const keyId = this.keyId !== undefined ? reader.string() : ""
+    const identityId = this.identity !== undefined ? reader.string() : ""
+    const externalId = this.identity !== undefined ? reader.string() : ""
+    const tag = this.tag !== undefined ? reader.string() : ""
+    const tags = this.tags !== undefined ? reader.strings() : undefined
+    const row = this.size
+    if ((row + 1) * OUTCOMES > this.counts.length) this.counts = grown(this.counts)
+    let any = false
+    for (let o = 0; o < OUTCOMES; o++) {
+      const count = reader.uint64()
+      this.counts[row * OUTCOMES + o] = count
+      if (count !== 0) any = true
+    }
     // An ungrouped sum over nothing is one row of zeros: no event, no row.
-    const kept = rows.filter((r) => {
-      for (let o = 0; o < OUTCOMES; o++) if ((r[width + o] as number) !== 0) return true
-      return false
-    })
-    const counts = new Float64Array(kept.length * OUTCOMES)
-    kept.forEach((r, i) => {
-      for (let o = 0; o < OUTCOMES; o++) counts[i * OUTCOMES + o] = r[width + o] as number
-    })
+    if (!any) return
+    this.size++
+    this.time?.push(this.plan.bucketTime(bucket))
+    this.keyId?.push(keyId)
+    this.identity?.push({ id: identityId, externalId })
+    this.tag?.push(tag)
+    this.tags?.push(tags!)
+  }
+
+  result(groups: number | undefined): AggregationResult {
     return {
       ...(groups !== undefined ? { groups } : {}),
-      size: kept.length,
-      counts,
-      time: plan.bucketed ? Float64Array.from(kept, (r) => plan.bucketTime(r[0] as number)) : undefined,
-      keyId: keyAt >= 0 ? kept.map((r) => r[keyAt] as string) : undefined,
-      identity: identityAt >= 0
-        ? kept.map((r): Identity => ({ id: r[identityAt] as string, externalId: r[identityAt + 1] as string }))
-        : undefined,
-      tag: tagsAt >= 0 && plan.perTag ? kept.map((r) => r[tagsAt] as string) : undefined,
-      tags: tagsAt >= 0 && !plan.perTag ? kept.map((r) => r[tagsAt] as Array<string>) : undefined
+      size: this.size,
+      counts: this.counts.subarray(0, this.size * OUTCOMES),
+      time: this.time && Float64Array.from(this.time),
+      keyId: this.keyId,
+      identity: this.identity,
+      tag: this.tag,
+      tags: this.tags
     }
-  })
+  }
+}

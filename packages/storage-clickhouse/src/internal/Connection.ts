@@ -26,6 +26,8 @@ export interface Connection {
     text: string,
     settings?: Readonly<Record<string, string | number>>
   ) => Effect.Effect<Array<Array<unknown>>, StorageError>
+  /** The RowBinary answer of a SELECT whose columns' types the caller knows (see `RowBinary`). */
+  readonly queryRowBinary: (text: string) => Effect.Effect<Buffer, StorageError>
   /** A statement without a result (DDL). */
   readonly command: (text: string) => Effect.Effect<void, StorageError>
   /** Rows into `table` as JSONEachRow: the values travel as data, never as SQL text. */
@@ -75,6 +77,7 @@ export const make = (target: Target, database: string | undefined = target.datab
     )
   return {
     query: (text, settings) => attempt(() => select.query(text, settings)),
+    queryRowBinary: (text) => attempt(() => select.queryRowBinary(text)),
     command: (text) => attempt(() => client.command({ query: text })).pipe(Effect.asVoid),
     insert: (table, rows) =>
       attempt(() => client.insert({ table, values: rows as Array<Record<string, unknown>>, format: "JSONEachRow" }))

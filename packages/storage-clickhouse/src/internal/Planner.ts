@@ -19,7 +19,10 @@ const COLUMNS: Record<Dimension, string> = { key: "key_id", identity: "identity_
 
 const SUMS = COUNTER_COLUMNS.map((c) => `sum(${c}) AS ${c}`).join(", ")
 
-/** The SQL of a query, and how to read its rows: [bucket?, ...dimension columns, c0 .. c8]. */
+/**
+ * The SQL of a query, and how to read its rows: [bucket (UInt32)?, ...dimension columns (String;
+ * tag sets Array(String)), c0 .. c8 (UInt64)].
+ */
 export interface Plan {
   readonly text: string
   readonly dimensions: ReadonlyArray<Dimension>
@@ -106,9 +109,10 @@ export const plan = (query: AggregationQuery, family: Family): Plan | undefined 
   const selects = parts(query, needed, lo, hi).map((part) => {
     const hourly = part.grain === "hour"
     const day = hourly ? "intDiv(hour, 24)" : "day"
+    // A month's label is a multiIf of literals (UInt16): every bucket is read as a UInt32.
     const bucket = query.timeUnit === undefined
       ? []
-      : [`${query.timeUnit === "hour" ? "hour" : query.timeUnit === "day" ? day : month!(day)} AS b`]
+      : [`${query.timeUnit === "hour" ? "hour" : query.timeUnit === "day" ? day : `toUInt32(${month!(day)})`} AS b`]
     const where = [
       `workspace_id = ${string(query.workspaceId)}`,
       `api_id = ${string(query.apiId)}`,

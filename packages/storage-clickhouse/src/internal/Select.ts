@@ -19,6 +19,8 @@ export interface Options {
   readonly requestTimeoutMs: number
 }
 
+const WHOLE_ANSWER = { wait_end_of_query: 1 } as const
+
 /** Runs SELECTs on `options`' server; `close` ends its idle sockets. */
 export const make = (options: Options) => {
   const url = new URL(options.url)
@@ -29,11 +31,14 @@ export const make = (options: Options) => {
     ...(options.database !== undefined ? { database: options.database } : {}),
     output_format_json_quote_64bit_integers: "0"
   })}`
+  const wholeAnswer = `${base}&wait_end_of_query=1`
 
-  const once = (text: string, settings: Readonly<Record<string, string | number>> | undefined) =>
-    new Promise<Array<Array<unknown>>>((resolve, reject) => {
+  const once = (text: string, settings: Readonly<Record<string, string | number>> | undefined, format: string) =>
+    new Promise<Buffer>((resolve, reject) => {
       const path = settings === undefined
         ? base
+        : settings === WHOLE_ANSWER
+        ? wholeAnswer
         : `${base}&${new URLSearchParams(Object.entries(settings).map(([k, v]): [string, string] => [k, String(v)]))}`
       const request = (secure ? https : http).request({
         protocol: url.protocol,
@@ -48,33 +53,41 @@ export const make = (options: Options) => {
         response.on("data", (chunk: Buffer) => chunks.push(chunk))
         response.on("error", reject)
         response.on("end", () => {
-          const body = Buffer.concat(chunks).toString("utf8")
-          if (response.statusCode !== 200) return reject(parseError(body.trimEnd()))
-          try {
-            resolve((JSON.parse(body) as { data: Array<Array<unknown>> }).data)
-          } catch (cause) {
-            reject(cause)
-          }
+          const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)
+          if (response.statusCode !== 200) return reject(parseError(body.toString("utf8").trimEnd()))
+          resolve(body)
         })
       })
       request.setTimeout(options.requestTimeoutMs, () => request.destroy(new Error("Timeout error.")))
       request.on("error", (error) => reject(Object.assign(error, { reusedSocket: request.reusedSocket })))
-      request.end(`${text}\nFORMAT JSONCompact`)
+      request.end(`${text}\nFORMAT ${format}`)
     })
+
+  /** The answer of `text` in `format`, sent again once on a kept-alive socket the server had closed. */
+  const answer = async (
+    text: string,
+    settings: Readonly<Record<string, string | number>> | undefined,
+    format: string
+  ) => {
+    try {
+      return await once(text, settings, format)
+    } catch (error) {
+      // A kept-alive socket the server closed meanwhile: a SELECT can be sent again.
+      if ((error as { reusedSocket?: unknown }).reusedSocket === true) return await once(text, settings, format)
+      throw error
+    }
+  }
 
   return {
     /** The rows of `text` (a SELECT without FORMAT), as arrays in column order. */
-    query: async (text: string, settings?: Readonly<Record<string, string | number>>) => {
-      try {
-        return await once(text, settings)
-      } catch (error) {
-        // A kept-alive socket the server closed meanwhile: a SELECT can be sent again.
-        if ((error as { reusedSocket?: unknown }).reusedSocket === true) {
-          return await once(text, settings)
-        }
-        throw error
-      }
-    },
+    query: async (text: string, settings?: Readonly<Record<string, string | number>>) =>
+      (JSON.parse((await answer(text, settings, "JSONCompact")).toString("utf8")) as { data: Array<Array<unknown>> })
+        .data,
+    /**
+     * The RowBinary answer of `text`. ClickHouse writes it once the query has run to its end
+     * (`wait_end_of_query`): an error midway is a failed request, never an answer cut short.
+     */
+    queryRowBinary: (text: string) => answer(text, WHOLE_ANSWER, "RowBinary"),
     close: () => agent.destroy()
   }
 }

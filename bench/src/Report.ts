@@ -211,6 +211,17 @@ export const mixStats = (engine: EngineResult, best: ReadonlyArray<number>) => {
   }
 }
 
+/**
+ * The engines with the mix's unseen queries (first sight on a warmed process) as their mix, for
+ * the same tables (no repeat); those that ran none left out.
+ */
+export const unseenOf = (engines: ReadonlyArray<EngineResult>): Array<EngineResult> =>
+  engines.flatMap((e) =>
+    e.mix?.unseen === undefined
+      ? []
+      : [{ ...e, mix: { first: e.mix.unseen.first, repeat: [], answers: e.mix.unseen.answers } }]
+  )
+
 /** The mix as a table (header first): first sight and repeat, and the ratios to DuckDB. */
 export const mixTable = (engines: ReadonlyArray<EngineResult>): Array<Array<string>> | undefined => {
   const best = duckMixBest(engines)
@@ -236,7 +247,7 @@ export const mixTable = (engines: ReadonlyArray<EngineResult>): Array<Array<stri
     rows.push([
       engine.engine,
       [0.5, 0.95, 0.99, 1].map((q) => ms(quantile(stats.first, q))).join(" / "),
-      ms(quantile(stats.repeat, 0.5)),
+      engine.mix!.repeat.length === 0 ? "–" : ms(quantile(stats.repeat, 0.5)),
       `${stats.geomean.toFixed(3)}× / ${stats.worst.toFixed(2)}×`,
       `${stats.overHalf} / ${stats.slower} of ${stats.ratios.length}`,
       String(stats.refused)
@@ -575,6 +586,17 @@ export const render = (run: Run, format: "text" | "markdown"): string => {
         } engines): each query timed once on first sight, then again; × is the ratio to DuckDB's better layout, query by query.`,
         "",
         table(mixed),
+        ""
+      )
+    }
+    const unseen = mixTable(unseenOf(engines))
+    if (unseen !== undefined) {
+      out.push(
+        "The same number of other queries (the next seed's mix), each timed once after the mix ran twice: first sight " +
+          "of a query on a process that has served hundreds (DuckDB's too). For comparison; the targets above are " +
+          "the mix's, in a process that had answered no query.",
+        "",
+        table(unseen),
         ""
       )
     }

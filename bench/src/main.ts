@@ -128,13 +128,18 @@ const compare = (engines: ReadonlyArray<EngineResult>): Array<string> => {
       const got = JSON.stringify(answer)
       if (got !== want) out.push(`${engine.engine} ${id}: got ${got.slice(0, 300)} want ${want.slice(0, 300)}`)
     }
-    // The mix: every answer keymeter gave (not refused as too large) equal to DuckDB's.
-    engine.mix?.answers.forEach((answer, i) => {
-      if (answer === null || engine.engine.startsWith("duckdb")) return
-      const want = JSON.stringify(reference.mix?.answers[i])
-      const got = JSON.stringify(answer)
-      if (got !== want) out.push(`${engine.engine} mix #${i}: got ${got.slice(0, 300)} want ${want.slice(0, 300)}`)
-    })
+    // The mix and its unseen queries: every answer keymeter gave (not refused as too large) equal to DuckDB's.
+    const compare = (what: string, answers: ReadonlyArray<unknown>, wanted: ReadonlyArray<unknown> | undefined) =>
+      answers.forEach((answer, i) => {
+        if (answer === null || engine.engine.startsWith("duckdb")) return
+        const want = JSON.stringify(wanted?.[i])
+        const got = JSON.stringify(answer)
+        if (got !== want) {
+          out.push(`${engine.engine} ${what} #${i}: got ${got.slice(0, 300)} want ${want.slice(0, 300)}`)
+        }
+      })
+    compare("mix", engine.mix?.answers ?? [], reference.mix?.answers)
+    compare("unseen mix", engine.mix?.unseen?.answers ?? [], reference.mix?.unseen?.answers)
   }
   return out
 }
@@ -282,7 +287,9 @@ for (const size of values["http-only"] || values["skip-queries"] || values.ratel
     engines: engines.map(({ answers: _, mix, ...rest }) => ({
       ...rest,
       answers: {},
-      ...(mix ? { mix: { ...mix, answers: [] } } : {})
+      ...(mix
+        ? { mix: { ...mix, answers: [], ...(mix.unseen ? { unseen: { ...mix.unseen, answers: [] } } : {}) } }
+        : {})
     })),
     mismatches
   })

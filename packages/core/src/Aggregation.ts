@@ -490,13 +490,7 @@ const ordered = (
   limit: number,
   inOrder: boolean
 ): ArrayLike<number> => {
-  let sorted: Uint32Array
-  if (inOrder) {
-    sorted = new Uint32Array(rows.size)
-    for (let i = 0; i < sorted.length; i++) sorted[i] = i
-  } else {
-    sorted = defaultOrder(rows)
-  }
+  const sorted = inOrder ? positions(rows.size) : defaultOrder(rows)
   let order: ArrayLike<number>
   if (values === undefined) {
     order = direction === 1 ? sorted.subarray(0, limit) : sorted.reverse().subarray(0, limit)

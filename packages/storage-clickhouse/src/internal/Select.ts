@@ -19,8 +19,6 @@ export interface Options {
   readonly requestTimeoutMs: number
 }
 
-const WHOLE_ANSWER = { wait_end_of_query: 1 } as const
-
 /** Runs SELECTs on `options`' server; `close` ends its idle sockets. */
 export const make = (options: Options) => {
   const url = new URL(options.url)
@@ -31,15 +29,16 @@ export const make = (options: Options) => {
     ...(options.database !== undefined ? { database: options.database } : {}),
     output_format_json_quote_64bit_integers: "0"
   })}`
+  // ClickHouse writes the answer once the query has run to its end: an error midway is a failed
+  // request (without it: 200, the rows so far, then the error's text).
   const wholeAnswer = `${base}&wait_end_of_query=1`
+  const pathOf = (settings: Readonly<Record<string, string | number>> | undefined) =>
+    settings === undefined
+      ? base
+      : `${base}&${new URLSearchParams(Object.entries(settings).map(([k, v]): [string, string] => [k, String(v)]))}`
 
-  const once = (text: string, settings: Readonly<Record<string, string | number>> | undefined, format: string) =>
+  const once = (text: string, path: string, format: string) =>
     new Promise<Buffer>((resolve, reject) => {
-      const path = settings === undefined
-        ? base
-        : settings === WHOLE_ANSWER
-        ? wholeAnswer
-        : `${base}&${new URLSearchParams(Object.entries(settings).map(([k, v]): [string, string] => [k, String(v)]))}`
       const request = (secure ? https : http).request({
         protocol: url.protocol,
         hostname: url.hostname,
@@ -64,16 +63,12 @@ export const make = (options: Options) => {
     })
 
   /** The answer of `text` in `format`, sent again once on a kept-alive socket the server had closed. */
-  const answer = async (
-    text: string,
-    settings: Readonly<Record<string, string | number>> | undefined,
-    format: string
-  ) => {
+  const answer = async (text: string, path: string, format: string) => {
     try {
-      return await once(text, settings, format)
+      return await once(text, path, format)
     } catch (error) {
       // A kept-alive socket the server closed meanwhile: a SELECT can be sent again.
-      if ((error as { reusedSocket?: unknown }).reusedSocket === true) return await once(text, settings, format)
+      if ((error as { reusedSocket?: unknown }).reusedSocket === true) return await once(text, path, format)
       throw error
     }
   }
@@ -81,13 +76,11 @@ export const make = (options: Options) => {
   return {
     /** The rows of `text` (a SELECT without FORMAT), as arrays in column order. */
     query: async (text: string, settings?: Readonly<Record<string, string | number>>) =>
-      (JSON.parse((await answer(text, settings, "JSONCompact")).toString("utf8")) as { data: Array<Array<unknown>> })
-        .data,
-    /**
-     * The RowBinary answer of `text`. ClickHouse writes it once the query has run to its end
-     * (`wait_end_of_query`): an error midway is a failed request, never an answer cut short.
-     */
-    queryRowBinary: (text: string) => answer(text, WHOLE_ANSWER, "RowBinary"),
+      (JSON.parse((await answer(text, pathOf(settings), "JSONCompact")).toString("utf8")) as {
+        data: Array<Array<unknown>>
+      }).data,
+    /** The RowBinary answer of `text`, written by ClickHouse once the query has run to its end. */
+    queryRowBinary: (text: string) => answer(text, wholeAnswer, "RowBinary"),
     close: () => agent.destroy()
   }
 }

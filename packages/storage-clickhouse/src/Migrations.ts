@@ -202,10 +202,10 @@ export const migrations: ReadonlyArray<
 /**
  * Runs a statement of a migration so that a second run succeeds too (two servers starting at once,
  * or a run stopped between a step and its record): CREATEs say IF NOT EXISTS; an ADD COLUMN whose
- * column exists already is done.
+ * column exists already is done. So it is also sent again when the server resets its connection.
  */
 const idempotent = (db: Connection, statement: string) =>
-  db.command(statement).pipe(
+  db.command(statement, { resend: true }).pipe(
     Effect.catchIf(
       (error) => /^ALTER TABLE \w+ ADD COLUMN/.test(statement) && /already exists/.test(error.message),
       () => Effect.void
@@ -250,7 +250,7 @@ const bookkeeping = <A>(
     Effect.catchIf(
       (error) => tries > 1 && /keymeter_migrations doesn't exist/.test(error.message),
       () =>
-        db.command(CREATE_MIGRATIONS).pipe(
+        idempotent(db, CREATE_MIGRATIONS).pipe(
           Effect.delay("20 millis"),
           Effect.zipRight(bookkeeping(db, statement, tries - 1))
         )
@@ -276,9 +276,9 @@ export const run = (admin: Connection, db: Connection, database: string) =>
     if (!isDatabaseName(database)) {
       return yield* new StorageError({ message: `Not a usable ClickHouse database name: ${JSON.stringify(database)}` })
     }
-    yield* admin.command(`CREATE DATABASE IF NOT EXISTS ${database}`)
+    yield* idempotent(admin, `CREATE DATABASE IF NOT EXISTS ${database}`)
     yield* leaveTinyLog(db, database)
-    yield* db.command(CREATE_MIGRATIONS)
+    yield* idempotent(db, CREATE_MIGRATIONS)
     const [[applied]] = (yield* bookkeeping(db, db.query("SELECT max(id) FROM keymeter_migrations"))) as [[number]]
     if (applied > LATEST) {
       return yield* new StorageError({
@@ -294,10 +294,12 @@ export const run = (admin: Connection, db: Connection, database: string) =>
           discard: true
         })
       }
+      // Sent again after a reset connection too: a second record of a migration changes nothing.
       yield* bookkeeping(
         db,
         db.command(
-          sql`INSERT INTO keymeter_migrations (id, name, applied_at) VALUES (${migration.id}, ${migration.name}, ${Date.now()})`
+          sql`INSERT INTO keymeter_migrations (id, name, applied_at) VALUES (${migration.id}, ${migration.name}, ${Date.now()})`,
+          { resend: true }
         )
       )
     }

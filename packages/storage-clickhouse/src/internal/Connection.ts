@@ -28,8 +28,11 @@ export interface Connection {
   ) => Effect.Effect<Array<Array<unknown>>, StorageError>
   /** The RowBinary answer of a SELECT whose columns' types the caller knows (see `RowBinary`). */
   readonly queryRowBinary: (text: string) => Effect.Effect<Buffer, StorageError>
-  /** A statement without a result (DDL). */
-  readonly command: (text: string) => Effect.Effect<void, StorageError>
+  /**
+   * A statement without a result (DDL). `resend`: the statement is idempotent, so it is sent again
+   * (up to `RESENDS` times) when the server resets its connection before answering.
+   */
+  readonly command: (text: string, options?: { readonly resend?: boolean }) => Effect.Effect<void, StorageError>
   /** Rows into `table` as JSONEachRow: the values travel as data, never as SQL text. */
   readonly insert: (table: string, rows: ReadonlyArray<Record<string, unknown>>) => Effect.Effect<void, StorageError>
   /** JSONEachRow lines into `table`, as they are. */
@@ -50,6 +53,22 @@ const failure = (target: Target, cause: unknown): StorageError => {
   })
 }
 
+/** How often an idempotent statement is sent again after a reset connection. */
+export const RESENDS = 3
+
+/**
+ * The server closed the connection before answering: most often a kept-alive socket it had just
+ * closed as idle (its keep_alive_timeout, 3 s before 23.11) picked for the next request.
+ */
+const isReset = (error: unknown) => {
+  const { code, message } = error as { code?: unknown; message?: unknown }
+  return code === "ECONNRESET" || message === "socket hang up"
+}
+
+/** `run`, run again after a reset connection, at most `RESENDS` times. */
+const resending = <A>(run: () => Promise<A>, resends = RESENDS): Promise<A> =>
+  run().catch((error) => resends > 0 && isReset(error) ? resending(run, resends - 1) : Promise.reject(error))
+
 /** A connection to `target`; `database: undefined` runs statements outside any database. */
 export const make = (target: Target, database: string | undefined = target.database): Connection => {
   const client = createClient({
@@ -61,6 +80,9 @@ export const make = (target: Target, database: string | undefined = target.datab
     application: "keymeter",
     // Errors are reported through the StorageError they become; the client's own log would repeat them.
     log: { level: ClickHouseLogLevel.OFF },
+    // Sockets idle longer than this are not reused: well inside the server's keep_alive_timeout
+    // (3 s before 23.11), and checked when a request starts, not only by a timer a busy loop delays.
+    keep_alive: { idle_socket_ttl: 1_500, eagerly_destroy_stale_sockets: true },
     // The views of one INSERT write their rollups in parallel rather than one after another.
     clickhouse_settings: { output_format_json_quote_64bit_integers: 0, parallel_view_processing: 1 }
   })
@@ -78,7 +100,10 @@ export const make = (target: Target, database: string | undefined = target.datab
   return {
     query: (text, settings) => attempt(() => select.query(text, settings)),
     queryRowBinary: (text) => attempt(() => select.queryRowBinary(text)),
-    command: (text) => attempt(() => client.command({ query: text })).pipe(Effect.asVoid),
+    command: (text, options) => {
+      const send = () => client.command({ query: text })
+      return attempt(options?.resend === true ? () => resending(send) : send).pipe(Effect.asVoid)
+    },
     insert: (table, rows) =>
       attempt(() => client.insert({ table, values: rows as Array<Record<string, unknown>>, format: "JSONEachRow" }))
         .pipe(

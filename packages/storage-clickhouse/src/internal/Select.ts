@@ -62,13 +62,17 @@ export const make = (options: Options) => {
       request.end(`${text}\nFORMAT ${format}`)
     })
 
-  /** The answer of `text` in `format`, sent again once on a kept-alive socket the server had closed. */
-  const answer = async (text: string, path: string, format: string) => {
+  /**
+   * The answer of `text` in `format`, sent again (at most three times) when it went out on a
+   * kept-alive socket the server had closed meanwhile: a SELECT can be.
+   */
+  const answer = async (text: string, path: string, format: string, resends = 3): Promise<Buffer> => {
     try {
       return await once(text, path, format)
     } catch (error) {
-      // A kept-alive socket the server closed meanwhile: a SELECT can be sent again.
-      if ((error as { reusedSocket?: unknown }).reusedSocket === true) return await once(text, path, format)
+      if (resends > 0 && (error as { reusedSocket?: unknown }).reusedSocket === true) {
+        return answer(text, path, format, resends - 1)
+      }
       throw error
     }
   }

@@ -376,6 +376,17 @@ export const finalize = (
   return Either.right(out)
 }
 
+/**
+ * The answer of `query` from an adapter's rows: tag sets split into single tags when the query
+ * groups by tag and the adapter kept them whole, then {@link finalize}.
+ */
+export const answer = (
+  query: VerificationQuery,
+  result: AggregationResult,
+  cap: number
+): Either.Either<Array<Datapoint>, QueryTooLarge> =>
+  finalize(query, query.groupByTag === "tag" && result.tags !== undefined ? expandTags(query, result) : result, cap)
+
 /** The first `limit` rows, every row put in the default ordering first (unless `inOrder`: they are). */
 const ordered = (
   rows: AggregationResult,

@@ -143,10 +143,7 @@ export const make = (options: Options) => {
             yield* recorder.flush
             const before = revision?.()
             const result = yield* options.aggregate({ ...query, workspaceId: principal.workspaceId, maxRows: cap })
-            const rows = query.groupByTag === "tag" && result.tags !== undefined
-              ? Aggregation.expandTags(query, result)
-              : result
-            return [before, yield* Aggregation.finalize(query, rows, cap)] as const
+            return [before, yield* Aggregation.answer(query, result, cap)] as const
           })
         )
         if (remember === undefined || before === undefined || answer.length > REMEMBERED_DATAPOINTS) return answer

@@ -14,6 +14,7 @@ import { TooManyRows } from "./internal/query/Rows.js"
 import type { Scanned } from "./internal/RawScan.js"
 import * as RawScan from "./internal/RawScan.js"
 import { Layout } from "./internal/Run.js"
+import * as WarmUp from "./internal/WarmUp.js"
 
 /** Figures about what the engine holds. */
 export interface Stats {
@@ -36,6 +37,12 @@ export interface Options {
    * unavailable: for an engine that only counts (SQLite's hot range).
    */
   readonly details?: boolean | undefined
+  /**
+   * Whether the thread's first engine to hold a large api (four chunks of rows) asks dashboards'
+   * queries of it once, in idle turns after its writes pause, so that the query paths are compiled
+   * before callers' first queries (default true; see `internal/WarmUp`).
+   */
+  readonly warmUp?: boolean | undefined
 }
 
 /**
@@ -61,6 +68,8 @@ export interface Loader {
 /** Verifications in memory, by workspace and api. */
 export class Engine {
   private readonly partitions = new Map<string, Map<string, Partition>>()
+  /** Batches written so far: the warm-up waits for it to stop moving. */
+  private writes = 0
   constructor(private readonly options: Options = {}) {}
 
   /** The apis of a workspace the engine holds events of. */
@@ -93,7 +102,11 @@ export class Engine {
       }
       partition.add(event)
     }
-    for (const partition of touched) partition.maybeMerge()
+    this.writes++
+    for (const partition of touched) {
+      partition.maybeMerge()
+      this.warmUpOver(partition)
+    }
   }
 
   /**
@@ -112,9 +125,14 @@ export class Engine {
         for (let n = count; n > 0; n--) partition.addCoded(hour, key, identity, tagset, outcome, 0, 0, 0, 0)
       },
       append: (event) => partition.add(event),
-      flush: () => partition.maybeMerge(),
+      flush: () => {
+        this.writes++
+        partition.maybeMerge()
+        if (!options.replace) this.warmUpOver(partition)
+      },
       commit: () => {
         if (options.replace) this.apisOf(workspaceId).set(apiId, partition)
+        this.warmUpOver(partition)
       }
     }
   }
@@ -165,6 +183,18 @@ export class Engine {
       }
     }
     return { partitions, events, bytes }
+  }
+
+  /** Schedules the thread's warm-up once `partition` is large enough (see `internal/WarmUp`). */
+  private warmUpOver(partition: Partition): void {
+    if (partition.main.length < WarmUp.ROWS || this.options.warmUp === false || WarmUp.current() !== undefined) return
+    void WarmUp.schedule({ aggregate: (query) => this.aggregate(query), writes: () => this.writes }, () => {
+      const apis: Array<WarmUp.Named> = []
+      for (const [workspaceId, partitions] of this.partitions) {
+        for (const [apiId, partition] of partitions) apis.push({ workspaceId, apiId, partition })
+      }
+      return WarmUp.queries(WarmUp.choose(apis), this.keepsDetails)
+    })
   }
 
   private partitionFor(workspaceId: string, apiId: string): Partition {

@@ -1,0 +1,96 @@
+import { describe, expect, it } from "@effect/vitest"
+import * as Aggregation from "@keymeter/core/Aggregation"
+import { Engine } from "@keymeter/engine/Engine"
+import type { Partition } from "../src/internal/Partition.js"
+import * as WarmUp from "../src/internal/WarmUp.js"
+
+const HOUR = 3_600_000
+const FIRST_HOUR = 480_000
+
+/**
+ * An engine holding `rows` events of api "big" (and a few of "small") over three days: 500 keys,
+ * 40 identities, tag sets of up to two tags.
+ */
+const engineWith = (rows: number, options: { readonly warmUp?: boolean } = {}) => {
+  const engine = new Engine(options)
+  const small = engine.load("ws", "small", { replace: false })
+  small.add(FIRST_HOUR, small.keyCode("s"), 0, 0, 0, 10)
+  small.flush()
+  const load = engine.load("ws", "big", { replace: false })
+  const keys = Array.from({ length: 500 }, (_, k) => load.keyCode(`key_${k}`))
+  const identities = Array.from(
+    { length: 40 },
+    (_, i) => i === 0 ? 0 : load.identityCode({ id: `id_${i}`, externalId: `ext_${i}` })
+  )
+  const tagsets = [[], ["a"], ["b"], ["a", "b"]].map((tags) => tags.length === 0 ? 0 : load.tagsetCode(tags))
+  const perHour = Math.ceil(rows / 72)
+  for (let n = 0; n < rows; n += 4) {
+    const k = (n * 7919) % keys.length
+    load.add(FIRST_HOUR + Math.floor(n / perHour), keys[k]!, identities[k % 40]!, tagsets[k % 4]!, n % 9, 4)
+  }
+  load.flush()
+  return engine
+}
+
+const probe = Aggregation.makeQuery({
+  workspaceId: "ws",
+  apiId: "big",
+  end: (FIRST_HOUR + 72) * HOUR,
+  maxRows: 100_000,
+  timeUnit: "day",
+  groupByKey: true,
+  groupByTag: "tag"
+})
+
+describe("WarmUp", () => {
+  it("asks dashboards' queries of the apis it chooses, in turn, over their newest week, each answered", () => {
+    const engine = engineWith(80_000, { warmUp: false })
+    const partitions = (engine as unknown as { partitions: Map<string, Map<string, Partition>> }).partitions.get("ws")!
+    const apis = [...partitions].map(([apiId, partition]) => ({ workspaceId: "ws", apiId, partition }))
+    // "small" holds less than a chunk: only "big" is read.
+    expect(WarmUp.choose(apis).map((a) => a.apiId)).toEqual(["big"])
+    const queries = WarmUp.queries(WarmUp.choose(apis), true)
+    expect(queries).toHaveLength(WarmUp.QUERIES)
+    expect(new Set(queries.map((q) => q.apiId))).toEqual(new Set(["big"]))
+    const newest = (FIRST_HOUR + 72) * HOUR
+    expect(queries.every((q) => q.start! >= newest - 8 * 24 * HOUR && q.end < newest && q.start! <= q.end)).toBe(true)
+    for (
+      const asked of [
+        (q: Aggregation.AggregationQuery) => q.groupByKey && q.groupByTag === "tag",
+        (q: Aggregation.AggregationQuery) => q.groupByIdentity && q.timeUnit !== undefined,
+        (q: Aggregation.AggregationQuery) => q.keyIds.length > 1,
+        (q: Aggregation.AggregationQuery) => q.limit !== undefined,
+        (q: Aggregation.AggregationQuery) => q.sumCredits === true
+      ]
+    ) expect(queries.some(asked)).toBe(true)
+    const target = { aggregate: (query: Aggregation.AggregationQuery) => engine.aggregate(query), writes: () => 0 }
+    expect(queries.filter((q) => WarmUp.ask(target, q))).toHaveLength(queries.length)
+    expect(WarmUp.current()).toBeUndefined()
+  })
+
+  it("chooses the largest api and up to three others spread over the sizes", () => {
+    const apis = [9, 1, 5, 3, 7, 2, 8, 0.5].map((chunks, i) => ({
+      workspaceId: "ws",
+      apiId: `api_${i}`,
+      partition: { size: chunks * 65_536, main: { length: chunks * 65_536 } } as unknown as Partition
+    }))
+    expect(WarmUp.choose(apis).map((a) => a.apiId)).toEqual(["api_0", "api_4", "api_3", "api_1"])
+  })
+
+  it("runs once per thread when an engine first holds four chunks of an api, and changes no answer", async () => {
+    // Below the size, or turned off: nothing is scheduled.
+    engineWith(WarmUp.ROWS - 4096)
+    engineWith(WarmUp.ROWS, { warmUp: false })
+    expect(WarmUp.current()).toBeUndefined()
+    const engine = engineWith(WarmUp.ROWS)
+    const before = engine.aggregate(probe)
+    const running = WarmUp.current()
+    expect(running).toBeDefined()
+    // A second large engine of the thread finds it scheduled.
+    engineWith(WarmUp.ROWS)
+    expect(WarmUp.current()).toBe(running)
+    expect(await running).toBe(WarmUp.QUERIES)
+    expect(engine.stats().events).toBe(WarmUp.ROWS + 10)
+    expect(engine.aggregate(probe)).toEqual(before)
+  })
+})

@@ -64,8 +64,31 @@ export interface Shape {
 
 const cache = new Map<string, RangeScan | PostingScan>()
 
+/**
+ * The cache key of a shape: every field in a fixed order, absent ones at their defaults, so that
+ * the same loop asked from two paths (objects spread in another order, `credits` left out) is
+ * compiled, and warmed, once.
+ */
+const keyOf = (shape: Shape): string => {
+  const mapped = shape.mapped === undefined
+    ? "-"
+    : `${shape.mapped.dims.join("+")}:${shape.mapped.dense ? "dense" : "table"}:${shape.mapped.perTag ? "tag" : "set"}`
+  return [
+    shape.keyFilter,
+    shape.tagFilter,
+    shape.identityFilter,
+    shape.requireIdentity,
+    shape.group,
+    shape.group === "map" ? mapped : "-",
+    shape.track,
+    shape.counting,
+    shape.credits === true,
+    shape.source
+  ].join(" ")
+}
+
 export const compile = (shape: Shape): RangeScan | PostingScan => {
-  const id = JSON.stringify(shape)
+  const id = keyOf(shape)
   const cached = cache.get(id)
   if (cached !== undefined) return cached
   const body: Array<string> = []

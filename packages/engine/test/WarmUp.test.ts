@@ -50,7 +50,8 @@ describe("WarmUp", () => {
     // "small" holds less than a chunk: only "big" is read.
     expect(WarmUp.choose(apis).map((a) => a.apiId)).toEqual(["big"])
     const queries = WarmUp.queries(WarmUp.choose(apis), true)
-    expect(queries).toHaveLength(WarmUp.QUERIES)
+    // Each grouping (12) x filter combination (8), without a time unit and with one.
+    expect(queries).toHaveLength(12 * 8 * 2)
     expect(new Set(queries.map((q) => q.apiId))).toEqual(new Set(["big"]))
     const newest = (FIRST_HOUR + 72) * HOUR
     expect(queries.every((q) => q.start! >= newest - 8 * 24 * HOUR && q.end < newest && q.start! <= q.end)).toBe(true)
@@ -58,7 +59,7 @@ describe("WarmUp", () => {
       const asked of [
         (q: Aggregation.AggregationQuery) => q.groupByKey && q.groupByTag === "tag",
         (q: Aggregation.AggregationQuery) => q.groupByIdentity && q.timeUnit !== undefined,
-        (q: Aggregation.AggregationQuery) => q.keyIds.length > 1,
+        (q: Aggregation.AggregationQuery) => q.keyIds.length > 1 && q.tags.length > 0 && q.externalId !== undefined,
         (q: Aggregation.AggregationQuery) => q.limit !== undefined,
         (q: Aggregation.AggregationQuery) => q.sumCredits === true
       ]
@@ -74,7 +75,32 @@ describe("WarmUp", () => {
       apiId: `api_${i}`,
       partition: { size: chunks * 65_536, main: { length: chunks * 65_536 } } as unknown as Partition
     }))
-    expect(WarmUp.choose(apis).map((a) => a.apiId)).toEqual(["api_0", "api_4", "api_3", "api_1"])
+    const chosen = WarmUp.choose(apis)
+    expect(chosen.map((a) => a.apiId)).toEqual(["api_0", "api_4", "api_3", "api_1"])
+  })
+
+  it("asks composite groupings of the largest api and of the smallest, the others of each in turn", () => {
+    const apis = [3, 1].map((chunks) => ({
+      workspaceId: "ws",
+      apiId: `api_${chunks}`,
+      partition: {
+        size: chunks * 65_536,
+        main: { length: chunks * 65_536, lastHour: FIRST_HOUR },
+        keyIds: ["k0", "k1"],
+        tagNames: ["a"],
+        externalIds: ["", "e1"]
+      } as unknown as Partition
+    }))
+    const queries = WarmUp.queries(apis, false)
+    // 5 groupings of at most one dimension once, 7 composite ones twice, each x 8 filters x 2.
+    expect(queries).toHaveLength((5 + 7 * 2) * 8 * 2)
+    const composite = queries.filter((q) =>
+      [q.groupByKey, q.groupByIdentity, q.groupByTag !== undefined].filter(Boolean).length >= 2
+    )
+    expect(composite.filter((q) => q.apiId === "api_3")).toHaveLength(7 * 8 * 2)
+    expect(composite.filter((q) => q.apiId === "api_1")).toHaveLength(7 * 8 * 2)
+    expect(queries.filter((q) => q.apiId === "api_1").length).toBeGreaterThan(7 * 8 * 2)
+    expect(queries.some((q) => q.sumCredits === true)).toBe(false)
   })
 
   it("runs once per thread when an engine first holds four chunks of an api, and changes no answer", async () => {
@@ -89,7 +115,7 @@ describe("WarmUp", () => {
     // A second large engine of the thread finds it scheduled.
     engineWith(WarmUp.ROWS)
     expect(WarmUp.current()).toBe(running)
-    expect(await running).toBe(WarmUp.QUERIES)
+    expect(await running).toBe(12 * 8 * 2)
     expect(engine.stats().events).toBe(WarmUp.ROWS + 10)
     expect(engine.aggregate(probe)).toEqual(before)
   })

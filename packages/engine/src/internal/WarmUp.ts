@@ -23,12 +23,32 @@ export const ROWS = 4 << CHUNK_BITS
 /** The datapoint cap of the warm-up's answers: larger ones are refused, as a caller's would be. */
 const CAP = 50_000
 
-/** How many queries the warm-up asks (about a second of CPU at 10M events). */
-export const QUERIES = 300
-
-const UNITS: ReadonlyArray<TimeUnit | undefined> = [undefined, undefined, "hour", "day", "month"]
+const TIME_UNITS: ReadonlyArray<TimeUnit> = ["hour", "day", "month"]
 const ORDER_BY = ["total", "valid", "rateLimited", "usageExceeded"] as const
 const LIMITS = [5, 10, 20, 100]
+
+/** Every grouping the contract allows, but for the time unit. */
+const GROUPINGS: ReadonlyArray<ReadonlyArray<"key" | "identity" | "tag" | "tags">> = [
+  [],
+  ["key"],
+  ["identity"],
+  ["tag"],
+  ["tags"],
+  ["key", "identity"],
+  ["key", "tag"],
+  ["key", "tags"],
+  ["identity", "tag"],
+  ["identity", "tags"],
+  ["key", "identity", "tag"],
+  ["key", "identity", "tags"]
+]
+
+/** The filters a query may combine: keys, a tag, an external id (each a mask in the scan loops). */
+const FILTERS = [0, 1, 2, 3, 4, 5, 6, 7].map((bits) => ({
+  keys: (bits & 1) !== 0,
+  tag: (bits & 2) !== 0,
+  external: (bits & 4) !== 0
+}))
 
 /** An api's partition, named. */
 export interface Named {
@@ -46,68 +66,74 @@ const random = (seed: number) => () => {
 }
 
 /**
- * `count` queries as dashboards ask them, spread over `apis` in turn (a large api and smaller ones
- * choose other group layouts): any time unit or none; key, identity and tag groupings and their
- * combinations; filters of popular and rare keys, a tag, an external id, alone or together; top-N
- * orders; windows of an hour to two days, unaligned, among each api's newest week.
+ * Dashboards' queries over `apis` (largest first), one of each scan loop the engine generates
+ * (see `query/Compile`): every grouping × combination of filters (keys, a tag, an external id),
+ * without a time unit and with one over several buckets; composite groupings over the largest api
+ * and the smallest (their group layouts differ with the dictionaries' sizes), the others over the
+ * apis in turn. Orders, limits, time units and windows (an hour to two days, unaligned, in each
+ * api's newest week) vary from query to query.
  */
-export const queries = (
-  apis: ReadonlyArray<Named>,
-  sumCredits: boolean,
-  count = QUERIES
-): Array<AggregationQuery> => {
+export const queries = (apis: ReadonlyArray<Named>, sumCredits: boolean): Array<AggregationQuery> => {
   const next = random(32)
   const int = (n: number) => Math.floor(next() * n)
-  const chance = (p: number) => next() < p
   const out: Array<AggregationQuery> = []
-  for (let n = 0; n < count && apis.length > 0; n++) {
-    const { apiId, partition, workspaceId } = apis[n % apis.length]!
-    const keys = partition.keyIds
-    if (keys.length === 0) continue
-    const last = (partition.main.lastHour + 1) * HOUR
-    const length = Math.round(HOUR * Math.exp(next() * Math.log(48)))
-    const end = last - int(6 * 24) * HOUR - int(HOUR)
-    const groupByTag = [undefined, undefined, undefined, "tag", "tags"][int(5)] as "tag" | "tags" | undefined
-    const grouped: Partial<AggregationQuery> = {
-      timeUnit: UNITS[int(UNITS.length)],
-      groupByKey: chance(0.35),
-      groupByIdentity: chance(0.15),
-      groupByTag
-    }
-    const tags = partition.tagNames
-    const externalIds = partition.externalIds
-    const query: AggregationQuery = makeQuery({
-      workspaceId,
-      apiId,
-      maxRows: CAP,
-      start: end - length,
-      end: end - 1,
-      ...grouped,
-      // Popular keys are the first seen, mostly.
-      ...(chance(0.25)
-        ? {
-          keyIds: Array.from(
-            { length: 1 + int(3) },
-            () => keys[chance(0.5) ? int(Math.min(10, keys.length)) : int(keys.length)]!
-          )
+  if (apis.length === 0) return out
+  let turn = 0
+  for (const groups of GROUPINGS) {
+    for (const filter of FILTERS) {
+      for (const timed of [false, true]) {
+        const over = groups.length >= 2
+          ? [...new Set([apis[0]!, apis[apis.length - 1]!])]
+          : [apis[turn++ % apis.length]!]
+        for (const { apiId, partition, workspaceId } of over) {
+          const { externalIds, keyIds: keys, tagNames: tags } = partition
+          if (keys.length === 0) continue
+          const last = (partition.main.lastHour + 1) * HOUR
+          const timeUnit = timed ? TIME_UNITS[int(TIME_UNITS.length)] : undefined
+          // Several buckets by hour or day (so the loops that track groups across buckets run too).
+          const [shortest, longest] = timeUnit === "hour" ? [2, 24] : timeUnit === "day" ? [25, 48] : [1, 48]
+          const length = Math.round(HOUR * shortest * Math.exp(next() * Math.log(longest / shortest)))
+          const end = last - int(6 * 24) * HOUR - int(HOUR)
+          const grouped = groups.length > 0
+          out.push(makeQuery({
+            workspaceId,
+            apiId,
+            maxRows: CAP,
+            start: end - length,
+            end: end - 1,
+            timeUnit,
+            groupByKey: groups.includes("key"),
+            groupByIdentity: groups.includes("identity"),
+            groupByTag: groups.includes("tag") ? "tag" : groups.includes("tags") ? "tags" : undefined,
+            // Popular keys are mostly the first seen.
+            ...(filter.keys
+              ? {
+                keyIds: Array.from(
+                  { length: 1 + int(3) },
+                  () => keys[int(next() < 0.5 ? Math.min(10, keys.length) : keys.length)]!
+                )
+              }
+              : {}),
+            ...(filter.tag && tags.length > 0 ? { tags: [tags[int(tags.length)]!] } : {}),
+            ...(filter.external && externalIds.length > 1
+              ? { externalId: externalIds[1 + int(externalIds.length - 1)]! }
+              : {}),
+            ...(grouped && next() < 0.6
+              ? { orderBy: ORDER_BY[int(ORDER_BY.length)], order: "desc" as const, limit: LIMITS[int(LIMITS.length)] }
+              : {}),
+            // SQL analytics asks for credits of the engines that keep them.
+            ...(sumCredits && next() < 0.1 ? { sumCredits: true } : {})
+          }))
         }
-        : {}),
-      ...(chance(0.15) && tags.length > 0 ? { tags: [tags[int(tags.length)]!] } : {}),
-      ...(chance(0.05) && externalIds.length > 1 ? { externalId: externalIds[1 + int(externalIds.length - 1)]! } : {}),
-      ...((grouped.groupByKey || grouped.groupByIdentity || groupByTag !== undefined) && chance(0.6)
-        ? { orderBy: ORDER_BY[int(ORDER_BY.length)], order: "desc" as const, limit: LIMITS[int(LIMITS.length)] }
-        : {}),
-      // SQL analytics asks for credits of the engines that keep them.
-      ...(sumCredits && chance(0.1) ? { sumCredits: true } : {})
-    })
-    out.push(query)
+      }
+    }
   }
   return out
 }
 
 /**
  * The apis the warm-up reads: of those holding at least a chunk of rows, the largest and up to
- * three others spread over their sizes.
+ * three others spread over their sizes, largest first.
  */
 export const choose = (apis: ReadonlyArray<Named>): Array<Named> => {
   const sized = apis.filter((a) => a.partition.main.length >= 1 << CHUNK_BITS)

@@ -1,13 +1,13 @@
 /**
  * The engine's query paths run over the engine's own rows once a process holds enough of them, so
- * that V8 has compiled them (and the scan loop of each common query shape, see
- * `query/Compile`) before a caller's first queries rather than during them. Unwarmed, a process's
- * first few hundred queries took about twice as long as the same queries later (issue 32's mix of
- * 300 at 10M events: 0.10-0.15× DuckDB's time in geometric mean on first sight, 0.065-0.09× after
- * 300 other queries over windows of up to two days). Made-up rows warmed far less (no full chunk,
- * so no key-index paths; small dictionaries, so other group layouts): the queries read the real
- * partitions of apis large and smaller, over short windows, and keep nothing. Once per thread:
- * compiled code and the shape loops' cache are shared by every engine of the thread.
+ * that V8 has compiled them, and the scan loop of each query shape (see `query/Compile`), before
+ * callers' first queries rather than during them. Unwarmed, a process's first few hundred queries
+ * took up to twice as long as queries it had never seen once it had served hundreds (issue 32's
+ * mix of 300 at 10M events, first-sight p99 56-70 ms without, 40-43 ms with, geomean 0.10-0.16×
+ * DuckDB's time without, 0.09-0.11× with). Made-up rows warmed far less (no full chunk, so no
+ * key-index paths; small dictionaries, so other group layouts): the queries read the real
+ * partitions of apis large and small, over short windows, and keep nothing. Once per thread:
+ * compiled code and the loops' cache are shared by every engine of the thread.
  */
 import type { AggregationQuery, AggregationResult } from "@keymeter/core/Aggregation"
 import { answer, makeQuery } from "@keymeter/core/Aggregation"
@@ -164,28 +164,26 @@ let started: Promise<number> | undefined
 /** This thread's warm-up once scheduled: how many of its queries were answered. */
 export const current = (): Promise<number> | undefined => started
 
+/** Writes must pause this long before the warm-up starts (a bulk load finishing)... */
+const QUIET_MS = 250
+/** ...or it starts this long after it was scheduled anyway (a server that never stops recording). */
+const PATIENCE_MS = 30_000
+
 /**
  * Schedules the thread's warm-up (once: later calls get the first call's promise): it waits until
- * `target` has had no write for `quietMs` (a bulk load finishing), or `patienceMs` at most (a
- * server that never stops recording), then asks `make()`'s queries one per turn of the event loop
- * (each a millisecond or two), so that no request waits long behind them. Resolves with how many
- * were answered. Its timers keep no process alive.
+ * `target`'s writes pause, then asks `make()`'s queries one per turn of the event loop (each a
+ * millisecond or two), so that no request waits long behind them. Resolves with how many were
+ * answered. Its timers keep no process alive.
  */
-export const schedule = (
-  target: Target,
-  make: () => ReadonlyArray<AggregationQuery>,
-  options: { readonly quietMs?: number; readonly patienceMs?: number } = {}
-): Promise<number> =>
+export const schedule = (target: Target, make: () => ReadonlyArray<AggregationQuery>): Promise<number> =>
   started ??= new Promise((resolve) => {
-    const quietMs = options.quietMs ?? 250
-    const patienceMs = options.patienceMs ?? 30_000
     const since = Date.now()
     let writes = target.writes()
     const wait = () => {
       const now = target.writes()
-      if (now !== writes && Date.now() - since < patienceMs) {
+      if (now !== writes && Date.now() - since < PATIENCE_MS) {
         writes = now
-        return void setTimeout(wait, quietMs).unref()
+        return void setTimeout(wait, QUIET_MS).unref()
       }
       const all = make()
       let at = 0
@@ -198,5 +196,5 @@ export const schedule = (
       }
       step()
     }
-    setTimeout(wait, quietMs).unref()
+    setTimeout(wait, QUIET_MS).unref()
   })

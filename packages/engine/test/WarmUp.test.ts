@@ -50,8 +50,9 @@ describe("WarmUp", () => {
     // "small" holds less than a chunk: only "big" is read.
     expect(WarmUp.choose(apis).map((a) => a.apiId)).toEqual(["big"])
     const queries = WarmUp.queries(WarmUp.choose(apis), true)
-    // Each grouping (12) x filter combination (8), without a time unit and with one.
-    expect(queries).toHaveLength(12 * 8 * 2)
+    // Each grouping x filter combination (8), without a time unit and with one; the 4 groupings of
+    // one dimension with a top N and without.
+    expect(queries).toHaveLength((1 + 4 * 2 + 7) * 8 * 2)
     expect(new Set(queries.map((q) => q.apiId))).toEqual(new Set(["big"]))
     const newest = (FIRST_HOUR + 72) * HOUR
     expect(queries.every((q) => q.start! >= newest - 8 * 24 * HOUR && q.end < newest && q.start! <= q.end)).toBe(true)
@@ -92,8 +93,9 @@ describe("WarmUp", () => {
       } as unknown as Partition
     }))
     const queries = WarmUp.queries(apis, false)
-    // 5 groupings of at most one dimension once, 7 composite ones twice, each x 8 filters x 2.
-    expect(queries).toHaveLength((5 + 7 * 2) * 8 * 2)
+    // No grouping once, 4 of one dimension with a top N and without, 7 composite ones over each
+    // api; each x 8 filters x 2.
+    expect(queries).toHaveLength((1 + 4 * 2 + 7 * 2) * 8 * 2)
     const composite = queries.filter((q) =>
       [q.groupByKey, q.groupByIdentity, q.groupByTag !== undefined].filter(Boolean).length >= 2
     )
@@ -115,7 +117,7 @@ describe("WarmUp", () => {
     // A second large engine of the thread finds it scheduled.
     engineWith(WarmUp.ROWS)
     expect(WarmUp.current()).toBe(running)
-    expect(await running).toBe(12 * 8 * 2)
+    expect(await running).toBe((1 + 4 * 2 + 7) * 8 * 2)
     expect(engine.stats().events).toBe(WarmUp.ROWS + 10)
     expect(engine.aggregate(probe)).toEqual(before)
   })

@@ -70,7 +70,8 @@ const random = (seed: number) => () => {
  * (see `query/Compile`): every grouping × combination of filters (keys, a tag, an external id),
  * without a time unit and with one over several buckets; composite groupings over the largest api
  * and the smallest (their group layouts differ with the dictionaries' sizes), the others over the
- * apis in turn, one dimension with a top N and without. Orders, limits, time units and windows (an hour to two days, unaligned, in each
+ * apis in turn, one dimension with a top N and without (top N has paths of its own, see
+ * `query/TopN`). Orders, limits, time units and windows (an hour to two days, unaligned, in each
  * api's newest week) vary from query to query.
  */
 export const queries = (apis: ReadonlyArray<Named>, sumCredits: boolean): Array<AggregationQuery> => {
@@ -78,6 +79,53 @@ export const queries = (apis: ReadonlyArray<Named>, sumCredits: boolean): Array<
   const int = (n: number) => Math.floor(next() * n)
   const out: Array<AggregationQuery> = []
   if (apis.length === 0) return out
+  /** One query of `groups` and `filter` over `api`, the rest drawn. */
+  const add = (
+    api: Named,
+    groups: ReadonlyArray<string>,
+    filter: typeof FILTERS[number],
+    timed: boolean,
+    top: boolean
+  ) => {
+    const { apiId, partition, workspaceId } = api
+    const { externalIds, keyIds: keys, tagNames: tags } = partition
+    if (keys.length === 0) return
+    const last = (partition.main.lastHour + 1) * HOUR
+    const timeUnit = timed ? TIME_UNITS[int(TIME_UNITS.length)] : undefined
+    // Several buckets by hour or day (so the loops that track groups across buckets run too).
+    const [shortest, longest] = timeUnit === "hour" ? [2, 24] : timeUnit === "day" ? [25, 48] : [1, 48]
+    const length = Math.round(HOUR * shortest * Math.exp(next() * Math.log(longest / shortest)))
+    const end = last - int(6 * 24) * HOUR - int(HOUR)
+    out.push(makeQuery({
+      workspaceId,
+      apiId,
+      maxRows: CAP,
+      start: end - length,
+      end: end - 1,
+      timeUnit,
+      groupByKey: groups.includes("key"),
+      groupByIdentity: groups.includes("identity"),
+      groupByTag: groups.includes("tag") ? "tag" : groups.includes("tags") ? "tags" : undefined,
+      // Popular keys are mostly the first seen.
+      ...(filter.keys
+        ? {
+          keyIds: Array.from(
+            { length: 1 + int(3) },
+            () => keys[int(next() < 0.5 ? Math.min(10, keys.length) : keys.length)]!
+          )
+        }
+        : {}),
+      ...(filter.tag && tags.length > 0 ? { tags: [tags[int(tags.length)]!] } : {}),
+      ...(filter.external && externalIds.length > 1
+        ? { externalId: externalIds[1 + int(externalIds.length - 1)]! }
+        : {}),
+      ...(top
+        ? { orderBy: ORDER_BY[int(ORDER_BY.length)], order: "desc" as const, limit: LIMITS[int(LIMITS.length)] }
+        : {}),
+      // SQL analytics asks for credits of the engines that keep them.
+      ...(sumCredits && next() < 0.1 ? { sumCredits: true } : {})
+    }))
+  }
   let turn = 0
   for (const groups of GROUPINGS) {
     for (const filter of FILTERS) {
@@ -85,49 +133,8 @@ export const queries = (apis: ReadonlyArray<Named>, sumCredits: boolean): Array<
         const over = groups.length >= 2
           ? [...new Set([apis[0]!, apis[apis.length - 1]!])]
           : [apis[turn++ % apis.length]!]
-        // One dimension: with a top N and without (top N has paths of its own, see `query/TopN`).
-        const tops = groups.length === 1 ? [false, true] : [groups.length > 1 && next() < 0.6]
-        for (const top of tops) {
-          for (const { apiId, partition, workspaceId } of over) {
-            const { externalIds, keyIds: keys, tagNames: tags } = partition
-            if (keys.length === 0) continue
-            const last = (partition.main.lastHour + 1) * HOUR
-            const timeUnit = timed ? TIME_UNITS[int(TIME_UNITS.length)] : undefined
-            // Several buckets by hour or day (so the loops that track groups across buckets run too).
-            const [shortest, longest] = timeUnit === "hour" ? [2, 24] : timeUnit === "day" ? [25, 48] : [1, 48]
-            const length = Math.round(HOUR * shortest * Math.exp(next() * Math.log(longest / shortest)))
-            const end = last - int(6 * 24) * HOUR - int(HOUR)
-            out.push(makeQuery({
-              workspaceId,
-              apiId,
-              maxRows: CAP,
-              start: end - length,
-              end: end - 1,
-              timeUnit,
-              groupByKey: groups.includes("key"),
-              groupByIdentity: groups.includes("identity"),
-              groupByTag: groups.includes("tag") ? "tag" : groups.includes("tags") ? "tags" : undefined,
-              // Popular keys are mostly the first seen.
-              ...(filter.keys
-                ? {
-                  keyIds: Array.from(
-                    { length: 1 + int(3) },
-                    () => keys[int(next() < 0.5 ? Math.min(10, keys.length) : keys.length)]!
-                  )
-                }
-                : {}),
-              ...(filter.tag && tags.length > 0 ? { tags: [tags[int(tags.length)]!] } : {}),
-              ...(filter.external && externalIds.length > 1
-                ? { externalId: externalIds[1 + int(externalIds.length - 1)]! }
-                : {}),
-              ...(top
-                ? { orderBy: ORDER_BY[int(ORDER_BY.length)], order: "desc" as const, limit: LIMITS[int(LIMITS.length)] }
-                : {}),
-              // SQL analytics asks for credits of the engines that keep them.
-              ...(sumCredits && next() < 0.1 ? { sumCredits: true } : {})
-            }))
-          }
-        }
+        const tops = groups.length === 1 ? [false, true] : groups.length === 0 ? [false] : [next() < 0.6]
+        for (const top of tops) for (const api of over) add(api, groups, filter, timed, top)
       }
     }
   }

@@ -53,8 +53,8 @@ const failure = (target: Target, cause: unknown): StorageError => {
   })
 }
 
-/** How often an idempotent statement is sent again after a reset connection. */
-export const RESENDS = 3
+/** How often an idempotent statement is sent again after a reset connection: as often as a SELECT. */
+export const RESENDS = Select.RESENDS
 
 /**
  * The server closed the connection before answering: most often a kept-alive socket it had just

@@ -19,6 +19,9 @@ export interface Options {
   readonly requestTimeoutMs: number
 }
 
+/** How often a request is sent again after its connection was reset (see `answer`, `Connection`). */
+export const RESENDS = 3
+
 /** Runs SELECTs on `options`' server; `close` ends its idle sockets. */
 export const make = (options: Options) => {
   const url = new URL(options.url)
@@ -63,10 +66,10 @@ export const make = (options: Options) => {
     })
 
   /**
-   * The answer of `text` in `format`, sent again (at most three times) when it went out on a
+   * The answer of `text` in `format`, sent again (at most `RESENDS` times) when it went out on a
    * kept-alive socket the server had closed meanwhile: a SELECT can be.
    */
-  const answer = async (text: string, path: string, format: string, resends = 3): Promise<Buffer> => {
+  const answer = async (text: string, path: string, format: string, resends = RESENDS): Promise<Buffer> => {
     try {
       return await once(text, path, format)
     } catch (error) {

@@ -38,6 +38,12 @@ export const SqlRequest = Schema.Struct({
   ).annotations({ description: "A SELECT of the SQL subset (see the README's SQL analytics)" })
 }).annotations({ identifier: "SqlRequest" })
 
+/** How the caller takes the answer. */
+export interface Options {
+  /** It writes the rows out as JSON: a runner may hand them back encoded (`Answer.json`). */
+  readonly json?: boolean | undefined
+}
+
 /** How a query fails. */
 export type SqlFailure = InvalidQuery | QueryBudgetExceeded | InsufficientPermissions | StorageError | Busy
 
@@ -56,7 +62,7 @@ export class SqlAnalytics extends Effect.Service<SqlAnalytics>()("@keymeter/sql/
 
     const stores = SqlQuery.storesOf(verifications, ratelimits)
 
-    const run = (principal: Principal, family: Family, query: string) =>
+    const run = (principal: Principal, family: Family, query: string, options: Options | undefined) =>
       Effect.gen(function*() {
         const required = family === "verifications"
           ? Permission.required.readVerificationAnalytics
@@ -79,7 +85,8 @@ export class SqlAnalytics extends Effect.Service<SqlAnalytics>()("@keymeter/sql/
             workspaceId: principal.workspaceId,
             within,
             now,
-            limits
+            limits,
+            json: options?.json
           })
           if (elsewhere !== undefined) return yield* elsewhere
           return yield* SqlQuery.run(query, {
@@ -95,7 +102,7 @@ export class SqlAnalytics extends Effect.Service<SqlAnalytics>()("@keymeter/sql/
       }).pipe(Effect.withSpan(`SqlAnalytics.${family}`))
 
     const decode = Schema.decodeUnknown(SqlRequest)
-    const withQuery = (family: Family) => (principal: Principal, input: unknown) =>
+    const withQuery = (family: Family) => (principal: Principal, input: unknown, options?: Options) =>
       Effect.flatMap(
         Effect.mapError(decode(input), () =>
           new ValidationError({
@@ -103,7 +110,7 @@ export class SqlAnalytics extends Effect.Service<SqlAnalytics>()("@keymeter/sql/
               ? `query: must be 1 to ${MAX_QUERY_LENGTH} characters`
               : "query: is required, a SQL SELECT as a string"
           })),
-        ({ query }) => run(principal, family, query)
+        ({ query }) => run(principal, family, query, options)
       )
 
     return {

@@ -139,6 +139,12 @@ export interface AnswerColumn {
 export interface Answer {
   readonly columns: ReadonlyArray<AnswerColumn>
   readonly rows: ReadonlyArray<Record<string, unknown>>
+  /**
+   * The rows as JSON, UTF-8 (`JSON.stringify(rows)`), when a runner encoded them on its thread for
+   * a caller that writes them out as JSON (`Request.json`): `rows` is then decoded from it when
+   * first read, with JSON's values (NaN and Infinity as null).
+   */
+  readonly json?: Uint8Array | undefined
 }
 
 /**

@@ -24,6 +24,11 @@ export interface Request {
   /** Unix ms that `now()` reads. */
   readonly now: number
   readonly limits: Limits
+  /**
+   * Whether the caller writes the rows out as JSON: a runner on another thread then hands them
+   * back encoded (`Answer.json`), so this thread neither decodes them nor encodes them again.
+   */
+  readonly json?: boolean | undefined
 }
 
 export class SqlRunner extends Context.Tag("@keymeter/sql/SqlRunner")<SqlRunner, {

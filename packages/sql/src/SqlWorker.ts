@@ -17,7 +17,7 @@ import { setPriority } from "node:os"
 import { parentPort, Worker } from "node:worker_threads"
 import type { Budget } from "./SqlError.js"
 import { InvalidQuery, QueryBudgetExceeded } from "./SqlError.js"
-import type { Answer } from "./SqlQuery.js"
+import type { Answer, AnswerColumn } from "./SqlQuery.js"
 import type { Request } from "./SqlRunner.js"
 import { SqlRunner } from "./SqlRunner.js"
 
@@ -46,9 +46,13 @@ export interface Ready {
   readonly ready: true
 }
 
-/** The thread's reply to an {@link Ask}. */
+/**
+ * The thread's reply to an {@link Ask}: the answer, or, when the request asked for JSON, its columns
+ * and its rows encoded (moved, not copied, to the serving thread).
+ */
 export type Reply =
   | { readonly id: number; readonly answer: Answer }
+  | { readonly id: number; readonly columns: ReadonlyArray<AnswerColumn>; readonly json: Uint8Array }
   | { readonly id: number; readonly failure: Failure }
 
 /** How the serving side starts and uses its thread. */
@@ -141,6 +145,8 @@ export const make = (options: Options): Effect.Effect<Host, never, Scope.Scope> 
               ? Effect.fail(errorOf(reply))
               : "answer" in reply
               ? Effect.succeed(reply.answer)
+              : "json" in reply
+              ? Effect.succeed(encoded(reply.columns, reply.json))
               : Effect.fail(errorOf(reply.failure))
           ))
         thread.ref()
@@ -170,6 +176,40 @@ export const make = (options: Options): Effect.Effect<Host, never, Scope.Scope> 
       }
     }
   })
+
+const decoder = new TextDecoder()
+
+/** An answer of rows encoded as JSON, decoded when first read. */
+const encoded = (columns: ReadonlyArray<AnswerColumn>, json: Uint8Array): Answer => {
+  let rows: ReadonlyArray<Record<string, unknown>> | undefined
+  return {
+    columns,
+    json,
+    get rows() {
+      return rows ??= JSON.parse(decoder.decode(json)) as ReadonlyArray<Record<string, unknown>>
+    }
+  }
+}
+
+const encoder = new TextEncoder()
+
+/**
+ * The reply of an answer. Asked for JSON, the rows are encoded here: a big answer's objects cost
+ * the serving thread milliseconds to copy in and again to encode (2,730 rows: 3-8 ms), its bytes
+ * nothing, moved with their buffer.
+ */
+const replyOf = (id: number, answer: Answer, json: boolean): [Reply, Array<ArrayBuffer>] => {
+  if (json) {
+    let bytes: Uint8Array | undefined
+    try {
+      bytes = encoder.encode(JSON.stringify(answer.rows))
+    } catch {
+      // A value JSON cannot write: the rows go as they are, for the caller to say so.
+    }
+    if (bytes !== undefined) return [{ id, columns: answer.columns, json: bytes }, [bytes.buffer as ArrayBuffer]]
+  }
+  return [{ id, answer }, []]
+}
 
 const failureOf = (cause: Cause.Cause<unknown>): Failure => {
   const error = Cause.failureOption(cause)
@@ -229,10 +269,10 @@ export const serve = (served: Served): void => {
       if (!controller.signal.aborted) {
         const exit = await served.run(request, controller.signal)
         if (!controller.signal.aborted) {
-          const reply: Reply = Exit.isSuccess(exit)
-            ? { id, answer: exit.value }
-            : { id, failure: failureOf(exit.cause) }
-          parentPort!.postMessage(reply)
+          const [reply, transfer] = Exit.isSuccess(exit)
+            ? replyOf(id, exit.value, request.json === true)
+            : [{ id, failure: failureOf(exit.cause) }, []]
+          parentPort!.postMessage(reply, transfer)
         }
       }
       signals.delete(id)

@@ -111,6 +111,29 @@ describe("MemorySqlWorker", () => {
   )
 
   it.effect(
+    "hands the rows back as JSON when asked: the text the serving thread would write, decoded on demand",
+    () =>
+      Effect.gen(function*() {
+        const v = yield* VerificationStore
+        yield* v.append(verifications)
+        yield* (yield* RatelimitStore).append(Array.from({ length: 200 }, (_, i) => decision(i)))
+        for (const [family, text] of QUERIES) {
+          const here = yield* SqlWorkerFixture.inProcess(request(family, text))
+          const there = yield* SqlWorkerFixture.onWorker({ ...request(family, text), json: true })
+          expect(there.json, text).toBeInstanceOf(Uint8Array)
+          expect(new TextDecoder().decode(there.json), text).toBe(JSON.stringify(here.rows))
+          expect(there.columns, text).toEqual(here.columns)
+          expect(there.rows, text).toEqual(JSON.parse(JSON.stringify(here.rows)))
+          expect(there.rows, text).toBe(there.rows)
+        }
+        // Not asked, the rows come as they are.
+        const [family, text] = QUERIES[0]!
+        expect((yield* SqlWorkerFixture.onWorker(request(family, text))).json).toBeUndefined()
+      }).pipe(Effect.provide(MemorySqlWorker.layer())),
+    SqlWorkerFixture.WORKER_TIMEOUT
+  )
+
+  it.effect(
     "refuses as the process does: the construct and its place, the budget it names",
     () =>
       Effect.gen(function*() {

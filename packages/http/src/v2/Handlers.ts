@@ -15,6 +15,7 @@ import { RateLimiter } from "@keymeter/core/RateLimiter"
 import { Rbac } from "@keymeter/core/Rbac"
 import * as Validation from "@keymeter/core/Validation"
 import { SqlAnalytics, SqlRequest } from "@keymeter/sql/SqlAnalytics"
+import type * as SqlQuery from "@keymeter/sql/SqlQuery"
 import * as Effect from "effect/Effect"
 import type * as Schema from "effect/Schema"
 import { Api } from "../Api.js"
@@ -23,6 +24,7 @@ import { wire } from "../Handlers.js"
 import { HotRoutes } from "../HotRoutes.js"
 import * as IdempotencyKey from "../internal/IdempotencyKey.js"
 import * as JsonBody from "../internal/JsonBody.js"
+import * as JsonText from "../internal/JsonText.js"
 import * as RequestContext from "../RequestContext.js"
 import { CurrentPrincipalV2 } from "./Api.js"
 import { mapV2 } from "./Errors.js"
@@ -52,6 +54,7 @@ const route = <A, I>(schema: Schema.Schema<A, I, never>) => {
       const { requestId } = yield* RequestContext.current
       const input = yield* decode(yield* JsonBody.read(request))
       const data = yield* act({ principal, input, request, requestId })
+      if (data instanceof JsonText.JsonText) return JsonText.response({ meta: { requestId } }, "data", data)
       return wire(whole ? data : { meta: { requestId }, data })
     }))
 }
@@ -351,6 +354,12 @@ export const RatelimitLive = HttpApiBuilder.group(Api, "v2ratelimit", (handlers)
 /** Whether a multiLimit asks all or nothing: `?atomic=true` (a keymeter extension). */
 const isAtomic = (url: string) => new URLSearchParams(url.split("?")[1] ?? "").get("atomic") === "true"
 
+/** The SQL routes write their answer's rows as JSON: a thread that ran the query encodes them. */
+const JSON_ROWS = { json: true } as const
+
+/** An answer's rows for the envelope: as encoded, when they were. */
+const rowsOf = (answer: SqlQuery.Answer) => answer.json === undefined ? answer.rows : new JsonText.JsonText(answer.json)
+
 /** Handlers of the SQL analytics routes. */
 export const AnalyticsLive = HttpApiBuilder.group(Api, "v2analytics", (handlers) =>
   Effect.gen(function*() {
@@ -358,10 +367,12 @@ export const AnalyticsLive = HttpApiBuilder.group(Api, "v2analytics", (handlers)
     return handlers
       .handleRaw(
         "analytics.getVerifications",
-        route(SqlRequest)(({ input, principal }) => Effect.map(sql.getVerifications(principal, input), (a) => a.rows))
+        route(SqlRequest)(({ input, principal }) =>
+          Effect.map(sql.getVerifications(principal, input, JSON_ROWS), rowsOf)
+        )
       )
       .handleRaw(
         "analytics.getRatelimits",
-        route(SqlRequest)(({ input, principal }) => Effect.map(sql.getRatelimits(principal, input), (a) => a.rows))
+        route(SqlRequest)(({ input, principal }) => Effect.map(sql.getRatelimits(principal, input, JSON_ROWS), rowsOf))
       )
   }))

@@ -65,6 +65,27 @@ export const diskMiB = (url: string, database: string) =>
   })
 
 /**
+ * Waits until the server merges no part of `database` (two looks a second apart), at most
+ * `maxSeconds`: a query timed while ClickHouse still merges what was just inserted varies by 3x
+ * from run to run. Seconds waited.
+ */
+export const settle = (url: string, database: string, maxSeconds = 300) =>
+  run(url, async (client) => {
+    const started = performance.now()
+    let quiet = 0
+    while (quiet < 2 && performance.now() - started < maxSeconds * 1000) {
+      const result = await client.query({
+        query: `SELECT count() FROM system.merges WHERE database = '${database}'`,
+        format: "JSONCompact"
+      })
+      const [[merging]] = (await result.json<[string]>()).data
+      quiet = Number(merging) === 0 ? quiet + 1 : 0
+      await new Promise((resolve) => setTimeout(resolve, 1000))
+    }
+    return (performance.now() - started) / 1000
+  })
+
+/**
  * The native port of the server at `url`: the one this run started listens on its HTTP port + 1
  * (see server.sh); for a server of yours, `KEYMETER_BENCH_CLICKHOUSE_PORT` (default 9000).
  */
@@ -75,10 +96,10 @@ const nativePort = (url: string) =>
 
 /**
  * `texts` (one query's statements, in order) run by `clickhouse-client` over its native protocol,
- * `runs` times after three unmeasured, each time the sum of the elapsed times it reports (`--time`).
- * Output is read and discarded (`Null`). It reports whole ms, so a median cannot fall between two;
- * `mean` is the mean of the middle 80% of the runs, which rounding to the nearest ms leaves about
- * where it was: what keymeter's median is compared with.
+ * `runs` times after three unmeasured, each time the sum of the elapsed times it reports (`--time`),
+ * ms. Output is read and discarded (`Null`). It reports whole ms, so a median cannot fall between
+ * two; the mean of the middle 80% of the runs ({@link summary}), which rounding to the nearest ms
+ * leaves about where it was, is what keymeter's median is compared with.
  */
 export const clientTimes = async (url: string, database: string, texts: ReadonlyArray<string>, runs: number) => {
   const warm = 3
@@ -112,11 +133,17 @@ export const clientTimes = async (url: string, database: string, texts: Readonly
   if (elapsed.length !== (warm + runs) * texts.length) {
     throw new Error(`clickhouse-client reported ${elapsed.length} times for ${(warm + runs) * texts.length} statements`)
   }
-  const sums = Array.from({ length: runs }, (_, r) => {
+  return Array.from({ length: runs }, (_, r) => {
     let sum = 0
     for (let i = 0; i < texts.length; i++) sum += elapsed[(warm + r) * texts.length + i]!
     return sum
-  }).sort((a, b) => a - b)
-  const middle = sums.slice(Math.floor(runs / 10), runs - Math.floor(runs / 10))
-  return { median: sums[sums.length >> 1]!, mean: middle.reduce((a, b) => a + b, 0) / middle.length, runs }
+  })
+}
+
+/** Median, and mean of the middle 80% (see {@link clientTimes}), of `samples`. */
+export const summary = (samples: ReadonlyArray<number>) => {
+  const sorted = [...samples].sort((a, b) => a - b)
+  const cut = Math.floor(sorted.length / 10)
+  const middle = sorted.slice(cut, sorted.length - cut)
+  return { median: sorted[sorted.length >> 1]!, mean: middle.reduce((a, b) => a + b, 0) / middle.length }
 }

@@ -126,5 +126,12 @@ export const time = async <A>(f: () => Promise<A>, runs?: number) => {
     samples.push(performance.now() - t)
   }
   samples.sort((a, b) => a - b)
-  return { result, median: samples[samples.length >> 1]!, min: samples[0]!, max: samples[samples.length - 1]!, runs: n }
+  return {
+    result,
+    median: samples[samples.length >> 1]!,
+    min: samples[0]!,
+    max: samples[samples.length - 1]!,
+    runs: n,
+    samples
+  }
 }

@@ -50,8 +50,16 @@ export interface EngineResult {
    */
   readonly client?: Record<
     string,
-    { readonly median: number; readonly mean: number; readonly statements: ReadonlyArray<string> }
+    {
+      readonly median: number
+      readonly mean: number
+      /** keymeter's median over the same turns as the client's runs (absent in older results). */
+      readonly keymeter?: number | undefined
+      readonly statements: ReadonlyArray<string>
+    }
   >
+  /** ClickHouse: seconds waited after ingest for its merges to finish. */
+  readonly settledSeconds?: number | undefined
   /** The query mix (`--mix`): each query timed once on first sight, then again; its answers. */
   readonly mix?: MixResult | undefined
 }
@@ -134,6 +142,9 @@ const runMix = async <Q = VerificationQueryInput>(
 }
 const size = Number(values.size)
 const runs = values.runs ? Number(values.runs) : undefined
+/** ClickHouse beside clickhouse-client: turns of each, and runs a turn. */
+const CLIENT_TURNS = 5
+const CLIENT_RUNS = 11
 // The verification data set, but for a rate-limit run (which reads its own).
 const data = values.ratelimits ? undefined : Dataset.open(size)
 const dataDir = fileURLToPath(new URL("../data/", import.meta.url))
@@ -335,6 +346,8 @@ if (values.ratelimits) {
   // Let background work settle as in steady state (SQLite compacts closed days once idle,
   // ClickHouse merges parts).
   await new Promise((resolve) => setTimeout(resolve, 3000))
+  // ClickHouse's merges of a fresh ingest run for minutes: queries timed meanwhile vary by 3x.
+  const settledSeconds = values.engine === "clickhouse" ? await Clickhouse.settle(clickhouseUrl, database) : undefined
   // First sight: no query has been asked of this process yet.
   const mixed = await runMix(keymeter.query)
   const { queries, answers } = await timeQueries(keymeter)
@@ -345,13 +358,23 @@ if (values.ratelimits) {
       await keymeter.query(reference.query)
       const texts = captured.map(ClickhouseVerificationStore.aggregateText).filter((t) => t !== undefined)
       captured = undefined
-      const timing = await Clickhouse.clientTimes(clickhouseUrl, database, texts, 51)
-      client[reference.id] = { median: timing.median, mean: timing.mean, statements: texts }
+      // In turns, keymeter then clickhouse-client, so both meet the server in the same state.
+      let ours: Array<number> = []
+      let theirs: Array<number> = []
+      for (let turn = 0; turn < CLIENT_TURNS; turn++) {
+        ours = ours.concat((await Library.time(() => keymeter.query(reference.query), CLIENT_RUNS)).samples)
+        theirs = theirs.concat(await Clickhouse.clientTimes(clickhouseUrl, database, texts, CLIENT_RUNS))
+      }
+      client[reference.id] = {
+        ...Clickhouse.summary(theirs),
+        keymeter: Clickhouse.summary(ours).median,
+        statements: texts
+      }
     }
   }
   results.push({
     ...(mixed ? { mix: mixed } : {}),
-    ...(values.engine === "clickhouse" ? { client } : {}),
+    ...(values.engine === "clickhouse" ? { client, settledSeconds } : {}),
     engine: values.engine!,
     size,
     ingest: { eventsPerSecond, seconds },

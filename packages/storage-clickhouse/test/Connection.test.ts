@@ -6,6 +6,7 @@ import * as http from "node:http"
 import type { Socket } from "node:net"
 import * as Connection from "../src/internal/Connection.js"
 import * as Database from "../src/internal/Database.js"
+import * as Select from "../src/internal/Select.js"
 
 /**
  * An HTTP proxy in front of the test server that drops, without an answer, the first `resets`
@@ -91,3 +92,24 @@ describe.skipIf(ClickhouseTestServer.skip() !== undefined)(
       }))
   }
 )
+
+describe.skipIf(ClickhouseTestServer.skip() !== undefined)("Connection's RowBinary answers", () => {
+  it.scoped("an error midway fails the read, before or after the answer outgrew the memory buffer", () =>
+    Effect.gen(function*() {
+      const db = Connection.make({ url: ClickhouseTestServer.url!, database: "default" })
+      yield* Effect.addFinalizer(() => db.close)
+      const rows = 400_000
+      // 9 bytes a row (UInt64, UInt8): 3.6 MB in all, past the buffer after ~116k rows.
+      const whole = yield* db.queryRowBinary(
+        `SELECT number, throwIf(number > ${rows * 10}) FROM system.numbers LIMIT ${rows}`
+      )
+      expect(whole.length).toBe(rows * 9)
+      expect(whole.length).toBeGreaterThan(Select.ANSWER_BUFFER_BYTES)
+      for (const failAt of [1_000, rows - 1]) {
+        const exit = yield* Effect.exit(
+          db.queryRowBinary(`SELECT number, throwIf(number = ${failAt}) FROM system.numbers LIMIT ${rows}`)
+        )
+        expect(Exit.isFailure(exit), `failing at row ${failAt}`).toBe(true)
+      }
+    }))
+})

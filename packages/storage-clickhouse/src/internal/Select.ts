@@ -19,6 +19,12 @@ export interface Options {
   readonly requestTimeoutMs: number
 }
 
+/**
+ * Bytes of a RowBinary answer ClickHouse holds in memory until the query ends (a datapoint is
+ * about 80 bytes: this holds a hundred hours of a hundred keys).
+ */
+export const ANSWER_BUFFER_BYTES = 1 << 20
+
 /** How often a request is sent again after its connection was reset (see `answer`, `Connection`). */
 export const RESENDS = 3
 
@@ -33,8 +39,10 @@ export const make = (options: Options) => {
     output_format_json_quote_64bit_integers: "0"
   })}`
   // ClickHouse writes the answer once the query has run to its end: an error midway is a failed
-  // request (without it: 200, the rows so far, then the error's text).
-  const wholeAnswer = `${base}&wait_end_of_query=1`
+  // request (without it: 200, the rows so far, then the error's text). It holds the answer in
+  // memory up to `buffer_size` bytes and the rest in a temporary file; without a size, all of it
+  // went to the file: 2.4 ms more for a 170 KB answer (2,160 hourly rows) on the bench's VM.
+  const wholeAnswer = `${base}&buffer_size=${ANSWER_BUFFER_BYTES}&wait_end_of_query=1`
   const pathOf = (settings: Readonly<Record<string, string | number>> | undefined) =>
     settings === undefined
       ? base

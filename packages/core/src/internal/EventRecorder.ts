@@ -5,12 +5,17 @@
  * hundreds). A caller may wait for its event to be stored (`durable`), and reads call `flush`
  * first, so an event is counted by any read that starts after it: both make the writer write at
  * once. When the queue is full, events wait for room rather than be lost.
+ *
+ * The queue is a plain array the writer takes from, not Effect's `Queue`: that is a linked list
+ * whose taken nodes keep their successors reachable, so once one node outlived two scavenges (a
+ * write that took a while) every later node was promoted in turn, with its event, and the serving
+ * thread's old generation filled with them (under 3,000 requests/s, ~80 MB of events and nodes a
+ * minute) until a mark-compact paused it for 15-27 ms.
  */
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as FiberId from "effect/FiberId"
-import * as Queue from "effect/Queue"
 import type * as Scope from "effect/Scope"
 import * as Decision from "../Decision.js"
 import type { StorageError } from "../Errors.js"
@@ -56,13 +61,40 @@ export const make = <A>(options: {
   readonly what: string
 }): Effect.Effect<EventRecorder<A>, never, Scope.Scope> =>
   Effect.gen(function*() {
-    const { append, delay, what } = options
-    const queue = yield* Queue.bounded<Entry<A>>(options.capacity)
+    const { append, capacity, delay, what } = options
+    // What is queued, in arrival order.
+    let queued: Array<Entry<A>> = []
+    // Done when the first entry arrives, while the writer waits for one.
+    let arrived: Deferred.Deferred<void> | undefined
+    // Callers waiting for room, in order, each let in once an entry is taken.
+    const waiting: Array<Deferred.Deferred<void>> = []
     // Done when someone waits for the writer; a new one for each batch.
     let hurry = Deferred.unsafeMake<void>(FiberId.none)
-    // Events queued and not yet written (or failed to be). Counted from the offer, not read off the
-    // queue: an event handed straight to the waiting writer is in no queue before it runs.
+    // Events queued and not yet written (or failed to be).
     let outstanding = 0
+
+    const push = (entry: Entry<A>) => {
+      if (!(entry instanceof Waited) || entry.event !== undefined) outstanding++
+      queued.push(entry)
+      if (arrived !== undefined) {
+        Deferred.unsafeDone(arrived, Exit.void)
+        arrived = undefined
+      }
+    }
+
+    /** The first `n` entries (or all), taken out; as many callers waiting for room are let in. */
+    const take = (n: number): Array<Entry<A>> => {
+      let taken = queued
+      if (queued.length <= n) queued = []
+      else {
+        taken = queued.slice(0, n)
+        queued = queued.slice(n)
+      }
+      for (let room = capacity - queued.length; room > 0 && waiting.length > 0; room--) {
+        Deferred.unsafeDone(waiting.shift()!, Exit.void)
+      }
+      return taken
+    }
 
     const write = (entries: ReadonlyArray<Entry<A>>) => {
       const events: Array<A> = []
@@ -88,39 +120,55 @@ export const make = <A>(options: {
         )
       )
     }
-    const urgent = (entries: ReadonlyArray<Entry<A>>) => entries.some((entry) => entry instanceof Waited)
+
+    /** Whether someone waits for an entry among the next batch. */
+    const urgent = () => {
+      for (let i = 0; i < queued.length && i < BATCH; i++) if (queued[i] instanceof Waited) return true
+      return false
+    }
+
+    const firstArrival = Effect.suspend(() => {
+      if (queued.length > 0) return Effect.void
+      arrived = Deferred.unsafeMake<void>(FiberId.none)
+      return Deferred.await(arrived)
+    })
 
     // Interruptible only while waiting: a batch taken is always written, even at shutdown.
     yield* Effect.uninterruptibleMask((restore) =>
       Effect.gen(function*() {
         hurry = Deferred.unsafeMake<void>(FiberId.none)
-        const entries = Array.from(yield* restore(Queue.takeBetween(queue, 1, BATCH)))
-        if (!urgent(entries) && entries.length < BATCH) {
+        yield* restore(firstArrival)
+        if (!urgent() && queued.length < BATCH) {
           yield* Effect.exit(restore(Effect.raceFirst(Effect.sleep(delay), Deferred.await(hurry))))
-          for (const entry of yield* Queue.takeUpTo(queue, BATCH - entries.length)) entries.push(entry)
         }
-        yield* write(entries)
+        yield* write(take(BATCH))
       })
     ).pipe(Effect.forever, Effect.forkScoped)
     // On shutdown, what is still queued is stored before the store closes.
     yield* Effect.addFinalizer(() =>
-      Effect.flatMap(Queue.takeAll(queue), (rest) => rest.length === 0 ? Effect.void : write(Array.from(rest)))
+      Effect.suspend(() => queued.length === 0 ? Effect.void : write(take(queued.length)))
     )
 
-    /** Offers `entry`, waiting for room; an event given up on (interrupted) is no longer counted. */
-    const offer = (entry: Entry<A>) =>
+    /** Queues `entry`, waiting for room (first in line again when room it was let in for went to another). */
+    const offer = (entry: Entry<A>, again = false): Effect.Effect<void> =>
       Effect.suspend(() => {
-        const counted = !(entry instanceof Waited) || entry.event !== undefined
-        if (counted) outstanding++
-        return Effect.onInterrupt(Queue.offer(queue, entry), () =>
-          Effect.sync(() => {
-            if (counted) outstanding--
-          }))
+        if (queued.length < capacity) return Effect.sync(() => push(entry))
+        const room = Deferred.unsafeMake<void>(FiberId.none)
+        if (again) waiting.unshift(room)
+        else waiting.push(room)
+        return Effect.zipRight(
+          Effect.onInterrupt(Deferred.await(room), () =>
+            Effect.sync(() => {
+              const at = waiting.indexOf(room)
+              if (at >= 0) waiting.splice(at, 1)
+            })),
+          offer(entry, true)
+        )
       })
 
     const decideRecord = (event: A): Effect.Effect<void> => {
-      if (!queue.unsafeOffer(event)) return Effect.asVoid(offer(event))
-      outstanding++
+      if (queued.length >= capacity) return offer(event)
+      push(event)
       return Exit.void
     }
 

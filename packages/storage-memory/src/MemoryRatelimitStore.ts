@@ -17,6 +17,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type { Partition } from "./internal/DecisionColumns.js"
 import { DecisionColumns } from "./internal/DecisionColumns.js"
+import { HeldDecisions } from "./internal/HeldDecisions.js"
 
 /** Tuning of the store. */
 export interface Options extends Engine.Options {
@@ -39,10 +40,7 @@ const scanTooLarge = (maxRows: number) =>
 /** A {@link RatelimitStore} over a new, empty {@link Engine}. */
 export const make = (options: Options = {}) => {
   const engine = new Engine.Engine(options)
-  const held = Math.max(0, options.heldDecisions ?? DEFAULT_HELD_DECISIONS)
-  // The latest decisions, a ring: `next` is where the next one goes.
-  const ring: Array<RatelimitEvent | undefined> = []
-  let next = 0
+  const held = new HeldDecisions<Engine.Loader>(Math.max(0, options.heldDecisions ?? DEFAULT_HELD_DECISIONS))
   const hits: HitTally = new Map()
   // Each partition's columns beside the engine's loader of the same partition: its codes are the columns' too.
   const columns = new DecisionColumns((workspaceId, namespaceId) =>
@@ -69,15 +67,10 @@ export const make = (options: Options = {}) => {
         touched.push(partition)
       }
       partition.push(event, key, identity)
+      held.push(partition, event, key, identity)
     }
     for (const partition of touched) partition.counts.flush()
-    for (const event of events) {
-      if (held > 0) {
-        ring[next] = event
-        next = (next + 1) % held
-      }
-      tallyHit(hits, event)
-    }
+    for (const event of events) tallyHit(hits, event)
     revision++
   }
 
@@ -105,16 +98,11 @@ export const make = (options: Options = {}) => {
       }),
     decisions: (workspaceId, namespaceId, { identifier, limit }) =>
       Effect.sync(() => {
-        const found: Array<RatelimitEvent> = []
+        const partition = columns.existing(workspaceId, namespaceId)
         // From the newest arrival back, so that equal times keep the later arrival first.
-        for (let n = 0; n < ring.length; n++) {
-          const event = ring[(next - 1 - n + ring.length) % ring.length]
-          if (
-            event !== undefined && event.workspaceId === workspaceId && event.namespaceId === namespaceId &&
-            (identifier === undefined || event.identifier === identifier)
-          ) found.push(event)
-        }
-        return found.sort((a, b) => b.time - a.time).slice(0, limit)
+        return partition === undefined
+          ? []
+          : held.of(partition, identifier).sort((a, b) => b.time - a.time).slice(0, limit)
       }),
     // The engine counts every decision the columns hold.
     scanCountsFrom: Effect.succeed(-Infinity),

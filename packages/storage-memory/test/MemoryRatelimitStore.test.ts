@@ -160,3 +160,31 @@ describe("MemoryRatelimitStore scan", () => {
       expect(error.message).toContain(String(inScope - 1))
     })))
 })
+
+describe("MemoryRatelimitStore held decisions", () => {
+  it.effect("holds the latest arrivals only (10 here), every field, newest first", () =>
+    run(Effect.gen(function*() {
+      const store = yield* RatelimitStore
+      const decisions = Array.from({ length: 27 }, (_, i) =>
+        decision(i, {
+          namespaceId: i % 2 === 0 ? "ns" : "ns_b",
+          source: i % 3 === 0 ? "verifyKey" : "limit",
+          remaining: i,
+          cost: 1 + (i % 4),
+          detail: i % 4 === 0 ? `{"meta":{"i":${i}}}` : undefined
+        }))
+      for (let i = 0; i < decisions.length; i += 4) yield* store.append(decisions.slice(i, i + 4))
+      const newestFirst = (list: ReadonlyArray<RatelimitEvent>) => [...list].sort((a, b) => b.time - a.time)
+      const held = decisions.slice(-10)
+      for (const namespaceId of ["ns", "ns_b"]) {
+        const mine = held.filter((d) => d.namespaceId === namespaceId)
+        expect(yield* store.decisions("ws", namespaceId, { limit: 100 })).toEqual(newestFirst(mine))
+        expect(yield* store.decisions("ws", namespaceId, { limit: 2 })).toEqual(newestFirst(mine).slice(0, 2))
+        expect(yield* store.decisions("ws", namespaceId, { limit: 100, identifier: "id_3" })).toEqual(
+          newestFirst(mine.filter((d) => d.identifier === "id_3"))
+        )
+      }
+      expect(yield* store.decisions("ws", "ns_none", { limit: 100 })).toEqual([])
+      expect(yield* store.decisions("ws_none", "ns", { limit: 100 })).toEqual([])
+    })))
+})

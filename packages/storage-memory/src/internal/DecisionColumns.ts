@@ -97,7 +97,7 @@ export class Partition<Counts> {
   /** The caller's number of the last batch that added to it. */
   batch = -1
 
-  constructor(readonly namespaceId: string, readonly counts: Counts) {
+  constructor(readonly workspaceId: string, readonly namespaceId: string, readonly counts: Counts) {
     this.namespace = [namespaceId]
   }
 
@@ -220,10 +220,18 @@ export class DecisionColumns<Counts> {
     }
     let partition = ofWorkspace.get(namespaceId)
     if (partition === undefined) {
-      ofWorkspace.set(namespaceId, partition = new Partition(namespaceId, this.countsOf(workspaceId, namespaceId)))
+      ofWorkspace.set(
+        namespaceId,
+        partition = new Partition(workspaceId, namespaceId, this.countsOf(workspaceId, namespaceId))
+      )
     }
     this.last = partition
     return partition
+  }
+
+  /** The partition of (workspace, namespace), if it holds any decision. */
+  existing(workspaceId: string, namespaceId: string): Partition<Counts> | undefined {
+    return this.workspaces.get(workspaceId)?.get(namespaceId)
   }
 
   /**

@@ -107,8 +107,10 @@ describe.skipIf(skip !== undefined)("Redis windows", () => {
   it.scopedLive("admits exactly the limit when three servers take at once", () =>
     Effect.gen(function*() {
       const prefix = RedisTestServer.freshPrefix()
+      // Commands wait up to 10 s, not the default second: 300 at once, while CI starts every
+      // package's suites on two cores, once took longer (a timeout is not what this test is about).
       const servers = yield* Effect.all(
-        Array.from({ length: 3 }, () => RedisWindows.make({ url: RedisTestServer.url!, prefix }))
+        Array.from({ length: 3 }, () => RedisWindows.make({ url: RedisTestServer.url!, prefix, timeoutMs: 10_000 }))
       )
       const now = Date.now()
       const decisions = yield* Effect.all(

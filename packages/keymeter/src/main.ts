@@ -12,9 +12,12 @@ import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import * as ServerHeap from "./internal/ServerHeap.js"
 import * as ServerConfig from "./ServerConfig.js"
 import * as Startup from "./Startup.js"
 import * as StorageSpec from "./StorageSpec.js"
+
+ServerHeap.tune()
 
 /** `PORT: Expected an integer value but received "x"; ...`: each bad variable named. */
 const describeConfigError = (error: ConfigError.ConfigError): string =>

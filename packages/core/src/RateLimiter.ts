@@ -7,7 +7,6 @@ import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
-import * as Schema from "effect/Schema"
 import { Auth } from "./Auth.js"
 import * as Checker from "./Checker.js"
 import * as Decision from "./Decision.js"
@@ -18,10 +17,11 @@ import * as Foreground from "./Foreground.js"
 import * as Ids from "./Ids.js"
 import { NamespaceReads } from "./internal/NamespaceReads.js"
 import { SlidingWindows } from "./internal/slidingWindow.js"
-import { Meta } from "./Key.js"
-import { isPattern, MAX_NAME_LENGTH, Namespace } from "./Namespace.js"
+import type { LimitRequest, LimitResponse, MultiLimitResponse } from "./Limit.js"
+import { DEFAULT_NAMESPACE, LimitInput, MAX_LIMITS, MultiLimitInput } from "./Limit.js"
+import { isPattern, Namespace } from "./Namespace.js"
 import type { Override } from "./Override.js"
-import { Duration, MAX_IDENTIFIER_LENGTH, MAX_TIME } from "./Override.js"
+import { MAX_TIME } from "./Override.js"
 import { Overrides } from "./Overrides.js"
 import type { Principal } from "./Permission.js"
 import * as Permission from "./Permission.js"
@@ -32,89 +32,6 @@ import { Catalog } from "./Storage.js"
 import * as Validation from "./Validation.js"
 import type { Decision as WindowDecision, WindowRequest } from "./Windows.js"
 import * as Windows from "./Windows.js"
-
-const Integer = (min: number, expectation: string) =>
-  Validation.expected(Schema.Number.pipe(Schema.int(), Schema.between(min, Number.MAX_SAFE_INTEGER)), expectation)
-
-/** The namespace of a `ratelimits.limit` that names none, as Unkey's v1 has it. */
-export const DEFAULT_NAMESPACE = "default"
-
-/** Most resources one `ratelimits.limit` names. */
-export const MAX_RESOURCES = 100
-
-/** Most limits one `multiLimit` takes (Unkey v2's bound). */
-export const MAX_LIMITS = 100
-
-/** A resource a limited request is about to access (Unkey v1's `resources[]`). */
-const Resource = Schema.Struct({
-  type: Validation.boundedString("a string", 1, 255),
-  id: Validation.boundedString("a string", 1, 255),
-  name: Schema.optional(Validation.boundedString("a string", 1, 255)),
-  meta: Schema.optional(Meta)
-})
-
-/**
- * Body of `ratelimits.limit`: Unkey v1's, with v2's `namespaceId`. `async`, `meta` and `resources`
- * are accepted and bounded; `meta` and `resources` are kept with the decision's event (cut down to
- * `RatelimitEvent.MAX_DETAIL_BYTES`), `async` decides from this server's view of a shared window
- * (see the README).
- */
-export const LimitInput = Schema.Struct({
-  namespace: Schema.optional(Validation.boundedString("a namespace name", 1, MAX_NAME_LENGTH)).annotations({
-    description: `The namespace, by name; "${DEFAULT_NAMESPACE}" when neither it nor namespaceId is given.`
-  }),
-  namespaceId: Schema.optional(Validation.boundedString("a namespace id", 1, 255)).annotations({
-    description: "The namespace, by id (Unkey v2): it must exist, and excludes namespace."
-  }),
-  identifier: Validation.boundedString("a string", 1, MAX_IDENTIFIER_LENGTH),
-  limit: Integer(1, "must be an integer >= 1"),
-  duration: Duration,
-  cost: Schema.optional(Integer(0, "must be an integer >= 0")),
-  async: Schema.optional(Validation.expected(Schema.Boolean, "must be true or false")),
-  meta: Schema.optional(Meta),
-  resources: Schema.optional(
-    Schema.Array(Resource).pipe(
-      Schema.filter((all) => all.length <= MAX_RESOURCES || `must hold at most ${MAX_RESOURCES} resources`)
-    )
-  )
-}).annotations({ identifier: "LimitInput" })
-
-/** Answer of `ratelimits.limit`. */
-export const LimitResponse = Schema.Struct({
-  success: Schema.Boolean,
-  limit: Schema.Number.annotations({ description: "the limit applied: the override's when one applies" }),
-  remaining: Schema.Number,
-  reset: Schema.Number.annotations({ description: "unix ms when the oldest counted request leaves the window" }),
-  overrideId: Schema.optional(Schema.String)
-}).annotations({ identifier: "LimitResponse" })
-
-/** Body of `multiLimit`: 1 to {@link MAX_LIMITS} bodies of `limit`. */
-export const MultiLimitInput = Schema.Array(
-  // Its fields' own messages still name what is wrong inside an object.
-  LimitInput.annotations({ message: (issue) => `must be a JSON object, got ${Validation.describeValue(issue.actual)}` })
-).pipe(Schema.minItems(1), Schema.maxItems(MAX_LIMITS)).annotations({ identifier: "MultiLimitInput" })
-
-/** One limit of a `multiLimit` answer (Unkey v2's). */
-export const MultiLimitResult = Schema.Struct({
-  namespace: Schema.String.annotations({
-    description: `what the limit named: its namespace, its namespaceId, or "${DEFAULT_NAMESPACE}"`
-  }),
-  identifier: Schema.String,
-  limit: Schema.Number.annotations({ description: "the limit applied: the override's when one applies" }),
-  remaining: Schema.Number,
-  reset: Schema.Number.annotations({ description: "unix ms when the oldest counted request leaves the window" }),
-  passed: Schema.Boolean,
-  overrideId: Schema.optional(Schema.String)
-}).annotations({ identifier: "MultiLimitResult" })
-
-/** Answer of `multiLimit`: `passed` when every limit passed. */
-export const MultiLimitResponse = Schema.Struct({
-  passed: Schema.Boolean,
-  limits: Schema.Array(MultiLimitResult)
-}).annotations({ identifier: "MultiLimitResponse" })
-
-/** An answer of {@link RateLimiter} `multiLimit`. */
-export type MultiLimitResponse = Schema.Schema.Type<typeof MultiLimitResponse>
 
 /** One limit of a {@link RateLimiter} `decideTakeAll` call, as a verification answers it. */
 export interface TakenLimit {
@@ -165,16 +82,11 @@ interface Resolved extends Target {
   readonly namespaceId: string
 }
 
-type LimitRequest = Schema.Schema.Type<typeof LimitInput>
-
 /**
  * A lookup's miss that creates a namespace: `multiLimit` holds these back until every limit of
  * the call is known to be allowed, so a refused call creates nothing.
  */
 class Creation extends Missing<StorageError> {}
-
-/** An answer of {@link RateLimiter}. */
-export type LimitResponse = Schema.Schema.Type<typeof LimitResponse>
 
 /** A window's reset as a valid time: windows up to 2^53-1 ms end past the last Date. */
 const validReset = (reset: number) => Math.min(reset, MAX_TIME)

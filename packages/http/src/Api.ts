@@ -10,6 +10,7 @@ import * as OpenApi from "@effect/platform/OpenApi"
 import { ApiIdInput, ApiList, ApiView, CreateApiInput } from "@keymeter/core/Api"
 import { Datapoint } from "@keymeter/core/Datapoint"
 import { KeyPermissionsInput, KeyRolesInput } from "@keymeter/core/Key"
+import { LimitInput, LimitResponse } from "@keymeter/core/Limit"
 import {
   DeleteOverrideInput,
   GetOverrideInput,
@@ -20,7 +21,6 @@ import {
   SetOverrideInput
 } from "@keymeter/core/Override"
 import type { Principal } from "@keymeter/core/Permission"
-import { LimitInput, LimitResponse } from "@keymeter/core/RateLimiter"
 import { RatelimitDatapoint, RatelimitQueryInput } from "@keymeter/core/RatelimitQuery"
 import {
   CreatePermissionInput,

@@ -4,7 +4,7 @@
  */
 import { expect, layer } from "@effect/vitest"
 import { Datapoint } from "@keymeter/core/Datapoint"
-import { LimitResponse } from "@keymeter/core/RateLimiter"
+import { LimitResponse } from "@keymeter/core/Limit"
 import { MemoryStorage } from "@keymeter/storage-memory"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"

@@ -35,6 +35,7 @@ import type {
 import { Keys } from "@keymeter/core/Keys"
 import type { VerifyKeyInput } from "@keymeter/core/KeyVerifier"
 import { KeyVerifier } from "@keymeter/core/KeyVerifier"
+import type { LimitInput } from "@keymeter/core/Limit"
 import type {
   DeleteOverrideInput,
   GetOverrideInput,
@@ -44,7 +45,6 @@ import type {
 import { Overrides } from "@keymeter/core/Overrides"
 import * as Provisioning from "@keymeter/core/Provisioning"
 import { RatelimitAnalytics } from "@keymeter/core/RatelimitAnalytics"
-import type { LimitInput } from "@keymeter/core/RateLimiter"
 import { RateLimiter } from "@keymeter/core/RateLimiter"
 import type { RatelimitDatapoint } from "@keymeter/core/RatelimitQuery"
 import { RatelimitQueryInput } from "@keymeter/core/RatelimitQuery"

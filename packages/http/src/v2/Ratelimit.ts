@@ -2,10 +2,10 @@
  * Unkey v2's rate limits on the wire (`/v2/ratelimit.*`), as `@unkey/api@2.5.1` types them, and
  * their mappers onto core's: a namespace is named by one string, its name or its id.
  */
+import { LimitInput } from "@keymeter/core/Limit"
 import { MAX_NAME_LENGTH } from "@keymeter/core/Namespace"
 import type { OverrideView } from "@keymeter/core/Override"
 import { Duration, Identifier } from "@keymeter/core/Override"
-import { LimitInput } from "@keymeter/core/RateLimiter"
 import * as Validation from "@keymeter/core/Validation"
 import * as Schema from "effect/Schema"
 

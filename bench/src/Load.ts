@@ -354,6 +354,8 @@ export interface PacedResult {
   readonly p99: number
   readonly p999: number
   readonly max: number
+  /** The longest the client's own event loop was late while counting, ms (see `Paced.ts`). */
+  readonly clientStall: number
 }
 
 /**
@@ -411,7 +413,8 @@ export const paced = async (
       out.push({ route: route.route, rate, ...result })
       process.stdout.write(
         `  ${route.route} at ${rate} req/s: p50 ${result.p50.toFixed(2)} ms, p99 ${result.p99.toFixed(2)} ms, ` +
-          `p99.9 ${result.p999.toFixed(2)} ms, max ${result.max.toFixed(1)} ms, ${result.failed} failed\n`
+          `p99.9 ${result.p999.toFixed(2)} ms, max ${result.max.toFixed(1)} ms, ${result.failed} failed, ` +
+          `client stalled up to ${result.clientStall.toFixed(1)} ms\n`
       )
     } finally {
       rmSync(file, { force: true })

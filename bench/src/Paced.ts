@@ -7,10 +7,14 @@
  *
  * `--requests FILE` holds `{ base, path, status, headers, bodies }`; request n posts
  * `bodies[n % length]`. The first second's requests open the connections and are not counted.
- * Prints `{ sent, ok, failed, statuses, p50, p99, p999, max }` (ms, of the counted ones) as JSON.
+ * Prints `{ sent, ok, failed, statuses, p50, p99, p999, max }` (ms, of the counted ones) as JSON,
+ * with `clientStall`: the longest this client's own event loop was late (ms) while counting. A
+ * request due in a stall of the client is sent late and counted late: a stall seen by the client
+ * alone is not the server's.
  */
 import { readFileSync } from "node:fs"
 import * as http from "node:http"
+import { monitorEventLoopDelay } from "node:perf_hooks"
 import { parseArgs } from "node:util"
 
 const { values } = parseArgs({
@@ -71,6 +75,10 @@ const interval = 1000 / rate
 const warm = Math.round(rate)
 const total = warm + Math.round(rate * seconds)
 const start = performance.now() + 20
+const loop = monitorEventLoopDelay({ resolution: 1 })
+loop.enable()
+// Counting starts after the warm-up second: so does the client's stall.
+setTimeout(() => loop.reset(), 20 + 1000).unref()
 let next = 0
 await new Promise<void>((resolve) => {
   const tick = () => {
@@ -98,5 +106,6 @@ process.stdout.write(JSON.stringify({
   p50: at(0.5),
   p99: at(0.99),
   p999: at(0.999),
-  max: latencies.length === 0 ? NaN : latencies[latencies.length - 1]
+  max: latencies.length === 0 ? NaN : latencies[latencies.length - 1],
+  clientStall: loop.max / 1e6
 }))

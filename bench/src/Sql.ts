@@ -574,6 +574,7 @@ const pacedTable = (results: ReadonlyArray<HotPathResult>): Array<Array<string>>
     "phase",
     "v2 keys.verifyKey p50 / p99 / p99.9 / max ms",
     "v2 ratelimit.limit p50 / p99 / p99.9 / max ms",
+    "client's longest stall, verifyKey / limit ms",
     "failed"
   ]]
   const show = (l: Load.PacedResult | undefined) =>
@@ -585,6 +586,9 @@ const pacedTable = (results: ReadonlyArray<HotPathResult>): Array<Array<string>>
         phase.phase,
         show(phase.load.find((l) => l.route === "v2 keys.verifyKey")),
         show(phase.load.find((l) => l.route === "v2 ratelimit.limit")),
+        ["v2 keys.verifyKey", "v2 ratelimit.limit"].map((route) =>
+          phase.load.find((l) => l.route === route)?.clientStall.toFixed(1) ?? "–"
+        ).join(" / "),
         String(phase.load.reduce((sum, l) => sum + l.failed, 0))
       ])
     }
@@ -676,7 +680,9 @@ export const hotPathSection = (
         `queries, ${hotPath[0]!.rounds} times in turn; each latency counted from when its request was due (a client ` +
         "in its own process, 32 connections, to the µs). A saturating load tells throughput: every ms the server " +
         "gives a query lengthens every queue, and requests stuck behind a stall are few among many quick ones. " +
-        "At a rate the server keeps up with, the latency tells how long a request waited for the queries.",
+        "At a rate the server keeps up with, the latency tells how long a request waited for the queries. " +
+        "The client's longest stall is how late its own event loop ran while counting: a request due then was " +
+        "sent late, so a latency no longer than that stall may be the client's, not the server's.",
       "",
       table(pacedTable(hotPath)),
       "",

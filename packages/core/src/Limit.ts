@@ -88,7 +88,7 @@ export const MultiLimitResponse = Schema.Struct({
   limits: Schema.Array(MultiLimitResult)
 }).annotations({ identifier: "MultiLimitResponse" })
 
-/** An answer of {@link RateLimiter} `multiLimit`. */
+/** An answer of `multiLimit`. */
 export type MultiLimitResponse = Schema.Schema.Type<typeof MultiLimitResponse>
 
 /** A decoded body of `ratelimits.limit`. */

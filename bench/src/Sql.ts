@@ -581,14 +581,14 @@ const pacedTable = (results: ReadonlyArray<HotPathResult>): Array<Array<string>>
     l === undefined ? "–" : [l.p50, l.p99, l.p999, l.max].map((v) => v.toFixed(v < 10 ? 2 : 1)).join(" / ")
   for (const r of results) {
     for (const phase of r.paced) {
+      const routes = ["v2 keys.verifyKey", "v2 ratelimit.limit"].map((route) =>
+        phase.load.find((l) => l.route === route)
+      )
       rows.push([
         r.adapter,
         phase.phase,
-        show(phase.load.find((l) => l.route === "v2 keys.verifyKey")),
-        show(phase.load.find((l) => l.route === "v2 ratelimit.limit")),
-        ["v2 keys.verifyKey", "v2 ratelimit.limit"].map((route) =>
-          phase.load.find((l) => l.route === route)?.clientStall.toFixed(1) ?? "–"
-        ).join(" / "),
+        ...routes.map(show),
+        routes.map((l) => l?.clientStall.toFixed(1) ?? "–").join(" / "),
         String(phase.load.reduce((sum, l) => sum + l.failed, 0))
       ])
     }

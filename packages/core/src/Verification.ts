@@ -204,12 +204,13 @@ const unknownField = (value: Record<string, unknown>, known: ReadonlySet<string>
   return undefined
 }
 
-const checkId = (value: unknown, path: string): string | undefined => {
-  if (typeof value !== "string") return `${path}: must be a string, got ${describe(value)}`
+/** What is wrong with an id, without its path (built only when something is: ingest checks millions). */
+const idProblem = (value: unknown): string | undefined => {
+  if (typeof value !== "string") return `must be a string, got ${describe(value)}`
   if (value.length === 0 || value.length > MAX_ID_LENGTH) {
-    return `${path}: must be 1 to ${MAX_ID_LENGTH} characters, got ${value.length}`
+    return `must be 1 to ${MAX_ID_LENGTH} characters, got ${value.length}`
   }
-  if (!isWellFormed(value)) return `${path}: ${NOT_WELL_FORMED}`
+  if (!isWellFormed(value)) return NOT_WELL_FORMED
   return undefined
 }
 
@@ -231,10 +232,11 @@ export const decodeBatch = (
   }
   const latest = options.now + MAX_CLOCK_SKEW
   const out = new Array<Verification>(input.length)
+  // An item's path, built only for its error.
+  const at = (i: number) => `${root}[${i}]`
   for (let i = 0; i < input.length; i++) {
     const item: unknown = input[i]
-    const at = `${root}[${i}]`
-    if (!isPlainObject(item)) return fail(`${at}: must be an object, got ${describe(item)}`)
+    if (!isPlainObject(item)) return fail(`${at(i)}: must be an object, got ${describe(item)}`)
     const { apiId, identity, keyId, latency, outcome, region, spentCredits, tags, time } = item
     const extra = unknownField(
       item,
@@ -242,44 +244,46 @@ export const decodeBatch = (
       3 + (time !== undefined ? 1 : 0) + (identity !== undefined ? 1 : 0) + (tags !== undefined ? 1 : 0) +
         (spentCredits !== undefined ? 1 : 0) + (latency !== undefined ? 1 : 0) + (region !== undefined ? 1 : 0)
     )
-    if (extra !== undefined) return fail(`${at}.${extra}: is not a known field`)
-    const error = checkId(apiId, `${at}.apiId`) ?? checkId(keyId, `${at}.keyId`) ??
-      ((keyId as string).includes(",") ? `${at}.keyId: ${KEY_ID_COMMA}` : undefined)
-    if (error !== undefined) return fail(error)
+    if (extra !== undefined) return fail(`${at(i)}.${extra}: is not a known field`)
+    const apiProblem = idProblem(apiId)
+    if (apiProblem !== undefined) return fail(`${at(i)}.apiId: ${apiProblem}`)
+    const keyProblem = idProblem(keyId) ?? ((keyId as string).includes(",") ? KEY_ID_COMMA : undefined)
+    if (keyProblem !== undefined) return fail(`${at(i)}.keyId: ${keyProblem}`)
     if (typeof outcome !== "string" || !OutcomeIndex.has(outcome)) {
-      return fail(`${at}.outcome: must be one of ${OUTCOME_LIST}, got ${describe(outcome)}`)
+      return fail(`${at(i)}.outcome: must be one of ${OUTCOME_LIST}, got ${describe(outcome)}`)
     }
     let at_time = options.now
     if (time !== undefined) {
       if (typeof time !== "number" || !Number.isSafeInteger(time) || time < 0) {
-        return fail(`${at}.time: must be an integer of unix milliseconds >= 0, got ${describe(time)}`)
+        return fail(`${at(i)}.time: must be an integer of unix milliseconds >= 0, got ${describe(time)}`)
       }
       if (time > latest) {
-        return fail(`${at}.time: must be at most 60 s ahead of the server clock (${options.now}), got ${time}`)
+        return fail(`${at(i)}.time: must be at most 60 s ahead of the server clock (${options.now}), got ${time}`)
       }
       at_time = time
     }
     let checkedIdentity: Identity | undefined
     if (identity !== undefined) {
-      if (!isPlainObject(identity)) return fail(`${at}.identity: must be an object, got ${describe(identity)}`)
+      if (!isPlainObject(identity)) return fail(`${at(i)}.identity: must be an object, got ${describe(identity)}`)
       const extraIdentity = unknownField(identity, IDENTITY_FIELDS, 2)
-      if (extraIdentity !== undefined) return fail(`${at}.identity.${extraIdentity}: is not a known field`)
-      const identityError = checkId(identity.id, `${at}.identity.id`) ??
-        checkId(identity.externalId, `${at}.identity.externalId`)
-      if (identityError !== undefined) return fail(identityError)
+      if (extraIdentity !== undefined) return fail(`${at(i)}.identity.${extraIdentity}: is not a known field`)
+      const idError = idProblem(identity.id)
+      if (idError !== undefined) return fail(`${at(i)}.identity.id: ${idError}`)
+      const externalIdError = idProblem(identity.externalId)
+      if (externalIdError !== undefined) return fail(`${at(i)}.identity.externalId: ${externalIdError}`)
       checkedIdentity = identity as unknown as Identity
     }
     let checkedTags: ReadonlyArray<string> = []
     if (tags !== undefined) {
-      if (!Array.isArray(tags)) return fail(`${at}.tags: must be an array of strings, got ${describe(tags)}`)
-      if (tags.length > MAX_TAGS) return fail(`${at}.tags: must hold at most ${MAX_TAGS} tags, got ${tags.length}`)
+      if (!Array.isArray(tags)) return fail(`${at(i)}.tags: must be an array of strings, got ${describe(tags)}`)
+      if (tags.length > MAX_TAGS) return fail(`${at(i)}.tags: must hold at most ${MAX_TAGS} tags, got ${tags.length}`)
       for (let t = 0; t < tags.length; t++) {
         const tag: unknown = tags[t]
-        if (typeof tag !== "string") return fail(`${at}.tags[${t}]: must be a string, got ${describe(tag)}`)
+        if (typeof tag !== "string") return fail(`${at(i)}.tags[${t}]: must be a string, got ${describe(tag)}`)
         if (tag.length === 0 || tag.length > MAX_TAG_LENGTH) {
-          return fail(`${at}.tags[${t}]: must be 1 to ${MAX_TAG_LENGTH} characters, got ${tag.length}`)
+          return fail(`${at(i)}.tags[${t}]: must be 1 to ${MAX_TAG_LENGTH} characters, got ${tag.length}`)
         }
-        if (!isWellFormed(tag)) return fail(`${at}.tags[${t}]: ${NOT_WELL_FORMED}`)
+        if (!isWellFormed(tag)) return fail(`${at(i)}.tags[${t}]: ${NOT_WELL_FORMED}`)
       }
       checkedTags = normalizeTags(tags as Array<string>)
     }
@@ -289,18 +293,20 @@ export const decodeBatch = (
         spentCredits > MAX_SPENT_CREDITS)
     ) {
       return fail(
-        `${at}.spentCredits: must be an integer from 0 to ${MAX_SPENT_CREDITS}, got ${describe(spentCredits)}`
+        `${at(i)}.spentCredits: must be an integer from 0 to ${MAX_SPENT_CREDITS}, got ${describe(spentCredits)}`
       )
     }
     if (latency !== undefined && (typeof latency !== "number" || !(latency >= 0 && latency <= MAX_LATENCY))) {
-      return fail(`${at}.latency: must be a number of milliseconds from 0 to ${MAX_LATENCY}, got ${describe(latency)}`)
+      return fail(
+        `${at(i)}.latency: must be a number of milliseconds from 0 to ${MAX_LATENCY}, got ${describe(latency)}`
+      )
     }
     if (region !== undefined) {
-      if (typeof region !== "string") return fail(`${at}.region: must be a string, got ${describe(region)}`)
+      if (typeof region !== "string") return fail(`${at(i)}.region: must be a string, got ${describe(region)}`)
       if (region.length > MAX_REGION_LENGTH) {
-        return fail(`${at}.region: must be 0 to ${MAX_REGION_LENGTH} characters, got ${region.length}`)
+        return fail(`${at(i)}.region: must be 0 to ${MAX_REGION_LENGTH} characters, got ${region.length}`)
       }
-      if (!isWellFormed(region)) return fail(`${at}.region: ${NOT_WELL_FORMED}`)
+      if (!isWellFormed(region)) return fail(`${at(i)}.region: ${NOT_WELL_FORMED}`)
     }
     out[i] = {
       time: at_time,

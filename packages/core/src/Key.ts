@@ -137,6 +137,12 @@ export const MAX_RATELIMITS = 50
 export const Integer = (min: number, max: number, expectation: string) =>
   expected(Schema.Number.pipe(Schema.int(), Schema.between(min, max)), expectation)
 
+/** A whole number from 0 (credits, costs, counts). */
+export const Count = Integer(0, Number.MAX_SAFE_INTEGER, "must be an integer >= 0")
+
+/** A whole number from 1 (limits, amounts). */
+export const Positive = Integer(1, Number.MAX_SAFE_INTEGER, "must be an integer >= 1")
+
 /** A `meta` object: any JSON object of at most {@link MAX_META_BYTES} bytes. */
 export const Meta = MetaObject.pipe(
   Schema.filter((meta) =>
@@ -154,7 +160,7 @@ export const Flag = expected(Schema.Boolean, "must be true or false")
 
 const RatelimitInput = Schema.Struct({
   name: RatelimitName,
-  limit: Integer(1, Number.MAX_SAFE_INTEGER, "must be an integer >= 1"),
+  limit: Positive,
   duration: Duration,
   autoApply: Schema.optional(Flag),
   async: Schema.optional(Flag)
@@ -162,14 +168,14 @@ const RatelimitInput = Schema.Struct({
 
 /** The limit named {@link DEFAULT_RATELIMIT} as `keys.updateKey` sets it alone (Unkey v1's `ratelimit`). */
 const DefaultRatelimitInput = Schema.Struct({
-  limit: Integer(1, Number.MAX_SAFE_INTEGER, "must be an integer >= 1"),
+  limit: Positive,
   duration: Duration,
   async: Schema.optional(Flag)
 })
 
 export const RefillInput = Schema.Struct({
   interval: expected(Schema.Literal("daily", "monthly"), "must be \"daily\" or \"monthly\""),
-  amount: Integer(1, Number.MAX_SAFE_INTEGER, "must be an integer >= 1"),
+  amount: Positive,
   refillDay: Schema.optional(Integer(1, 31, "must be a day of the month from 1 to 31"))
 }).pipe(
   Schema.filter((refill) =>
@@ -179,7 +185,7 @@ export const RefillInput = Schema.Struct({
 )
 
 const CreditsInput = Schema.Struct({
-  remaining: Integer(0, Number.MAX_SAFE_INTEGER, "must be an integer >= 0"),
+  remaining: Count,
   refill: Schema.optional(RefillInput)
 })
 
@@ -301,7 +307,7 @@ export const MigrateKeysInput = Schema.Array(MigrateKeyInput).pipe(
  * null removes it). A key without credits gets them only with a `remaining`.
  */
 const CreditsChange = Schema.Struct({
-  remaining: Schema.optional(Integer(0, Number.MAX_SAFE_INTEGER, "must be an integer >= 0")),
+  remaining: Schema.optional(Count),
   refill: Schema.optional(Schema.NullOr(RefillInput))
 })
 

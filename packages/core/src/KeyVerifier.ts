@@ -99,7 +99,7 @@ export const VerifyKeyInput = Schema.Struct({
         "must be an integer >= 0"
       )),
       /** This call's limit and window in place of the key's (a limit the key lacks needs both). */
-      limit: Schema.optional(KeyModel.Integer(1, Number.MAX_SAFE_INTEGER, "must be an integer >= 1")),
+      limit: Schema.optional(KeyModel.Positive),
       duration: Schema.optional(Duration)
     })).pipe(Schema.maxItems(KeyModel.MAX_RATELIMITS))
   ),

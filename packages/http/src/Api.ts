@@ -39,6 +39,9 @@ import { EnvelopedApi } from "./internal/EnvelopedApi.js"
 import * as UrlParams from "./internal/UrlParams.js"
 import * as V1Identities from "./v1/Identities.js"
 import * as V1Keys from "./v1/Keys.js"
+import * as V1KeyUsage from "./v1/KeyUsage.js"
+import * as V1Migrations from "./v1/Migrations.js"
+import * as V1VerifyKey from "./v1/VerifyKey.js"
 import { V2 } from "./v2/Api.js"
 
 /** The authenticated caller of the current request. */
@@ -188,7 +191,7 @@ const Connected = Schema.Array(Schema.Struct({ id: Schema.String, name: Schema.S
 /** Query parameters of `GET /v1/keys.getKey` and `GET /v1/apis.listKeys`. */
 export const GetKeyParams = UrlParams.schema(V1Keys.GetKeyQuery)
 export const ListKeysParams = UrlParams.schema(V1Keys.ListKeysQuery)
-export const KeyUsageParams = UrlParams.schema(V1Keys.KeyUsageQuery)
+export const KeyUsageParams = UrlParams.schema(V1KeyUsage.KeyUsageQuery)
 
 /** Key routes, in Unkey v1's shapes. */
 export class KeysGroup extends HttpApiGroup.make("keys")
@@ -206,8 +209,8 @@ export class KeysGroup extends HttpApiGroup.make("keys")
   )
   .add(
     post("verifyKey", "/keys.verifyKey")
-      .setPayload(V1Keys.VerifyKeyRequest)
-      .addSuccess(V1Keys.VerifyKeyResponseV1)
+      .setPayload(V1VerifyKey.VerifyKeyRequest)
+      .addSuccess(V1VerifyKey.VerifyKeyResponseV1)
       .annotate(OpenApi.Summary, "Verify a key: one of nine codes, always 200 for a well-formed request")
       .annotate(
         OpenApi.Description,
@@ -226,7 +229,7 @@ export class KeysGroup extends HttpApiGroup.make("keys")
   .add(
     HttpApiEndpoint.get("getKeyVerifications", "/keys.getVerifications")
       .setUrlParams(KeyUsageParams)
-      .addSuccess(V1Keys.KeyUsage)
+      .addSuccess(V1KeyUsage.KeyUsage)
       .annotate(OpenApi.Summary, "A key's (or an ownerId's keys') verifications by day: Unkey v1's older usage route")
       .annotate(
         OpenApi.Description,
@@ -440,7 +443,7 @@ export class IdentitiesGroup extends HttpApiGroup.make("identities")
 export class MigrationsGroup extends HttpApiGroup.make("migrations")
   .add(
     post("createKeys", "/migrations.createKeys")
-      .setPayload(V1Keys.MigrateKeysRequest)
+      .setPayload(V1Migrations.MigrateKeysRequest)
       .addSuccess(Schema.Struct({ keyIds: Schema.Array(Schema.String) }))
       .addError(Responses[409])
       .annotate(OpenApi.Summary, "Import 1 to 1,000 keys by their plaintext or SHA-256, all or none")

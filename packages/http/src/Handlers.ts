@@ -30,6 +30,8 @@ import * as UrlParams from "./internal/UrlParams.js"
 import * as RequestContext from "./RequestContext.js"
 import * as V1Identities from "./v1/Identities.js"
 import * as V1Keys from "./v1/Keys.js"
+import * as V1KeyUsage from "./v1/KeyUsage.js"
+import * as V1Migrations from "./v1/Migrations.js"
 
 const getOverrideQuery = UrlParams.reader(GetOverrideInput)
 const listOverridesQuery = UrlParams.reader(ListOverridesInput)
@@ -183,7 +185,7 @@ const updateKeyBody = v1(V1Keys.UpdateKeyRequest, V1Keys.toUpdateKey)
 const deleteKeyBody = v1(V1Keys.DeleteKeyRequest, ({ keyId }) => ({ keyId }))
 const whoamiBody = v1(V1Keys.WhoamiRequest, (request) => request)
 
-const keyUsageQuery = Effect.flatMap(UrlParams.reader(V1Keys.KeyUsageQuery), v1(V1Keys.KeyUsageQuery, (q) => q))
+const keyUsageQuery = Effect.flatMap(UrlParams.reader(V1KeyUsage.KeyUsageQuery), v1(V1KeyUsage.KeyUsageQuery, (q) => q))
 
 /** Handlers of the key routes. */
 export const KeysLive = HttpApiBuilder.group(Api, "keys", (handlers) =>
@@ -220,7 +222,7 @@ export const KeysLive = HttpApiBuilder.group(Api, "keys", (handlers) =>
             : (yield* apis.list(principal)).apis.map(({ apiId }) => ({ apiId, externalId: query.ownerId }))
           const series = yield* Effect.forEach(asked, (filter) =>
             routes.getVerifications(principal, { ...filter, ...window }))
-          return wire(V1Keys.toKeyUsage(series as ReadonlyArray<ReadonlyArray<Record<string, unknown>>>))
+          return wire(V1KeyUsage.toKeyUsage(series as ReadonlyArray<ReadonlyArray<Record<string, unknown>>>))
         }).pipe(mapDomain))
       .handleRaw("whoami", ({ request }) =>
         withBody(request, (principal, body) =>
@@ -354,7 +356,7 @@ export const PermissionsLive = HttpApiBuilder.group(Api, "permissions", (handler
           rbac.deleteRole(principal, body)))
   }))
 
-const migrateKeysBody = v1(V1Keys.MigrateKeysRequest, V1Keys.toMigrateKeys)
+const migrateKeysBody = v1(V1Migrations.MigrateKeysRequest, V1Migrations.toMigrateKeys)
 
 /** Handlers of the routes that bring keys from elsewhere. */
 export const MigrationsLive = HttpApiBuilder.group(Api, "migrations", (handlers) =>

@@ -26,6 +26,7 @@ import * as Exit from "effect/Exit"
 import { HttpError } from "./Errors.js"
 import * as UrlParams from "./internal/UrlParams.js"
 import * as V1Keys from "./v1/Keys.js"
+import * as V1VerifyKey from "./v1/VerifyKey.js"
 import * as V2Keys from "./v2/Keys.js"
 import * as V2Ratelimit from "./v2/Ratelimit.js"
 
@@ -33,8 +34,8 @@ const decodeCreateKey = Checker.decode(V1Keys.CreateKeyRequest)
 const encodeCreateKey = Checker.encode(V1Keys.CreateKeyResponse)
 const decodeUpdateRemaining = Checker.decode(V1Keys.UpdateRemainingRequest)
 const encodeUpdateRemaining = Checker.encode(V1Keys.UpdateRemainingResponse)
-const checkVerify = Checker.compile(V1Keys.VerifyKeyRequest)
-const decodeVerify = Validation.decode(V1Keys.VerifyKeyRequest)
+const checkVerify = Checker.compile(V1VerifyKey.VerifyKeyRequest)
+const decodeVerify = Validation.decode(V1VerifyKey.VerifyKeyRequest)
 const checkVerifyV2 = Checker.compile(V2Keys.VerifyKeyRequest)
 const decodeVerifyV2 = Validation.decode(V2Keys.VerifyKeyRequest, { root: "body" })
 const checkLimitV2 = Checker.compile(V2Ratelimit.LimitRequest)
@@ -103,10 +104,10 @@ export class HotRoutes extends Effect.Service<HotRoutes>()("@keymeter/http/HotRo
        * answer mapped once decided.
        */
       verifyKey: (principal: Principal, body: Record<string, unknown>, requestId: string) => {
-        const answer = (request: V1Keys.VerifyKeyRequest) =>
+        const answer = (request: V1VerifyKey.VerifyKeyRequest) =>
           Decision.andThen(
-            verifier.verify(principal, V1Keys.toVerifyKey(request)),
-            (answer) => Exit.succeed(V1Keys.fromVerification(answer, requestId))
+            verifier.verify(principal, V1VerifyKey.toVerifyKey(request)),
+            (answer) => Exit.succeed(V1VerifyKey.fromVerification(answer, requestId))
           )
         return checkVerify(body)
           ? Decision.make(() => answer(body))

@@ -26,6 +26,7 @@ import { Api } from "../src/Api.js"
 import { Codes } from "../src/Errors.js"
 import * as V1Identities from "../src/v1/Identities.js"
 import * as V1Keys from "../src/v1/Keys.js"
+import * as V1KeyUsage from "../src/v1/KeyUsage.js"
 import * as TestServer from "./TestServer.js"
 import { keys, post, request } from "./TestServer.js"
 
@@ -76,7 +77,7 @@ const QUERY_INPUTS: Record<string, Schema.Schema.AnyNoContext> = {
   getKey: V1Keys.GetKeyQuery,
   listKeys: V1Keys.ListKeysQuery,
   getApi: ApiModel.ApiIdInput,
-  getKeyVerifications: V1Keys.KeyUsageQuery,
+  getKeyVerifications: V1KeyUsage.KeyUsageQuery,
   getPermission: Role.PermissionIdInput,
   listPermissions: Schema.Struct({}),
   getRole: Role.RoleIdInput,

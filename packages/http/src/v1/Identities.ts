@@ -15,7 +15,7 @@ const Flag = Validation.expected(Schema.Boolean, "must be true or false")
 /** An identity's limit as v1 gives it: shared by all its keys, applied when a verification names it. */
 const Ratelimit = Schema.Struct({
   name: KeyModel.RatelimitName,
-  limit: KeyModel.Integer(1, Number.MAX_SAFE_INTEGER, "must be an integer >= 1"),
+  limit: KeyModel.Positive,
   duration: Duration
 })
 

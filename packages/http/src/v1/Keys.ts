@@ -1,34 +1,29 @@
 /**
- * Unkey v1's keys on the wire (`/v1/keys.*`, `apis.listKeys`), as `@unkey/api@0.38.0` types them
+ * Unkey v1's key management on the wire (`keys.createKey`, `getKey`, `updateKey`,
+ * `updateRemaining`, `deleteKey`, `whoami`, `apis.listKeys`, `apis.deleteKeys`; verification,
+ * migrations and per-key usage have modules of their own), as `@unkey/api@0.38.0` types them
  * (docs/unkey-v1-contract.md), and their mappers onto core's keys: credits as `remaining` and
  * `refill`, the one per-key `ratelimit` as the limit named `default`, `ownerId` as the identity's
  * external id. Validation words its errors in v1's field names; core then gets input it accepts.
  */
 import type { KeyView } from "@keymeter/core/Key"
 import * as KeyModel from "@keymeter/core/Key"
-import type { VerifyKeyInput, VerifyKeyResponse } from "@keymeter/core/KeyVerifier"
 import { MAX_SECRET_LENGTH } from "@keymeter/core/KeyVerifier"
 import { Duration } from "@keymeter/core/Override"
-import { PermissionQuery } from "@keymeter/core/PermissionQuery"
 import { References } from "@keymeter/core/Role"
 import * as Validation from "@keymeter/core/Validation"
-import * as Verification from "@keymeter/core/Verification"
 import * as Schema from "effect/Schema"
-
-const Flag = Validation.expected(Schema.Boolean, "must be true or false")
-const Count = KeyModel.Integer(0, Number.MAX_SAFE_INTEGER, "must be an integer >= 0")
-const Positive = KeyModel.Integer(1, Number.MAX_SAFE_INTEGER, "must be an integer >= 1")
 
 /** A key's `ratelimit` as v1 sets it: `limit` per `duration` ms (`refillInterval`, deprecated, stands in for it). */
 const RatelimitRequest = (asyncDefault: boolean) =>
   Schema.Struct({
-    async: Schema.optional(Flag).annotations({ description: `default ${asyncDefault}` }),
+    async: Schema.optional(KeyModel.Flag).annotations({ description: `default ${asyncDefault}` }),
     type: Schema.optional(
       Validation.expected(Schema.Literal("fast", "consistent"), "must be \"fast\" or \"consistent\"")
     ),
-    limit: Positive,
+    limit: KeyModel.Positive,
     duration: Schema.optional(Duration),
-    refillRate: Schema.optional(Positive),
+    refillRate: Schema.optional(KeyModel.Positive),
     refillInterval: Schema.optional(Duration)
   }).pipe(
     Schema.filter((limit) =>
@@ -61,11 +56,11 @@ export const CreateKeyRequest = Schema.Struct({
       "rbac.*.create_permission."
   }),
   expires: Schema.optional(KeyModel.Expires),
-  remaining: Schema.optional(Count),
+  remaining: Schema.optional(KeyModel.Count),
   refill: Schema.optional(KeyModel.RefillInput),
   ratelimit: Schema.optional(RatelimitRequest(true)),
-  enabled: Schema.optional(Flag),
-  recoverable: Schema.optional(Flag),
+  enabled: Schema.optional(KeyModel.Flag),
+  recoverable: Schema.optional(KeyModel.Flag),
   environment: Schema.optional(KeyModel.Environment)
 }).pipe(
   Schema.filter((request) =>
@@ -136,9 +131,9 @@ export const UpdateKeyRequest = Schema.Struct({
   meta: Schema.optional(Schema.NullOr(KeyModel.Meta)),
   expires: Schema.optional(Schema.NullOr(KeyModel.Expires)),
   ratelimit: Schema.optional(Schema.NullOr(RatelimitRequest(false))),
-  remaining: Schema.optional(Schema.NullOr(Count)),
+  remaining: Schema.optional(Schema.NullOr(KeyModel.Count)),
   refill: Schema.optional(Schema.NullOr(KeyModel.RefillInput)),
-  enabled: Schema.optional(Flag),
+  enabled: Schema.optional(KeyModel.Flag),
   roles: Schema.optional(References(KeyModel.MAX_PERMISSIONS, "roles")).annotations({
     description: "Replaces all the key's roles: each {id} or {name}, create: true makes a missing one."
   }),
@@ -194,7 +189,7 @@ export const UpdateRemainingRequest = Schema.Struct({
     Schema.Literal("increment", "decrement", "set"),
     "must be \"increment\", \"decrement\" or \"set\""
   ),
-  value: Schema.NullOr(Count).annotations({ description: "null with op set: unlimited" })
+  value: Schema.NullOr(KeyModel.Count).annotations({ description: "null with op set: unlimited" })
 }).annotations({ identifier: "V1UpdateRemainingRequest" })
 
 /** Answer of `keys.updateRemaining`: the remaining verifications, null for unlimited. */
@@ -203,7 +198,7 @@ export const UpdateRemainingResponse = Schema.Struct({ remaining: Schema.NullOr(
 /** Body of `keys.deleteKey`. */
 export const DeleteKeyRequest = Schema.Struct({
   keyId: KeyModel.KeyId,
-  permanent: Schema.optional(Flag).annotations({
+  permanent: Schema.optional(KeyModel.Flag).annotations({
     description: "Accepted; keymeter always deletes a key for good (its verifications stay counted)."
   })
 }).annotations({ identifier: "V1DeleteKeyRequest" })
@@ -211,7 +206,7 @@ export const DeleteKeyRequest = Schema.Struct({
 /** Body of `apis.deleteKeys`. */
 export const DeleteKeysRequest = Schema.Struct({
   apiId: KeyModel.ApiId,
-  permanent: Schema.optional(Flag).annotations({
+  permanent: Schema.optional(KeyModel.Flag).annotations({
     description: "Accepted; keymeter always deletes keys for good (their verifications stay counted)."
   })
 }).annotations({ identifier: "V1DeleteKeysRequest" })
@@ -224,7 +219,7 @@ export const WhoamiRequest = Schema.Struct({
 /** Query of `keys.getKey`. */
 export const GetKeyQuery = Schema.Struct({
   keyId: KeyModel.KeyId,
-  decrypt: Schema.optional(Flag).annotations({
+  decrypt: Schema.optional(KeyModel.Flag).annotations({
     description: "Accepted; keymeter keeps no key in a form it could decrypt, so no plaintext is answered."
   })
 }).annotations({ identifier: "V1GetKeyQuery" })
@@ -238,8 +233,8 @@ export const ListKeysQuery = Schema.Struct({
   cursor: Schema.optional(Validation.boundedString("a cursor", 1, 1024)),
   ownerId: Schema.optional(KeyModel.ExternalId).annotations({ description: "Deprecated: use externalId" }),
   externalId: Schema.optional(KeyModel.ExternalId),
-  decrypt: Schema.optional(Flag),
-  revalidateKeysCache: Schema.optional(Flag).annotations({
+  decrypt: Schema.optional(KeyModel.Flag),
+  revalidateKeysCache: Schema.optional(KeyModel.Flag).annotations({
     description: "Accepted; keymeter's answers are never stale."
   })
 }).annotations({ identifier: "V1ListKeysQuery" })
@@ -369,254 +364,3 @@ export const toWhoami = (view: KeyView): typeof WhoamiResponse.Type => ({
   enabled: view.enabled,
   ...(view.environment !== undefined ? { environment: view.environment } : {})
 })
-
-const Cost = KeyModel.Integer(0, Number.MAX_SAFE_INTEGER, "must be an integer >= 0")
-
-/** Body of `keys.verifyKey`. */
-export const VerifyKeyRequest = Schema.Struct({
-  key: Validation.boundedString("a key", 1, MAX_SECRET_LENGTH),
-  apiId: Schema.optional(Verification.Id),
-  tags: Schema.optional(Schema.Array(Verification.Tag).pipe(Schema.maxItems(Verification.MAX_TAGS))),
-  authorization: Schema.optional(Schema.Struct({ permissions: Schema.optional(Schema.NullOr(PermissionQuery)) })),
-  remaining: Schema.optional(Schema.Struct({ cost: Schema.optional(Cost) })),
-  ratelimit: Schema.optional(Schema.Struct({ cost: Schema.optional(Cost) })).annotations({
-    description: "Deprecated: the cost of the key's ratelimit; use ratelimits [{name: \"default\", cost}]"
-  }),
-  ratelimits: Schema.optional(
-    Schema.Array(Schema.Struct({
-      name: Validation.boundedString("a rate limit name", 1, 512),
-      cost: Schema.optional(Cost),
-      limit: Schema.optional(Positive),
-      duration: Schema.optional(Duration)
-    })).pipe(Schema.maxItems(KeyModel.MAX_RATELIMITS))
-  )
-}).annotations({ identifier: "V1VerifyKeyRequest" })
-export type VerifyKeyRequest = typeof VerifyKeyRequest.Type
-
-/** The core input of a v1 `keys.verifyKey`: the body itself when it holds only what both share. */
-export const toVerifyKey = (request: VerifyKeyRequest): VerifyKeyInput => {
-  if (
-    request.authorization === undefined && request.remaining === undefined && request.ratelimit === undefined &&
-    request.ratelimits === undefined
-  ) return request as VerifyKeyInput
-  const permissions = request.authorization?.permissions
-  return {
-    key: request.key,
-    ...(request.apiId !== undefined ? { apiId: request.apiId } : {}),
-    ...(request.tags !== undefined ? { tags: request.tags } : {}),
-    ...(permissions !== undefined && permissions !== null ? { permissions } : {}),
-    ...(request.remaining !== undefined ? { credits: { cost: request.remaining.cost ?? 1 } } : {}),
-    ...(request.ratelimit?.cost !== undefined ? { ratelimit: { cost: request.ratelimit.cost } } : {}),
-    ...(request.ratelimits !== undefined ? { ratelimits: request.ratelimits } : {})
-  }
-}
-
-/** Answer of `keys.verifyKey`: always 200 for a well-formed request, `code` saying how it went. */
-export const VerifyKeyResponseV1 = Schema.Struct({
-  keyId: Schema.optional(Schema.String),
-  valid: Schema.Boolean,
-  name: Schema.optional(Schema.String),
-  ownerId: Schema.optional(Schema.String),
-  meta: Schema.optional(Meta),
-  expires: Schema.optional(Schema.Number),
-  ratelimit: Schema.optional(Schema.Struct({ limit: Schema.Number, remaining: Schema.Number, reset: Schema.Number })),
-  remaining: Schema.optional(Schema.Number),
-  code: Schema.Literal(
-    "VALID",
-    "NOT_FOUND",
-    "FORBIDDEN",
-    "USAGE_EXCEEDED",
-    "RATE_LIMITED",
-    "UNAUTHORIZED",
-    "DISABLED",
-    "INSUFFICIENT_PERMISSIONS",
-    "EXPIRED"
-  ),
-  enabled: Schema.optional(Schema.Boolean),
-  permissions: Schema.optional(Schema.Array(Schema.String)),
-  roles: Schema.optional(Schema.Array(Schema.String)),
-  environment: Schema.optional(Schema.String),
-  identity: Schema.optional(Schema.Struct({ id: Schema.String, externalId: Schema.String, meta: Meta })),
-  requestId: Schema.String
-}).annotations({ identifier: "V1VerifyKeyResponse" })
-export type VerifyKeyResponseV1 = typeof VerifyKeyResponseV1.Type
-
-const NO_ROLES: ReadonlyArray<string> = Object.freeze([])
-
-/**
- * A core verification as v1 answers it. v1 has one `ratelimit`: the limit named `default` when
- * the verification took it, else the one that refused it, else the one with the fewest left.
- */
-export const fromVerification = (answer: VerifyKeyResponse, requestId: string): VerifyKeyResponseV1 => {
-  const limits = answer.ratelimits
-  let limit: typeof limits extends ReadonlyArray<infer L> | undefined ? L | undefined : never = undefined
-  if (limits !== undefined) {
-    for (const taken of limits) {
-      if (taken.name === KeyModel.DEFAULT_RATELIMIT) {
-        limit = taken
-        break
-      }
-      if (limit === undefined || (taken.exceeded && !limit.exceeded) || taken.remaining < limit.remaining) {
-        limit = taken
-      }
-    }
-  }
-  // One object of one shape for every answer (this runs on every verification): the fields a
-  // verification does not have are undefined, which JSON leaves out.
-  return {
-    keyId: answer.keyId,
-    valid: answer.valid,
-    name: answer.name,
-    ownerId: answer.identity?.externalId,
-    meta: answer.meta,
-    expires: answer.expires,
-    ratelimit: limit === undefined ? undefined : { limit: limit.limit, remaining: limit.remaining, reset: limit.reset },
-    remaining: answer.credits?.remaining,
-    code: answer.code,
-    enabled: answer.enabled,
-    permissions: answer.permissions,
-    roles: answer.permissions === undefined ? undefined : answer.roles ?? NO_ROLES,
-    environment: answer.environment,
-    identity: answer.identity,
-    requestId
-  } as VerifyKeyResponseV1
-}
-
-/** A key's hash as v1 imports it: the SHA-256 of the secret, in base64. */
-const ImportedHash = Schema.Struct({
-  value: Validation.expected(
-    Schema.String.pipe(
-      Schema.filter((value) => /^[A-Za-z0-9+/]{43}=$/.test(value) && Buffer.from(value, "base64").length === 32)
-    ),
-    "must be a SHA-256 digest in base64 (44 characters)"
-  ).annotations({
-    arbitrary: () => (fc) =>
-      fc.uint8Array({ minLength: 32, maxLength: 32 }).map((b) => Buffer.from(b).toString("base64"))
-  }),
-  variant: Validation.expected(Schema.Literal("sha256_base64"), "must be \"sha256_base64\"")
-})
-
-/** One key of `migrations.createKeys`: its `ratelimit` is v1's token-bucket shape. */
-export const MigrateKeyRequest = Schema.Struct({
-  apiId: KeyModel.ApiId,
-  prefix: Schema.optional(KeyModel.Prefix),
-  name: Schema.optional(KeyModel.KeyName),
-  plaintext: Schema.optional(Validation.boundedString("a key", 1, MAX_SECRET_LENGTH)),
-  hash: Schema.optional(ImportedHash),
-  start: Schema.optional(Validation.boundedString("a start", 1, 64)),
-  ownerId: Schema.optional(KeyModel.ExternalId).annotations({ description: "Deprecated: use externalId" }),
-  externalId: Schema.optional(KeyModel.ExternalId),
-  meta: Schema.optional(KeyModel.Meta),
-  roles: Schema.optional(KeyModel.RoleNames),
-  permissions: Schema.optional(KeyModel.Permissions),
-  expires: Schema.optional(KeyModel.Expires),
-  remaining: Schema.optional(Count),
-  refill: Schema.optional(KeyModel.RefillInput),
-  ratelimit: Schema.optional(
-    Schema.Struct({
-      async: Schema.optional(Flag),
-      type: Schema.optional(
-        Validation.expected(Schema.Literal("fast", "consistent"), "must be \"fast\" or \"consistent\"")
-      ),
-      limit: Positive,
-      refillRate: Positive,
-      refillInterval: Duration
-    }).annotations({ description: "limit requests per refillInterval ms (refillRate is accepted, not used)" })
-  ),
-  enabled: Schema.optional(Flag),
-  environment: Schema.optional(KeyModel.Environment)
-}).pipe(
-  Schema.filter((item) =>
-    [
-      (item.plaintext === undefined) === (item.hash === undefined) && {
-        path: ["plaintext"],
-        message: "give the key's plaintext or its hash, one of them"
-      },
-      item.refill !== undefined && item.remaining === undefined &&
-      { path: ["refill"], message: "needs remaining: a refill sets the credits a key has" }
-    ].filter((issue) => issue !== false)
-  )
-).annotations({ identifier: "V1MigrateKeyRequest" })
-
-/** Body of `migrations.createKeys`: an array of keys. */
-export const MigrateKeysRequest = Schema.Array(MigrateKeyRequest).pipe(
-  Schema.minItems(1, { message: () => "must hold at least 1 key" }),
-  Schema.maxItems(KeyModel.MAX_MIGRATE_BATCH, { message: () => `must hold at most ${KeyModel.MAX_MIGRATE_BATCH} keys` })
-)
-
-/** The core input of a v1 `migrations.createKeys`. */
-export const toMigrateKeys = (items: typeof MigrateKeysRequest.Type) =>
-  items.map((item) => {
-    const externalId = item.externalId ?? item.ownerId
-    return {
-      apiId: item.apiId,
-      ...(item.prefix !== undefined ? { prefix: item.prefix } : {}),
-      ...(item.name !== undefined ? { name: item.name } : {}),
-      ...(item.plaintext !== undefined ? { secret: item.plaintext } : {}),
-      ...(item.hash !== undefined ? { hash: Buffer.from(item.hash.value, "base64").toString("hex") } : {}),
-      ...(item.start !== undefined ? { start: item.start } : {}),
-      ...(externalId !== undefined ? { externalId } : {}),
-      ...(item.meta !== undefined ? { meta: item.meta } : {}),
-      ...(item.roles !== undefined ? { roles: item.roles } : {}),
-      ...(item.permissions !== undefined ? { permissions: item.permissions } : {}),
-      ...(item.expires !== undefined ? { expires: item.expires } : {}),
-      ...(item.enabled !== undefined ? { enabled: item.enabled } : {}),
-      ...(item.remaining !== undefined
-        ? { credits: { remaining: item.remaining, ...(item.refill !== undefined ? { refill: item.refill } : {}) } }
-        : {}),
-      ...(item.ratelimit !== undefined
-        ? {
-          ratelimits: [{
-            name: KeyModel.DEFAULT_RATELIMIT,
-            limit: item.ratelimit.limit,
-            duration: item.ratelimit.refillInterval,
-            async: item.ratelimit.async ?? (item.ratelimit.type === undefined ? false : item.ratelimit.type === "fast"),
-            autoApply: true
-          }]
-        }
-        : {}),
-      ...(item.environment !== undefined ? { environment: item.environment } : {})
-    }
-  })
-
-/** Query of `keys.getVerifications`, Unkey v1's older per-key usage: one of keyId and ownerId. */
-export const KeyUsageQuery = Schema.Struct({
-  keyId: Schema.optional(KeyModel.KeyId),
-  ownerId: Schema.optional(KeyModel.ExternalId),
-  start: Schema.optional(KeyModel.Integer(0, Number.MAX_SAFE_INTEGER, "must be a time in unix milliseconds")),
-  end: Schema.optional(KeyModel.Integer(0, Number.MAX_SAFE_INTEGER, "must be a time in unix milliseconds")),
-  granularity: Schema.optional(Validation.expected(Schema.Literal("day"), "must be \"day\""))
-}).pipe(
-  Schema.filter((query) =>
-    (query.keyId === undefined) !== (query.ownerId === undefined) ||
-    { path: ["keyId"], message: "give keyId or ownerId, one of them" }
-  )
-).annotations({ identifier: "V1KeyUsageQuery" })
-
-/** Answer of `keys.getVerifications`: a day's successes, rate-limited and usage-exceeded verifications. */
-export const KeyUsage = Schema.Struct({
-  verifications: Schema.Array(Schema.Struct({
-    time: Schema.Number,
-    success: Schema.Number,
-    rateLimited: Schema.Number,
-    usageExceeded: Schema.Number
-  }))
-}).annotations({ identifier: "V1KeyUsage" })
-
-/** The days of several apis' day series (getVerifications' datapoints), summed by day, in order. */
-export const toKeyUsage = (
-  series: ReadonlyArray<ReadonlyArray<Record<string, unknown>>>
-): typeof KeyUsage.Type => {
-  const days = new Map<number, { time: number; success: number; rateLimited: number; usageExceeded: number }>()
-  for (const points of series) {
-    for (const point of points) {
-      const time = point.time as number
-      const day = days.get(time) ?? { time, success: 0, rateLimited: 0, usageExceeded: 0 }
-      day.success += point.valid as number
-      day.rateLimited += point.rateLimited as number
-      day.usageExceeded += point.usageExceeded as number
-      days.set(time, day)
-    }
-  }
-  return { verifications: [...days.values()].sort((a, b) => a.time - b.time) }
-}

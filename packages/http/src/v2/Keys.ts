@@ -15,13 +15,11 @@ import type { Reference } from "@keymeter/core/Role"
 import * as Validation from "@keymeter/core/Validation"
 import * as Schema from "effect/Schema"
 
-const Flag = Validation.expected(Schema.Boolean, "must be true or false")
-const Count = KeyModel.Integer(0, Number.MAX_SAFE_INTEGER, "must be an integer >= 0")
 const MigrationId = Validation.boundedString("a migration id", 1, 255)
 
 /** A key's credits as v2 gives them: `remaining: null` is unlimited (no credits at all). */
 const CreditsRequest = Schema.Struct({
-  remaining: Schema.NullOr(Count),
+  remaining: Schema.NullOr(KeyModel.Count),
   refill: Schema.optional(KeyModel.RefillInput)
 }).pipe(
   Schema.filter((credits) =>
@@ -47,7 +45,7 @@ const keyFields = {
   expires: Schema.optional(KeyModel.Expires),
   credits: Schema.optional(CreditsRequest),
   ratelimits: Schema.optional(IdentityInput.IdentityRatelimits),
-  enabled: Schema.optional(Flag)
+  enabled: Schema.optional(KeyModel.Flag)
 }
 
 /** The core fields of a key v2 describes (createKey's, migrateKeys'). */
@@ -69,7 +67,7 @@ export const CreateKeyRequest = Schema.Struct({
   prefix: Schema.optional(KeyModel.Prefix),
   byteLength: Schema.optional(KeyModel.ByteLength),
   ...keyFields,
-  recoverable: Schema.optional(Flag)
+  recoverable: Schema.optional(KeyModel.Flag)
 }).pipe(
   Schema.filter((request) =>
     request.recoverable !== true || {
@@ -251,7 +249,7 @@ export const fromKey = (key: KeyView) => ({
 /** Body of `keys.getKey`. `decrypt` is accepted: no key is recoverable, so no plaintext is answered. */
 export const GetKeyRequest = Schema.Struct({
   keyId: KeyModel.KeyId,
-  decrypt: Schema.optional(Flag)
+  decrypt: Schema.optional(KeyModel.Flag)
 }).annotations({ identifier: "V2GetKeyRequest" })
 
 /** Body of `keys.whoami`. */
@@ -260,7 +258,7 @@ export const WhoamiRequest = KeyModel.SecretInput
 /** Body of `keys.deleteKey`: keymeter deletes for good either way. */
 export const DeleteKeyRequest = Schema.Struct({
   keyId: KeyModel.KeyId,
-  permanent: Schema.optional(Flag)
+  permanent: Schema.optional(KeyModel.Flag)
 }).annotations({ identifier: "V2DeleteKeyRequest" })
 
 /** Body of `keys.updateKey`: the fields given change, `null` clears. */
@@ -271,7 +269,7 @@ export const UpdateKeyRequest = Schema.Struct({
   meta: Schema.optional(Schema.NullOr(KeyModel.Meta)),
   expires: Schema.optional(Schema.NullOr(KeyModel.Expires)),
   credits: Schema.optional(Schema.NullOr(Schema.Struct({
-    remaining: Schema.optional(Schema.NullOr(Count)).annotations({
+    remaining: Schema.optional(Schema.NullOr(KeyModel.Count)).annotations({
       description: "null: unlimited, which also removes the refill."
     }),
     refill: Schema.optional(Schema.NullOr(KeyModel.RefillInput))
@@ -279,7 +277,7 @@ export const UpdateKeyRequest = Schema.Struct({
   ratelimits: Schema.optional(Schema.NullOr(IdentityInput.IdentityRatelimits)).annotations({
     description: "Replaces all the key's limits; null or [] removes them."
   }),
-  enabled: Schema.optional(Flag),
+  enabled: Schema.optional(KeyModel.Flag),
   roles: Schema.optional(KeyModel.RoleNames),
   permissions: Schema.optional(KeyModel.Permissions)
 }).annotations({ identifier: "V2UpdateKeyRequest" })
@@ -311,7 +309,7 @@ export const UpdateCreditsRequest = Schema.Struct({
     Schema.Literal("set", "increment", "decrement"),
     "must be \"set\", \"increment\" or \"decrement\""
   ),
-  value: Schema.optional(Schema.NullOr(Count))
+  value: Schema.optional(Schema.NullOr(KeyModel.Count))
 }).annotations({ identifier: "V2UpdateCreditsRequest" })
 
 /** The core input of a v2 `keys.updateCredits`. */
@@ -420,8 +418,8 @@ export const ListKeysRequest = Schema.Struct({
   ),
   cursor: Schema.optional(Validation.boundedString("a cursor", 1, 1024)),
   externalId: Schema.optional(KeyModel.ExternalId),
-  decrypt: Schema.optional(Flag),
-  revalidateKeysCache: Schema.optional(Flag)
+  decrypt: Schema.optional(KeyModel.Flag),
+  revalidateKeysCache: Schema.optional(KeyModel.Flag)
 }).annotations({ identifier: "V2ListKeysRequest" })
 
 /** The core input of a v2 `apis.listKeys`. */

@@ -24,6 +24,7 @@ import {
   checkHistories,
   counterArb,
   HEAVY_KEYS,
+  historyArb,
   HOUR,
   IDENTITIES,
   keyFilterArb,
@@ -32,6 +33,7 @@ import {
   maybe,
   orderArb,
   RARE_KEYS,
+  replay,
   TAGS,
   tally,
   windowArb,
@@ -56,6 +58,34 @@ const topIdentitiesArb = FastCheck.record({
   order: maybe(orderArb),
   limit: topLimitArb
 }).map(build)
+
+/** Top keys, or keys and their identities, by total per day or month. */
+const topKeysByBucketArb = FastCheck.record({
+  window: windowArb(),
+  keyId: maybe(keyFilterArb, 2),
+  dims: FastCheck.constantFrom(["key" as const], ["key" as const, "identity" as const], [
+    "identity" as const,
+    "key" as const
+  ]),
+  unit: FastCheck.constantFrom("day" as const, "month" as const),
+  orderBy: FastCheck.constant("total" as const),
+  order: maybe(orderArb),
+  limit: topLimitArb
+}).map(build)
+
+/**
+ * Histories whose keys each carry one identity (k1 none), but k5, whose events carry any: its
+ * (bucket, key) totals are not its identities' groups, so queries of identities it has data in
+ * are left to the scan.
+ */
+const oneIdentityPerKeyArb = historyArb().map((history) => ({
+  ...history,
+  events: history.events.map((event) => {
+    if (event.keyId === "k5") return event
+    const k = Number(event.keyId.slice(1))
+    return { ...event, identity: k === 1 ? undefined : IDENTITIES[k % IDENTITIES.length] }
+  })
+}))
 
 const perTagArb = FastCheck.record({
   window: windowArb(),
@@ -91,6 +121,38 @@ describe("DayAggregates", () => {
       // The contenders' counters come from `countKey`, never from a scan grouped by key in outcomes.
       expect(trace.shapes.every((shape) => shape.counting === "totals" || shape.group === "none")).toBe(true)
     })
+  })
+
+  it("ranks day or month buckets of keys, and of keys with their one identity, by total", () => {
+    const taken = tally()
+    FastCheck.assert(
+      FastCheck.property(oneIdentityPerKeyArb, FastCheck.array(topKeysByBucketArb, { minLength: 1, maxLength: 5 }), (
+        history,
+        inputs
+      ) =>
+        replay(history, (engine, arrived) => {
+          for (const input of inputs) {
+            const trace = check(engine, arrived, input)
+            const byIdentity = input.groupBy!.includes("identity")
+            taken.add(`${trace.path}${byIdentity ? " by identity" : ""}`)
+            if (trace.path === "dayIndex" && wholeDays(trace).length > 0) taken.add("whole days")
+            // The contenders' counters come from `countKey`, never from a scan grouped in outcomes.
+            if (trace.path === "dayIndex") {
+              expect(trace.shapes.every((shape) => shape.counting === "totals" || shape.group === "none")).toBe(true)
+            }
+          }
+        })),
+      { seed: 24, numRuns: 60 }
+    )
+    expect(taken.names()).toEqual([
+      "dayIndex",
+      "dayIndex by identity",
+      "empty",
+      "empty by identity",
+      "scan by identity",
+      "whole days"
+    ])
+    expect(taken.get("whole days")).toBeGreaterThan(100)
   })
 
   it("ranks identities by any counter", () => {

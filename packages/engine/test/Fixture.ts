@@ -330,6 +330,10 @@ interface Facts {
   readonly tags: Set<string>
   readonly externalIds: Set<string>
   readonly identities: number
+  /** Per key, the identities its events carried ("" for none). */
+  readonly keyIdentities: Map<string, Set<string>>
+  /** Per key, the hours it has events in. */
+  readonly keyHours: Map<string, Set<number>>
   readonly firstHour: number
   readonly lastHour: number
 }
@@ -346,6 +350,8 @@ const factsOf = (events: ReadonlyArray<Event>, apiId: string): Facts | undefined
   const tags = new Set<string>()
   const externalIds = new Set<string>()
   const identities = new Set<string>()
+  const keyIdentities = new Map<string, Set<string>>()
+  const keyHours = new Map<string, Set<number>>()
   let firstHour = Infinity
   let lastHour = -Infinity
   for (const e of events) {
@@ -354,6 +360,9 @@ const factsOf = (events: ReadonlyArray<Event>, apiId: string): Facts | undefined
     firstHour = Math.min(firstHour, hour)
     lastHour = Math.max(lastHour, hour)
     keys.add(e.keyId)
+    const identity = e.identity === undefined ? "" : JSON.stringify([e.identity.id, e.identity.externalId])
+    keyIdentities.set(e.keyId, (keyIdentities.get(e.keyId) ?? new Set()).add(identity))
+    keyHours.set(e.keyId, (keyHours.get(e.keyId) ?? new Set()).add(hour))
     tagsets.set(e.tags.join(","), e.tags)
     for (const tag of e.tags) tags.add(tag)
     if (e.identity !== undefined) {
@@ -367,6 +376,8 @@ const factsOf = (events: ReadonlyArray<Event>, apiId: string): Facts | undefined
     tags,
     externalIds,
     identities: identities.size,
+    keyIdentities,
+    keyHours,
     firstHour,
     lastHour
   }
@@ -390,17 +401,27 @@ export const expectedPath = (events: ReadonlyArray<Event>, input: Input): Path =
   const from = input.start === undefined ? facts.firstHour : Math.max(Math.floor(input.start / HOUR), facts.firstHour)
   const to = Math.min(Math.floor(input.end / HOUR), facts.lastHour)
   if (from > to) return "empty"
-  return routeOf(input, { keys: facts.keys.size, identities: facts.identities, tags: facts.tags.size })
+  // Keys with events in the window (and the key filter) whose events carried more than one identity.
+  const mixedKeys = [...facts.keyIdentities].some(([key, identities]) =>
+    identities.size > 1 && (keyIds.length === 0 || keyIds.includes(key)) &&
+    [...facts.keyHours.get(key)!].some((hour) => hour >= from && hour <= to)
+  )
+  return routeOf(input, { keys: facts.keys.size, identities: facts.identities, tags: facts.tags.size, mixedKeys })
 }
 
 /**
  * The path of a query that finds data, by its shape and the sizes of the partition's dictionaries
  * (distinct keys, identities and tags; the day index keeps dense arrays up to 65,536, 16,383 and
- * 4,096 of them).
+ * 4,096 of them), and whether a key with events in the window carried more than one identity.
  */
 export const routeOf = (
   input: Input,
-  sizes: { readonly keys: number; readonly identities: number; readonly tags: number } = {
+  sizes: {
+    readonly keys: number
+    readonly identities: number
+    readonly tags: number
+    readonly mixedKeys?: boolean
+  } = {
     keys: 0,
     identities: 0,
     tags: 0
@@ -414,6 +435,13 @@ export const routeOf = (
   if (dims.length === 0) return otherFilter ? "scan" : keyFilter ? "postingSeries" : "totalsSeries"
   const top = unit === undefined && input.limit !== undefined && input.limit <= 1000 &&
     input.orderBy !== undefined && input.orderBy !== "time"
+  // Top keys (and their identities) by total per day or month bucket, from the day index.
+  const bucketedTop = (unit === "day" || unit === "month") && input.limit !== undefined && input.limit <= 1000 &&
+    input.orderBy === "total"
+  if (
+    bucketedTop && !otherFilter && dims.includes("key") && dims.every((d) => d === "key" || d === "identity") &&
+    sizes.keys <= 65_536 && !(dims.includes("identity") && sizes.mixedKeys === true)
+  ) return "dayIndex"
   if (dims.length === 1 && !otherFilter) {
     const dim = dims[0]
     if (dim === "key" && top && input.orderBy === "total" && sizes.keys <= 65_536) return "dayIndex"

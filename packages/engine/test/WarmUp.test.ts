@@ -51,8 +51,9 @@ describe("WarmUp", () => {
     expect(WarmUp.choose(apis).map((a) => a.apiId)).toEqual(["big"])
     const queries = WarmUp.queries(WarmUp.choose(apis), true)
     // Each grouping x filter combination (8), without a time unit and with one; the 4 groupings of
-    // one dimension with a top N and without.
-    expect(queries).toHaveLength((1 + 4 * 2 + 7) * 8 * 2)
+    // one dimension with a top N and without; top keys and keys with identities by total, per day
+    // and per month, key-filtered and not.
+    expect(queries).toHaveLength((1 + 4 * 2 + 7) * 8 * 2 + 2 * 2 * 2)
     expect(new Set(queries.map((q) => q.apiId))).toEqual(new Set(["big"]))
     const newest = (FIRST_HOUR + 72) * HOUR
     expect(queries.every((q) => q.start! >= newest - 8 * 24 * HOUR && q.end < newest && q.start! <= q.end)).toBe(true)
@@ -62,6 +63,7 @@ describe("WarmUp", () => {
         (q: Aggregation.AggregationQuery) => q.groupByIdentity && q.timeUnit !== undefined,
         (q: Aggregation.AggregationQuery) => q.keyIds.length > 1 && q.tags.length > 0 && q.externalId !== undefined,
         (q: Aggregation.AggregationQuery) => q.limit !== undefined,
+        (q: Aggregation.AggregationQuery) => q.timeUnit === "day" && q.groupByIdentity && q.orderBy === "total",
         (q: Aggregation.AggregationQuery) => q.sumCredits === true
       ]
     ) expect(queries.some(asked)).toBe(true)
@@ -94,12 +96,12 @@ describe("WarmUp", () => {
     }))
     const queries = WarmUp.queries(apis, false)
     // No grouping once, 4 of one dimension with a top N and without, 7 composite ones over each
-    // api; each x 8 filters x 2.
-    expect(queries).toHaveLength((1 + 4 * 2 + 7 * 2) * 8 * 2)
+    // api; each x 8 filters x 2. Top keys by day and month (with identities: composite) over the largest.
+    expect(queries).toHaveLength((1 + 4 * 2 + 7 * 2) * 8 * 2 + 2 * 2 * 2)
     const composite = queries.filter((q) =>
       [q.groupByKey, q.groupByIdentity, q.groupByTag !== undefined].filter(Boolean).length >= 2
     )
-    expect(composite.filter((q) => q.apiId === "api_3")).toHaveLength(7 * 8 * 2)
+    expect(composite.filter((q) => q.apiId === "api_3")).toHaveLength(7 * 8 * 2 + 2 * 2)
     expect(composite.filter((q) => q.apiId === "api_1")).toHaveLength(7 * 8 * 2)
     expect(queries.filter((q) => q.apiId === "api_1").length).toBeGreaterThan(7 * 8 * 2)
     expect(queries.some((q) => q.sumCredits === true)).toBe(false)
@@ -117,7 +119,7 @@ describe("WarmUp", () => {
     // A second large engine of the thread finds it scheduled.
     engineWith(WarmUp.ROWS)
     expect(WarmUp.current()).toBe(running)
-    expect(await running).toBe((1 + 4 * 2 + 7) * 8 * 2)
+    expect(await running).toBe((1 + 4 * 2 + 7) * 8 * 2 + 2 * 2 * 2)
     expect(engine.stats().events).toBe(WarmUp.ROWS + 10)
     expect(engine.aggregate(probe)).toEqual(before)
   })

@@ -16,6 +16,9 @@ const HOUR = 3_600_000
 /** A number as a Uint32 column holds it: clamped to [0, 2^32 - 1] (NaN: 0), whole. */
 export const clampU32 = (value: number): number => value >= 0 ? (value <= MAX_U32 ? Math.floor(value) : MAX_U32) : 0
 
+/** What {@link Partition.identityOfKey} says of a key whose events carried more than one identity (or some none). */
+export const MIXED_IDENTITIES = -1
+
 /** Late rows merge into the main run once there are this many, or a quarter of the rows they displace. */
 export const DEFAULT_LATE_MERGE = 65_536
 
@@ -108,6 +111,11 @@ export class Partition {
   readonly tagCodes = new Map<string, number>()
   /** Tag of each tag code. */
   readonly tagNames: Array<string> = []
+  /**
+   * The identity code every event of each key carried (0: none), or {@link MIXED_IDENTITIES} once
+   * two of its events differ: where it is one, a key's counts are its (key, identity) group's.
+   */
+  private readonly keyIdentity: Array<number> = []
   /** The tag set of each key's previous event, tried first. */
   private readonly lastTagset: Array<number | undefined> = []
   /** Tag codes of each tag set, ascending. */
@@ -260,6 +268,7 @@ export class Partition {
     latency: number,
     region: number
   ): void {
+    if (this.keyIdentity[key] !== identity) this.noteIdentity(key, identity)
     const day = Math.floor(hour / 24)
     this.days.touch(day)
     // A day that closes gets its aggregates now, once, rather than in the first query that needs
@@ -277,6 +286,15 @@ export class Partition {
       this.late.push(hour, key, identity, tagset, outcome, offset, credits, latency, region)
       this.lateSorted = undefined
     }
+  }
+
+  private noteIdentity(key: number, identity: number): void {
+    this.keyIdentity[key] = this.keyIdentity[key] === undefined ? identity : MIXED_IDENTITIES
+  }
+
+  /** The identity code all of `key`'s events carried (0: none), or {@link MIXED_IDENTITIES}. */
+  identityOfKey(key: number): number {
+    return this.keyIdentity[key] ?? 0
   }
 
   private addMain(

@@ -71,8 +71,9 @@ const random = (seed: number) => () => {
  * without a time unit and with one over several buckets; composite groupings over the largest api
  * and the smallest (their group layouts differ with the dictionaries' sizes), the others over the
  * apis in turn, one dimension with a top N and without (top N has paths of its own, see
- * `query/TopN`). Orders, limits, time units and windows (an hour to two days, unaligned, in each
- * api's newest week) vary from query to query.
+ * `query/TopN`), and over the largest api, top keys (with their identities or not) by total per
+ * day or month (see `query/DayAggregates`). Orders, limits, time units and windows (an hour to two
+ * days, unaligned, in each api's newest week) vary from query to query.
  */
 export const queries = (apis: ReadonlyArray<Named>, sumCredits: boolean): Array<AggregationQuery> => {
   const next = random(32)
@@ -85,13 +86,14 @@ export const queries = (apis: ReadonlyArray<Named>, sumCredits: boolean): Array<
     groups: ReadonlyArray<string>,
     filter: typeof FILTERS[number],
     timed: boolean,
-    top: boolean
+    top: boolean,
+    byTotal?: TimeUnit
   ) => {
     const { apiId, partition, workspaceId } = api
     const { externalIds, keyIds: keys, tagNames: tags } = partition
     if (keys.length === 0) return
     const last = (partition.main.lastHour + 1) * HOUR
-    const timeUnit = timed ? TIME_UNITS[int(TIME_UNITS.length)] : undefined
+    const timeUnit = byTotal ?? (timed ? TIME_UNITS[int(TIME_UNITS.length)] : undefined)
     // Several buckets by hour or day (so the loops that track groups across buckets run too).
     const [shortest, longest] = timeUnit === "hour" ? [2, 24] : timeUnit === "day" ? [25, 48] : [1, 48]
     const length = Math.round(HOUR * shortest * Math.exp(next() * Math.log(longest / shortest)))
@@ -120,7 +122,11 @@ export const queries = (apis: ReadonlyArray<Named>, sumCredits: boolean): Array<
         ? { externalId: externalIds[1 + int(externalIds.length - 1)]! }
         : {}),
       ...(top
-        ? { orderBy: ORDER_BY[int(ORDER_BY.length)], order: "desc" as const, limit: LIMITS[int(LIMITS.length)] }
+        ? {
+          orderBy: byTotal !== undefined ? "total" : ORDER_BY[int(ORDER_BY.length)],
+          order: "desc" as const,
+          limit: LIMITS[int(LIMITS.length)]
+        }
         : {}),
       // SQL analytics asks for credits of the engines that keep them.
       ...(sumCredits && next() < 0.1 ? { sumCredits: true } : {})
@@ -136,6 +142,13 @@ export const queries = (apis: ReadonlyArray<Named>, sumCredits: boolean): Array<
         const tops = groups.length === 1 ? [false, true] : groups.length === 0 ? [false] : [next() < 0.6]
         for (const top of tops) for (const api of over) add(api, groups, filter, timed, top)
       }
+    }
+  }
+  // Top keys, and keys with their identities, by total per day or month (a path of its own), over
+  // the largest api.
+  for (const groups of [["key"], ["key", "identity"]]) {
+    for (const filter of FILTERS.slice(0, 2)) {
+      for (const unit of ["day", "month"] as const) add(apis[0]!, groups, filter, true, true, unit)
     }
   }
   return out

@@ -5,6 +5,8 @@ import type { AggregationResult } from "@keymeter/core/Aggregation"
 import { OUTCOMES } from "@keymeter/core/Aggregation"
 import * as Time from "@keymeter/core/Time"
 import { LIMITS } from "../DayIndex.js"
+import { MIXED_IDENTITIES } from "../Partition.js"
+import { U32List } from "../Run.js"
 import type { RangeScan, Scratch, Shape } from "./Compile.js"
 import { addInto, any, compile, makeScratch, TOP_N_MAX } from "./Compile.js"
 import { countKey } from "./KeyRows.js"
@@ -19,18 +21,24 @@ const edgesAndDays = (from: number, to: number) => {
 }
 
 /**
- * Whole days from the day index, partial days at the edges from rows: top keys by total, top
- * identities by any counter, counts per tag (no time unit, or day/month buckets). Undefined when
- * the query is not one of these or the index does not keep the dimension.
+ * Whole days from the day index, partial days at the edges from rows: top keys by total (no time
+ * unit, or per day or month bucket, with their identities or not), top identities by any counter,
+ * counts per tag (no time unit, or day/month buckets). Undefined when the query is not one of these
+ * or the index does not keep the dimension.
  */
 export const fromDayIndex = (context: QueryContext): AggregationResult | undefined => {
   const { dims, identityMask, keyMask, lo, hi, partition, plan, query, runs, tagsetMask } = context
   const days = partition.days
+  const limit = query.limit
+  const orderBy = query.orderBy
+  if (
+    query.timeUnit !== undefined && query.timeUnit !== "hour" && dims[0] === "key" &&
+    (dims.length === 1 || (dims.length === 2 && dims[1] === "identity")) && !tagsetMask && !identityMask &&
+    orderBy === "total" && limit !== undefined && limit <= TOP_N_MAX && partition.keyIds.length <= LIMITS.key
+  ) return topKeysByBucket(context)
   if (tagsetMask || identityMask || dims.length !== 1) return undefined
   const compute = (day: number) => partition.computeDay(day)
   const rows = new Rows(query.maxRows, dims[0] === "tagset")
-  const limit = query.limit
-  const orderBy = query.orderBy
   const topShape = query.timeUnit === undefined && limit !== undefined && limit <= TOP_N_MAX && orderBy !== undefined &&
     orderBy !== "time"
   const { days: whole, edges } = edgesAndDays(lo, hi)
@@ -146,4 +154,97 @@ export const fromDayIndex = (context: QueryContext): AggregationResult | undefin
     return rows.build(query, partition)
   }
   return undefined
+}
+
+/**
+ * Top N by total of day (or month) buckets × keys, and their identities: each bucket's key totals,
+ * from its whole days' aggregates and its edges' rows, pick the contenders, whose counters then
+ * come from the key indexes. A key's group with its identity is the key's own when every event of
+ * the key carried that one identity (the partition keeps track); if a contending key's did not,
+ * undefined (the scan answers). Keys without an identity are not in an identity grouping.
+ */
+const topKeysByBucket = (context: QueryContext): AggregationResult | undefined => {
+  const { keyMask, late, partition, plan, query, runs } = context
+  const main = partition.main
+  const n = partition.keyIds.length
+  const byIdentity = context.dims.length === 2
+  const compute = (day: number) => partition.computeDay(day)
+  const totals = new Uint32Array(n)
+  const scratch = makeScratch(totals, { keyMask })
+  const scanTotals = compile({
+    keyFilter: keyMask !== null,
+    tagFilter: false,
+    identityFilter: false,
+    requireIdentity: false,
+    group: "key",
+    counting: "totals",
+    track: false,
+    source: "range"
+  }) as RangeScan
+  // The (bucket, key) groups with data: their bucket, key and total.
+  const bucketOf = new U32List(1024)
+  const keyOf = new U32List(1024)
+  const totalOf = new U32List(1024)
+  for (let j = 0; j < plan.length; j++) {
+    const bucket = plan[j]!
+    totals.fill(0)
+    const split = edgesAndDays(bucket.fromHour, bucket.toHour)
+    for (const day of split.days ? partition.days.between(split.days.from, split.days.to, compute) : []) {
+      const data = day.keyTotals!
+      addInto(totals, data, Math.min(n, data.length))
+    }
+    for (const { from, to } of split.edges) {
+      for (const run of runs) {
+        const [a, b] = run.rows(from, to)
+        scanTotals(run.chunks, a, b, null, scratch)
+      }
+    }
+    for (let key = 0; key < n; key++) {
+      const total = totals[key]!
+      if (total === 0 || (keyMask !== null && keyMask[key] !== 1)) continue
+      if (byIdentity) {
+        const identity = partition.identityOfKey(key)
+        if (identity === MIXED_IDENTITIES) return undefined
+        if (identity === 0) continue
+      }
+      bucketOf.push(j)
+      keyOf.push(key)
+      totalOf.push(total)
+    }
+  }
+  const rows = new Rows(query.maxRows)
+  const candidates = new Array<number>(totalOf.length)
+  for (let i = 0; i < candidates.length; i++) candidates[i] = i
+  rows.groups = candidates.length
+  const counts = new Float64Array(OUTCOMES)
+  const lateMask = new Uint8Array(n)
+  const lateScratch = makeScratch(new Uint32Array(OUTCOMES), { keyMask: lateMask })
+  const lateScan = compile({
+    keyFilter: true,
+    tagFilter: false,
+    identityFilter: false,
+    requireIdentity: false,
+    group: "none",
+    track: false,
+    counting: "outcomes",
+    source: "range"
+  }) as RangeScan
+  const totalsData = totalOf.data
+  for (const i of contenders(candidates, (c) => totalsData[c]!, query.limit!, query.order)) {
+    const bucket = plan[bucketOf.data[i]!]!
+    const key = keyOf.data[i]!
+    counts.fill(0)
+    const [a, b] = main.rows(bucket.fromHour, bucket.toHour)
+    countKey(main, key, a, b, counts)
+    if (late.length > 0) {
+      lateMask[key] = 1
+      lateScratch.acc.fill(0)
+      const [la, lb] = late.rows(bucket.fromHour, bucket.toHour)
+      lateScan(late.chunks, la, lb, null, lateScratch)
+      lateMask[key] = 0
+      for (let o = 0; o < OUTCOMES; o++) counts[o]! += lateScratch.acc[o]!
+    }
+    rows.push(bucket.time, key, byIdentity ? partition.identityOfKey(key) : 0, 0, counts, 0)
+  }
+  return rows.build(query, partition)
 }

@@ -3,8 +3,9 @@
  * does not answer: every group's counters, rows only for the contenders (`contenders`: the limit
  * best and every group tied with the last of them), `groups` for the complete answer's size. Keys
  * by total reach it only past the day index's 65,536 keys: totals pick the contenders, whose
- * counters come from the key indexes and the late run. Checked against a sort (contenders) and
- * the naive reference.
+ * counters come from the key indexes and the late run; keys filtered to a few of many rows are
+ * counted from the key indexes by any counter. Checked against a sort (contenders) and the naive
+ * reference.
  */
 import { describe, expect, it } from "@effect/vitest"
 import * as Verification from "@keymeter/core/Verification"
@@ -118,7 +119,7 @@ describe("TopN", () => {
     expect(taken.get("topN")).toBeGreaterThan(250)
   })
 
-  it("ranks keys by total past 65,536 keys: totals pick the contenders, the key indexes and the late run count them", () => {
+  it("ranks keys by total past 65,536 keys, and a few keys by any counter, from the key indexes and the late run", () => {
     const next = random(33)
     const event = (keyId: string): Event =>
       Verification.make({
@@ -169,7 +170,18 @@ describe("TopN", () => {
         orderBy: "total",
         order: "desc",
         limit: 2
-      }
+      },
+      // By an outcome: a few keys' counters from the key indexes too, not a scan of the window.
+      {
+        apiId: API,
+        ...window(0, 95),
+        keyId: keyIds(1, 4, 9, 77, 40_000),
+        groupBy: ["key"],
+        orderBy: "valid",
+        order: "desc",
+        limit: 2
+      },
+      { apiId: API, ...window(30, 90), keyId: keyIds(0, 2, 3, 11), groupBy: ["key"], orderBy: "rateLimited", limit: 1 }
     ]
     for (const input of queries) {
       const trace = check(engine, events, input)

@@ -7,7 +7,7 @@ import { OUTCOMES } from "@keymeter/core/Aggregation"
 import { OutcomeIndex } from "@keymeter/core/Verification"
 import type { RangeScan } from "./Compile.js"
 import { any, compile, DENSE_GROUPS_MAX, makeScratch, TOP_N_MAX, total } from "./Compile.js"
-import { countKey } from "./KeyRows.js"
+import { countKey, keyRowsEstimate } from "./KeyRows.js"
 import type { QueryContext } from "./QueryContext.js"
 import { Rows } from "./Rows.js"
 
@@ -84,7 +84,8 @@ export const contenders = (
 
 /**
  * Top N: one dimension, no time unit, ordered by a counter, with a small limit. Only the rows that
- * can make the first `limit` are built; `groups` says how many the full answer holds.
+ * can make the first `limit` are built; `groups` says how many the full answer holds. A few
+ * filtered keys are counted from the key indexes.
  */
 export const topN = (context: QueryContext): AggregationResult | undefined => {
   const { dims, keyMask, identityMask, tagsetMask, partition, query, runs } = context
@@ -111,6 +112,43 @@ export const topN = (context: QueryContext): AggregationResult | undefined => {
   } as const
   const [lo, hi] = [context.lo, context.hi]
   const rows = new Rows(query.maxRows)
+  /** The rows of the contenders among `candidates`, by the counters in `acc`. */
+  const ranked = (acc: Uint32Array, candidates: ReadonlyArray<number>) => {
+    rows.groups = candidates.length
+    for (const g of contenders(candidates, (g) => valueOf(orderBy, acc, g * OUTCOMES), query.limit!, query.order)) {
+      rows.push(
+        undefined,
+        dim === "key" ? g : 0,
+        dim === "identity" ? g : 0,
+        dim === "tagset" ? g : 0,
+        acc,
+        g * OUTCOMES
+      )
+    }
+    return rows.build(query, partition)
+  }
+
+  if (dim === "key" && keyMask !== null && !tagsetMask && !identityMask) {
+    // Keys filtered to a few of many rows: their counters from the key indexes, not a scan of the
+    // window (the late run is scanned).
+    const main = partition.main
+    const [a, b] = main.rows(lo, hi)
+    if (keyRowsEstimate(main, context.keyCodes, a, b) * 4 < b - a) {
+      const acc = new Uint32Array(groups * OUTCOMES)
+      const counts = new Float64Array(OUTCOMES)
+      for (const key of context.keyCodes) {
+        counts.fill(0)
+        countKey(main, key, a, b, counts)
+        acc.set(counts, key * OUTCOMES)
+      }
+      if (context.late.length > 0) {
+        const count = compile({ ...base, counting: "outcomes" }) as RangeScan
+        const [la, lb] = context.late.rows(lo, hi)
+        count(context.late.chunks, la, lb, null, makeScratch(acc, { keyMask }))
+      }
+      return ranked(acc, context.keyCodes.filter((key) => any(acc, key * OUTCOMES)))
+    }
+  }
 
   if (dim === "key" && orderBy === "total" && !tagsetMask && !identityMask) {
     // Keys: totals alone pick the contenders (a small, cache-resident table), then their counters
@@ -158,11 +196,5 @@ export const topN = (context: QueryContext): AggregationResult | undefined => {
     const [a, b] = run.rows(lo, hi)
     count(run.chunks, a, b, null, scratch)
   }
-  const acc = scratch.acc
-  const candidates = counted(acc, 0, groups)
-  rows.groups = candidates.length
-  for (const g of contenders(candidates, (g) => valueOf(orderBy, acc, g * OUTCOMES), query.limit, query.order)) {
-    rows.push(undefined, dim === "key" ? g : 0, dim === "identity" ? g : 0, dim === "tagset" ? g : 0, acc, g * OUTCOMES)
-  }
-  return rows.build(query, partition)
+  return ranked(scratch.acc, counted(scratch.acc, 0, groups))
 }

@@ -58,7 +58,7 @@ describe("Scan", () => {
   it("answers every query no faster path takes, in each variant of the loop", () => {
     const taken = tally()
     const scanArb = queryArb().filter((input) => routeOf(input) === "scan")
-    checkHistories(scanArb, { seed: 41, numRuns: 100 }, (input, trace) => {
+    checkHistories(scanArb, { seed: 41, numRuns: 200 }, (input, trace) => {
       if (trace.path === "scan") taken.add(variant(input, trace))
     })
     expect(taken.names()).toEqual([

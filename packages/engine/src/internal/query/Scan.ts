@@ -135,9 +135,13 @@ export const scan = (context: QueryContext): AggregationResult => {
     identity: partition.identities.length,
     tagset: partition.tagsets.length
   }
+  // By tag per hour, an hour's rows are few beside its tag sets: each row counts into its tags in
+  // the loop (as composite groups by tag do) rather than its tag set being split at each harvest.
+  const hourlyTags = dims.length === 1 && dims[0] === "tagset" && query.groupByTag === "tag" &&
+    query.timeUnit === "hour"
   const group: Shape["group"] = dims.length === 0
     ? "none"
-    : dims.length === 1 && cardinality[dims[0]!] <= DENSE_GROUPS_MAX
+    : dims.length === 1 && cardinality[dims[0]!] <= DENSE_GROUPS_MAX && !hourlyTags
     ? dims[0]!
     : "map"
   // Composite groups, by tag (each tag set's tags in the loop) or by tag set: dense counters

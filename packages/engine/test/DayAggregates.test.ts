@@ -118,7 +118,7 @@ const property = (queries: FastCheck.Arbitrary<Input>, seed: number, each: (trac
 describe("DayAggregates", () => {
   it("ranks keys by total, filtered by key or not", () => {
     property(topKeysArb, 21, (trace) => {
-      // The contenders' counters come from `countKey`, never from a scan grouped by key in outcomes.
+      // The contenders' counters come from `countKeyHours`, never from a scan grouped by key in outcomes.
       expect(trace.shapes.every((shape) => shape.counting === "totals" || shape.group === "none")).toBe(true)
     })
   })
@@ -136,7 +136,7 @@ describe("DayAggregates", () => {
             const byIdentity = input.groupBy!.includes("identity")
             taken.add(`${trace.path}${byIdentity ? " by identity" : ""}`)
             if (trace.path === "dayIndex" && wholeDays(trace).length > 0) taken.add("whole days")
-            // The contenders' counters come from `countKey`, never from a scan grouped in outcomes.
+            // The contenders' counters come from `countKeyHours`, never from a scan grouped in outcomes.
             if (trace.path === "dayIndex") {
               expect(trace.shapes.every((shape) => shape.counting === "totals" || shape.group === "none")).toBe(true)
             }

@@ -465,7 +465,7 @@ export interface Trace {
   readonly keyIndexReads: number
   /** Gathers of filtered keys' entries from key indexes (the scan's posting source). */
   readonly gathers: number
-  /** Keys whose counters were read from the key indexes (`countKey`). */
+  /** Keys whose counters were read from the key indexes and the late run (`countKeyHours`). */
   readonly countedKeys: ReadonlyArray<number>
   /** Ranges of whole days read from the day index, and the days whose aggregates were (re)computed. */
   readonly dayRanges: ReadonlyArray<readonly [number, number]>
@@ -484,7 +484,7 @@ export const traced = <A>(f: () => A): { readonly value: A; readonly trace: Trac
   const compile = vi.spyOn(Compile, "compile")
   const range = vi.spyOn(KeyIndex, "range")
   const gather = vi.spyOn(KeyRows, "gather")
-  const countKey = vi.spyOn(KeyRows, "countKey")
+  const countKey = vi.spyOn(KeyRows, "countKeyHours")
   const between = vi.spyOn(DayIndex.prototype, "between")
   const computeDay = vi.spyOn(Partition.prototype, "computeDay")
   try {
@@ -500,7 +500,7 @@ export const traced = <A>(f: () => A): { readonly value: A; readonly trace: Trac
         shapes: compile.mock.calls.map(([shape]) => shape),
         keyIndexReads: range.mock.calls.length,
         gathers: gather.mock.calls.length,
-        countedKeys: countKey.mock.calls.map(([, key]) => key),
+        countedKeys: countKey.mock.calls.map(([, , key]) => key),
         dayRanges: between.mock.calls.map(([from, to]) => [from, to] as const),
         computedDays: computeDay.mock.calls.map(([day]) => day)
       }

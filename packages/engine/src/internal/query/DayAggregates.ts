@@ -9,7 +9,7 @@ import { MIXED_IDENTITIES } from "../Partition.js"
 import { U32List } from "../Run.js"
 import type { RangeScan, Scratch, Shape } from "./Compile.js"
 import { addInto, any, compile, makeScratch, TOP_N_MAX } from "./Compile.js"
-import { countKey } from "./KeyRows.js"
+import { countKeyHours } from "./KeyRows.js"
 import type { QueryContext } from "./QueryContext.js"
 import { Rows } from "./Rows.js"
 import { contenders, counted, totalled, valueOf } from "./TopN.js"
@@ -65,28 +65,9 @@ export const fromDayIndex = (context: QueryContext): AggregationResult | undefin
     const candidates = totalled(totals, 0, n, keyMask)
     rows.groups = candidates.length
     const counts = new Float64Array(OUTCOMES)
-    const [a, b] = partition.main.rows(lo, hi)
-    const lateMask = new Uint8Array(n)
-    const lateScratch = scratchOf(new Uint32Array(OUTCOMES), lateMask)
-    const lateScan = compile({
-      ...noFilter,
-      keyFilter: true,
-      group: "none",
-      track: false,
-      counting: "outcomes",
-      source: "range"
-    }) as RangeScan
     for (const key of contenders(candidates, (k) => totals[k]!, limit!, query.order)) {
       counts.fill(0)
-      countKey(partition.main, key, a, b, counts)
-      if (context.late.length > 0) {
-        lateMask[key] = 1
-        lateScratch.acc.fill(0)
-        const [la, lb] = context.late.rows(lo, hi)
-        lateScan(context.late.chunks, la, lb, null, lateScratch)
-        lateMask[key] = 0
-        for (let o = 0; o < OUTCOMES; o++) counts[o]! += lateScratch.acc[o]!
-      }
+      countKeyHours(partition.main, context.late, key, lo, hi, counts)
       rows.push(undefined, key, 0, 0, counts, 0)
     }
     return rows.build(query, partition)
@@ -165,7 +146,6 @@ export const fromDayIndex = (context: QueryContext): AggregationResult | undefin
  */
 const topKeysByBucket = (context: QueryContext): AggregationResult | undefined => {
   const { keyMask, late, partition, plan, query, runs } = context
-  const main = partition.main
   const n = partition.keyIds.length
   const byIdentity = context.dims.length === 2
   const compute = (day: number) => partition.computeDay(day)
@@ -217,33 +197,12 @@ const topKeysByBucket = (context: QueryContext): AggregationResult | undefined =
   for (let i = 0; i < candidates.length; i++) candidates[i] = i
   rows.groups = candidates.length
   const counts = new Float64Array(OUTCOMES)
-  const lateMask = new Uint8Array(n)
-  const lateScratch = makeScratch(new Uint32Array(OUTCOMES), { keyMask: lateMask })
-  const lateScan = compile({
-    keyFilter: true,
-    tagFilter: false,
-    identityFilter: false,
-    requireIdentity: false,
-    group: "none",
-    track: false,
-    counting: "outcomes",
-    source: "range"
-  }) as RangeScan
   const totalsData = totalOf.data
   for (const i of contenders(candidates, (c) => totalsData[c]!, query.limit!, query.order)) {
     const bucket = plan[bucketOf.data[i]!]!
     const key = keyOf.data[i]!
     counts.fill(0)
-    const [a, b] = main.rows(bucket.fromHour, bucket.toHour)
-    countKey(main, key, a, b, counts)
-    if (late.length > 0) {
-      lateMask[key] = 1
-      lateScratch.acc.fill(0)
-      const [la, lb] = late.rows(bucket.fromHour, bucket.toHour)
-      lateScan(late.chunks, la, lb, null, lateScratch)
-      lateMask[key] = 0
-      for (let o = 0; o < OUTCOMES; o++) counts[o]! += lateScratch.acc[o]!
-    }
+    countKeyHours(partition.main, late, key, bucket.fromHour, bucket.toHour, counts)
     rows.push(bucket.time, key, byIdentity ? partition.identityOfKey(key) : 0, 0, counts, 0)
   }
   return rows.build(query, partition)

@@ -47,6 +47,26 @@ export const gather = (
     }
   })
 
+/**
+ * Adds the outcomes of `key`'s rows in hours [fromHour, toHour] to `counts[0 .. OUTCOMES)`: the main
+ * run's from its key indexes, the late run's (which has none) scanned.
+ */
+export const countKeyHours = (
+  main: Run,
+  late: Run,
+  key: number,
+  fromHour: number,
+  toHour: number,
+  counts: Float64Array
+) => {
+  const [a, b] = main.rows(fromHour, toHour)
+  countKey(main, key, a, b, counts)
+  if (late.length > 0) {
+    const [la, lb] = late.rows(fromHour, toHour)
+    countKey(late, key, la, lb, counts)
+  }
+}
+
 /** Adds the outcomes of `key`'s rows in main-run rows [a, b) to `counts[0 .. OUTCOMES)`. */
 export const countKey = (run: Run, key: number, a: number, b: number, counts: Float64Array) =>
   forEachChunk(a, b, (c, _, from, to) => {

@@ -7,7 +7,7 @@ import { OUTCOMES } from "@keymeter/core/Aggregation"
 import { OutcomeIndex } from "@keymeter/core/Verification"
 import type { RangeScan } from "./Compile.js"
 import { any, compile, DENSE_GROUPS_MAX, makeScratch, TOP_N_MAX, total } from "./Compile.js"
-import { countKey, keyRowsEstimate } from "./KeyRows.js"
+import { countKeyHours, keyRowsEstimate } from "./KeyRows.js"
 import type { QueryContext } from "./QueryContext.js"
 import { Rows } from "./Rows.js"
 
@@ -130,21 +130,15 @@ export const topN = (context: QueryContext): AggregationResult | undefined => {
 
   if (dim === "key" && keyMask !== null && !tagsetMask && !identityMask) {
     // Keys filtered to a few of many rows: their counters from the key indexes, not a scan of the
-    // window (the late run is scanned).
-    const main = partition.main
-    const [a, b] = main.rows(lo, hi)
-    if (keyRowsEstimate(main, context.keyCodes, a, b) * 4 < b - a) {
+    // window.
+    const [a, b] = partition.main.rows(lo, hi)
+    if (keyRowsEstimate(partition.main, context.keyCodes, a, b) * 4 < b - a) {
       const acc = new Uint32Array(groups * OUTCOMES)
       const counts = new Float64Array(OUTCOMES)
       for (const key of context.keyCodes) {
         counts.fill(0)
-        countKey(main, key, a, b, counts)
+        countKeyHours(partition.main, context.late, key, lo, hi, counts)
         acc.set(counts, key * OUTCOMES)
-      }
-      if (context.late.length > 0) {
-        const count = compile({ ...base, counting: "outcomes" }) as RangeScan
-        const [la, lb] = context.late.rows(lo, hi)
-        count(context.late.chunks, la, lb, null, makeScratch(acc, { keyMask }))
       }
       return ranked(acc, context.keyCodes.filter((key) => any(acc, key * OUTCOMES)))
     }
@@ -164,26 +158,9 @@ export const topN = (context: QueryContext): AggregationResult | undefined => {
     rows.groups = candidates.length
     const chosen = contenders(candidates, (g) => totals[g]!, query.limit, query.order)
     const counts = new Float64Array(OUTCOMES)
-    const [a, b] = partition.main.rows(lo, hi)
-    const lateScan = compile({
-      ...base,
-      keyFilter: true,
-      group: "none",
-      requireIdentity: false,
-      counting: "outcomes"
-    }) as RangeScan
-    const lateScratch = makeScratch(new Uint32Array(OUTCOMES))
     for (const key of chosen) {
       counts.fill(0)
-      countKey(partition.main, key, a, b, counts)
-      if (context.late.length > 0) {
-        lateScratch.keyMask = new Uint8Array(groups)
-        lateScratch.keyMask[key] = 1
-        lateScratch.acc.fill(0)
-        const [la, lb] = context.late.rows(lo, hi)
-        lateScan(context.late.chunks, la, lb, null, lateScratch)
-        for (let o = 0; o < OUTCOMES; o++) counts[o]! += lateScratch.acc[o]!
-      }
+      countKeyHours(partition.main, context.late, key, lo, hi, counts)
       rows.push(undefined, key, 0, 0, counts, 0)
     }
     return rows.build(query, partition)

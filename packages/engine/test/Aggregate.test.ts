@@ -1,8 +1,9 @@
 /**
  * Aggregate, the dispatcher: random queries of every shape over random histories are answered like
  * the naive reference, each by the path the module documents (seen in a trace of the path
- * modules), and every path is taken; filters naming nothing stored and windows outside the data
- * answer nothing without calling any path.
+ * modules), and every path is taken; an external id of keys whose events each carried one identity
+ * is answered as those keys; filters naming nothing stored and windows outside the data answer
+ * nothing without calling any path.
  */
 import { describe, expect, it } from "@effect/vitest"
 import type { AggregationResult } from "@keymeter/core/Aggregation"
@@ -11,7 +12,22 @@ import * as Verification from "@keymeter/core/Verification"
 import * as FastCheck from "effect/FastCheck"
 import { Engine } from "../src/Engine.js"
 import type { Input } from "./Fixture.js"
-import { API, BASE, check, checkHistories, historyArb, HOUR, queryArb, tally, toQuery, traced, WS } from "./Fixture.js"
+import {
+  API,
+  BASE,
+  check,
+  checkHistories,
+  historyArb,
+  HOUR,
+  IDENTITIES,
+  oneIdentityPerKeyArb,
+  queryArb,
+  replay,
+  tally,
+  toQuery,
+  traced,
+  WS
+} from "./Fixture.js"
 
 /**
  * A result's rows that count events, by group (time, key, identity, tags), each with its nine
@@ -41,6 +57,40 @@ describe("Aggregate", () => {
     })
     expect(taken.names()).toEqual(["dayIndex", "empty", "postingSeries", "scan", "topN", "totalsSeries"])
     for (const path of taken.names()) expect(taken.get(path), path).toBeGreaterThanOrEqual(10)
+  })
+
+  it("takes an external id for its keys when every key's events carried one identity", () => {
+    const taken = tally()
+    const filtered = queryArb().filter((input) => input.externalId !== undefined)
+    FastCheck.assert(
+      FastCheck.property(
+        // Half the histories give k5 one identity too.
+        FastCheck.tuple(oneIdentityPerKeyArb, FastCheck.boolean()).map(([history, mix]) =>
+          mix ? history : {
+            ...history,
+            events: history.events.map((e) => e.keyId === "k5" ? { ...e, identity: IDENTITIES[1] } : e)
+          }
+        ),
+        FastCheck.array(filtered, { minLength: 1, maxLength: 5 }),
+        (history, inputs) =>
+          replay(history, (engine, arrived) => {
+            // k5's events carry any identity: until it has two, the external id is a key filter.
+            const mixed = new Set(
+              arrived.filter((e) => e.keyId === "k5").map((e) => JSON.stringify(e.identity))
+            ).size > 1
+            for (const input of inputs) {
+              const trace = check(engine, arrived, input)
+              const grouped = (input.groupBy ?? []).some((g) => g !== "hour" && g !== "day" && g !== "month")
+              if (!grouped && input.tag === undefined) taken.add(`${trace.path}${mixed ? " (k5 mixed)" : ""}`)
+            }
+          })
+      ),
+      { seed: 12, numRuns: 30 }
+    )
+    // Ungrouped, filtered by external id only: the keys' series from the key indexes, unless k5 mixed.
+    expect(taken.get("postingSeries")).toBeGreaterThan(5)
+    expect(taken.get("scan (k5 mixed)")).toBeGreaterThan(5)
+    expect(taken.get("postingSeries (k5 mixed)")).toBe(0)
   })
 
   it("answers nothing for an unknown api, filters naming nothing stored, and windows outside the data", () => {

@@ -24,13 +24,13 @@ import {
   checkHistories,
   counterArb,
   HEAVY_KEYS,
-  historyArb,
   HOUR,
   IDENTITIES,
   keyFilterArb,
   KEYS,
   limitArb,
   maybe,
+  oneIdentityPerKeyArb,
   orderArb,
   RARE_KEYS,
   replay,
@@ -72,20 +72,6 @@ const topKeysByBucketArb = FastCheck.record({
   order: maybe(orderArb),
   limit: topLimitArb
 }).map(build)
-
-/**
- * Histories whose keys each carry one identity (k1 none), but k5, whose events carry any: its
- * (bucket, key) totals are not its identities' groups, so queries of identities it has data in
- * are left to the scan.
- */
-const oneIdentityPerKeyArb = historyArb().map((history) => ({
-  ...history,
-  events: history.events.map((event) => {
-    if (event.keyId === "k5") return event
-    const k = Number(event.keyId.slice(1))
-    return { ...event, identity: k === 1 ? undefined : IDENTITIES[k % IDENTITIES.length] }
-  })
-}))
 
 const perTagArb = FastCheck.record({
   window: windowArb(),

@@ -115,7 +115,9 @@ describe("TopN", () => {
       // Only contenders are built: counters of every group, in one pass per run.
       if (trace.path === "topN") expect(trace.shapes.every((shape) => shape.track === false)).toBe(true)
     })
-    expect(taken.names()).toEqual(["empty", "topN"])
+    // An external id of keys whose events each carried one identity is a key filter: then the day
+    // index may answer a top by total.
+    expect(taken.names()).toEqual(["dayIndex", "empty", "topN"])
     expect(taken.get("topN")).toBeGreaterThan(250)
   })
 

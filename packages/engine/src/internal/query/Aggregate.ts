@@ -1,6 +1,7 @@
 /**
- * Answers an aggregation query over one partition. Filters become masks over the dictionaries,
- * the window becomes time buckets (one without a time unit), and then the cheapest path answers:
+ * Answers an aggregation query over one partition. Filters become masks over the dictionaries
+ * (an external id becomes its keys when every key's events carried one identity), the window
+ * becomes time buckets (one without a time unit), and then the cheapest path answers:
  *
  * - unfiltered, ungrouped series: the per-hour counters of the hour index, no row is read;
  * - key-filtered series: the keys' entries in the full chunks' key indexes (row and outcome), no
@@ -18,6 +19,7 @@
 import type { AggregationQuery, AggregationResult } from "@keymeter/core/Aggregation"
 import * as Time from "@keymeter/core/Time"
 import type { Partition } from "../Partition.js"
+import { MIXED_IDENTITIES } from "../Partition.js"
 import { lowerBound } from "../Run.js"
 import type { Dim } from "./Compile.js"
 import { fromDayIndex } from "./DayAggregates.js"
@@ -78,6 +80,18 @@ export const aggregate = (partition: Partition | undefined, query: AggregationQu
       }
     }
     if (!any) return empty(query)
+    // When every key's events carried one identity, an external id names keys, not rows: the
+    // filter becomes those keys (their key indexes then serve it), and no row's identity is read.
+    const named = keysOf(partition, identityMask)
+    if (named !== undefined) {
+      const kept = keyMask === null ? named : named.filter((key) => keyMask![key] === 1)
+      if (kept.length === 0) return empty(query)
+      keyMask = new Uint8Array(partition.keyIds.length)
+      for (const key of kept) keyMask[key] = 1
+      keyCodes.length = 0
+      for (const key of kept) keyCodes.push(key)
+      identityMask = null
+    }
   }
 
   // The window, clamped to the hours that hold data.
@@ -120,4 +134,15 @@ export const aggregate = (partition: Partition | undefined, query: AggregationQu
   const top = topN(context)
   if (top !== undefined) return top
   return scan(context)
+}
+
+/** The keys whose one identity is in `identityMask`; undefined when some key's events carried more than one. */
+const keysOf = (partition: Partition, identityMask: Uint8Array): Array<number> | undefined => {
+  const keys: Array<number> = []
+  for (let key = 0; key < partition.keyIds.length; key++) {
+    const identity = partition.identityOfKey(key)
+    if (identity === MIXED_IDENTITIES) return undefined
+    if (identity !== 0 && identityMask[identity] === 1) keys.push(key)
+  }
+  return keys
 }

@@ -9,7 +9,8 @@ import { OutcomeIndex } from "@keymeter/core/Verification"
 import type { Day } from "./DayIndex.js"
 import { DayIndex, LIMITS } from "./DayIndex.js"
 import * as KeyIndex from "./KeyIndex.js"
-import { CHUNK_BITS, CHUNK_MASK, Layout, MAX_NARROW_REGION, MAX_U32, Run, U32List } from "./Run.js"
+import { LateRows } from "./LateRows.js"
+import { CHUNK_BITS, CHUNK_MASK, Layout, MAX_NARROW_REGION, MAX_U32, Run } from "./Run.js"
 
 const HOUR = 3_600_000
 
@@ -38,48 +39,6 @@ export const joinKey = (parts: ReadonlyArray<string>): string => {
 interface TrieNode {
   code: number
   readonly next: Map<string, TrieNode>
-}
-
-/** Rows in arrival order, before sorting. */
-class LateRows {
-  readonly hour = new U32List(16)
-  readonly key = new U32List(16)
-  readonly identity = new U32List(16)
-  readonly tagset = new U32List(16)
-  readonly outcome = new U32List(16)
-  readonly offset = new U32List(16)
-  readonly credits = new U32List(16)
-  readonly latency = new U32List(16)
-  readonly region = new U32List(16)
-  minHour = Infinity
-  get length(): number {
-    return this.hour.length
-  }
-  push(
-    hour: number,
-    key: number,
-    identity: number,
-    tagset: number,
-    outcome: number,
-    offset: number,
-    credits: number,
-    latency: number,
-    region: number
-  ): void {
-    if (hour < this.minHour) this.minHour = hour
-    this.hour.push(hour)
-    this.key.push(key)
-    this.identity.push(identity)
-    this.tagset.push(tagset)
-    this.outcome.push(outcome)
-    this.offset.push(offset)
-    this.credits.push(credits)
-    this.latency.push(latency)
-    this.region.push(region)
-  }
-  get bytes(): number {
-    return this.hour.data.byteLength * 9
-  }
 }
 
 export class Partition {
@@ -344,26 +303,7 @@ export class Partition {
 
   /** The late rows as a sorted run (hour ascending, arrival order within an hour). */
   lateRun(): Run {
-    if (this.lateSorted !== undefined) return this.lateSorted
-    const late = this.late
-    const hours = late.hour.data
-    const order = Array.from({ length: late.length }, (_, i) => i).sort((a, b) => hours[a]! - hours[b]! || a - b)
-    const run = new Run(this.layout)
-    for (const i of order) {
-      run.append(
-        hours[i]!,
-        late.key.data[i]!,
-        late.identity.data[i]!,
-        late.tagset.data[i]!,
-        late.outcome.data[i]!,
-        late.offset.data[i]!,
-        late.credits.data[i]!,
-        late.latency.data[i]!,
-        late.region.data[i]!
-      )
-    }
-    this.lateSorted = run
-    return run
+    return this.lateSorted ??= this.late.sorted(this.layout)
   }
 
   /** Merges the late rows into the main run when they are many enough to be worth it. */

@@ -75,8 +75,7 @@ describe("Scan", () => {
       "tagset tracked"
     ])
     for (const name of taken.names()) expect(taken.get(name), name).toBeGreaterThanOrEqual(5)
-    // 200 histories: a few seconds alone, over 30 beside every other package's tests in CI.
-  }, 120_000)
+  })
 
   // 700 keys × 451 identity codes: more composite groups than dense counters are kept for.
   const largeDictionaries = () => {

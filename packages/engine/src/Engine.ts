@@ -193,7 +193,7 @@ export class Engine {
       for (const [workspaceId, partitions] of this.partitions) {
         for (const [apiId, partition] of partitions) apis.push({ workspaceId, apiId, partition })
       }
-      return WarmUp.queries(WarmUp.choose(apis), this.keepsDetails)
+      return WarmUp.queries(apis, this.keepsDetails)
     })
   }
 

@@ -43,13 +43,13 @@ const probe = Aggregation.makeQuery({
 })
 
 describe("WarmUp", () => {
-  it("asks dashboards' queries of the apis it chooses, in turn, over their newest week, each answered", () => {
+  it("asks one query of each loop of the apis it chooses, in turn, over their newest week, each answered", () => {
     const engine = engineWith(80_000, { warmUp: false })
     const partitions = (engine as unknown as { partitions: Map<string, Map<string, Partition>> }).partitions.get("ws")!
     const apis = [...partitions].map(([apiId, partition]) => ({ workspaceId: "ws", apiId, partition }))
     // "small" holds less than a chunk: only "big" is read.
     expect(WarmUp.choose(apis).map((a) => a.apiId)).toEqual(["big"])
-    const queries = WarmUp.queries(WarmUp.choose(apis), true)
+    const queries = WarmUp.queries(WarmUp.choose(apis), true, 0)
     // Each grouping x filter combination (8), without a time unit and with one; the 4 groupings of
     // one dimension with a top N and without; top keys and keys with identities by total, per day
     // and per month, key-filtered and not.
@@ -70,6 +70,43 @@ describe("WarmUp", () => {
     const target = { aggregate: (query: Aggregation.AggregationQuery) => engine.aggregate(query), writes: () => 0 }
     expect(queries.filter((q) => WarmUp.ask(target, q))).toHaveLength(queries.length)
     expect(WarmUp.current()).toBeUndefined()
+  })
+
+  it("then asks dashboards' queries over windows up to 90 days anywhere in the data, each within its rows' budget", () => {
+    // 90 days of an api, 16,000 rows an hour in three of them: more than the budget together.
+    const engine = new Engine({ warmUp: false })
+    const load = engine.load("ws", "long", { replace: false })
+    const keys = Array.from({ length: 50 }, (_, k) => load.keyCode(`key_${k}`))
+    const tag = load.tagsetCode(["a"])
+    const hours = 90 * 24
+    for (let h = 0; h < hours; h++) {
+      const rows = h >= 30 * 24 && h < 33 * 24 ? 16_000 : 20
+      for (let n = 0; n < rows; n++) load.add(FIRST_HOUR + h, keys[(h + n) % 50]!, 0, n % 2 === 0 ? tag : 0, n % 9, 4)
+    }
+    load.flush()
+    const partition = (engine as unknown as { partitions: Map<string, Map<string, Partition>> }).partitions.get("ws")!
+      .get("long")!
+    const apis = [{ workspaceId: "ws", apiId: "long", partition }]
+    expect(partition.main.length).toBeGreaterThan(WarmUp.DASHBOARD_ROWS)
+    const queries = WarmUp.queries(apis, false).slice(WarmUp.queries(apis, false, 0).length)
+    expect(queries).toHaveLength(WarmUp.DASHBOARDS)
+    const first = FIRST_HOUR * HOUR
+    const last = (FIRST_HOUR + hours) * HOUR
+    const rowsOf = (q: Aggregation.AggregationQuery) => {
+      const [a, b] = partition.main.rows(Math.floor(q.start! / HOUR), Math.floor(q.end / HOUR))
+      return b - a
+    }
+    expect(queries.every((q) => q.start! >= first && q.end < last && q.start! <= q.end)).toBe(true)
+    expect(queries.every((q) => rowsOf(q) <= WarmUp.DASHBOARD_ROWS)).toBe(true)
+    // Windows of every length: within an hour, over a month, and cut to the budget over the busy days.
+    expect(queries.some((q) => q.end - q.start! < HOUR)).toBe(true)
+    expect(queries.some((q) => q.end - q.start! > 30 * 24 * HOUR)).toBe(true)
+    expect(queries.some((q) => rowsOf(q) > WarmUp.DASHBOARD_ROWS / 2)).toBe(true)
+    for (const unit of [undefined, "hour", "day", "month"]) expect(queries.some((q) => q.timeUnit === unit)).toBe(true)
+    expect(queries.some((q) => q.limit !== undefined)).toBe(true)
+    expect(queries.some((q) => q.keyIds.length > 0)).toBe(true)
+    const target = { aggregate: (query: Aggregation.AggregationQuery) => engine.aggregate(query), writes: () => 0 }
+    expect(queries.filter((q) => WarmUp.ask(target, q))).toHaveLength(queries.length)
   })
 
   it("chooses the largest api and up to three others spread over the sizes", () => {
@@ -94,7 +131,7 @@ describe("WarmUp", () => {
         externalIds: ["", "e1"]
       } as unknown as Partition
     }))
-    const queries = WarmUp.queries(apis, false)
+    const queries = WarmUp.queries(apis, false, 0)
     // No grouping once, 4 of one dimension with a top N and without, 7 composite ones over each
     // api; each x 8 filters x 2. Top keys by day and month (with identities: composite) over the largest.
     expect(queries).toHaveLength((1 + 4 * 2 + 7 * 2) * 8 * 2 + 2 * 2 * 2)
@@ -119,7 +156,7 @@ describe("WarmUp", () => {
     // A second large engine of the thread finds it scheduled.
     engineWith(WarmUp.ROWS)
     expect(WarmUp.current()).toBe(running)
-    expect(await running).toBe((1 + 4 * 2 + 7) * 8 * 2 + 2 * 2 * 2)
+    expect(await running).toBe((1 + 4 * 2 + 7) * 8 * 2 + 2 * 2 * 2 + WarmUp.DASHBOARDS)
     expect(engine.stats().events).toBe(WarmUp.ROWS + 10)
     expect(engine.aggregate(probe)).toEqual(before)
   })

@@ -6,8 +6,12 @@
  * mix of 300 at 10M events, first-sight p99 56-70 ms without, 40-43 ms with, geomean 0.10-0.16×
  * DuckDB's time without, 0.09-0.11× with). Made-up rows warmed far less (no full chunk, so no
  * key-index paths; small dictionaries, so other group layouts): the queries read the real
- * partitions of apis large and small, over short windows, and keep nothing. Once per thread:
- * compiled code and the loops' cache are shared by every engine of the thread.
+ * partitions of apis large and small and keep nothing. One query of each loop, over short windows
+ * of four apis, left the mix's first sights 1.4-1.9x as slow as its repeats in geometric mean (six
+ * runs; 8-13 of 295 queries over 0.5x DuckDB's time); 300 dashboards' queries after them, over
+ * windows up to 90 days of every api, 1.1-1.5x (four runs; 1-7 over 0.5x); 300 of the mix's own
+ * kind asked first, 1.1-1.2x. Once per thread: compiled code and the loops' cache are shared by
+ * every engine of the thread.
  */
 import type { AggregationQuery, AggregationResult } from "@keymeter/core/Aggregation"
 import { answer, makeQuery } from "@keymeter/core/Aggregation"
@@ -43,6 +47,18 @@ const GROUPINGS: ReadonlyArray<ReadonlyArray<"key" | "identity" | "tag" | "tags"
   ["key", "identity", "tags"]
 ]
 
+/** Dashboards' queries the warm-up asks after one of each loop (see {@link queries}). */
+export const DASHBOARDS = 300
+
+/** Most rows a dashboard query of the warm-up reads (its window is cut to fit): a few ms. */
+export const DASHBOARD_ROWS = 1_000_000
+
+/** Rows of `partition`'s main run in hours [from, to]. */
+const rowsIn = (partition: Partition, from: number, to: number): number => {
+  const [a, b] = partition.main.rows(from, to)
+  return b - a
+}
+
 /** The filters a query may combine: keys, a tag, an external id (each a mask in the scan loops). */
 const FILTERS = [0, 1, 2, 3, 4, 5, 6, 7].map((bits) => ({
   keys: (bits & 1) !== 0,
@@ -66,20 +82,29 @@ const random = (seed: number) => () => {
 }
 
 /**
- * Dashboards' queries over `apis` (largest first), one of each scan loop the engine generates
- * (see `query/Compile`): every grouping × combination of filters (keys, a tag, an external id),
- * without a time unit and with one over several buckets; composite groupings over the largest api
- * and the smallest (their group layouts differ with the dictionaries' sizes), the others over the
- * apis in turn, one dimension with a top N and without (top N has paths of its own, see
+ * Dashboards' queries over `apis`: first one of each scan loop the engine generates (see
+ * `query/Compile`) over the apis it chooses (see {@link choose}): every grouping × combination of
+ * filters (keys, a tag, an external id), without a time unit and with one over several buckets;
+ * composite groupings over the largest api and the smallest (their group layouts differ with the
+ * dictionaries' sizes), the others over the apis in turn, one dimension with a top N and without (top N has paths of its own, see
  * `query/TopN`), and over the largest api, top keys (with their identities or not) by total per
  * day or month (see `query/DayAggregates`). Orders, limits, time units and windows (an hour to two
- * days, unaligned, in each api's newest week) vary from query to query.
+ * days, unaligned, in each api's newest week) vary from query to query. Then `dashboards` queries
+ * drawn as they come: any api of a chunk or more, grouping, filters and order, over a window of an
+ * hour to 90 days anywhere in the api's data, cut from its start to at most
+ * {@link DASHBOARD_ROWS} rows (a quarter of that for composite groupings).
  */
-export const queries = (apis: ReadonlyArray<Named>, sumCredits: boolean): Array<AggregationQuery> => {
+export const queries = (
+  apis: ReadonlyArray<Named>,
+  sumCredits: boolean,
+  dashboards: number = DASHBOARDS
+): Array<AggregationQuery> => {
   const next = random(32)
   const int = (n: number) => Math.floor(next() * n)
   const out: Array<AggregationQuery> = []
-  if (apis.length === 0) return out
+  const every = sizeable(apis)
+  const chosen = choose(every)
+  if (chosen.length === 0) return out
   /** One query of `groups` and `filter` over `api`, the rest drawn. */
   const add = (
     api: Named,
@@ -87,23 +112,43 @@ export const queries = (apis: ReadonlyArray<Named>, sumCredits: boolean): Array<
     filter: typeof FILTERS[number],
     timed: boolean,
     top: boolean,
-    byTotal?: TimeUnit
+    byTotal?: TimeUnit,
+    /** A dashboard's query (see above) and its time unit, or null for none. */
+    dashboard?: TimeUnit | null
   ) => {
     const { apiId, partition, workspaceId } = api
     const { externalIds, keyIds: keys, tagNames: tags } = partition
     if (keys.length === 0) return
-    const last = (partition.main.lastHour + 1) * HOUR
-    const timeUnit = byTotal ?? (timed ? TIME_UNITS[int(TIME_UNITS.length)] : undefined)
-    // Several buckets by hour or day (so the loops that track groups across buckets run too).
-    const [shortest, longest] = timeUnit === "hour" ? [2, 24] : timeUnit === "day" ? [25, 48] : [1, 48]
-    const length = Math.round(HOUR * shortest * Math.exp(next() * Math.log(longest / shortest)))
-    const end = last - int(6 * 24) * HOUR - int(HOUR)
+    const { firstHour, lastHour } = partition.main
+    const timeUnit = dashboard !== undefined
+      ? dashboard ?? undefined
+      : byTotal ?? (timed ? TIME_UNITS[int(TIME_UNITS.length)] : undefined)
+    let start: number
+    let end: number
+    if (dashboard !== undefined) {
+      const hours = Math.min(lastHour - firstHour + 1, Math.round(Math.exp(next() * Math.log(90 * 24))))
+      const to = firstHour + hours - 1 + int(lastHour - firstHour - hours + 2)
+      let from = to - hours + 1
+      // Halved from its start until its rows are within the budget: each query a few ms at most.
+      const budget = groups.length >= 2 ? DASHBOARD_ROWS / 4 : DASHBOARD_ROWS
+      while (from < to && rowsIn(partition, from, to) > budget) from = to - ((to - from) >> 1)
+      start = from * HOUR + int(HOUR)
+      end = (to + 1) * HOUR - 1 - int(HOUR)
+      if (end <= start) end = start + HOUR - 1
+    } else {
+      // Several buckets by hour or day (so the loops that track groups across buckets run too).
+      const [shortest, longest] = timeUnit === "hour" ? [2, 24] : timeUnit === "day" ? [25, 48] : [1, 48]
+      const length = Math.round(HOUR * shortest * Math.exp(next() * Math.log(longest / shortest)))
+      end = (lastHour + 1) * HOUR - int(6 * 24) * HOUR - int(HOUR)
+      start = end - length
+      end = end - 1
+    }
     out.push(makeQuery({
       workspaceId,
       apiId,
       maxRows: CAP,
-      start: end - length,
-      end: end - 1,
+      start,
+      end,
       timeUnit,
       groupByKey: groups.includes("key"),
       groupByIdentity: groups.includes("identity"),
@@ -137,8 +182,8 @@ export const queries = (apis: ReadonlyArray<Named>, sumCredits: boolean): Array<
     for (const filter of FILTERS) {
       for (const timed of [false, true]) {
         const over = groups.length >= 2
-          ? [...new Set([apis[0]!, apis[apis.length - 1]!])]
-          : [apis[turn++ % apis.length]!]
+          ? [...new Set([chosen[0]!, chosen[chosen.length - 1]!])]
+          : [chosen[turn++ % chosen.length]!]
         const tops = groups.length === 1 ? [false, true] : groups.length === 0 ? [false] : [next() < 0.6]
         for (const top of tops) for (const api of over) add(api, groups, filter, timed, top)
       }
@@ -148,19 +193,31 @@ export const queries = (apis: ReadonlyArray<Named>, sumCredits: boolean): Array<
   // the largest api.
   for (const groups of [["key"], ["key", "identity"]]) {
     for (const filter of FILTERS.slice(0, 2)) {
-      for (const unit of ["day", "month"] as const) add(apis[0]!, groups, filter, true, true, unit)
+      for (const unit of ["day", "month"] as const) add(chosen[0]!, groups, filter, true, true, unit)
     }
+  }
+  // Dashboards' queries as they come. Each loop above ran over a few chunks of four apis; these run
+  // the paths over many, and over every api's sizes of dictionaries, answers and group tables.
+  for (let i = 0; i < dashboards; i++) {
+    const api = every[int(every.length)]!
+    const groups = GROUPINGS[int(GROUPINGS.length)]!
+    const filter = next() < 0.6 ? FILTERS[0]! : FILTERS[int(FILTERS.length)]!
+    const unit = [undefined, undefined, "hour", "day", "month"][int(5)] as TimeUnit | undefined
+    add(api, groups, filter, unit !== undefined, groups.length > 0 && next() < 0.6, undefined, unit ?? null)
   }
   return out
 }
 
+/** The apis holding at least a chunk of rows, largest first. */
+export const sizeable = (apis: ReadonlyArray<Named>): Array<Named> =>
+  apis.filter((a) => a.partition.main.length >= 1 << CHUNK_BITS).sort((a, b) => b.partition.size - a.partition.size)
+
 /**
- * The apis the warm-up reads: of those holding at least a chunk of rows, the largest and up to
- * three others spread over their sizes, largest first.
+ * The apis the warm-up asks one query of each loop over: of those holding at least a chunk of rows,
+ * the largest and up to three others spread over their sizes, largest first.
  */
 export const choose = (apis: ReadonlyArray<Named>): Array<Named> => {
-  const sized = apis.filter((a) => a.partition.main.length >= 1 << CHUNK_BITS)
-    .sort((a, b) => b.partition.size - a.partition.size)
+  const sized = sizeable(apis)
   const n = sized.length
   return [...new Set([0, Math.floor(n / 3), Math.floor((2 * n) / 3), n - 1])].filter((i) => i < n).map((i) => sized[i]!)
 }

@@ -10,7 +10,7 @@ import type { Day } from "./DayIndex.js"
 import { DayIndex, LIMITS } from "./DayIndex.js"
 import * as KeyIndex from "./KeyIndex.js"
 import { LateRows } from "./LateRows.js"
-import { CHUNK_BITS, CHUNK_MASK, Layout, MAX_NARROW_REGION, MAX_U32, Run } from "./Run.js"
+import { CHUNK_BITS, CHUNK_MASK, Layout, MAX_NARROW_REGION, MAX_U32, Run, U32List } from "./Run.js"
 
 const HOUR = 3_600_000
 
@@ -61,6 +61,8 @@ export class Partition {
   /** The id and the external id of each identity code ("" for 0): scans' dictionaries. */
   readonly identityIds: Array<string> = [""]
   readonly externalIds: Array<string> = [""]
+  /** The identity codes of each external id: an external-id filter's identities without visiting all. */
+  readonly identitiesOfExternalId = new Map<string, Array<number>>()
   /** Region codes start at 1; 0 is "" (no region). */
   readonly regionCodes = new Map<string, number>()
   readonly regionNames: Array<string> = [""]
@@ -79,6 +81,8 @@ export class Partition {
   private readonly lastTagset: Array<number | undefined> = []
   /** Tag codes of each tag set, ascending. */
   readonly tagsetTags: Array<Uint32Array> = [new Uint32Array(0)]
+  /** The tag sets holding each tag code, ascending: a tag filter's tag sets without visiting all. */
+  readonly tagsetsOfTag: Array<U32List> = []
 
   readonly main: Run
   /** Per-day aggregates, computed on demand, for whole days of top-N and per-tag queries. */
@@ -115,6 +119,9 @@ export class Partition {
       this.identities.push({ id: identity.id, externalId: identity.externalId })
       this.identityIds.push(identity.id)
       this.externalIds.push(identity.externalId)
+      const same = this.identitiesOfExternalId.get(identity.externalId)
+      if (same === undefined) this.identitiesOfExternalId.set(identity.externalId, [paired])
+      else same.push(paired)
       this.identityByPair.set(pair, paired)
       if (code === undefined) this.identityById.set(identity.id, paired)
     }
@@ -168,8 +175,10 @@ export class Partition {
         tag = this.tagCodes.size
         this.tagCodes.set(tags[i]!, tag)
         this.tagNames.push(tags[i]!)
+        this.tagsetsOfTag.push(new U32List())
       }
       codes[i] = tag
+      this.tagsetsOfTag[tag]!.push(code)
     }
     this.tagsetTags.push(codes.sort())
     remember(code)

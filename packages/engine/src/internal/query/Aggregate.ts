@@ -20,7 +20,6 @@ import type { AggregationQuery, AggregationResult } from "@keymeter/core/Aggrega
 import * as Time from "@keymeter/core/Time"
 import type { Partition } from "../Partition.js"
 import { MIXED_IDENTITIES } from "../Partition.js"
-import { lowerBound } from "../Run.js"
 import type { Dim } from "./Compile.js"
 import { fromDayIndex } from "./DayAggregates.js"
 import type { QueryContext } from "./QueryContext.js"
@@ -58,28 +57,15 @@ export const aggregate = (partition: Partition | undefined, query: AggregationQu
       if (code === undefined) return empty(query)
       wanted.push(code)
     }
-    tagsetMask = new Uint8Array(partition.tagsets.length)
-    let any = false
-    for (let t = 1; t < partition.tagsetTags.length; t++) {
-      const codes = partition.tagsetTags[t]!
-      if (wanted.every((w) => codes[lowerBound(codes, codes.length, w)] === w)) {
-        tagsetMask[t] = 1
-        any = true
-      }
-    }
-    if (!any) return empty(query)
+    tagsetMask = tagsetsWith(partition, wanted)
+    if (tagsetMask === null) return empty(query)
   }
   let identityMask: Uint8Array | null = null
   if (query.externalId !== undefined) {
+    const identities = partition.identitiesOfExternalId.get(query.externalId)
+    if (identities === undefined) return empty(query)
     identityMask = new Uint8Array(partition.identities.length)
-    let any = false
-    for (let c = 1; c < partition.identities.length; c++) {
-      if (partition.identities[c]!.externalId === query.externalId) {
-        identityMask[c] = 1
-        any = true
-      }
-    }
-    if (!any) return empty(query)
+    for (const identity of identities) identityMask[identity] = 1
     // When every key's events carried one identity, an external id names keys, not rows: the
     // filter becomes those keys (their key indexes then serve it), and no row's identity is read.
     const named = keysOf(partition, identityMask)
@@ -134,6 +120,35 @@ export const aggregate = (partition: Partition | undefined, query: AggregationQu
   const top = topN(context)
   if (top !== undefined) return top
   return scan(context)
+}
+
+/**
+ * The mask of the tag sets holding every tag of `wanted` (null: none does), from the tag sets of
+ * its rarest tag. Visiting every tag set instead (a small typed array each) took 0.1-0.8 ms a query
+ * over 4,300 tag sets.
+ */
+const tagsetsWith = (partition: Partition, wanted: ReadonlyArray<number>): Uint8Array | null => {
+  let rarest = partition.tagsetsOfTag[wanted[0]!]!
+  for (const tag of wanted) {
+    const list = partition.tagsetsOfTag[tag]!
+    if (list.length < rarest.length) rarest = list
+  }
+  const mask = new Uint8Array(partition.tagsets.length)
+  let any = false
+  for (let i = 0; i < rarest.length; i++) {
+    const t = rarest.data[i]!
+    // One tag (the usual filter): its tag sets are the answer, none is read.
+    let all = true
+    if (wanted.length > 1) {
+      const codes = partition.tagsetTags[t]!
+      for (let w = 0; w < wanted.length && all; w++) all = codes.includes(wanted[w]!)
+    }
+    if (all) {
+      mask[t] = 1
+      any = true
+    }
+  }
+  return any ? mask : null
 }
 
 /** The keys whose one identity is in `identityMask`; undefined when some key's events carried more than one. */

@@ -15,15 +15,6 @@ import { Rows, TooManyRows } from "./Rows.js"
 /** Composite groups up to this many use dense counters (36 bytes each). */
 const DENSE_COMPOSITE_MAX = 1 << 18
 
-/** The tags of every tag set in two arrays: `tagList[tagStart[t] .. tagStart[t + 1]]`. */
-const tagsOfTagsets = (tagsetTags: ReadonlyArray<Uint32Array>) => {
-  const tagStart = new Uint32Array(tagsetTags.length + 1)
-  for (let t = 0; t < tagsetTags.length; t++) tagStart[t + 1] = tagStart[t]! + tagsetTags[t]!.length
-  const tagList = new Uint32Array(tagStart[tagsetTags.length]!)
-  for (let t = 0; t < tagsetTags.length; t++) tagList.set(tagsetTags[t]!, tagStart[t]!)
-  return { tagStart, tagList }
-}
-
 /*
  * The harvests, one function per kind of group table: in one function of many branches, the
  * first query of a new kind made V8 drop its code (insufficient type feedback), and every group's
@@ -182,9 +173,8 @@ export const scan = (context: QueryContext): AggregationResult => {
       }, sumsCredits)
     }
     if (perTagMap) {
-      const { tagList, tagStart } = tagsOfTagsets(partition.tagsetTags)
-      scratch.tagStart = tagStart
-      scratch.tagList = tagList
+      scratch.tagStart = partition.tagStart.data
+      scratch.tagList = partition.tagList.data
     }
   }
 

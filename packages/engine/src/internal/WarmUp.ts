@@ -50,8 +50,14 @@ const GROUPINGS: ReadonlyArray<ReadonlyArray<"key" | "identity" | "tag" | "tags"
 /** Dashboards' queries the warm-up asks after one of each loop (see {@link queries}). */
 export const DASHBOARDS = 300
 
-/** Most rows a dashboard query of the warm-up reads (its window is cut to fit): a few ms. */
+/** Most rows a dashboard query of the warm-up reads (its window is cut to fit). */
 export const DASHBOARD_ROWS = 1_000_000
+
+/** A query's window, unix ms, both ends inclusive. */
+interface Window {
+  readonly start: number
+  readonly end: number
+}
 
 /** Rows of `partition`'s main run in hours [from, to]. */
 const rowsIn = (partition: Partition, from: number, to: number): number => {
@@ -86,13 +92,13 @@ const random = (seed: number) => () => {
  * `query/Compile`) over the apis it chooses (see {@link choose}): every grouping × combination of
  * filters (keys, a tag, an external id), without a time unit and with one over several buckets;
  * composite groupings over the largest api and the smallest (their group layouts differ with the
- * dictionaries' sizes), the others over the apis in turn, one dimension with a top N and without (top N has paths of its own, see
- * `query/TopN`), and over the largest api, top keys (with their identities or not) by total per
- * day or month (see `query/DayAggregates`). Orders, limits, time units and windows (an hour to two
- * days, unaligned, in each api's newest week) vary from query to query. Then `dashboards` queries
- * drawn as they come: any api of a chunk or more, grouping, filters and order, over a window of an
- * hour to 90 days anywhere in the api's data, cut from its start to at most
- * {@link DASHBOARD_ROWS} rows (a quarter of that for composite groupings).
+ * dictionaries' sizes), the others over the apis in turn, one dimension with a top N and without
+ * (top N has paths of its own, see `query/TopN`), and over the largest api, top keys (with their
+ * identities or not) by total per day or month (see `query/DayAggregates`). Orders, limits, time
+ * units and windows (an hour to two days, unaligned, in each api's newest week) vary from query to
+ * query. Then `dashboards` queries drawn as they come: any api of a chunk or more, grouping,
+ * filters and order, over a window of an hour to 90 days anywhere in the api's data, cut from its
+ * start to at most {@link DASHBOARD_ROWS} rows (a quarter of that for composite groupings).
  */
 export const queries = (
   apis: ReadonlyArray<Named>,
@@ -105,44 +111,40 @@ export const queries = (
   const every = sizeable(apis)
   const chosen = choose(every)
   if (chosen.length === 0) return out
-  /** One query of `groups` and `filter` over `api`, the rest drawn. */
+  /** A window of an hour to two days, unaligned, in `partition`'s newest week (several `unit`s). */
+  const newest = (partition: Partition, unit: TimeUnit | undefined): Window => {
+    const [shortest, longest] = unit === "hour" ? [2, 24] : unit === "day" ? [25, 48] : [1, 48]
+    const length = Math.round(HOUR * shortest * Math.exp(next() * Math.log(longest / shortest)))
+    const end = (partition.main.lastHour + 1) * HOUR - int(6 * 24) * HOUR - int(HOUR)
+    return { start: end - length, end: end - 1 }
+  }
+  /**
+   * A window of an hour to 90 days, unaligned, anywhere in `partition`'s data, halved from its start
+   * until it holds at most `budget` rows.
+   */
+  const anywhere = (partition: Partition, budget: number): Window => {
+    const { firstHour, lastHour } = partition.main
+    const hours = Math.min(lastHour - firstHour + 1, Math.round(Math.exp(next() * Math.log(90 * 24))))
+    const to = firstHour + hours - 1 + int(lastHour - firstHour - hours + 2)
+    let from = to - hours + 1
+    while (from < to && rowsIn(partition, from, to) > budget) from = to - ((to - from) >> 1)
+    const start = from * HOUR + int(HOUR)
+    const end = (to + 1) * HOUR - 1 - int(HOUR)
+    return { start, end: Math.max(end, start + HOUR - 1) }
+  }
+  /** One query of `groups`, `filter`, `timeUnit` and `window` over `api`, the rest drawn. */
   const add = (
     api: Named,
     groups: ReadonlyArray<string>,
     filter: typeof FILTERS[number],
-    timed: boolean,
     top: boolean,
-    byTotal?: TimeUnit,
-    /** A dashboard's query (see above) and its time unit, or null for none. */
-    dashboard?: TimeUnit | null
+    timeUnit: TimeUnit | undefined,
+    { end, start }: Window,
+    byTotal = false
   ) => {
     const { apiId, partition, workspaceId } = api
     const { externalIds, keyIds: keys, tagNames: tags } = partition
     if (keys.length === 0) return
-    const { firstHour, lastHour } = partition.main
-    const timeUnit = dashboard !== undefined
-      ? dashboard ?? undefined
-      : byTotal ?? (timed ? TIME_UNITS[int(TIME_UNITS.length)] : undefined)
-    let start: number
-    let end: number
-    if (dashboard !== undefined) {
-      const hours = Math.min(lastHour - firstHour + 1, Math.round(Math.exp(next() * Math.log(90 * 24))))
-      const to = firstHour + hours - 1 + int(lastHour - firstHour - hours + 2)
-      let from = to - hours + 1
-      // Halved from its start until its rows are within the budget: each query a few ms at most.
-      const budget = groups.length >= 2 ? DASHBOARD_ROWS / 4 : DASHBOARD_ROWS
-      while (from < to && rowsIn(partition, from, to) > budget) from = to - ((to - from) >> 1)
-      start = from * HOUR + int(HOUR)
-      end = (to + 1) * HOUR - 1 - int(HOUR)
-      if (end <= start) end = start + HOUR - 1
-    } else {
-      // Several buckets by hour or day (so the loops that track groups across buckets run too).
-      const [shortest, longest] = timeUnit === "hour" ? [2, 24] : timeUnit === "day" ? [25, 48] : [1, 48]
-      const length = Math.round(HOUR * shortest * Math.exp(next() * Math.log(longest / shortest)))
-      end = (lastHour + 1) * HOUR - int(6 * 24) * HOUR - int(HOUR)
-      start = end - length
-      end = end - 1
-    }
     out.push(makeQuery({
       workspaceId,
       apiId,
@@ -168,7 +170,7 @@ export const queries = (
         : {}),
       ...(top
         ? {
-          orderBy: byTotal !== undefined ? "total" : ORDER_BY[int(ORDER_BY.length)],
+          orderBy: byTotal ? "total" : ORDER_BY[int(ORDER_BY.length)],
           order: "desc" as const,
           limit: LIMITS[int(LIMITS.length)]
         }
@@ -185,7 +187,12 @@ export const queries = (
           ? [...new Set([chosen[0]!, chosen[chosen.length - 1]!])]
           : [chosen[turn++ % chosen.length]!]
         const tops = groups.length === 1 ? [false, true] : groups.length === 0 ? [false] : [next() < 0.6]
-        for (const top of tops) for (const api of over) add(api, groups, filter, timed, top)
+        for (const top of tops) {
+          for (const api of over) {
+            const unit = timed ? TIME_UNITS[int(TIME_UNITS.length)] : undefined
+            add(api, groups, filter, top, unit, newest(api.partition, unit))
+          }
+        }
       }
     }
   }
@@ -193,7 +200,9 @@ export const queries = (
   // the largest api.
   for (const groups of [["key"], ["key", "identity"]]) {
     for (const filter of FILTERS.slice(0, 2)) {
-      for (const unit of ["day", "month"] as const) add(chosen[0]!, groups, filter, true, true, unit)
+      for (const unit of ["day", "month"] as const) {
+        add(chosen[0]!, groups, filter, true, unit, newest(chosen[0]!.partition, unit), true)
+      }
     }
   }
   // Dashboards' queries as they come. Each loop above ran over a few chunks of four apis; these run
@@ -203,14 +212,17 @@ export const queries = (
     const groups = GROUPINGS[int(GROUPINGS.length)]!
     const filter = next() < 0.6 ? FILTERS[0]! : FILTERS[int(FILTERS.length)]!
     const unit = [undefined, undefined, "hour", "day", "month"][int(5)] as TimeUnit | undefined
-    add(api, groups, filter, unit !== undefined, groups.length > 0 && next() < 0.6, undefined, unit ?? null)
+    // Each query within tens of ms (as the loops' queries are): composite groups cost more a row.
+    const window = anywhere(api.partition, groups.length >= 2 ? DASHBOARD_ROWS / 4 : DASHBOARD_ROWS)
+    add(api, groups, filter, groups.length > 0 && next() < 0.6, unit, window)
   }
   return out
 }
 
 /** The apis holding at least a chunk of rows, largest first. */
 export const sizeable = (apis: ReadonlyArray<Named>): Array<Named> =>
-  apis.filter((a) => a.partition.main.length >= 1 << CHUNK_BITS).sort((a, b) => b.partition.size - a.partition.size)
+  apis.filter((a) => a.partition.main.length >= 1 << CHUNK_BITS)
+    .sort((a, b) => b.partition.size - a.partition.size)
 
 /**
  * The apis the warm-up asks one query of each loop over: of those holding at least a chunk of rows,

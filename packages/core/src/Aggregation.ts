@@ -14,6 +14,8 @@ import {
   compareNumbers,
   compareStrings,
   defaultOrder,
+  givenRanks,
+  joinTags,
   positions,
   rankColumn
 } from "./internal/DefaultOrder.js"
@@ -84,7 +86,38 @@ export interface AggregationResult {
   readonly identity?: ReadonlyArray<Identity> | undefined
   readonly tag?: ReadonlyArray<string> | undefined
   readonly tags?: ReadonlyArray<ReadonlyArray<string>> | undefined
+  /**
+   * Ranks an adapter may give of its value columns (see {@link ColumnRanks}): the default
+   * ordering then sorts their rows by them instead of comparing the values (strings), as an
+   * adapter that keeps its values in ranked dictionaries can.
+   */
+  readonly ranks?: {
+    readonly keyId?: ColumnRanks | undefined
+    readonly identity?: ColumnRanks | undefined
+    readonly tag?: ColumnRanks | undefined
+    readonly tags?: ColumnRanks | undefined
+  } | undefined
 }
+
+/**
+ * A column's ranks: `ranks[row]` below `count`, ordered as the rows' values are by
+ * {@link columnOrder} (equal values, equal ranks; gaps allowed).
+ */
+export interface ColumnRanks {
+  readonly ranks: Uint32Array
+  readonly count: number
+}
+
+/**
+ * How the default ordering compares the values of each column (tag sets by their tags joined with
+ * `,`): what an adapter's {@link ColumnRanks} must agree with.
+ */
+export const columnOrder = {
+  keyId: { compare: compareStrings },
+  identity: { compare: compareIdentities },
+  tag: { compare: compareStrings },
+  tags: { compare: compareStrings, keyOf: joinTags }
+} as const
 
 /**
  * Most buckets of a time series (zero-filled, so its cost is its window, not its data): bounds
@@ -118,8 +151,9 @@ export const expandTags = (query: VerificationQuery, result: AggregationResult):
   let prefixes = 1
   const columns = [
     result.time && rankColumn(result.time, size, compareNumbers),
-    result.keyId && rankColumn(result.keyId, size, compareStrings),
-    result.identity && rankColumn(result.identity, size, compareIdentities)
+    result.keyId && (givenRanks(result.ranks?.keyId, size) ?? rankColumn(result.keyId, size, compareStrings)),
+    result.identity &&
+    (givenRanks(result.ranks?.identity, size) ?? rankColumn(result.identity, size, compareIdentities))
   ]
   for (const column of columns) {
     if (column === undefined) continue

@@ -205,6 +205,48 @@ describe("Aggregation.finalize", () => {
     expect(run({ ...q, limit: 1000 }, rows(q, data))).toHaveLength(500)
   })
 
+  it("orders by an adapter's ranks of its columns as by their values, however wide the ranks", () => {
+    const q = query({ timeUnit: "day", groupByKey: true, groupByTag: "tags", start: at("2025-01-01T00:00:00Z") })
+    let seed = 11
+    const random = (n: number) => Math.floor((seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648 * n)
+    const keys = ["k10", "k2", "k1", "a", "k20"]
+    const tagsets = [[], ["b"], ["a", "b"], ["a,b"], ["c"]]
+    const data = Array.from({ length: 300 }, () => ({
+      time: at("2025-01-01T00:00:00Z") + random(2) * Time.DAY,
+      keyId: keys[random(keys.length)]!,
+      tags: tagsets[random(tagsets.length)]!,
+      valid: 1 + random(5)
+    }))
+    const plain = rows(q, data)
+    const expected = run(q, plain)
+    // A dictionary's ranks: sorted values, ties (tag sets joining alike) sharing one; spread
+    // `stride` apart, as a large dictionary's are among an answer's few rows.
+    const ranksOf = <A>(values: ReadonlyArray<A>, key: (a: A) => string, stride: number) => {
+      const distinct = [...new Set(values.map(key))].sort()
+      return {
+        ranks: Uint32Array.from(values, (v) => distinct.indexOf(key(v)) * stride),
+        count: (distinct.length - 1) * stride + 1
+      }
+    }
+    for (const stride of [1, 1000]) {
+      const ranked = {
+        ...plain,
+        ranks: {
+          keyId: ranksOf(plain.keyId!, (k) => k, stride),
+          tags: ranksOf(plain.tags!, (t) => t.join(","), stride)
+        }
+      }
+      expect(run(q, ranked)).toEqual(expected)
+      expect(run({ ...q, orderBy: "valid", order: "desc", limit: 40 }, ranked))
+        .toEqual(run({ ...q, orderBy: "valid", order: "desc", limit: 40 }, plain))
+    }
+    // Ranks that disagree with the values are followed (the adapter's word): keys reversed.
+    const reversed = { ...plain, ranks: { keyId: ranksOf(plain.keyId!, (k) => k, 1) } }
+    const n = reversed.ranks.keyId.count
+    reversed.ranks.keyId.ranks.forEach((r, i, a) => (a[i] = n - 1 - r))
+    expect(run(q, reversed).map((p) => p.keyId)).not.toEqual(expected.map((p) => p.keyId))
+  })
+
   it("fails with QueryTooLarge over the cap, counting zero-filled buckets", () => {
     const q = query({ timeUnit: "hour", start: 0, end: 1000 * Time.HOUR })
     const result = Aggregation.finalize(q, rows(q, []), 100)

@@ -3,7 +3,7 @@
  * set joined with `,` — as counting sorts on each column's ranks, and the comparison that agrees
  * with it.
  */
-import type { AggregationResult } from "../Aggregation.js"
+import type { AggregationResult, ColumnRanks } from "../Aggregation.js"
 import type { Identity } from "../Verification.js"
 
 export const compareStrings = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0)
@@ -63,7 +63,15 @@ export const compareIdentities = (a: Identity, b: Identity): number =>
 const compareTagSets = (a: ReadonlyArray<string>, b: ReadonlyArray<string>): number =>
   compareStrings(joinTags(a), joinTags(b))
 /** A tag set as the default ordering compares it. */
-const joinTags = (tags: ReadonlyArray<string>): string => tags.join(",")
+export const joinTags = (tags: ReadonlyArray<string>): string => tags.join(",")
+
+/**
+ * Ranks an adapter gave for a column, if any, with at most a few times as many distinct ranks as
+ * rows (a counting sort's counters are allocated per rank): a dictionary's ranks of an answer of a
+ * few rows are ranked again among themselves, as numbers.
+ */
+export const givenRanks = (given: ColumnRanks | undefined, size: number): ColumnRanks | undefined =>
+  given === undefined || given.count <= 4 * size + 1024 ? given : rankColumn(given.ranks, size, compareNumbers)
 
 /**
  * The rows in the default ordering — time, keyId, identity id (then external id), tag, tag set
@@ -75,10 +83,17 @@ const joinTags = (tags: ReadonlyArray<string>): string => tags.join(",")
 export const defaultOrder = (rows: AggregationResult): Uint32Array => {
   const size = rows.size
   const sort = { order: positions(size), scratch: new Uint32Array(size) }
-  if (rows.tags) sortByRanks(sort, size, rankColumn(rows.tags, size, compareStrings, joinTags))
-  if (rows.tag) sortByRanks(sort, size, rankColumn(rows.tag, size, compareStrings))
-  if (rows.identity) sortByRanks(sort, size, rankColumn(rows.identity, size, compareIdentities))
-  if (rows.keyId) sortByRanks(sort, size, rankColumn(rows.keyId, size, compareStrings))
+  const given = rows.ranks
+  if (rows.tags) {
+    sortByRanks(sort, size, givenRanks(given?.tags, size) ?? rankColumn(rows.tags, size, compareStrings, joinTags))
+  }
+  if (rows.tag) sortByRanks(sort, size, givenRanks(given?.tag, size) ?? rankColumn(rows.tag, size, compareStrings))
+  if (rows.identity) {
+    sortByRanks(sort, size, givenRanks(given?.identity, size) ?? rankColumn(rows.identity, size, compareIdentities))
+  }
+  if (rows.keyId) {
+    sortByRanks(sort, size, givenRanks(given?.keyId, size) ?? rankColumn(rows.keyId, size, compareStrings))
+  }
   if (rows.time) sortByRanks(sort, size, rankColumn(rows.time, size, compareNumbers))
   return sort.order
 }

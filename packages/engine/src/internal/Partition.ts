@@ -3,11 +3,12 @@
  * (sorted by hour, appended in order), per-key posting lists over it, and a late run for events
  * older than the main run's last hour.
  */
-import { OUTCOMES } from "@keymeter/core/Aggregation"
+import { columnOrder, OUTCOMES } from "@keymeter/core/Aggregation"
 import type { Identity, Verification } from "@keymeter/core/Verification"
 import { OutcomeIndex } from "@keymeter/core/Verification"
 import type { Day } from "./DayIndex.js"
 import { DayIndex, LIMITS } from "./DayIndex.js"
+import { DictionaryOrder } from "./DictionaryOrder.js"
 import * as KeyIndex from "./KeyIndex.js"
 import { LateRows } from "./LateRows.js"
 import { CHUNK_BITS, CHUNK_MASK, Layout, MAX_NARROW_REGION, MAX_U32, Run, U32List } from "./Run.js"
@@ -92,6 +93,11 @@ export class Partition {
    */
   readonly tagStart = new U32List()
   readonly tagList = new U32List()
+  /** The default ordering's ranks of each dictionary (see `DictionaryOrder`), made when first asked. */
+  readonly keyOrder = new DictionaryOrder(this.keyIds, columnOrder.keyId.compare)
+  readonly identityOrder = new DictionaryOrder(this.identities, columnOrder.identity.compare, 1)
+  readonly tagOrder = new DictionaryOrder(this.tagNames, columnOrder.tag.compare)
+  readonly tagsetOrder = new DictionaryOrder(this.tagsets, columnOrder.tags.compare, 0, columnOrder.tags.keyOf)
 
   readonly main: Run
   /** Per-day aggregates, computed on demand, for whole days of top-N and per-tag queries. */

@@ -1,8 +1,9 @@
 /**
  * The answer's rows as dictionary codes, turned into strings once at the end.
  */
-import type { AggregationQuery, AggregationResult } from "@keymeter/core/Aggregation"
+import type { AggregationQuery, AggregationResult, ColumnRanks } from "@keymeter/core/Aggregation"
 import { grown, OUTCOMES } from "@keymeter/core/Aggregation"
+import type { Ranks } from "../DictionaryOrder.js"
 import type { Partition } from "../Partition.js"
 import { U32List } from "../Run.js"
 
@@ -65,7 +66,26 @@ export class Rows {
     const n = this.size
     const codes = (list: U32List) => list.data.subarray(0, n)
     const tagged = query.groupByTag !== undefined
+    // The rows' ranks in their dictionaries, for the default ordering (not for a row or two).
+    const ranked = partition !== undefined && n > 2
+    const ranksOf = (list: U32List, order: { current(): Ranks }): ColumnRanks => {
+      const { count, rank } = order.current()
+      const ranks = new Uint32Array(n)
+      const data = list.data
+      for (let i = 0; i < n; i++) ranks[i] = rank[data[i]!]!
+      return { ranks, count }
+    }
     return {
+      ...(ranked
+        ? {
+          ranks: {
+            keyId: query.groupByKey ? ranksOf(this.key, partition.keyOrder) : undefined,
+            identity: query.groupByIdentity ? ranksOf(this.identity, partition.identityOrder) : undefined,
+            tag: tagged && this.perTag ? ranksOf(this.tag, partition.tagOrder) : undefined,
+            tags: tagged && !this.perTag ? ranksOf(this.tag, partition.tagsetOrder) : undefined
+          }
+        }
+        : {}),
       size: n,
       ...(this.groups !== undefined ? { groups: this.groups } : {}),
       counts: this.counts.subarray(0, n * OUTCOMES),

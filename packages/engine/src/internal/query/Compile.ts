@@ -4,6 +4,7 @@
  * share with the paths that harvest it, and the counters' helpers.
  */
 import { OUTCOMES } from "@keymeter/core/Aggregation"
+import { OutcomeIndex } from "@keymeter/core/Verification"
 import type { Chunk } from "../Run.js"
 import { CHUNK_BITS, CHUNK_MASK } from "../Run.js"
 import type { GroupTable } from "./GroupTable.js"
@@ -196,6 +197,16 @@ export const total = (counts: ArrayLike<number>, at: number): number => {
   let sum = 0
   for (let o = 0; o < OUTCOMES; o++) sum += counts[at + o]!
   return sum
+}
+
+/**
+ * The value a query orders by (`total`, or one outcome's count) of the nine counters at
+ * `counts[at ..]`, as core's ordering computes it.
+ */
+export const counterValue = (orderBy: string): (counts: ArrayLike<number>, at: number) => number => {
+  if (orderBy === "total") return total
+  const outcome = OutcomeIndex.get(orderBy)!
+  return (counts, at) => counts[at + outcome]!
 }
 
 /**

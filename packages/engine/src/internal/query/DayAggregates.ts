@@ -8,11 +8,11 @@ import { LIMITS } from "../DayIndex.js"
 import { MIXED_IDENTITIES } from "../Partition.js"
 import { U32List } from "../Run.js"
 import type { RangeScan, Scratch, Shape } from "./Compile.js"
-import { addInto, any, compile, makeScratch, TOP_N_MAX } from "./Compile.js"
+import { addInto, any, compile, counterValue, makeScratch, TOP_N_MAX } from "./Compile.js"
 import { countKeyHours } from "./KeyRows.js"
 import type { QueryContext } from "./QueryContext.js"
 import { Rows } from "./Rows.js"
-import { contenders, counted, totalled, valueOf } from "./TopN.js"
+import { contenders, counted, totalled } from "./TopN.js"
 
 /** The whole days of hours [from, to] and the hour ranges around them. */
 const edgesAndDays = (from: number, to: number) => {
@@ -83,7 +83,8 @@ export const fromDayIndex = (context: QueryContext): AggregationResult | undefin
     edgeScan({ ...noFilter, requireIdentity: true, group: "identity", counting: "outcomes" }, scratchOf(counts))
     const candidates = counted(counts, 1, n)
     rows.groups = candidates.length
-    for (const g of contenders(candidates, (g) => valueOf(orderBy!, counts, g * OUTCOMES), limit!, query.order)) {
+    const value = counterValue(orderBy!)
+    for (const g of contenders(candidates, (g) => value(counts, g * OUTCOMES), limit!, query.order)) {
       rows.push(undefined, 0, g, 0, counts, g * OUTCOMES)
     }
     return rows.build(query, partition)

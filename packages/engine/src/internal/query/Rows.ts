@@ -6,6 +6,8 @@ import { grown, OUTCOMES } from "@keymeter/core/Aggregation"
 import type { Ranks } from "../DictionaryOrder.js"
 import type { Partition } from "../Partition.js"
 import { U32List } from "../Run.js"
+import { BestValues } from "./BestValues.js"
+import { counterValue } from "./Compile.js"
 
 /** Thrown inside a scan when the answer outgrows `maxRows`; caught by the engine. */
 export class TooManyRows {}
@@ -16,8 +18,16 @@ export class TooManyRows {}
  * core splits into single tags.
  */
 export class Rows {
+  /** Rows kept. */
   size = 0
+  /** Rows pushed, kept or not (see {@link keepTop}). */
+  offered = 0
+  /** How many groups the complete answer holds, when it is not every row kept. */
   groups: number | undefined
+  /** With {@link keepTop}: the best values pushed so far, and each row's value. */
+  private top:
+    | { readonly best: BestValues; readonly value: (counts: ArrayLike<number>, at: number) => number }
+    | undefined
   /** Each row's bucket start, when the query has a time unit (typed: no array for the collector to copy). */
   private time = new Float64Array(64)
   private readonly key = new U32List(64)
@@ -32,7 +42,19 @@ export class Rows {
     if (sumsCredits) this.credits = new Float64Array(64 * OUTCOMES)
   }
 
-  /** A row of the counters at `source[at ..]`, and of the credits at `credits[at ..]` when summed. */
+  /**
+   * Keeps only the rows that can make the first `limit` by `orderBy` in `order` (see `BestValues`),
+   * of rows that are the answer's own (not tag sets that core will split into tags): an answer of
+   * many rows then builds few. `groups` counts every row pushed.
+   */
+  keepTop(orderBy: string, limit: number, order: "asc" | "desc"): void {
+    this.top = { best: new BestValues(limit, order), value: counterValue(orderBy) }
+  }
+
+  /**
+   * A row of the counters at `source[at ..]`, and of the credits at `credits[at ..]` when summed
+   * (unless {@link keepTop} leaves it out).
+   */
   push(
     time: number | undefined,
     key: number,
@@ -42,8 +64,10 @@ export class Rows {
     at: number,
     credits?: ArrayLike<number> | null
   ) {
+    if (this.offered >= this.maxRows) throw new TooManyRows()
+    this.offered++
+    if (this.top !== undefined && !this.top.best.offer(this.top.value(source, at))) return
     const row = this.size
-    if (row >= this.maxRows) throw new TooManyRows()
     this.size++
     if (time !== undefined) {
       if (row >= this.time.length) this.time = grown(this.time)
@@ -87,7 +111,11 @@ export class Rows {
         }
         : {}),
       size: n,
-      ...(this.groups !== undefined ? { groups: this.groups } : {}),
+      ...(this.groups !== undefined
+        ? { groups: this.groups }
+        : this.top !== undefined
+        ? { groups: this.offered }
+        : {}),
       counts: this.counts.subarray(0, n * OUTCOMES),
       ...(this.credits !== undefined ? { credits: this.credits.subarray(0, n * OUTCOMES) } : {}),
       time: query.timeUnit !== undefined ? this.time.slice(0, n) : undefined,

@@ -6,7 +6,7 @@ import type { AggregationResult } from "@keymeter/core/Aggregation"
 import { OUTCOMES } from "@keymeter/core/Aggregation"
 import { U32List } from "../Run.js"
 import type { PostingScan, RangeScan, Scratch, Shape } from "./Compile.js"
-import { any, compile, DENSE_GROUPS_MAX, makeScratch } from "./Compile.js"
+import { any, compile, DENSE_GROUPS_MAX, makeScratch, TOP_N_MAX } from "./Compile.js"
 import { GroupTable } from "./GroupTable.js"
 import { gather, keyRowsEstimate } from "./KeyRows.js"
 import type { QueryContext } from "./QueryContext.js"
@@ -155,6 +155,12 @@ export const scan = (context: QueryContext): AggregationResult => {
   const perTag = group === "tagset" && query.groupByTag === "tag"
   const sumsCredits = query.sumCredits === true
   const rows = new Rows(query.maxRows, perTag || perTagMap, sumsCredits)
+  // A top N of groups (a plain series is zero-filled by core: all its rows count) keeps the rows
+  // that can make it as they come: tens of thousands of (bucket, group) rows build a few hundred.
+  const { limit, order, orderBy } = query
+  if (dims.length > 0 && orderBy !== undefined && orderBy !== "time" && limit !== undefined && limit <= TOP_N_MAX) {
+    rows.keepTop(orderBy, limit, order)
+  }
   const tagAcc = perTag ? new Float64Array(partition.tagNames.length * OUTCOMES) : undefined
   const tagCredits = perTag && sumsCredits ? new Float64Array(partition.tagNames.length * OUTCOMES) : undefined
   const scratch = makeScratch(
@@ -169,7 +175,7 @@ export const scan = (context: QueryContext): AggregationResult => {
       scratch.keyStride = extent.identity * extent.tagset
     } else {
       scratch.table = new GroupTable({ ...cardinality, tagset: tagCount }, (size) => {
-        if (rows.size + size >= query.maxRows) throw new TooManyRows()
+        if (rows.offered + size >= query.maxRows) throw new TooManyRows()
       }, sumsCredits)
     }
     if (perTagMap) {

@@ -4,16 +4,12 @@
  */
 import type { AggregationResult } from "@keymeter/core/Aggregation"
 import { OUTCOMES } from "@keymeter/core/Aggregation"
-import { OutcomeIndex } from "@keymeter/core/Verification"
+import { BestValues } from "./BestValues.js"
 import type { RangeScan } from "./Compile.js"
-import { any, compile, DENSE_GROUPS_MAX, makeScratch, TOP_N_MAX, total } from "./Compile.js"
+import { any, compile, counterValue, DENSE_GROUPS_MAX, makeScratch, TOP_N_MAX } from "./Compile.js"
 import { countKeyHours, keyRowsEstimate } from "./KeyRows.js"
 import type { QueryContext } from "./QueryContext.js"
 import { Rows } from "./Rows.js"
-
-/** The order value of a group (total, or one outcome's count) from its nine counters. */
-export const valueOf = (orderBy: string, counts: ArrayLike<number>, at: number) =>
-  orderBy === "total" ? total(counts, at) : counts[at + OutcomeIndex.get(orderBy)!]!
 
 /*
  * A top N's candidates, found by loops over every group (up to a million) in functions of their
@@ -50,36 +46,9 @@ export const contenders = (
   order: "asc" | "desc"
 ) => {
   if (candidates.length <= limit) return candidates
-  // The limit-th best value, with a bounded heap whose root is the worst of the best so far.
-  const sign = order === "desc" ? 1 : -1
-  const heap = new Float64Array(limit)
-  let size = 0
-  for (const g of candidates) {
-    const v = sign * value(g)
-    if (size < limit) {
-      let i = size++
-      heap[i] = v
-      while (i > 0 && heap[(i - 1) >> 1]! > heap[i]!) {
-        const parent = (i - 1) >> 1
-        ;[heap[i], heap[parent]] = [heap[parent]!, heap[i]!]
-        i = parent
-      }
-    } else if (v > heap[0]!) {
-      heap[0] = v
-      for (let i = 0;;) {
-        const l = 2 * i + 1
-        const r = l + 1
-        let least = i
-        if (l < size && heap[l]! < heap[least]!) least = l
-        if (r < size && heap[r]! < heap[least]!) least = r
-        if (least === i) break
-        ;[heap[i], heap[least]] = [heap[least]!, heap[i]!]
-        i = least
-      }
-    }
-  }
-  const threshold = heap[0]!
-  return candidates.filter((g) => sign * value(g) >= threshold)
+  const best = new BestValues(limit, order)
+  for (const g of candidates) best.offer(value(g))
+  return candidates.filter((g) => best.admits(value(g)))
 }
 
 /**
@@ -115,7 +84,8 @@ export const topN = (context: QueryContext): AggregationResult | undefined => {
   /** The rows of the contenders among `candidates`, by the counters in `acc`. */
   const ranked = (acc: Uint32Array, candidates: ReadonlyArray<number>) => {
     rows.groups = candidates.length
-    for (const g of contenders(candidates, (g) => valueOf(orderBy, acc, g * OUTCOMES), query.limit!, query.order)) {
+    const value = counterValue(orderBy)
+    for (const g of contenders(candidates, (g) => value(acc, g * OUTCOMES), query.limit!, query.order)) {
       rows.push(
         undefined,
         dim === "key" ? g : 0,

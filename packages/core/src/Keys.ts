@@ -4,20 +4,18 @@
  */
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
-import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import { Auth } from "./Auth.js"
 import * as Checker from "./Checker.js"
 import * as Cursor from "./Cursor.js"
-import * as Decision from "./Decision.js"
-import type { StorageError } from "./Errors.js"
-import { Conflict, NotFound, ValidationError } from "./Errors.js"
+import type { NotFound, StorageError } from "./Errors.js"
+import { Conflict, ValidationError } from "./Errors.js"
 import { IdempotencyKeys, type KeyOptions } from "./IdempotencyKeys.js"
 import { Identities } from "./Identities.js"
 import * as Ids from "./Ids.js"
+import * as KeyAccess from "./internal/KeyAccess.js"
 import { KeyCache } from "./internal/KeyCache.js"
-import * as KnownApis from "./internal/KnownApis.js"
 import * as Span from "./internal/Span.js"
 import type { Credits, KeyView } from "./Key.js"
 import * as KeyModel from "./Key.js"
@@ -25,7 +23,6 @@ import { Key } from "./Key.js"
 import * as KeySecret from "./KeySecret.js"
 import type { Principal } from "./Permission.js"
 import * as Permission from "./Permission.js"
-import type { Named } from "./Rbac.js"
 import { Rbac } from "./Rbac.js"
 import * as RoleModel from "./Role.js"
 import * as RootKey from "./RootKey.js"
@@ -58,89 +55,8 @@ export class Keys extends Effect.Service<Keys>()("@keymeter/core/Keys", {
     const identities = yield* Identities
     const rbac = yield* Rbac
 
-    const apis = KnownApis.make(catalog)
-    const requireApi = (principal: Principal, apiId: string) => apis.require(principal.workspaceId, apiId)
-
-    const identityOf = (key: Key) =>
-      key.identityId === undefined
-        ? Effect.succeed(undefined)
-        : Effect.map(
-          Decision.read(() =>
-            cache.lookupIdentity(key.identityId!, () => catalog.getIdentity(key.workspaceId, key.identityId!))
-          ),
-          Option.getOrUndefined
-        )
-
-    /**
-     * The key `keyId` of the caller's workspace, after checking `permission` on its api. A key of
-     * an api the caller may not act on is answered as one that does not exist, so a narrow root key
-     * learns nothing of other apis' keys; a root key holding the permission for no api at all is
-     * refused outright (it could not act on any key).
-     */
-    const keyFor = (
-      principal: Principal,
-      keyId: string | undefined,
-      permission: (apiId: string) => ReadonlyArray<string>,
-      missing = `keyId: no key ${JSON.stringify(keyId)} in this workspace`
-    ) =>
-      Effect.gen(function*() {
-        const action = permission("*")[0]!.slice("api.*.".length)
-        const onSomeApi = principal.permissions.some((p) =>
-          p === "*" || (p.startsWith("api.") && p.endsWith(`.${action}`))
-        )
-        if (!onSomeApi) yield* auth.authorize(principal, permission("*"))
-        const key = keyId === undefined ? Option.none() : yield* catalog.getKey(principal.workspaceId, keyId)
-        if (Option.isNone(key) || Exit.isFailure(auth.authorize(principal, permission(key.value.apiId)))) {
-          return yield* new NotFound({ message: missing })
-        }
-        return key.value
-      })
-
+    const { grants, keyFor, keyIn, replace, requireApi, view } = yield* KeyAccess.make
     const authorizeLimits = identities.authorizeLimits
-
-    /** The names of the roles `ids` (those that still exist). */
-    const roleNames = (workspaceId: string, ids: ReadonlyArray<string> | undefined) =>
-      ids === undefined || ids.length === 0
-        ? Effect.succeed([] as Array<string>)
-        : Effect.map(
-          Effect.forEach(ids, (id) => catalog.getRole(workspaceId, id)),
-          (roles) => roles.flatMap((role) => Option.isSome(role) ? [role.value.name] : [])
-        )
-
-    const view = (key: Key) =>
-      Effect.gen(function*() {
-        const identity = yield* identityOf(key)
-        const credits = key.credited ? Option.getOrUndefined(yield* catalog.getCredits(key.id)) : undefined
-        return KeyModel.toView(key, identity, credits, yield* roleNames(key.workspaceId, key.roles))
-      })
-
-    /**
-     * The slugs and role ids a key of `apiId` is given by a change naming `permissions` and
-     * `roles`, each checked (see `Permission.required.addPermissionToKey`: the RBAC permission, or
-     * that of the key operation `via`), and what does not exist created as `Rbac` allows.
-     */
-    const grants = (
-      principal: Principal,
-      apiId: string,
-      via: Permission.KeyOperation,
-      permissions: ReadonlyArray<Named> | undefined,
-      roles: ReadonlyArray<Named> | undefined
-    ) =>
-      Effect.gen(function*() {
-        if (permissions !== undefined && permissions.length > 0) {
-          yield* auth.authorize(principal, Permission.required.addPermissionToKey(apiId, via))
-        }
-        if (roles !== undefined && roles.length > 0) {
-          yield* auth.authorize(principal, Permission.required.addRoleToKey(apiId, via))
-        }
-        const slugs = permissions === undefined
-          ? undefined
-          : (yield* rbac.resolvePermissions(principal, permissions, "permissions")).map((p) => p.slug)
-        const roleIds = roles === undefined
-          ? undefined
-          : (yield* rbac.resolveRoles(principal, roles, "roles")).map((r) => r.id)
-        return { slugs, roleIds }
-      })
 
     /**
      * Creates a key; its secret is in the answer and nowhere else, ever. A repeat under the same
@@ -386,7 +302,7 @@ export class Keys extends Effect.Service<Keys>()("@keymeter/core/Keys", {
         }
         const updated = new Key(fields as ConstructorParameters<typeof Key>[0])
         if (!(yield* cache.write({ hashes: [key.hash] }, catalog.replaceKey(updated, credits)))) {
-          return yield* new NotFound({ message: `keyId: no key ${JSON.stringify(request.keyId)} in this workspace` })
+          return yield* KeyAccess.noKey(request.keyId)
         }
         return yield* view(updated)
       }).pipe(Span.span("Keys.update"))
@@ -396,7 +312,7 @@ export class Keys extends Effect.Service<Keys>()("@keymeter/core/Keys", {
         const { keyId } = yield* decodeKeyId(input)
         const key = yield* keyFor(principal, keyId, Permission.required.deleteKey)
         if (!(yield* cache.write({ hashes: [key.hash] }, catalog.deleteKey(principal.workspaceId, keyId)))) {
-          return yield* new NotFound({ message: `keyId: no key ${JSON.stringify(keyId)} in this workspace` })
+          return yield* KeyAccess.noKey(keyId)
         }
         return {}
       }).pipe(Span.span("Keys.delete"))
@@ -437,11 +353,7 @@ export class Keys extends Effect.Service<Keys>()("@keymeter/core/Keys", {
                     request.value === null ? "clear" : { remaining: request.value, refilledAt: now }
                   )
                 )
-                if (!written) {
-                  return yield* new NotFound({
-                    message: `keyId: no key ${JSON.stringify(request.keyId)} in this workspace`
-                  })
-                }
+                if (!written) return yield* KeyAccess.noKey(request.keyId)
                 return { remaining: request.value }
               }
               const changed = yield* catalog.changeCredits(request.keyId, request.op, request.value ?? 0)
@@ -469,31 +381,6 @@ export class Keys extends Effect.Service<Keys>()("@keymeter/core/Keys", {
           yield* keyFor(principal, keyId, Permission.required.readKey, "key: no such key in this workspace")
         )
       }).pipe(Span.span("Keys.whoami"))
-
-    /**
-     * The key `keyId` of the caller's workspace, for the routes that change what it holds, once
-     * `required` of its api allows the change.
-     */
-    const keyIn = (principal: Principal, keyId: string, required: (apiId: string) => ReadonlyArray<string>) =>
-      Effect.gen(function*() {
-        const found = yield* catalog.getKey(principal.workspaceId, keyId)
-        if (Option.isNone(found)) {
-          return yield* new NotFound({ message: `keyId: no key ${JSON.stringify(keyId)} in this workspace` })
-        }
-        yield* auth.authorize(principal, required(found.value.apiId))
-        return found.value
-      })
-
-    const replace = (key: Key, fields: Partial<ConstructorParameters<typeof Key>[0]>, now: number) =>
-      Effect.gen(function*() {
-        const next: Record<string, unknown> = { ...key, ...fields, updatedAt: now }
-        if (Array.isArray(next.roles) && next.roles.length === 0) delete next.roles
-        const updated = new Key(next as ConstructorParameters<typeof Key>[0])
-        if (!(yield* cache.write({ hashes: [key.hash] }, catalog.replaceKey(updated, "keep")))) {
-          return yield* new NotFound({ message: `keyId: no key ${JSON.stringify(key.id)} in this workspace` })
-        }
-        return updated
-      })
 
     /** What a change asks of each permission or role it names: given, replaced by, or taken. */
     const allowedFor = (op: "add" | "set" | "remove", add: ReadonlyArray<string>, remove: ReadonlyArray<string>) =>

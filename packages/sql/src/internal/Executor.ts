@@ -7,33 +7,24 @@
  */
 import { OUTCOMES } from "@keymeter/core/Aggregation"
 import type * as Ast from "../Ast.js"
-import type { PlannedInput } from "../SqlEngine.js"
-import type { Family, PublicTable } from "../Tables.js"
+import type { Family } from "../Tables.js"
 import { TABLES } from "../Tables.js"
 import type { Binder } from "./Compile.js"
-import { canonical, compileExpr, constantInteger, constantValue, needCondition } from "./Compile.js"
+import { canonical, compileExpr, constantInteger, needCondition } from "./Compile.js"
 import type { Compiled, Context, Env, Eval, Input, Relation, ScanHint } from "./Context.js"
 import { BindFault, emptyEnv, MAX_DEPTH, SLICE_CHECK } from "./Context.js"
 import { countsInput } from "./CountedInput.js"
-import {
-  childrenOf,
-  conjuncts,
-  hasAggregate,
-  isAggregateCall,
-  isColumn,
-  positional,
-  readsColumn,
-  substitute,
-  visitExpr
-} from "./Exprs.js"
+import { conjuncts, hasAggregate, positional, readsColumn, substitute, visitExpr } from "./Exprs.js"
+import { compareOrdered, firstOf, firstRows, topN } from "./FirstRows.js"
 import type { Aggregate, State } from "./Functions.js"
 import { AGGREGATES, once, SignatureError } from "./Functions.js"
 import type { Uses } from "./Inputs.js"
 import { noInput, rawInput, relationInput } from "./Inputs.js"
 import { PairIndex } from "./PairIndex.js"
-import { parse } from "./Parser.js"
+import { GRAIN_SPAN, prunedView, viewOf } from "./RollupViews.js"
+import { hintOf, intersect, plannedInput } from "./ScanHints.js"
 import type { Value, VType } from "./Values.js"
-import { compare, isNumeric, keyOf, keyOfRow, QueryFault, truthy } from "./Values.js"
+import { isNumeric, keyOf, keyOfRow, truthy } from "./Values.js"
 
 interface CteBinding {
   readonly query: Ast.Query
@@ -128,76 +119,6 @@ const tableNotFound = (name: string, family: Family, at: number): BindFault => {
   return new BindFault(`unknown table ${name}: queries may read ${names.join(", ")}`, at)
 }
 
-/** Milliseconds a bucket of each grain may span at most (months: 31 days). */
-const GRAIN_SPAN: Record<string, number> = { minute: 60_000, hour: 3_600_000, day: 86_400_000, month: 31 * 86_400_000 }
-
-/**
- * A rollup's view, grouped by `dimensions` only when given and with `measures` only when given
- * (see `prunedView`).
- */
-const viewOf = (
-  table: PublicTable,
-  dimensions: ReadonlyArray<string> | undefined,
-  measures?: ReadonlyArray<string> | undefined
-): Ast.Query => {
-  const text = dimensions === undefined && measures === undefined
-    ? table.view!
-    : table.viewBy!(dimensions ?? table.dimensions, measures)
-  return parse(text)
-}
-
-/** Aggregates whose answer does not depend on how many rollup rows a group spans. */
-const ROW_COUNT_FREE = new Set(["sum", "sumif", "min", "max", "minif", "maxif", "any", "uniq", "uniqexact", "uniqif"])
-
-/**
- * What of a rollup a SELECT over it needs. Its dimensions, when grouping the rollup by those alone
- * answers the SELECT the same: the SELECT aggregates, its measures appear only summed (`sum`,
- * `sumIf`'s first argument), and its other aggregates do not count rows; else undefined (the full
- * rollup is built). A rollup of 2M raw rows by all its dimensions holds nearly as many groups;
- * `SELECT time, sum(count) … GROUP BY time` needs one per bucket. And its measures: those it names
- * (a measure not computed costs nothing, and one of counts alone can be read from counts).
- */
-const prunedView = (
-  table: PublicTable,
-  exprs: ReadonlyArray<Ast.Expr>,
-  aggregated: boolean
-): { readonly dimensions: ReadonlyArray<string> | undefined; readonly measures: ReadonlyArray<string> } => {
-  const used = new Set<string>()
-  const measures = new Set<string>()
-  let prunable = aggregated
-  const column = (node: Ast.Column, summed: boolean) => {
-    const name = node.name.toLowerCase()
-    if (!table.measures.includes(name)) used.add(name)
-    else {
-      measures.add(name)
-      if (!summed || name === "latency_avg") prunable = false
-    }
-  }
-  const walk = (expr: Ast.Expr): void => {
-    if (expr._tag === "Column") return column(expr, false)
-    if (expr._tag === "Call" && isAggregateCall(expr)) {
-      const name = expr.name.toLowerCase()
-      if (!ROW_COUNT_FREE.has(name) && !(name === "count" && expr.distinct)) prunable = false
-      // A sum counts rows unless what it sums is a measure (summed again, it is the same).
-      const first = expr.args[0]
-      if (
-        (name === "sum" || name === "sumif") &&
-        !(first?._tag === "Column" && table.measures.includes(first.name.toLowerCase()))
-      ) prunable = false
-      expr.args.forEach((arg, i) =>
-        visitExpr(arg, (node) => {
-          if (node._tag === "Call" && isAggregateCall(node)) prunable = false
-          else if (node._tag === "Column") column(node, node === arg && i === 0 && (name === "sum" || name === "sumif"))
-        })
-      )
-      return
-    }
-    childrenOf(expr).forEach(walk)
-  }
-  for (const expr of exprs) walk(expr)
-  return { dimensions: prunable ? [...used] : undefined, measures: [...measures] }
-}
-
 const inputOf = async (
   context: Context,
   from: Ast.From | undefined,
@@ -243,93 +164,6 @@ const inputOf = async (
   const view = viewOf(table, pruned?.dimensions, pruned?.measures)
   const relation = await runQuery(context, view, new Scope(new Map(), scope.depth + 1), inner)
   return relationInput(context, relation, qualifiers, view)
-}
-
-const intersect = (a: ScanHint, b: ScanHint | undefined): ScanHint =>
-  b === undefined ? a : {
-    from: Math.max(a.from, b.from),
-    to: Math.min(a.to, b.to),
-    within: a.within === undefined
-      ? b.within
-      : b.within === undefined
-      ? a.within
-      : a.within.filter((id) => b.within!.includes(id))
-  }
-
-const hintOf = (context: Context, table: PublicTable, where: Ast.Expr | undefined): ScanHint => {
-  let from = 0
-  let to = Number.MAX_SAFE_INTEGER
-  let within: Array<string> | undefined
-  const idColumn = table.family === "verifications" ? "key_space_id" : "namespace_id"
-  const constant = (expr: Ast.Expr): Value | undefined => constantValue(context, expr)
-  const bound = (op: string, value: Value | undefined) => {
-    if (typeof value !== "number" || Number.isNaN(value)) return
-    if (op === ">=") from = Math.max(from, Math.ceil(value))
-    else if (op === ">") from = Math.max(from, Math.floor(value) + 1)
-    else if (op === "<") to = Math.min(to, Math.ceil(value))
-    else if (op === "<=") to = Math.min(to, Math.floor(value) + 1)
-    else if (op === "=") {
-      from = Math.max(from, Math.ceil(value))
-      to = Math.min(to, Math.floor(value) + 1)
-    }
-  }
-  const FLIP: Record<string, string> = { "<": ">", "<=": ">=", ">": "<", ">=": "<=", "=": "=" }
-  const narrow = (ids: Array<string>) => {
-    within = within === undefined ? ids : within.filter((id) => ids.includes(id))
-  }
-  for (const term of conjuncts(where)) {
-    if (term._tag === "Binary" && FLIP[term.op] !== undefined) {
-      if (isColumn(term.left, "time")) bound(term.op, constant(term.right))
-      else if (isColumn(term.right, "time")) bound(FLIP[term.op]!, constant(term.left))
-      else if (term.op === "=" && (isColumn(term.left, idColumn) || isColumn(term.right, idColumn))) {
-        const value = constant(isColumn(term.left, idColumn) ? term.right : term.left)
-        if (typeof value === "string") narrow([value])
-      }
-    } else if (term._tag === "Between" && !term.not && isColumn(term.expr, "time")) {
-      bound(">=", constant(term.low))
-      bound("<=", constant(term.high))
-    } else if (term._tag === "InList" && !term.not && isColumn(term.expr, idColumn)) {
-      const values = term.items.map(constant)
-      if (values.every((value) => typeof value === "string")) narrow(values as Array<string>)
-    }
-  }
-  return { from, to, within }
-}
-
-/**
- * The first ORDER BY key and LIMIT (with OFFSET) of a SELECT that keeps every group it makes
- * (no HAVING, no DISTINCT); undefined otherwise, or when they are not constant (the SELECT's own
- * binding refuses those later, with its message).
- */
-const firstOf = (
-  context: Context,
-  select: Ast.Select,
-  resolve: (e: Ast.Expr) => Ast.Expr
-): Uses["first"] => {
-  const order = select.orderBy[0]
-  if (order === undefined || select.limit === undefined || select.having !== undefined || select.distinct) {
-    return undefined
-  }
-  const rows = firstRows(context, select)
-  return rows === undefined ? undefined : { by: resolve(order.expr), descending: order.descending, rows }
-}
-
-/** Two values of an ORDER BY key: NULLs last whatever the direction, as ClickHouse sorts them. */
-const compareOrdered = (x: Value, y: Value, descending: boolean): number => {
-  if (x === null || y === null) return x === y ? 0 : x === null ? 1 : -1
-  const c = compare(x, y)
-  return descending ? -c : c
-}
-
-/** OFFSET + LIMIT when both are constant (undefined otherwise: the SELECT refuses them later). */
-const firstRows = (context: Context, select: Ast.Select): number | undefined => {
-  if (select.limit === undefined) return undefined
-  try {
-    return constantInteger(context, select.limit, "LIMIT")! + (constantInteger(context, select.offset, "OFFSET") ?? 0)
-  } catch (error) {
-    if (error instanceof BindFault || error instanceof QueryFault) return undefined
-    throw error
-  }
 }
 
 /**
@@ -846,75 +680,4 @@ const runSelect = async (
     })
   }
   return { names, types: outTypes, rows }
-}
-
-/**
- * A SELECT's input for its plan. A SELECT runs more than once only as a view read under different
- * bounds: its plan reads what every run read (the widest bounds), and its WHERE does the rest.
- */
-const plannedInput = (before: PlannedInput | undefined, now: PlannedInput): PlannedInput => {
-  if (before?._tag !== "Table" || now._tag !== "Table") return now
-  const [a, b] = [before.hint, now.hint]
-  return {
-    ...now,
-    hint: {
-      from: Math.min(a.from, b.from),
-      to: Math.max(a.to, b.to),
-      within: a.within === undefined || b.within === undefined ? undefined : [...new Set([...a.within, ...b.within])]
-    }
-  }
-}
-
-/**
- * The first `n` rows in `order`, as a stable sort would place them (ties keep the order rows came
- * in), without sorting them all: a bounded heap of the best so far, worst on top. Pauses as a scan
- * does, so a top 10 of millions of groups shares the event loop.
- */
-const topN = async <R>(
-  context: Context,
-  rows: ArrayLike<R>,
-  n: number,
-  order: (a: R, b: R) => number
-): Promise<Array<R>> => {
-  if (n <= 0) return []
-  // Rows' positions; a is worse than b when it sorts after it (ties: the later row is worse).
-  const worse = (a: number, b: number) => {
-    const c = order(rows[a]!, rows[b]!)
-    return c > 0 || (c === 0 && a > b)
-  }
-  const heap: Array<number> = []
-  const down = (from: number) => {
-    let i = from
-    for (;;) {
-      const l = 2 * i + 1
-      const r = l + 1
-      let top = i
-      if (l < heap.length && worse(heap[l]!, heap[top]!)) top = l
-      if (r < heap.length && worse(heap[r]!, heap[top]!)) top = r
-      if (top === i) return
-      const t = heap[i]!
-      heap[i] = heap[top]!
-      heap[top] = t
-      i = top
-    }
-  }
-  for (let i = 0; i < rows.length; i++) {
-    if (heap.length < n) {
-      heap.push(i)
-      let c = heap.length - 1
-      while (c > 0) {
-        const p = (c - 1) >> 1
-        if (!worse(heap[c]!, heap[p]!)) break
-        const t = heap[c]!
-        heap[c] = heap[p]!
-        heap[p] = t
-        c = p
-      }
-    } else if (worse(heap[0]!, i)) {
-      heap[0] = i
-      down(0)
-    }
-    if ((i & SLICE_CHECK) === SLICE_CHECK && context.due()) await context.pause()
-  }
-  return heap.sort((a, b) => order(rows[a]!, rows[b]!) || a - b).map((i) => rows[i]!)
 }

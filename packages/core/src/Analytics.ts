@@ -1,9 +1,9 @@
 /**
  * Reading verification counts: `getVerifications`.
  */
-import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import { Auth } from "./Auth.js"
 import * as Checker from "./Checker.js"
@@ -94,23 +94,30 @@ export class Analytics extends Effect.Service<Analytics>()("@keymeter/core/Analy
 
     /**
      * Validates the query, checks `api.*.read_api` or `api.<apiId>.read_api`, checks the api is in
-     * the caller's workspace, then aggregates.
+     * the caller's workspace, then aggregates: a turn of the decision below, decided at once when
+     * memory holds the api and the store answers from memory.
      */
-    const query = (principal: Principal, input: unknown, key: string | undefined) =>
-      Effect.gen(function*(): Effect.fn.Return<ReadonlyArray<Datapoint>, QueryError> {
-        const decoded = yield* decode(input)
-        const now = yield* Clock.currentTimeMillis
-        const query = yield* VerificationQuery.normalize(decoded, now)
+    const query = (
+      principal: Principal,
+      input: unknown,
+      key: string | undefined
+    ): Decision.Turn<ReadonlyArray<Datapoint>, QueryError> =>
+      Decision.andThen(decode(input), (decoded): Decision.Turn<ReadonlyArray<Datapoint>, QueryError> => {
+        const now = clock.unsafeCurrentTimeMillis()
+        const normalized = VerificationQuery.normalize(decoded, now)
+        if (Either.isLeft(normalized)) return Exit.fail(normalized.left)
+        const query = normalized.right
         const anyOf = Permission.required.readApi(query.apiId)
-        yield* auth.authorize(principal, anyOf)
-        yield* apis.require(principal.workspaceId, query.apiId)
-        return yield* reader.count(
+        const refused = Decision.failed(auth.authorize(principal, anyOf)) ??
+          apis.decideKnown(principal.workspaceId, query.apiId)
+        if (refused !== undefined) return refused
+        return Decision.now(reader.count(
           principal,
           query,
           key === undefined
             ? undefined
             : { key, anyOf, openEnded: decoded.end === undefined || decoded.end === null, now }
-        )
+        ))
       })
 
     /**

@@ -1,6 +1,7 @@
-// Analytics over the memory storage: answers, and the answers remembered for a repeated query
-// from its second asking (given at once, shared and frozen) while nothing was stored, no verification waits to be stored,
-// the hour of an open-ended query lasts, and the caller may read the api.
+// Analytics over the memory storage: answers (decided at once, as the engine answers from memory),
+// and the answers remembered for a repeated query from its second asking (given without a read,
+// shared and frozen) while nothing was stored, no verification waits to be stored, the hour of an
+// open-ended query lasts, and the caller may read the api.
 import { describe, expect, it } from "@effect/vitest"
 import { Analytics, MaxReadsAtOnce, RememberedAnswers, stable } from "@keymeter/core/Analytics"
 import { Api } from "@keymeter/core/Api"
@@ -23,9 +24,26 @@ import * as TestClock from "effect/TestClock"
 const WS = "ws_analytics"
 const admin = Auth.system(WS)
 const NOW = Date.UTC(2026, 0, 15, 12, 30)
-const Test = Keymeter.layer.pipe(Layer.provideMerge(MemoryStorage.layer))
+
+/** Reads of the store so far (each test's `setup` starts it at 0). */
+let reads = 0
+
+/** The memory storage, its reads counted. */
+const CountedStorage = Layer.effect(
+  VerificationStore,
+  Effect.map(VerificationStore, (store) => ({
+    ...store,
+    aggregate: (q: Parameters<typeof store.aggregate>[0]) => {
+      reads++
+      return store.aggregate(q)
+    }
+  }))
+).pipe(Layer.provideMerge(MemoryStorage.layer))
+
+const Test = Keymeter.layer.pipe(Layer.provideMerge(CountedStorage))
 
 const setup = Effect.gen(function*() {
+  reads = 0
   const catalog = yield* Catalog
   yield* catalog.putWorkspace(new Workspace({ id: WS, name: "analytics" }))
   yield* catalog.putApi(new Api({ id: "api_a", workspaceId: WS, name: "a" }))
@@ -57,29 +75,32 @@ describe("Analytics", () => {
     Effect.gen(function*() {
       const { analytics, record } = yield* setup
       yield* record("key_1")
-      // Asked once: computed, and not kept (nor frozen).
-      const once = Decision.now(analytics.getVerifications(admin, query))
-      expect(Exit.isExit(once)).toBe(false)
-      const onceAnswer = yield* once
+      // Asked once: read, and not kept (nor frozen).
+      const onceAnswer = yield* analytics.getVerifications(admin, query)
+      expect(reads).toBe(1)
       expect(onceAnswer).toMatchObject([{ keyId: "key_1", total: 1 }])
       expect(Object.isFrozen(onceAnswer)).toBe(false)
-      // Asked again: computed, and kept from now on.
-      const first = Decision.now(analytics.getVerifications(admin, query))
-      expect(Exit.isExit(first)).toBe(false)
-      const answer = yield* first
+      // Asked again: read, and kept from now on.
+      const answer = yield* analytics.getVerifications(admin, query)
+      expect(reads).toBe(2)
       expect(answer).toEqual(onceAnswer)
       // Shared with every caller of the same query: frozen.
       expect(Object.isFrozen(answer) && Object.isFrozen(answer[0])).toBe(true)
       const again = Decision.now(analytics.getVerifications(admin, query))
       expect(again).toEqual(Exit.succeed(answer))
-      // Another query is read.
-      expect(Exit.isExit(Decision.now(analytics.getVerifications(admin, { apiId: "api_b" })))).toBe(false)
+      expect(reads).toBe(2)
+      // Another query is read: decided at once, as the api is known by now and the engine answers
+      // from memory.
+      const other = Decision.now(analytics.getVerifications(admin, { apiId: "api_a", groupBy: ["day"] }))
+      expect(Exit.isExit(other)).toBe(true)
+      expect(reads).toBe(3)
+      expect(yield* other).toMatchObject([{ total: 1 }])
       // Something stored since: read again, and counted; kept again at once (it was asked before).
       yield* record("key_2")
-      const after = Decision.now(analytics.getVerifications(admin, query))
-      expect(Exit.isExit(after)).toBe(false)
-      expect((yield* after).map((d) => d.keyId)).toEqual(["key_1", "key_2"])
-      expect(Exit.isExit(Decision.now(analytics.getVerifications(admin, query)))).toBe(true)
+      expect((yield* analytics.getVerifications(admin, query)).map((d) => d.keyId)).toEqual(["key_1", "key_2"])
+      expect(reads).toBe(4)
+      yield* analytics.getVerifications(admin, query)
+      expect(reads).toBe(4)
     }).pipe(Effect.provide(Test)))
 
   it.effect("reads again when a verification waits to be stored, or the hour of an open-ended query ends", () =>
@@ -88,17 +109,22 @@ describe("Analytics", () => {
       const recorder = yield* Recorder
       yield* analytics.getVerifications(admin, query)
       yield* analytics.getVerifications(admin, query)
-      expect(Exit.isExit(Decision.now(analytics.getVerifications(admin, query)))).toBe(true)
+      yield* analytics.getVerifications(admin, query)
+      expect(reads).toBe(2)
       yield* recorder.record(
         Verification.make({ time: NOW, workspaceId: WS, apiId: "api_a", keyId: "key_9", outcome: "valid" }),
         false
       )
+      // Not decided at once: the read waits for the verification to be stored first.
       const pending = Decision.now(analytics.getVerifications(admin, query))
       expect(Exit.isExit(pending)).toBe(false)
       expect(yield* pending).toMatchObject([{ keyId: "key_9", total: 1 }])
-      expect(Exit.isExit(Decision.now(analytics.getVerifications(admin, query)))).toBe(true)
+      expect(reads).toBe(3)
+      yield* analytics.getVerifications(admin, query)
+      expect(reads).toBe(3)
       yield* TestClock.setTime(Time.truncateToHour(NOW) + Time.HOUR)
-      expect(Exit.isExit(Decision.now(analytics.getVerifications(admin, query)))).toBe(false)
+      yield* analytics.getVerifications(admin, query)
+      expect(reads).toBe(4)
     }).pipe(Effect.provide(Test)))
 
   it.effect("checks the caller's permission on a remembered answer", () =>
@@ -182,6 +208,7 @@ describe("Analytics", () => {
       const { analytics } = yield* setup
       yield* analytics.getVerifications(admin, query)
       yield* analytics.getVerifications(admin, query)
-      expect(Exit.isExit(Decision.now(analytics.getVerifications(admin, query)))).toBe(false)
+      yield* analytics.getVerifications(admin, query)
+      expect(reads).toBe(3)
     }).pipe(Effect.provide(Test), Effect.provide(Layer.succeed(RememberedAnswers, 0))))
 })

@@ -3,11 +3,13 @@
  * (dictionary-encoded, partitioned by api, ordered by hour) as a store.
  */
 import * as Aggregation from "@keymeter/core/Aggregation"
+import * as Decision from "@keymeter/core/Decision"
 import { QueryTooLarge, StorageError } from "@keymeter/core/Errors"
 import type { Receipt } from "@keymeter/core/Idempotency"
 import { VerificationStore } from "@keymeter/core/Storage"
 import { Engine } from "@keymeter/engine"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 
@@ -57,10 +59,11 @@ export const make = (engine: Engine.Engine = new Engine.Engine()) => {
         const receipt = receipts.get(id(workspaceId, key))
         return receipt !== undefined && receipt.expiresAt > now ? Option.some(receipt) : Option.none()
       }),
+    // A decision (see `Decision`): the engine answers at once, so a reader may take it without running an effect.
     aggregate: (query) =>
-      Effect.suspend(() => {
+      Decision.make(() => {
         const result = engine.aggregate(query)
-        return result === undefined ? Effect.fail(Aggregation.tooLarge(query, query.maxRows)) : Effect.succeed(result)
+        return result === undefined ? Exit.fail(Aggregation.tooLarge(query, query.maxRows)) : Exit.succeed(result)
       }),
     // Views of the engine's columns (see `Engine.scan`), which later appends leave as they are.
     // The engine counts the events it scans.

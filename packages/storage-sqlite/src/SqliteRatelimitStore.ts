@@ -11,7 +11,7 @@
  * - Override hits: per (workspace, override), summed per batch and added in the same transaction.
  */
 import * as SqlClient from "@effect/sql/SqlClient"
-import { COUNTER_COLUMNS, tooLarge } from "@keymeter/core/Aggregation"
+import { COUNTER_COLUMNS } from "@keymeter/core/Aggregation"
 import { QueryTooLarge } from "@keymeter/core/Errors"
 import type { StorageError } from "@keymeter/core/Errors"
 import type { RatelimitColumns, ScanScope } from "@keymeter/core/EventScan"
@@ -327,13 +327,7 @@ export const make = (options: Options = {}) =>
 
     const store = RatelimitStore.of({
       append: (events) => offer(events),
-      aggregate: (query) =>
-        read(query).pipe(
-          Effect.catchAll(storageError),
-          Effect.flatMap((result) =>
-            result === undefined ? Effect.fail(tooLarge(query, query.maxRows)) : Effect.succeed(result)
-          )
-        ),
+      aggregate: read,
       overrideHits: (workspaceId, overrideIds) =>
         Effect.gen(function*() {
           const out = new Map<string, OverrideHits>()

@@ -16,7 +16,6 @@
  * The receipt of a keyed call (idempotency) is written in the transaction of its batch.
  */
 import * as SqlClient from "@effect/sql/SqlClient"
-import { tooLarge } from "@keymeter/core/Aggregation"
 import type { StorageError } from "@keymeter/core/Errors"
 import { QueryTooLarge } from "@keymeter/core/Errors"
 import * as GroupCommit from "@keymeter/core/GroupCommit"
@@ -169,13 +168,7 @@ export const make = (options: Options = {}) =>
             expiresAt: row.expires_at
           })
         }).pipe(Effect.catchTag("SqlError", storageError)),
-      aggregate: (query) =>
-        read(query).pipe(
-          Effect.catchAll(storageError),
-          Effect.flatMap((result) =>
-            result === undefined ? Effect.fail(tooLarge(query, query.maxRows)) : Effect.succeed(result)
-          )
-        ),
+      aggregate: read,
       // A scanned row's columns: time, spent credits and latency as doubles, six codes, the outcome.
       scanRowBytes: 64,
       // The counts are kept for good, the events `scan` reads for their days: the same from then on.

@@ -5,8 +5,11 @@
  * limit, cap); and an answer asked twice is remembered while the store holds what it held.
  */
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Exit from "effect/Exit"
 import * as Aggregation from "../Aggregation.js"
 import type { Datapoint } from "../Datapoint.js"
+import * as Decision from "../Decision.js"
 import { Busy } from "../Errors.js"
 import type { QueryTooLarge, StorageError } from "../Errors.js"
 import type { Principal } from "../Permission.js"
@@ -87,15 +90,14 @@ export const make = (options: Options) => {
   /** Keys of queries asked once and not remembered yet. */
   const asked = new Set<string>()
 
+  const busy = () =>
+    new Busy({ message: `This workspace has ${maxReads} ${options.what} at work already; retry in a moment` })
+
   /** Runs `read` as one of the workspace's reads at work, or fails with Busy when it has its fill. */
   const oneRead = <A, E>(workspaceId: string, read: Effect.Effect<A, E>): Effect.Effect<A, E | Busy> =>
     Effect.suspend((): Effect.Effect<A, E | Busy> => {
       const now = reading.get(workspaceId) ?? 0
-      if (now >= maxReads) {
-        return Effect.fail(
-          new Busy({ message: `This workspace has ${maxReads} ${options.what} at work already; retry in a moment` })
-        )
-      }
+      if (now >= maxReads) return Effect.fail(busy())
       reading.set(workspaceId, now + 1)
       return Effect.ensuring(
         read,
@@ -106,6 +108,46 @@ export const make = (options: Options) => {
         })
       )
     })
+
+  /** The store's answer to `query` and its revision before it (a decision: decided when the store answers now). */
+  const read = (workspaceId: string, query: VerificationQuery) =>
+    Decision.make(() => {
+      const before = revision?.()
+      return Decision.andThen(
+        options.aggregate({ ...query, workspaceId, maxRows: cap }),
+        (result) => {
+          const answer = Aggregation.answer(query, result, cap)
+          return Either.isRight(answer) ? Exit.succeed([before, answer.right] as const) : Exit.fail(answer.left)
+        }
+      )
+    })
+
+  /** `answer`, remembered when `remember` asks it (see {@link make}'s `recall`). */
+  const kept = (
+    answer: ReadonlyArray<Datapoint>,
+    before: number | undefined,
+    remember: Remember | undefined
+  ): ReadonlyArray<Datapoint> => {
+    if (remember === undefined || before === undefined || answer.length > REMEMBERED_DATAPOINTS) return answer
+    // Remembered from its second asking: freezing and keeping an answer asked once (a dashboard
+    // nobody shares, a window that moves) costs that request a third of its time.
+    const { key } = remember
+    if (!asked.has(key)) {
+      if (asked.size >= capacity * 4) asked.clear()
+      asked.add(key)
+      return answer
+    }
+    // Given to every caller of the same query from now on: frozen, so no caller can change it.
+    const shared = freeze(answer)
+    if (remembered.size >= capacity) remembered.delete(remembered.keys().next().value!)
+    remembered.set(key, {
+      revision: before,
+      until: remember.openEnded ? Time.truncateToHour(remember.now) + Time.HOUR : Infinity,
+      anyOf: remember.anyOf,
+      answer: shared
+    })
+    return shared
+  }
 
   return {
     /** Whether answers may be remembered at all (the store has a revision). */
@@ -129,42 +171,28 @@ export const make = (options: Options) => {
         ? hit.answer
         : undefined
     },
-    /** The datapoints of `query` in the principal's workspace (checked already), remembered per `remember`. */
+    /**
+     * The datapoints of `query` in the principal's workspace (checked already), remembered per
+     * `remember`. A decision (see `Decision`): decided at once when the store answers from memory
+     * and no event waits to be stored; otherwise a read at work until it ends.
+     */
     count: (
       principal: Principal,
       query: VerificationQuery,
       remember: Remember | undefined
     ): Effect.Effect<ReadonlyArray<Datapoint>, StorageError | QueryTooLarge | Busy> =>
-      Effect.gen(function*() {
-        const [before, answer] = yield* oneRead(
-          principal.workspaceId,
-          Effect.gen(function*() {
-            // Events recorded before this read are counted by it.
-            yield* recorder.flush
-            const before = revision?.()
-            const result = yield* options.aggregate({ ...query, workspaceId: principal.workspaceId, maxRows: cap })
-            return [before, yield* Aggregation.answer(query, result, cap)] as const
-          })
+      Decision.make(() => {
+        const workspaceId = principal.workspaceId
+        if ((reading.get(workspaceId) ?? 0) >= maxReads) return Exit.fail(busy())
+        // Events recorded before this read are counted by it: while some wait, it waits for them.
+        const turn = recorder.pending()
+          ? Effect.zipRight(recorder.flush, read(workspaceId, query))
+          : Decision.now(read(workspaceId, query))
+        // A read decided now is over already; one that waits is at work until it ends.
+        return Decision.andThen(
+          Decision.isDecided(turn) ? turn : oneRead(workspaceId, turn),
+          ([before, answer]) => Exit.succeed(kept(answer, before, remember))
         )
-        if (remember === undefined || before === undefined || answer.length > REMEMBERED_DATAPOINTS) return answer
-        // Remembered from its second asking: freezing and keeping an answer asked once (a dashboard
-        // nobody shares, a window that moves) costs that request a third of its time.
-        const { key } = remember
-        if (!asked.has(key)) {
-          if (asked.size >= capacity * 4) asked.clear()
-          asked.add(key)
-          return answer
-        }
-        // Given to every caller of the same query from now on: frozen, so no caller can change it.
-        const shared = freeze(answer)
-        if (remembered.size >= capacity) remembered.delete(remembered.keys().next().value!)
-        remembered.set(key, {
-          revision: before,
-          until: remember.openEnded ? Time.truncateToHour(remember.now) + Time.HOUR : Infinity,
-          anyOf: remember.anyOf,
-          answer: shared
-        })
-        return shared
       })
   }
 }

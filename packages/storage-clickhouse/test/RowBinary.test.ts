@@ -30,6 +30,21 @@ describe("RowBinaryReader", () => {
     expect(reader.done).toBe(true)
   })
 
+  it("reads a row's UInt64 counters at once, telling whether any is not 0", () => {
+    const counters = (values: ReadonlyArray<number>) =>
+      Buffer.concat(values.map((v) => Buffer.from([v % 256, 0, 0, 0, Math.floor(v / 2 ** 32), 0, 0, 0])))
+    const reader = new RowBinaryReader(Buffer.concat([counters([0, 0, 0]), counters([0, 2 ** 32 + 3, 9])]))
+    const into = new Float64Array(7).fill(-1)
+    expect(reader.uint64sInto(into, 1, 3)).toBe(false)
+    expect(reader.uint64sInto(into, 4, 3)).toBe(true)
+    expect(Array.from(into)).toEqual([-1, 0, 0, 0, 0, 2 ** 32 + 3, 9])
+    expect(reader.done).toBe(true)
+    // Cut short: nothing read, nothing written.
+    const short = new RowBinaryReader(counters([1, 2]).subarray(0, 15))
+    expect(() => short.uint64sInto(into, 0, 2)).toThrow(/ends before/)
+    expect(into[0]).toBe(-1)
+  })
+
   it("refuses an answer cut short, never reading past its end", () => {
     expect(() => new RowBinaryReader(Buffer.from([1, 2, 3])).uint32()).toThrow(/ends before/)
     expect(() => new RowBinaryReader(Buffer.from([1, 0, 0, 0, 0, 0, 0])).uint64()).toThrow(/ends before/)

@@ -59,19 +59,20 @@ const read = (answer: Buffer, plan: Planner.Plan, maxRows: number): AggregationR
 class Columns {
   size = 0
   private counts: Float64Array<ArrayBuffer>
-  private readonly time: Array<number> | undefined
+  private time: Float64Array<ArrayBuffer> | undefined
   private readonly keyId: Array<string> | undefined
   private readonly identity: Array<Identity> | undefined
   private readonly tag: Array<string> | undefined
   private readonly tags: Array<ReadonlyArray<string>> | undefined
 
-  /** Counters are sized once for the most rows `bytes` of answer can hold (each id at least a byte). */
+  /** Columns are sized once for the most rows `bytes` of answer can hold (each id at least a byte). */
   constructor(private readonly plan: Planner.Plan, bytes: number) {
     const byTag = plan.dimensions.includes("tags")
     const smallest = (plan.bucketed ? 4 : 0) + plan.dimensions.length + (plan.dimensions.includes("identity") ? 1 : 0) +
       OUTCOMES * 8
-    this.counts = new Float64Array(Math.max(1, Math.ceil(bytes / smallest)) * OUTCOMES)
-    this.time = plan.bucketed ? [] : undefined
+    const rows = Math.max(1, Math.ceil(bytes / smallest))
+    this.counts = new Float64Array(rows * OUTCOMES)
+    this.time = plan.bucketed ? new Float64Array(rows) : undefined
     this.keyId = plan.dimensions.includes("key") ? [] : undefined
     this.identity = plan.dimensions.includes("identity") ? [] : undefined
     this.tag = byTag && plan.perTag ? [] : undefined
@@ -86,17 +87,14 @@ class Columns {
     const tag = this.tag !== undefined ? reader.string() : ""
     const tags = this.tags !== undefined ? reader.strings() : undefined
     const row = this.size
-    if ((row + 1) * OUTCOMES > this.counts.length) this.counts = grown(this.counts)
-    let any = false
-    for (let o = 0; o < OUTCOMES; o++) {
-      const count = reader.uint64()
-      this.counts[row * OUTCOMES + o] = count
-      if (count !== 0) any = true
+    if ((row + 1) * OUTCOMES > this.counts.length) {
+      this.counts = grown(this.counts)
+      if (this.time !== undefined) this.time = grown(this.time)
     }
     // An ungrouped sum over nothing is one row of zeros: no event, no row.
-    if (!any) return
+    if (!reader.uint64sInto(this.counts, row * OUTCOMES, OUTCOMES)) return
     this.size++
-    this.time?.push(this.plan.bucketTime(bucket))
+    if (this.time !== undefined) this.time[row] = this.plan.bucketTime(bucket)
     this.keyId?.push(keyId)
     this.identity?.push({ id: identityId, externalId })
     this.tag?.push(tag)
@@ -108,7 +106,7 @@ class Columns {
       ...(groups !== undefined ? { groups } : {}),
       size: this.size,
       counts: this.counts.subarray(0, this.size * OUTCOMES),
-      time: this.time && Float64Array.from(this.time),
+      time: this.time?.subarray(0, this.size),
       keyId: this.keyId,
       identity: this.identity,
       tag: this.tag,

@@ -32,6 +32,24 @@ export class RowBinaryReader {
     return value
   }
 
+  /**
+   * `count` UInt64s as numbers into `into[at ..]` (exact below 2^53, as `uint64`), with one bounds
+   * check for all: whether any is not 0.
+   */
+  uint64sInto(into: Float64Array, at: number, count: number): boolean {
+    this.need(8 * count)
+    const view = this.view
+    let offset = this.at
+    let any = false
+    for (let i = 0; i < count; i++, offset += 8) {
+      const value = view.getUint32(offset, true) + view.getUint32(offset + 4, true) * 4294967296
+      into[at + i] = value
+      if (value !== 0) any = true
+    }
+    this.at = offset
+    return any
+  }
+
   /** A length (of a string or an array). */
   length(): number {
     let value = 0

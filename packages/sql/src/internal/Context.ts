@@ -138,6 +138,15 @@ export interface Relation {
   readonly rows: Array<Array<Value>>
 }
 
+/**
+ * A SELECT compiled: its output types, and `produce`, which reads its input and answers its rows
+ * (the outputs, then the ORDER BY values).
+ */
+export interface Produced {
+  readonly outTypes: Array<VType>
+  readonly produce: () => Promise<Array<Array<Value>>>
+}
+
 /** Bytes a kept value is counted as (for the memory budget). */
 const CELL_BYTES = 16
 

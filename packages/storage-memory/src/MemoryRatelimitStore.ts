@@ -5,7 +5,6 @@
  * time, namespace, identifier, passed, latency and override in compact columns for SQL analytics
  * (`scan`, see `internal/DecisionColumns`).
  */
-import * as Aggregation from "@keymeter/core/Aggregation"
 import { QueryTooLarge, StorageError } from "@keymeter/core/Errors"
 import type { HitTally, OverrideHits, RatelimitEvent } from "@keymeter/core/RatelimitEvent"
 import { asVerification, tallyHit } from "@keymeter/core/RatelimitEvent"
@@ -17,6 +16,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type { Partition } from "./internal/DecisionColumns.js"
 import { DecisionColumns } from "./internal/DecisionColumns.js"
+import * as EngineAnswer from "./internal/EngineAnswer.js"
 import { HeldDecisions } from "./internal/HeldDecisions.js"
 
 /** Tuning of the store. */
@@ -80,11 +80,7 @@ export const make = (options: Options = {}) => {
         try: () => append(events),
         catch: (cause) => new StorageError({ message: "Could not store the rate-limit decisions", cause })
       }),
-    aggregate: (query) =>
-      Effect.suspend(() => {
-        const result = engine.aggregate(query)
-        return result === undefined ? Effect.fail(Aggregation.tooLarge(query, query.maxRows)) : Effect.succeed(result)
-      }),
+    aggregate: EngineAnswer.aggregate(engine),
     overrideHits: (workspaceId, overrideIds) =>
       Effect.sync(() => {
         const out = new Map<string, OverrideHits>()

@@ -2,16 +2,14 @@
  * The verification half of the Storage port, in memory: the columnar engine of `@keymeter/engine`
  * (dictionary-encoded, partitioned by api, ordered by hour) as a store.
  */
-import * as Aggregation from "@keymeter/core/Aggregation"
-import * as Decision from "@keymeter/core/Decision"
 import { QueryTooLarge, StorageError } from "@keymeter/core/Errors"
 import type { Receipt } from "@keymeter/core/Idempotency"
 import { VerificationStore } from "@keymeter/core/Storage"
 import { Engine } from "@keymeter/engine"
 import * as Effect from "effect/Effect"
-import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import * as EngineAnswer from "./internal/EngineAnswer.js"
 
 /** Tuning of the engine. */
 export type Options = Engine.Options
@@ -59,12 +57,7 @@ export const make = (engine: Engine.Engine = new Engine.Engine()) => {
         const receipt = receipts.get(id(workspaceId, key))
         return receipt !== undefined && receipt.expiresAt > now ? Option.some(receipt) : Option.none()
       }),
-    // A decision (see `Decision`): the engine answers at once, so a reader may take it without running an effect.
-    aggregate: (query) =>
-      Decision.make(() => {
-        const result = engine.aggregate(query)
-        return result === undefined ? Exit.fail(Aggregation.tooLarge(query, query.maxRows)) : Exit.succeed(result)
-      }),
+    aggregate: EngineAnswer.aggregate(engine),
     // Views of the engine's columns (see `Engine.scan`), which later appends leave as they are.
     // The engine counts the events it scans.
     scanCountsFrom: Effect.succeed(-Infinity),

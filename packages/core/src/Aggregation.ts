@@ -6,8 +6,10 @@
  * and builds datapoints only for the rows it returns.
  */
 import * as Either from "effect/Either"
+import * as Exit from "effect/Exit"
 import type { Datapoint } from "./Datapoint.js"
 import { QueryTooLarge } from "./Errors.js"
+import { datapointMaker } from "./internal/DatapointMaker.js"
 import {
   compareDefault,
   compareIdentities,
@@ -19,6 +21,7 @@ import {
   positions,
   rankColumn
 } from "./internal/DefaultOrder.js"
+import { selectTop } from "./internal/SelectTop.js"
 import * as Time from "./Time.js"
 import type { Identity } from "./Verification.js"
 import { Outcomes } from "./Verification.js"
@@ -135,6 +138,13 @@ export const tooLarge = (query: VerificationQuery, cap: number): QueryTooLarge =
       "filters (keyId, tag, externalId) or fewer groupBy dimensions"
   })
 }
+
+/** An adapter's answer, or {@link tooLarge} when it had more than `query.maxRows` rows (undefined). */
+export const orTooLarge = (
+  query: AggregationQuery,
+  result: AggregationResult | undefined
+): Exit.Exit<AggregationResult, QueryTooLarge> =>
+  result === undefined ? Exit.fail(tooLarge(query, query.maxRows)) : Exit.succeed(result)
 
 /**
  * Turns a result grouped by tag set (`tags` column) into one grouped by single tag (`tag`
@@ -305,71 +315,6 @@ const orderValues = (query: VerificationQuery, rows: AggregationResult): ArrayLi
     for (let row = 0; row < rows.size; row++) values[row] = rows.counts[row * OUTCOMES + outcome]!
   }
   return values
-}
-
-/** The `limit` best rows by `compare`, best first, without sorting the rest (binary max-heap). */
-const selectTop = (size: number, limit: number, compare: (a: number, b: number) => number): Array<number> => {
-  const heap: Array<number> = []
-  const siftUp = (i: number) => {
-    while (i > 0) {
-      const parent = (i - 1) >> 1
-      if (compare(heap[i]!, heap[parent]!) <= 0) break
-      ;[heap[i], heap[parent]] = [heap[parent]!, heap[i]!]
-      i = parent
-    }
-  }
-  const siftDown = (i: number) => {
-    for (;;) {
-      const l = 2 * i + 1
-      const r = l + 1
-      let worst = i
-      if (l < heap.length && compare(heap[l]!, heap[worst]!) > 0) worst = l
-      if (r < heap.length && compare(heap[r]!, heap[worst]!) > 0) worst = r
-      if (worst === i) return
-      ;[heap[i], heap[worst]] = [heap[worst]!, heap[i]!]
-      i = worst
-    }
-  }
-  for (let row = 0; row < size; row++) {
-    if (heap.length < limit) {
-      heap.push(row)
-      siftUp(heap.length - 1)
-    } else if (compare(row, heap[0]!) < 0) {
-      heap[0] = row
-      siftDown(0)
-    }
-  }
-  return heap.sort(compare)
-}
-
-/**
- * Builds datapoints of rows with the columns of `rows`: one function per set of columns, whose
- * object literal gives every datapoint of an answer the same shape (faster to build and to
- * serialise than properties added one by one). Field order is the wire's.
- */
-const datapointMakers = new Map<string, (rows: AggregationResult, row: number) => Datapoint>()
-const datapointMaker = (rows: AggregationResult) => {
-  const columns = (["time", "keyId", "identity", "tag", "tags"] as const).filter((c) => rows[c] !== undefined)
-  const id = columns.join(",")
-  let make = datapointMakers.get(id)
-  if (make === undefined) {
-    // Counters below 2^31 are written as small integers (`| 0`): read from a Float64Array as they
-    // are, V8 boxed each in a heap number of its own, twelve allocations a datapoint where one will do.
-    const int = (v: string) => `(${v} < 2147483648 ? ${v} | 0 : ${v})`
-    make = new Function(
-      "rows",
-      "row",
-      `"use strict";
-      const c = rows.counts, b = row * ${OUTCOMES};
-      ${Outcomes.map((_, o) => `const c${o} = c[b + ${o}];`).join(" ")}
-      const total = ${Outcomes.map((_, o) => `c${o}`).join(" + ")};
-      return { ${columns.map((c) => `${c}: rows.${c}[row], `).join("")}total: ${int("total")}, ${
-        Outcomes.map((name, o) => `${name}: ${int(`c${o}`)}`).join(", ")
-      } };`
-    ) as (rows: AggregationResult, row: number) => Datapoint
-    datapointMakers.set(id, make)
-  }
-  return make
 }
 
 /**

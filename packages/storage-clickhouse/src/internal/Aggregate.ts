@@ -4,7 +4,7 @@
  * UInt32, ids Strings, tag sets Array(String), counters UInt64).
  */
 import type { AggregationQuery, AggregationResult } from "@keymeter/core/Aggregation"
-import { grown, OUTCOMES, tooLarge } from "@keymeter/core/Aggregation"
+import { grown, orTooLarge, OUTCOMES } from "@keymeter/core/Aggregation"
 import type { QueryTooLarge, StorageError } from "@keymeter/core/Errors"
 import { StorageError as StorageFailure } from "@keymeter/core/Errors"
 import type { Identity } from "@keymeter/core/Verification"
@@ -27,7 +27,7 @@ export const make = (db: Connection, family: Family) =>
       try: () => read(answer, plan, query.maxRows),
       catch: (cause) => new StorageFailure({ message: "ClickHouse: an answer keymeter could not read", cause })
     })
-    return result === undefined ? yield* tooLarge(query, query.maxRows) : result
+    return yield* orTooLarge(query, result)
   })
 
 /** The rows of an answer to `plan`, or undefined when they are more than `maxRows`. */

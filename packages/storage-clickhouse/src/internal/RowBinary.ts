@@ -27,7 +27,7 @@ export class RowBinaryReader {
   /** A UInt64 as a number: exact below 2^53, which every count and bucket here is. */
   uint64(): number {
     this.need(8)
-    const value = this.view.getUint32(this.at, true) + this.view.getUint32(this.at + 4, true) * 4294967296
+    const value = this.uint64At(this.at)
     this.at += 8
     return value
   }
@@ -38,11 +38,10 @@ export class RowBinaryReader {
    */
   uint64sInto(into: Float64Array, at: number, count: number): boolean {
     this.need(8 * count)
-    const view = this.view
     let offset = this.at
     let any = false
     for (let i = 0; i < count; i++, offset += 8) {
-      const value = view.getUint32(offset, true) + view.getUint32(offset + 4, true) * 4294967296
+      const value = this.uint64At(offset)
       into[at + i] = value
       if (value !== 0) any = true
     }
@@ -77,6 +76,11 @@ export class RowBinaryReader {
     const out = new Array<string>(count)
     for (let i = 0; i < count; i++) out[i] = this.string()
     return out
+  }
+
+  /** The UInt64 at `offset`, as a number (exact below 2^53). */
+  private uint64At(offset: number): number {
+    return this.view.getUint32(offset, true) + this.view.getUint32(offset + 4, true) * 4294967296
   }
 
   private need(bytes: number): void {

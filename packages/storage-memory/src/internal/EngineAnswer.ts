@@ -3,17 +3,13 @@
  * at once, so a reader takes it without running an effect.
  */
 import type { AggregationQuery, AggregationResult } from "@keymeter/core/Aggregation"
-import { tooLarge } from "@keymeter/core/Aggregation"
+import { orTooLarge } from "@keymeter/core/Aggregation"
 import * as Decision from "@keymeter/core/Decision"
 import type { QueryTooLarge } from "@keymeter/core/Errors"
 import type { Engine } from "@keymeter/engine"
 import type * as Effect from "effect/Effect"
-import * as Exit from "effect/Exit"
 
 /** The engine's answer to `query`, or QueryTooLarge past `query.maxRows` rows. */
 export const aggregate =
   (engine: Engine.Engine) => (query: AggregationQuery): Effect.Effect<AggregationResult, QueryTooLarge> =>
-    Decision.make(() => {
-      const result = engine.aggregate(query)
-      return result === undefined ? Exit.fail(tooLarge(query, query.maxRows)) : Exit.succeed(result)
-    })
+    Decision.make(() => orTooLarge(query, engine.aggregate(query)))

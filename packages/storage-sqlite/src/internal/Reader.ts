@@ -6,11 +6,10 @@
 import type * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import type { AggregationQuery, AggregationResult } from "@keymeter/core/Aggregation"
-import { OUTCOMES, tooLarge } from "@keymeter/core/Aggregation"
+import { orTooLarge, OUTCOMES } from "@keymeter/core/Aggregation"
 import * as Decision from "@keymeter/core/Decision"
 import type { QueryTooLarge, StorageError } from "@keymeter/core/Errors"
 import * as Effect from "effect/Effect"
-import * as Exit from "effect/Exit"
 import { storageError } from "../SqliteCatalog.js"
 import type { Dictionaries } from "./Dictionaries.js"
 import type { HotIndex } from "./HotIndex.js"
@@ -22,14 +21,12 @@ import * as Planner from "./Planner.js"
  */
 export const make = (sql: SqlClient.SqlClient, dictionaries: Dictionaries, hot: HotIndex | undefined) => {
   const fromTables = tables(sql, dictionaries)
-  const sized = (query: AggregationQuery, result: AggregationResult | undefined) =>
-    result === undefined ? Exit.fail(tooLarge(query, query.maxRows)) : Exit.succeed(result)
   return (query: AggregationQuery): Effect.Effect<AggregationResult, StorageError | QueryTooLarge> =>
     Decision.make(() => {
       const fromMemory = hot === undefined || query.sumCredits === true ? null : hot.answer(query)
       return fromMemory !== null
-        ? sized(query, fromMemory)
-        : Effect.flatMap(Effect.catchAll(fromTables(query), storageError), (result) => sized(query, result))
+        ? orTooLarge(query, fromMemory)
+        : Effect.flatMap(Effect.catchAll(fromTables(query), storageError), (result) => orTooLarge(query, result))
     })
 }
 

@@ -221,10 +221,8 @@ export const expandTags = (query: VerificationQuery, result: AggregationResult):
           if (sums !== undefined) sums = grown(sums)
         }
       }
-      const from = row * OUTCOMES
-      const to = target * OUTCOMES
-      for (let o = 0; o < OUTCOMES; o++) counts[to + o]! += result.counts[from + o]!
-      if (sums !== undefined) { for (let o = 0; o < OUTCOMES; o++) sums[to + o]! += credits![from + o]! }
+      addCounters(counts, target * OUTCOMES, result.counts, row * OUTCOMES)
+      if (sums !== undefined) addCounters(sums, target * OUTCOMES, credits!, row * OUTCOMES)
     }
   }
   const n = source.length
@@ -240,18 +238,28 @@ export const expandTags = (query: VerificationQuery, result: AggregationResult):
   }
 }
 
+/**
+ * Adds the counters of row `at` of `from` to row `to` of `into` (offsets of their first counter).
+ * Written out: V8 compiles a loop over the nine to twice the time, and whole answers are added up
+ * this way (a 90-day hourly series: 2,160 rows).
+ */
+export const addCounters = (into: Float64Array, to: number, from: Float64Array, at: number): void => {
+  into[to]! += from[at]!
+  into[to + 1]! += from[at + 1]!
+  into[to + 2]! += from[at + 2]!
+  into[to + 3]! += from[at + 3]!
+  into[to + 4]! += from[at + 4]!
+  into[to + 5]! += from[at + 5]!
+  into[to + 6]! += from[at + 6]!
+  into[to + 7]! += from[at + 7]!
+  into[to + 8]! += from[at + 8]!
+}
+
 /** A counter array (counts or credits) of twice the length, holding the same values first. */
 export const grown = (array: Float64Array<ArrayBuffer>): Float64Array<ArrayBuffer> => {
   const copy = new Float64Array(array.length * 2)
   copy.set(array)
   return copy
-}
-
-/** Index of the bucket holding `time` in a zero-filled series that starts at bucket `first`. */
-const bucketIndex = (unit: Time.TimeUnit, first: number, time: number): number => {
-  if (unit === "hour") return Math.round((time - first) / Time.HOUR)
-  if (unit === "day") return Math.round((time - first) / Time.DAY)
-  return Time.bucketCount("month", first, time) - 1
 }
 
 /**
@@ -291,10 +299,18 @@ const zeroFill = (
   for (let i = 0, t = first; i < size; i++, t = Time.nextBucket(unit, t)) time[i] = t
   if (seriesCounts.length < size * OUTCOMES) seriesCounts = new Float64Array(size * OUTCOMES)
   const counts = seriesCounts.subarray(0, size * OUTCOMES).fill(0)
-  for (let row = 0; row < result.size; row++) {
-    const index = bucketIndex(unit, first, result.time![row]!)
+  // Rows come from every store, in objects of several shapes: their columns are read once, not per row.
+  const rows = result.size
+  const times = result.time!
+  const from = result.counts
+  // Hours and days have one width; months are counted.
+  const width = unit === "hour" ? Time.HOUR : unit === "day" ? Time.DAY : 0
+  for (let row = 0; row < rows; row++) {
+    const index = width > 0
+      ? Math.round((times[row]! - first) / width)
+      : Time.bucketCount("month", first, times[row]!) - 1
     if (index < 0 || index >= size) continue
-    for (let o = 0; o < OUTCOMES; o++) counts[index * OUTCOMES + o]! += result.counts[row * OUTCOMES + o]!
+    addCounters(counts, index * OUTCOMES, from, row * OUTCOMES)
   }
   return Either.right({ size, counts, time })
 }

@@ -287,3 +287,17 @@ describe("Aggregation.expandTags", () => {
     expect(Aggregation.expandTags({ ...q, groupByTag: "tag" }, counted).credits).toBeUndefined()
   })
 })
+
+describe("Aggregation.addCounters", () => {
+  it("adds every outcome's counter of one row to another row, and nothing else", () => {
+    const n = Aggregation.OUTCOMES
+    const into = new Float64Array(3 * n).fill(1)
+    const from = Float64Array.from({ length: 2 * n }, (_, i) => i + 1)
+    Aggregation.addCounters(into, n, from, n)
+    expect(Array.from(into)).toEqual([
+      ...Array(n).fill(1),
+      ...Array.from({ length: n }, (_, o) => 1 + n + o + 1),
+      ...Array(n).fill(1)
+    ])
+  })
+})

@@ -7,7 +7,7 @@
  * Counts not by time bucket read as at `from`, the start of the bounds they were counted within.
  */
 import type { AggregationResult } from "@keymeter/core/Aggregation"
-import { grown, OUTCOMES } from "@keymeter/core/Aggregation"
+import { addCounters, grown, OUTCOMES } from "@keymeter/core/Aggregation"
 import type { Dictionary, RatelimitColumns, VerificationColumns } from "@keymeter/core/EventScan"
 import type { Identity } from "@keymeter/core/Verification"
 import { OutcomeIndex } from "@keymeter/core/Verification"
@@ -219,11 +219,9 @@ export class MergedCounts {
           if (this.credits !== undefined) this.credits = grown(this.credits)
         }
       }
-      const into = at * OUTCOMES
-      const from = row * OUTCOMES
-      for (let o = 0; o < OUTCOMES; o++) this.counts[into + o]! += result.counts[from + o]!
+      addCounters(this.counts, at * OUTCOMES, result.counts, row * OUTCOMES)
       const credits = result.credits
-      if (credits !== undefined) { for (let o = 0; o < OUTCOMES; o++) this.credits![into + o]! += credits[from + o]! }
+      if (credits !== undefined) addCounters(this.credits!, at * OUTCOMES, credits, row * OUTCOMES)
     }
   }
 

@@ -25,12 +25,12 @@ import * as Authorization from "./Authorization.js"
 import * as Docs from "./Docs.js"
 import * as Fallback from "./Fallback.js"
 import * as FastLane from "./FastLane.js"
-import * as Handlers from "./Handlers.js"
 import { HotRoutes } from "./HotRoutes.js"
 import * as InFlightLimit from "./InFlightLimit.js"
 import { MaxBodyBytes } from "./internal/JsonBody.js"
 import * as NodeServer from "./NodeServer.js"
 import * as RequestContext from "./RequestContext.js"
+import * as Handlers from "./v1/Handlers.js"
 import * as V2Handlers from "./v2/Handlers.js"
 
 /** Limits and links of the HTTP application. */

@@ -1,11 +1,10 @@
 /**
- * Route handlers: read the wire input (query strings by the route's input struct, JSON bodies as
+ * Handlers of the /v1 routes: read the wire input (query strings by the route's input struct, JSON bodies as
  * objects), call the core services as the authenticated principal, and map domain failures to
  * wire errors. Core validates the values.
  */
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
-import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { ApiIdInput } from "@keymeter/core/Api"
 import { Apis } from "@keymeter/core/Apis"
 import { Identities } from "@keymeter/core/Identities"
@@ -20,28 +19,23 @@ import * as Validation from "@keymeter/core/Validation"
 import * as Windows from "@keymeter/core/Windows"
 import * as Effect from "effect/Effect"
 import type * as Schema from "effect/Schema"
-import { Api, CurrentPrincipal } from "./Api.js"
-import type { DomainError } from "./Errors.js"
-import { mapDomain } from "./Errors.js"
-import { HotRoutes, readQuery, readRatelimitQuery } from "./HotRoutes.js"
-import * as IdempotencyKey from "./internal/IdempotencyKey.js"
-import * as JsonBody from "./internal/JsonBody.js"
-import * as UrlParams from "./internal/UrlParams.js"
-import * as RequestContext from "./RequestContext.js"
-import * as V1Identities from "./v1/Identities.js"
-import * as V1Keys from "./v1/Keys.js"
-import * as V1KeyUsage from "./v1/KeyUsage.js"
-import * as V1Migrations from "./v1/Migrations.js"
+import { Api } from "../Api.js"
+import type { DomainError } from "../Errors.js"
+import { mapDomain } from "../Errors.js"
+import { HotRoutes, readQuery, readRatelimitQuery } from "../HotRoutes.js"
+import * as IdempotencyKey from "../internal/IdempotencyKey.js"
+import * as JsonBody from "../internal/JsonBody.js"
+import * as UrlParams from "../internal/UrlParams.js"
+import { wire } from "../internal/Wire.js"
+import * as RequestContext from "../RequestContext.js"
+import { CurrentPrincipal } from "./Api.js"
+import * as V1Identities from "./Identities.js"
+import * as V1Keys from "./Keys.js"
+import * as V1KeyUsage from "./KeyUsage.js"
+import * as V1Migrations from "./Migrations.js"
 
 const getOverrideQuery = UrlParams.reader(GetOverrideInput)
 const listOverridesQuery = UrlParams.reader(ListOverridesInput)
-
-/**
- * An answer core built already in its wire form (plain JSON values, fields in the order of the
- * contract's schema), sent without HttpApi encoding it again through the schema: that encoding
- * was a fifth of a day-series request's time. A test holds the bytes to the contract's encoding.
- */
-export const wire = (body: unknown) => HttpServerResponse.unsafeJson(body)
 
 /** A route of a JSON body: the caller's principal and the body read, `act` run, its failure mapped. */
 const withBody = <A>(

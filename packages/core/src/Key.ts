@@ -88,6 +88,9 @@ export class Key extends Schema.Class<Key>("Key")({
 /** The name of the limit Unkey v1 gives a key with its `ratelimit` field: applied on every verification. */
 export const DEFAULT_RATELIMIT = "default"
 
+/** The id of a key's or identity's limit: its owner and its name (a name is its owner's once). */
+export const ratelimitId = (ownerId: string, name: string) => `${ownerId}:${name}`
+
 /** A key's credits: its balance and when it was last refilled (unix ms; its creation before any). */
 export interface Credits {
   readonly remaining: number

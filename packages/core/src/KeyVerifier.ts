@@ -28,6 +28,7 @@ import type { Busy, InsufficientPermissions, NotFound, StorageError } from "./Er
 import { ValidationError } from "./Errors.js"
 import * as Foreground from "./Foreground.js"
 import { KeyCache } from "./internal/KeyCache.js"
+import { hasLimit, limitsOf, requestedOf } from "./internal/KeyLimits.js"
 import * as KnownApis from "./internal/KnownApis.js"
 import type { Identity, Key, Refill } from "./Key.js"
 import * as KeyModel from "./Key.js"
@@ -36,7 +37,7 @@ import { Duration } from "./Override.js"
 import type { Principal } from "./Permission.js"
 import * as Permission from "./Permission.js"
 import { PermissionQuery, satisfies } from "./PermissionQuery.js"
-import type { Taken, TakenLimit, TakeRequest } from "./RateLimiter.js"
+import type { Taken, TakenLimit } from "./RateLimiter.js"
 import { RateLimiter } from "./RateLimiter.js"
 import { Recorder } from "./Recorder.js"
 import type { Role } from "./Role.js"
@@ -409,106 +410,6 @@ const eventOf = (
     region: ""
   })
 
-const NO_LIMITS: ReadonlyArray<KeyModel.KeyRatelimit> = []
-
-/** The id of a key's or identity's limit: its owner and its name (a name is its owner's once). */
-export const ratelimitId = (ownerId: string, name: string) => `${ownerId}:${name}`
-
-/** The identity's limits the key does not shadow with its own of the same name. */
-const sharedLimits = (key: Key, identity: Identity | undefined) => {
-  const limits = identity?.ratelimits ?? NO_LIMITS
-  return limits.length === 0 ? limits : limits.filter((limit) => !ownLimit(key, limit.name))
-}
-
-const ownLimit = (key: Key, name: string) => key.ratelimits.some((own) => own.name === name)
-
-const hasLimit = (key: Key, identity: Identity | undefined, name: string) =>
-  ownLimit(key, name) || (identity?.ratelimits?.some((shared) => shared.name === name) ?? false)
-
-/** What a call asks of one limit by name: its cost, and this call's limit and window if given. */
-interface Requested {
-  readonly cost: number
-  readonly limit: number | undefined
-  readonly duration: number | undefined
-}
-
-/** Adds to `out` the limits of `limits` a call takes: those applied automatically, and those it names. */
-const takeLimits = (
-  out: Array<TakeRequest>,
-  ownerId: string,
-  limits: ReadonlyArray<KeyModel.KeyRatelimit>,
-  identifier: string,
-  requested: ReadonlyMap<string, Requested> | undefined,
-  defaultCost: number | undefined
-) => {
-  for (const limit of limits) {
-    const asked = requested?.get(limit.name)
-    if (!limit.autoApply && asked === undefined) continue
-    out.push({
-      id: ratelimitId(ownerId, limit.name),
-      autoApply: limit.autoApply,
-      name: limit.name,
-      identifier,
-      limit: asked?.limit ?? limit.limit,
-      duration: asked?.duration ?? limit.duration,
-      cost: asked?.cost ?? (limit.name === KeyModel.DEFAULT_RATELIMIT ? defaultCost : undefined) ?? 1
-    })
-  }
-}
-
-/**
- * The limits a call takes: the key's and its identity's (the key's win on a name) that apply
- * automatically or that it names (at their cost, with the call's limit and window where given),
- * then the limits it names that neither has, made of the call's limit and window.
- */
-const limitsOf = (
-  key: Key,
-  identity: Identity | undefined,
-  requested: ReadonlyMap<string, Requested> | undefined,
-  defaultCost: number | undefined
-): Array<TakeRequest> => {
-  const out: Array<TakeRequest> = []
-  const identifier = identity?.externalId ?? key.id
-  takeLimits(out, key.id, key.ratelimits, identifier, requested, defaultCost)
-  if (identity?.ratelimits !== undefined) {
-    takeLimits(out, identity.id, sharedLimits(key, identity), identifier, requested, defaultCost)
-  }
-  if (requested !== undefined && out.length < requested.size) {
-    for (const [name, asked] of requested) {
-      if (hasLimit(key, identity, name)) continue
-      out.push({
-        id: ratelimitId(key.id, name),
-        autoApply: false,
-        name,
-        identifier,
-        limit: asked.limit!,
-        duration: asked.duration!,
-        cost: asked.cost
-      })
-    }
-  }
-  return out
-}
-
-/**
- * What the call asks of each limit it names; the index of the first that neither the key nor its
- * identity has and the call gives no limit and window for, when one is (the caller's mistake).
- */
-const requestedOf = (
-  key: Key,
-  identity: Identity | undefined,
-  request: VerifyKeyInput
-): ReadonlyMap<string, Requested> | number | undefined => {
-  if (request.ratelimits === undefined || request.ratelimits.length === 0) return undefined
-  const requested = new Map<string, Requested>()
-  for (const [i, limit] of request.ratelimits.entries()) {
-    if (!hasLimit(key, identity, limit.name) && (limit.limit === undefined || limit.duration === undefined)) return i
-    requested.set(limit.name, { cost: limit.cost ?? 1, limit: limit.limit, duration: limit.duration })
-  }
-  return requested
-}
-
-/** The code of the checks before the limits (2–6 of the order), or undefined when they pass. */
 /** A key's permissions with its roles': its own first, each once. */
 const permissionsOf = (key: Key, roles: ReadonlyArray<Role>): ReadonlyArray<string> => {
   const all = new Set(key.permissions)
@@ -516,6 +417,7 @@ const permissionsOf = (key: Key, roles: ReadonlyArray<Role>): ReadonlyArray<stri
   return [...all]
 }
 
+/** The code of the checks before the limits (2–6 of the order), or undefined when they pass. */
 const precheck = (
   key: Key,
   identity: Identity | undefined,

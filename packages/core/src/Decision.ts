@@ -89,8 +89,8 @@ export const read = <A, E, R>(lookup: () => A | Missing<E, R>): Effect.Effect<A,
   })
 
 /**
- * Goes on with `f` once `turn` is decided: at once when it is decided now, else after it. An
- * effect given is taken a first turn of now ({@link now}).
+ * Goes on with `f` once `turn` is decided: at once when it is decided now, else after it; a
+ * failure decided now is the answer. An effect given is taken a first turn of now ({@link now}).
  */
 export const andThen = <A, B, E, R, E2, R2>(
   turn: Turn<A, E, R>,
@@ -98,7 +98,8 @@ export const andThen = <A, B, E, R, E2, R2>(
 ): Turn<B, E | E2, R | R2> => {
   if (turn instanceof Missing) return turn
   const first = now(turn)
-  if (Exit.isExit(first) && Exit.isSuccess(first)) return f(first.value as A)
+  // A failure decided is the decision's (an Exit too), not an effect that fails.
+  if (Exit.isExit(first)) return Exit.isSuccess(first) ? f(first.value as A) : first as Exit.Exit<never, E>
   return Effect.flatMap(first, (a) => start(() => f(a)))
 }
 

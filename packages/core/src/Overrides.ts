@@ -6,6 +6,7 @@
  */
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
 import { Auth } from "./Auth.js"
 import * as CatalogPart from "./CatalogPart.js"
@@ -13,7 +14,7 @@ import * as Checker from "./Checker.js"
 import * as Cursor from "./Cursor.js"
 import * as Decision from "./Decision.js"
 import { Missing } from "./Decision.js"
-import type { StorageError } from "./Errors.js"
+import type { InsufficientPermissions, StorageError } from "./Errors.js"
 import { NotFound, ValidationError } from "./Errors.js"
 import { IdempotencyKeys, type KeyOptions } from "./IdempotencyKeys.js"
 import * as Ids from "./Ids.js"
@@ -122,55 +123,62 @@ export class Overrides extends Effect.Service<Overrides>()("@keymeter/core/Overr
     }
 
     /**
-     * The namespace an override call names, with the permission check. A namespaceId must exist
-     * (404) and, with a namespaceName too, carry that name (400). A namespaceName that does not
-     * exist is created when `create` is set, which needs the workspace-wide permission.
+     * The namespace an override call names, with the permission check, as a decision's turn:
+     * decided at once when memory holds the namespace. A namespaceId must exist (404) and, with a
+     * namespaceName too, carry that name (400). A namespaceName that does not exist is created when
+     * `create` is set, which needs the workspace-wide permission.
      */
+    const namespaceTurn = (
+      principal: Principal,
+      input: { readonly namespaceId?: string | undefined; readonly namespaceName?: string | undefined },
+      required: (namespaceId: string) => ReadonlyArray<string>,
+      create: boolean
+    ): Decision.Turn<Namespace, NotFound | ValidationError | InsufficientPermissions | StorageError> => {
+      const { namespaceId, namespaceName } = input
+      if (namespaceId !== undefined) {
+        const denied = Decision.failed(auth.authorize(principal, required(namespaceId)))
+        if (denied !== undefined) return denied
+        const found = namespaces.withId(principal.workspaceId, namespaceId)
+        if (found instanceof Missing) return found
+        if (Option.isNone(found)) {
+          return Exit.fail(
+            new NotFound({ message: `namespaceId: no namespace ${JSON.stringify(namespaceId)} in this workspace` })
+          )
+        }
+        if (namespaceName !== undefined && namespaceName !== found.value.name) {
+          return Exit.fail(
+            new ValidationError({
+              message: `namespaceName: ${JSON.stringify(namespaceName)} does not name namespace ${namespaceId}`
+            })
+          )
+        }
+        return Exit.succeed(found.value)
+      }
+      const name = namespaceName!
+      const found = namespaces.namedOrWithId(principal.workspaceId, name)
+      if (found instanceof Missing) return found
+      if (Option.isSome(found)) {
+        return Decision.failed(auth.authorize(principal, required(found.value.id))) ?? Exit.succeed(found.value)
+      }
+      if (!create) {
+        // Same answer as for a namespace the key may not see, so names do not leak.
+        return Decision.failed(auth.authorize(principal, required("*"))) ??
+          Exit.fail(new NotFound({ message: `namespaceName: no namespace ${JSON.stringify(name)} in this workspace` }))
+      }
+      return Decision.failed(auth.authorize(principal, Permission.required.createNamespace())) ??
+        Effect.flatMap(Clock.currentTimeMillis, (now) =>
+          catalog.ensureNamespace(
+            new Namespace({ id: Ids.make(Ids.Prefix.namespace, now), workspaceId: principal.workspaceId, name })
+          ))
+    }
+
+    /** {@link namespaceTurn} as an effect. */
     const namespaceFor = (
       principal: Principal,
       input: { readonly namespaceId?: string | undefined; readonly namespaceName?: string | undefined },
       required: (namespaceId: string) => ReadonlyArray<string>,
       create: boolean
-    ) =>
-      Effect.gen(function*() {
-        const { namespaceId, namespaceName } = input
-        if (namespaceId !== undefined) {
-          yield* auth.authorize(principal, required(namespaceId))
-          const found = yield* Decision.read(() => namespaces.withId(principal.workspaceId, namespaceId))
-          if (Option.isNone(found)) {
-            return yield* new NotFound({
-              message: `namespaceId: no namespace ${JSON.stringify(namespaceId)} in this workspace`
-            })
-          }
-          if (namespaceName !== undefined && namespaceName !== found.value.name) {
-            return yield* new ValidationError({
-              message: `namespaceName: ${JSON.stringify(namespaceName)} does not name namespace ${namespaceId}`
-            })
-          }
-          return found.value
-        }
-        const name = namespaceName!
-        const found = yield* Decision.read(() => namespaces.namedOrWithId(principal.workspaceId, name))
-        if (Option.isSome(found)) {
-          yield* auth.authorize(principal, required(found.value.id))
-          return found.value
-        }
-        if (!create) {
-          // Same answer as for a namespace the key may not see, so names do not leak.
-          yield* auth.authorize(principal, required("*"))
-          return yield* new NotFound({
-            message: `namespaceName: no namespace ${JSON.stringify(name)} in this workspace`
-          })
-        }
-        yield* auth.authorize(principal, Permission.required.createNamespace())
-        return yield* catalog.ensureNamespace(
-          new Namespace({
-            id: Ids.make(Ids.Prefix.namespace, yield* Clock.currentTimeMillis),
-            workspaceId: principal.workspaceId,
-            name
-          })
-        )
-      })
+    ) => Decision.make(() => namespaceTurn(principal, input, required, create))
 
     const requireNamespace = (input: {
       readonly namespaceId?: string | undefined
@@ -309,6 +317,7 @@ export class Overrides extends Effect.Service<Overrides>()("@keymeter/core/Overr
       namespaces: listNamespaces,
       resolve,
       namespaceFor,
+      namespaceTurn,
       requireNamespace
     } as const
   })

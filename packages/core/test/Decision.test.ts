@@ -57,6 +57,14 @@ describe("Decision", () => {
       expect(yield* Decision.start(() => later)).toBe(2)
       const missing = new Decision.Missing(Effect.void)
       expect(Decision.andThen(missing, () => Exit.succeed(0))).toBe(missing)
+      // A failure decided is the answer, decided too: `f` is not called.
+      let called = false
+      const refused = Decision.andThen(Exit.fail("no"), () => {
+        called = true
+        return Exit.succeed(0)
+      })
+      expect(refused).toEqual(Exit.fail("no"))
+      expect(called).toBe(false)
       expect(Decision.failed(Exit.fail("no"))).toEqual(Exit.fail("no"))
       expect(Decision.failed(Exit.void)).toBeUndefined()
     }))

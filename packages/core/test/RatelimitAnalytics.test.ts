@@ -2,6 +2,7 @@
 // limits is an event, counted by getRatelimits as getVerifications counts, with each override's hits.
 import { describe, expect, it } from "@effect/vitest"
 import * as Auth from "@keymeter/core/Auth"
+import * as Decision from "@keymeter/core/Decision"
 import type { InsufficientPermissions, NotFound, ValidationError } from "@keymeter/core/Errors"
 import { Overrides } from "@keymeter/core/Overrides"
 import type { Principal } from "@keymeter/core/Permission"
@@ -12,6 +13,7 @@ import { RatelimitRecorder } from "@keymeter/core/RatelimitRecorder"
 import { Catalog, RatelimitStore } from "@keymeter/core/Storage"
 import * as Time from "@keymeter/core/Time"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import * as TestClock from "effect/TestClock"
 import { admin, NOW, setup as keySetup, Test, WS } from "./KeyFixture.js"
 
@@ -206,5 +208,23 @@ describe("RatelimitAnalytics", () => {
       expect(yield* failure(analytics.getRatelimits(admin, { namespaceId, orderBy: "valid" }))).toMatchObject({
         _tag: "ValidationError"
       })
+    }).pipe(Effect.provide(Test)))
+
+  it.effect("is decided at once when memory holds the namespace and the counts, by id or by name", () =>
+    Effect.gen(function*() {
+      const { analytics, idOf, limit } = yield* setup
+      yield* limit("api", "alice", 3) // 2 passed, 1 blocked
+      const namespaceId = yield* idOf("api")
+      // The first read loads the namespace; from then on the memory store answers at once.
+      expect(yield* analytics.getRatelimits(admin, { namespaceId })).toEqual([{ total: 3, passed: 2, blocked: 1 }])
+      const byId = Decision.now(analytics.getRatelimits(admin, { namespaceId, groupBy: ["identifier"] }))
+      expect(byId).toEqual(Exit.succeed([{ identifier: "alice", total: 3, passed: 2, blocked: 1 }]))
+      yield* analytics.getRatelimits(admin, { namespaceName: "api" })
+      const byName = Decision.now(analytics.getRatelimits(admin, { namespaceName: "api" }))
+      expect(byName).toEqual(Exit.succeed([{ total: 3, passed: 2, blocked: 1 }]))
+      // So is a refusal of a known namespace.
+      const stranger: Principal = { ...admin, permissions: ["ratelimit.other.read_analytics"] }
+      const refused = Decision.now(analytics.getRatelimits(stranger, { namespaceName: "api" }))
+      expect(Exit.isExit(refused) && Exit.isFailure(refused)).toBe(true)
     }).pipe(Effect.provide(Test)))
 })

@@ -1,6 +1,6 @@
 /**
- * The hot routes served straight from Node's request: `GET /v1/analytics.getVerifications`,
- * `POST /v1/analytics.recordVerifications`, `POST /v1/ratelimits.limit`,
+ * The hot routes served straight from Node's request: `GET /v1/analytics.getVerifications` and
+ * `getRatelimits`, `POST /v1/analytics.recordVerifications`, `POST /v1/ratelimits.limit`,
  * `POST /v1/ratelimits.setOverride`, `POST /v1/keys.createKey`, `POST /v1/keys.updateRemaining`,
  * `POST /v1/keys.verifyKey`, and v2's verifyKey and limit.
  * The HttpApi pipeline (router, middleware, schema decoding and encoding, a fiber and spans per
@@ -32,7 +32,7 @@ import { bearer } from "./Authorization.js"
 import type { DomainError } from "./Errors.js"
 import type { Code } from "./Errors.js"
 import { body as envelope, Codes, HttpError, wireOf } from "./Errors.js"
-import { HotRoutes, readQuery } from "./HotRoutes.js"
+import { HotRoutes, readQuery, readRatelimitQuery } from "./HotRoutes.js"
 import type { Budget, Budgets } from "./InFlightLimit.js"
 import { shed } from "./InFlightLimit.js"
 import * as IdempotencyKey from "./internal/IdempotencyKey.js"
@@ -216,65 +216,70 @@ export const make = (options: Options) => {
     return gate.authenticate(req.socket.remoteAddress, key)
   }
 
-  // The query strings dashboards repeat, read once: the same stable query object each time.
-  const queries = new Map<string, ReturnType<typeof readQuery>>()
-  /** The query as the pipeline would read it; anything it would refuse goes to the pipeline. */
-  const queryOf = (search: string) => {
-    let query = queries.get(search)
-    if (query === undefined) {
-      const raw: Record<string, string | Array<string>> = {}
-      for (const [name, value] of new URLSearchParams(search)) {
-        const seen = raw[name]
-        raw[name] = seen === undefined ? value : Array.isArray(seen) ? [...seen, value] : [seen, value]
-      }
-      query = Either.map(readQuery(raw), Analytics.stable)
-      if (search.length <= REMEMBERED_QUERY_LENGTH) {
-        if (queries.size >= REMEMBERED_QUERIES) queries.clear()
-        queries.set(search, query)
-      }
-    }
-    return query
-  }
-
-  const getVerifications = (
-    req: IncomingMessage,
-    res: ServerResponse,
-    search: string,
-    requestId: string,
-    fallback: () => void
+  /**
+   * A GET analytics read (`getVerifications`, `getRatelimits`): its query string read as the
+   * pipeline would read it (by `read`; anything it would refuse goes to the pipeline), then `ask`.
+   * The query strings dashboards repeat are read once: the same stable query object each time.
+   */
+  const analyticsRead = (
+    read: typeof readQuery,
+    ask: (principal: Principal, query: Record<string, unknown>) => Effect.Effect<unknown, DomainError, Services>
   ) => {
-    const query = queryOf(search)
-    // Answered without an effect when the key and the answer are both remembered, or the key is
-    // refused from what is remembered: the repeated dashboard query and the bad key stay cheap.
-    const known = principalOf(req)
-    if (Exit.isExit(known)) {
-      if (Exit.isFailure(known)) {
-        const error = Cause.failureOption(known.cause as Cause.Cause<DomainError | HttpError>)
-        if (error._tag === "Some") {
-          options.budgets.leave("others")
-          return send(res, requestId, wireFailure(error.value))
+    const queries = new Map<string, ReturnType<typeof readQuery>>()
+    const queryOf = (search: string) => {
+      let query = queries.get(search)
+      if (query === undefined) {
+        const raw: Record<string, string | Array<string>> = {}
+        for (const [name, value] of new URLSearchParams(search)) {
+          const seen = raw[name]
+          raw[name] = seen === undefined ? value : Array.isArray(seen) ? [...seen, value] : [seen, value]
         }
-      } else if (Either.isRight(query)) {
-        const answer = Decision.now(routes.getVerifications(known.value as Principal, query.right))
-        if (Decision.isDecided(answer) && Exit.isSuccess(answer)) {
-          options.budgets.leave("others")
-          return send(res, requestId, { status: 200, body: jsonOf(answer.value) })
+        query = Either.map(read(raw), Analytics.stable)
+        if (search.length <= REMEMBERED_QUERY_LENGTH) {
+          if (queries.size >= REMEMBERED_QUERIES) queries.clear()
+          queries.set(search, query)
         }
-        return run(res, requestId, "others", answer, fallback)
       }
+      return query
     }
-    run(
-      res,
-      requestId,
-      "others",
-      Effect.flatMap(
-        known,
-        (principal) =>
-          Either.isLeft(query) ? Effect.succeed<unknown>(HAND_OVER) : routes.getVerifications(principal, query.right)
-      ),
-      fallback
-    )
+    return (req: IncomingMessage, res: ServerResponse, search: string, requestId: string, fallback: () => void) => {
+      const query = queryOf(search)
+      // Answered without an effect when the key and the answer are both remembered, or the key is
+      // refused from what is remembered: the repeated dashboard query and the bad key stay cheap.
+      const known = principalOf(req)
+      if (Exit.isExit(known)) {
+        if (Exit.isFailure(known)) {
+          const error = Cause.failureOption(known.cause as Cause.Cause<DomainError | HttpError>)
+          if (error._tag === "Some") {
+            options.budgets.leave("others")
+            return send(res, requestId, wireFailure(error.value))
+          }
+        } else if (Either.isRight(query)) {
+          const answer = Decision.now(ask(known.value as Principal, query.right))
+          if (Decision.isDecided(answer) && Exit.isSuccess(answer)) {
+            options.budgets.leave("others")
+            return send(res, requestId, { status: 200, body: jsonOf(answer.value) })
+          }
+          return run(res, requestId, "others", answer, fallback)
+        }
+      }
+      run(
+        res,
+        requestId,
+        "others",
+        Effect.flatMap(
+          known,
+          (principal) => Either.isLeft(query) ? Effect.succeed<unknown>(HAND_OVER) : ask(principal, query.right)
+        ),
+        fallback
+      )
+    }
   }
+  // A Map: a path is the client's text (`/constructor` is no route).
+  const reads = new Map([
+    ["/v1/analytics.getVerifications", analyticsRead(readQuery, routes.getVerifications)],
+    ["/v1/analytics.getRatelimits", analyticsRead(readRatelimitQuery, routes.getRatelimits)]
+  ])
 
   /** Reads the body (its length was checked), authenticates, then runs `act` on the parsed object. */
   const withBody = (
@@ -345,7 +350,8 @@ export const make = (options: Options) => {
     const path = q < 0 ? url : url.slice(0, q)
     const headers = req.headers
     if (req.method === "GET") {
-      if (path !== "/v1/analytics.getVerifications") return false
+      const read = reads.get(path)
+      if (read === undefined) return false
       if (headers["transfer-encoding"] !== undefined) return false
       if (headers["content-length"] !== undefined && headers["content-length"] !== "0") return false
       const requestId = makeRequestId()
@@ -354,7 +360,7 @@ export const make = (options: Options) => {
         send(res, requestId, { ...failure(new HttpError({ code: "RATE_LIMITED", message })), headers: more })
         return true
       }
-      getVerifications(req, res, q < 0 ? "" : url.slice(q + 1), requestId, fallback)
+      read(req, res, q < 0 ? "" : url.slice(q + 1), requestId, fallback)
       return true
     }
     if (req.method !== "POST") return false

@@ -13,6 +13,7 @@ import { Keys } from "@keymeter/core/Keys"
 import { KeyVerifier } from "@keymeter/core/KeyVerifier"
 import { Overrides } from "@keymeter/core/Overrides"
 import type { Principal } from "@keymeter/core/Permission"
+import { RatelimitAnalytics } from "@keymeter/core/RatelimitAnalytics"
 import { RateLimiter } from "@keymeter/core/RateLimiter"
 import { RatelimitQueryInput } from "@keymeter/core/RatelimitQuery"
 import { fieldKinds } from "@keymeter/core/Validation"
@@ -70,6 +71,7 @@ const recordBatch = (body: Record<string, unknown>): Either.Either<unknown, Http
 export class HotRoutes extends Effect.Service<HotRoutes>()("@keymeter/http/HotRoutes", {
   effect: Effect.gen(function*() {
     const analytics = yield* Analytics
+    const ratelimitAnalytics = yield* RatelimitAnalytics
     const verifications = yield* Verifications
     const limiter = yield* RateLimiter
     const verifier = yield* KeyVerifier
@@ -79,6 +81,9 @@ export class HotRoutes extends Effect.Service<HotRoutes>()("@keymeter/http/HotRo
       /** `GET analytics.getVerifications`, its query string read by {@link readQuery}. */
       getVerifications: (principal: Principal, query: Record<string, unknown>) =>
         analytics.getVerifications(principal, query),
+      /** `GET analytics.getRatelimits`, its query string read by {@link readRatelimitQuery}. */
+      getRatelimits: (principal: Principal, query: Record<string, unknown>) =>
+        ratelimitAnalytics.getRatelimits(principal, query),
       /** `POST analytics.recordVerifications`: a body of `verifications`, stored all or nothing. */
       recordVerifications: (principal: Principal, body: Record<string, unknown>, options: KeyOptions) =>
         Effect.flatMap(recordBatch(body), (batch) => verifications.record(principal, batch, options)),

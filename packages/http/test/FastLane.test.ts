@@ -2,7 +2,7 @@
  * The fast lane answers exactly as the HttpApi pipeline does: the same requests, sent in the same
  * order to a server with the lane and to one without it (each on its own fresh storage and test
  * clock), get the same status, headers and body, request ids aside. Valid and invalid requests of
- * the four routes it serves, including those it hands to the pipeline.
+ * the routes it serves, including those it hands to the pipeline.
  */
 import { expect, layer } from "@effect/vitest"
 import { MemoryStorage } from "@keymeter/storage-memory"
@@ -27,6 +27,10 @@ const secret = (name: string) => `<<secret:${name}>>`
 
 const get = (query: string, key: string | undefined = keys.admin): Call => ({
   path: `/v1/analytics.getVerifications?${query}`,
+  key
+})
+const ratelimits = (query: string, key: string | undefined = keys.admin): Call => ({
+  path: `/v1/analytics.getRatelimits?${query}`,
   key
 })
 const post = (path: string, body: unknown, key: string | undefined = keys.admin, headers = {}): Call => ({
@@ -118,6 +122,22 @@ const calls: ReadonlyArray<Call> = [
   limit({ namespace: "email", identifier: "u5", limit: 2, duration: 60_000, cost: null }),
   limit("[1]"),
   limit({ namespace: "email", identifier: "u5", limit: 2, duration: 60_000 }, "sk_unknown"),
+  // The decisions above, counted: valid and refused reads, and a repeated one (remembered).
+  ratelimits("namespaceName=email"),
+  ratelimits("namespaceName=email&groupBy=identifier&orderBy=blocked&order=desc&limit=2"),
+  ratelimits("namespaceName=email&groupBy=identifier&orderBy=blocked&order=desc&limit=2"),
+  ratelimits("namespaceName=email&groupBy=hour&start=0&end=7200000"),
+  ratelimits("namespaceName=email&identifier=u1&identifier=u2&groupBy=identifier"),
+  ratelimits("namespaceName=nope"),
+  ratelimits("namespaceId=rlns_nope"),
+  ratelimits(""),
+  ratelimits("namespaceName=email&groupBy=week"),
+  ratelimits("namespaceName=email&unknown=1"),
+  ratelimits("namespaceName=email&start=abc"),
+  ratelimits("namespaceName=email", keys.reader),
+  ratelimits("namespaceName=email", keys.limitReaderOne),
+  ratelimits("namespaceName=email", "sk_unknown"),
+  ratelimits("namespaceName=email", undefined),
   // Overrides set, matched by identifier and namespace patterns, and deleted between limits.
   limit({ namespace: "mailbox", identifier: "m1", limit: 2, duration: 60_000 }),
   setOverride({ namespaceName: "email", identifier: "u3", limit: 5, duration: 60_000 }),

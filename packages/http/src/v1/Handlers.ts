@@ -12,7 +12,6 @@ import { Keys } from "@keymeter/core/Keys"
 import { GetOverrideInput, ListOverridesInput } from "@keymeter/core/Override"
 import { Overrides } from "@keymeter/core/Overrides"
 import type { Principal } from "@keymeter/core/Permission"
-import { RatelimitAnalytics } from "@keymeter/core/RatelimitAnalytics"
 import { Rbac } from "@keymeter/core/Rbac"
 import { PermissionIdInput, RoleIdInput } from "@keymeter/core/Role"
 import * as Validation from "@keymeter/core/Validation"
@@ -51,7 +50,6 @@ const withBody = <A>(
 export const AnalyticsLive = HttpApiBuilder.group(Api, "analytics", (handlers) =>
   Effect.gen(function*() {
     const routes = yield* HotRoutes
-    const ratelimitAnalytics = yield* RatelimitAnalytics
     return handlers
       .handle("getVerifications", () =>
         Effect.gen(function*() {
@@ -63,7 +61,7 @@ export const AnalyticsLive = HttpApiBuilder.group(Api, "analytics", (handlers) =
         Effect.gen(function*() {
           const principal = yield* CurrentPrincipal
           const query = yield* readRatelimitQuery(yield* HttpServerRequest.ParsedSearchParams)
-          return wire(yield* ratelimitAnalytics.getRatelimits(principal, query))
+          return wire(yield* routes.getRatelimits(principal, query))
         }).pipe(mapDomain))
       .handleRaw("recordVerifications", ({ request }) =>
         Effect.gen(function*() {

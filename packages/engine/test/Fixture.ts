@@ -509,7 +509,7 @@ export const traced = <A>(f: () => A): { readonly value: A; readonly trace: Trac
   const compile = vi.spyOn(Compile, "compile")
   const range = vi.spyOn(KeyIndex, "range")
   const gather = vi.spyOn(KeyRows, "gather")
-  const countKey = vi.spyOn(KeyRows, "countKeyHours")
+  const countKey = vi.spyOn(KeyRows, "countKeysHours")
   const between = vi.spyOn(DayIndex.prototype, "between")
   const computeDay = vi.spyOn(Partition.prototype, "computeDay")
   try {
@@ -525,7 +525,7 @@ export const traced = <A>(f: () => A): { readonly value: A; readonly trace: Trac
         shapes: compile.mock.calls.map(([shape]) => shape),
         keyIndexReads: range.mock.calls.length,
         gathers: gather.mock.calls.length,
-        countedKeys: countKey.mock.calls.map(([, , key]) => key),
+        countedKeys: countKey.mock.calls.flatMap(([, , keys]) => keys),
         dayRanges: between.mock.calls.map(([from, to]) => [from, to] as const),
         computedDays: computeDay.mock.calls.map(([day]) => day)
       }

@@ -9,7 +9,7 @@ import { MIXED_IDENTITIES } from "../Partition.js"
 import { U32List } from "../Run.js"
 import type { RangeScan, Scratch, Shape } from "./Compile.js"
 import { addInto, any, compile, counterValue, makeScratch, TOP_N_MAX } from "./Compile.js"
-import { countKeyHours } from "./KeyRows.js"
+import { countKeysHours } from "./KeyRows.js"
 import type { QueryContext } from "./QueryContext.js"
 import { Rows } from "./Rows.js"
 import { contenders, counted, totalled } from "./TopN.js"
@@ -64,12 +64,9 @@ export const fromDayIndex = (context: QueryContext): AggregationResult | undefin
     edgeScan({ ...noFilter, keyFilter: keyMask !== null, group: "key", counting: "totals" }, scratchOf(totals, keyMask))
     const candidates = totalled(totals, 0, n, keyMask)
     rows.groups = candidates.length
-    const counts = new Float64Array(OUTCOMES)
-    for (const key of contenders(candidates, (k) => totals[k]!, limit!, query.order)) {
-      counts.fill(0)
-      countKeyHours(partition.main, context.late, key, lo, hi, counts)
-      rows.push(undefined, key, 0, 0, counts, 0)
-    }
+    const chosen = contenders(candidates, (k) => totals[k]!, limit!, query.order)
+    const counts = countKeysHours(partition.main, context.late, chosen, lo, hi, n)
+    for (let k = 0; k < chosen.length; k++) rows.push(undefined, chosen[k]!, 0, 0, counts, k * OUTCOMES)
     return rows.build(query, partition)
   }
 
@@ -197,14 +194,22 @@ const topKeysByBucket = (context: QueryContext): AggregationResult | undefined =
   const candidates = new Array<number>(totalOf.length)
   for (let i = 0; i < candidates.length; i++) candidates[i] = i
   rows.groups = candidates.length
-  const counts = new Float64Array(OUTCOMES)
   const totalsData = totalOf.data
+  // The contenders of each bucket counted together (see `countKeysHours`).
+  const byBucket = new Map<number, Array<number>>()
   for (const i of contenders(candidates, (c) => totalsData[c]!, query.limit!, query.order)) {
-    const bucket = plan[bucketOf.data[i]!]!
-    const key = keyOf.data[i]!
-    counts.fill(0)
-    countKeyHours(partition.main, late, key, bucket.fromHour, bucket.toHour, counts)
-    rows.push(bucket.time, key, byIdentity ? partition.identityOfKey(key) : 0, 0, counts, 0)
+    const chosen = byBucket.get(bucketOf.data[i]!)
+    if (chosen === undefined) byBucket.set(bucketOf.data[i]!, [i])
+    else chosen.push(i)
+  }
+  for (const [j, chosen] of byBucket) {
+    const bucket = plan[j]!
+    const keys = chosen.map((i) => keyOf.data[i]!)
+    const counts = countKeysHours(partition.main, late, keys, bucket.fromHour, bucket.toHour, partition.keyIds.length)
+    for (let k = 0; k < keys.length; k++) {
+      const key = keys[k]!
+      rows.push(bucket.time, key, byIdentity ? partition.identityOfKey(key) : 0, 0, counts, k * OUTCOMES)
+    }
   }
   return rows.build(query, partition)
 }

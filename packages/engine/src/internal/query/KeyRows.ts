@@ -2,6 +2,7 @@
  * Reading the rows of a few keys from the key indexes of full chunks (`KeyIndex`), scanning the
  * chunk that is not full yet.
  */
+import { OUTCOMES } from "@keymeter/core/Aggregation"
 import * as KeyIndex from "../KeyIndex.js"
 import type { Run, U32List } from "../Run.js"
 import { forEachChunk } from "../Run.js"
@@ -48,37 +49,65 @@ export const gather = (
   })
 
 /**
- * Adds the outcomes of `key`'s rows in hours [fromHour, toHour] to `counts[0 .. OUTCOMES)`: the main
- * run's from its key indexes, the late run's (which has none) scanned.
+ * The outcomes of each of `keys`' rows in hours [fromHour, toHour]: key `keys[k]`'s counters at
+ * `k * OUTCOMES`. The main run's full chunks answer from their key indexes, key by key; the rows
+ * of chunks without one (the main run's newest, the late run) are scanned once for all the keys,
+ * not once per key (a top 10 read the newest chunk, up to 65,536 rows, ten times; a top 10 with
+ * a hundred ties, a hundred times). `keyCount`: the partition's number of keys.
  */
-export const countKeyHours = (
+export const countKeysHours = (
   main: Run,
   late: Run,
-  key: number,
+  keys: ReadonlyArray<number>,
   fromHour: number,
   toHour: number,
-  counts: Float64Array
-) => {
+  keyCount: number
+): Float64Array => {
+  const counts = new Float64Array(keys.length * OUTCOMES)
   const [a, b] = main.rows(fromHour, toHour)
-  countKey(main, key, a, b, counts)
+  countKeys(main, keys, a, b, counts, keyCount)
   if (late.length > 0) {
     const [la, lb] = late.rows(fromHour, toHour)
-    countKey(late, key, la, lb, counts)
+    countKeys(late, keys, la, lb, counts, keyCount)
   }
+  return counts
 }
 
-/** Adds the outcomes of `key`'s rows in main-run rows [a, b) to `counts[0 .. OUTCOMES)`. */
-export const countKey = (run: Run, key: number, a: number, b: number, counts: Float64Array) =>
+/**
+ * Adds the outcomes of each of `keys`' rows in run rows [a, b) to its counters in `counts` (key
+ * `keys[k]`'s at `k * OUTCOMES`), as {@link countKeysHours} does.
+ */
+export const countKeys = (
+  run: Run,
+  keys: ReadonlyArray<number>,
+  a: number,
+  b: number,
+  counts: Float64Array,
+  keyCount: number
+) => {
+  // Each key's place plus one, by key code (0: not asked), made once a chunk must be scanned.
+  let slots: Int32Array | undefined
   forEachChunk(a, b, (c, _, from, to) => {
     const chunk = run.chunks[c]!
     const index = chunk.keyIndex
     if (index !== undefined) {
-      const [p, end] = KeyIndex.range(index, key, from, to)
       const entries = index.entries
-      for (let q = p; q < end; q++) counts[entries[q]! & 15]!++
+      for (let k = 0; k < keys.length; k++) {
+        const [p, end] = KeyIndex.range(index, keys[k]!, from, to)
+        const at = k * OUTCOMES
+        for (let q = p; q < end; q++) counts[at + (entries[q]! & 15)]!++
+      }
     } else {
-      const keys = chunk.key
+      if (slots === undefined) {
+        slots = new Int32Array(keyCount)
+        for (let k = 0; k < keys.length; k++) slots[keys[k]!] = k + 1
+      }
+      const column = chunk.key
       const outcomes = chunk.outcome
-      for (let i = from; i < to; i++) if (keys[i] === key) counts[outcomes[i]!]!++
+      for (let i = from; i < to; i++) {
+        const slot = slots[column[i]!]!
+        if (slot !== 0) counts[(slot - 1) * OUTCOMES + outcomes[i]!]!++
+      }
     }
   })
+}

@@ -7,7 +7,7 @@ import { OUTCOMES } from "@keymeter/core/Aggregation"
 import { BestValues } from "./BestValues.js"
 import type { RangeScan } from "./Compile.js"
 import { any, compile, counterValue, DENSE_GROUPS_MAX, makeScratch, TOP_N_MAX } from "./Compile.js"
-import { countKeyHours, keyRowsEstimate } from "./KeyRows.js"
+import { countKeysHours, keyRowsEstimate } from "./KeyRows.js"
 import type { QueryContext } from "./QueryContext.js"
 import { Rows } from "./Rows.js"
 
@@ -104,11 +104,10 @@ export const topN = (context: QueryContext): AggregationResult | undefined => {
     const [a, b] = partition.main.rows(lo, hi)
     if (keyRowsEstimate(partition.main, context.keyCodes, a, b) * 4 < b - a) {
       const acc = new Uint32Array(groups * OUTCOMES)
-      const counts = new Float64Array(OUTCOMES)
-      for (const key of context.keyCodes) {
-        counts.fill(0)
-        countKeyHours(partition.main, context.late, key, lo, hi, counts)
-        acc.set(counts, key * OUTCOMES)
+      const keys = context.keyCodes
+      const counts = countKeysHours(partition.main, context.late, keys, lo, hi, partition.keyIds.length)
+      for (let k = 0; k < keys.length; k++) {
+        acc.set(counts.subarray(k * OUTCOMES, (k + 1) * OUTCOMES), keys[k]! * OUTCOMES)
       }
       return ranked(acc, context.keyCodes.filter((key) => any(acc, key * OUTCOMES)))
     }
@@ -127,12 +126,8 @@ export const topN = (context: QueryContext): AggregationResult | undefined => {
     const candidates = totalled(totals, 0, groups)
     rows.groups = candidates.length
     const chosen = contenders(candidates, (g) => totals[g]!, query.limit, query.order)
-    const counts = new Float64Array(OUTCOMES)
-    for (const key of chosen) {
-      counts.fill(0)
-      countKeyHours(partition.main, context.late, key, lo, hi, counts)
-      rows.push(undefined, key, 0, 0, counts, 0)
-    }
+    const counts = countKeysHours(partition.main, context.late, chosen, lo, hi, partition.keyIds.length)
+    for (let k = 0; k < chosen.length; k++) rows.push(undefined, chosen[k]!, 0, 0, counts, k * OUTCOMES)
     return rows.build(query, partition)
   }
 

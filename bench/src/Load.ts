@@ -75,6 +75,32 @@ const createCreditKeys = async (server: Server) => {
   }
 }
 
+/** 2,000 rate-limit decisions of 100 identifiers in the namespace `load`, for getRatelimits. */
+const limitDecisions = async (server: Server) => {
+  for (let i = 0; i < 2_000; i++) {
+    const reply = await fetch(server.base + "/v1/ratelimits.limit", {
+      method: "POST",
+      headers: { authorization: `Bearer ${ROOT_KEY}`, "content-type": "application/json" },
+      body: JSON.stringify({ namespace: "load", identifier: `user_${i % 100}`, limit: 10, duration: 60_000 })
+    })
+    if (reply.status !== 200) throw new Error(`ratelimits.limit answered ${reply.status}: ${await reply.text()}`)
+  }
+}
+
+/**
+ * The top 10 identifiers of the last day by decisions, the window ending a ms later on each
+ * request when `n` is given (no answer remembered, each computed).
+ */
+const ratelimitsPath = (n?: number) =>
+  `/v1/analytics.getRatelimits?${new URLSearchParams({
+    namespaceName: "load",
+    groupBy: "identifier",
+    orderBy: "total",
+    order: "desc",
+    limit: "10",
+    ...(n === undefined ? {} : { start: String(Date.now() - 86_400_000), end: String(Date.now() + 3_600_000 + n) })
+  })}`
+
 const recordBody = () =>
   JSON.stringify({
     verifications: Array.from(
@@ -113,6 +139,21 @@ const routes: ReadonlyArray<Route> = [
     status: 200
   },
   { route: "getVerifications, unknown root key (401)", method: "GET", path: dayPath, status: 401, key: "sk_nope" },
+  {
+    route: "getRatelimits (top 10 identifiers)",
+    method: "GET",
+    path: ratelimitsPath(),
+    status: 200,
+    setup: limitDecisions
+  },
+  {
+    route: "getRatelimits (top 10 identifiers, a new window each request)",
+    method: "GET",
+    path: ratelimitsPath(0),
+    pathOf: ratelimitsPath,
+    status: 200,
+    setup: limitDecisions
+  },
   {
     route: "recordVerifications (100 events)",
     method: "POST",

@@ -8,7 +8,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as FastCheck from "effect/FastCheck"
 import { Partition } from "../src/internal/Partition.js"
-import { countKeys, gather, keyRowsEstimate } from "../src/internal/query/KeyRows.js"
+import { countKeys, gather, keyRowsEstimate, keySlots } from "../src/internal/query/KeyRows.js"
 import type { Run } from "../src/internal/Run.js"
 import { CHUNK_SIZE, U32List } from "../src/internal/Run.js"
 import { random } from "./Fixture.js"
@@ -94,7 +94,7 @@ describe("KeyRows", () => {
             expect(keyRowsEstimate(run, keys, a, b)).toBe(want.indexedEntries.length + unindexedRows)
             // All the keys counted together, each into its own counters.
             const counts = new Float64Array(keys.length * 9)
-            countKeys(run, keys, a, b, counts, KEYS)
+            countKeys(run, keys, a, b, counts, keySlots(keys, KEYS))
             keys.forEach((key, k) => {
               expect(Array.from(counts.subarray(k * 9, (k + 1) * 9)), `key ${key}`).toEqual(want.counts.get(key))
             })

@@ -64,13 +64,29 @@ export const countKeysHours = (
   keyCount: number
 ): Float64Array => {
   const counts = new Float64Array(keys.length * OUTCOMES)
+  const slots = keySlots(keys, keyCount)
   const [a, b] = main.rows(fromHour, toHour)
-  countKeys(main, keys, a, b, counts, keyCount)
+  countKeys(main, keys, a, b, counts, slots)
   if (late.length > 0) {
     const [la, lb] = late.rows(fromHour, toHour)
-    countKeys(late, keys, la, lb, counts, keyCount)
+    countKeys(late, keys, la, lb, counts, slots)
   }
   return counts
+}
+
+/**
+ * Each of `keys`' place plus one, by key code (0: not asked), for a scan of rows without a key
+ * index: made once, when first asked (`keyCount`: the partition's number of keys).
+ */
+export const keySlots = (keys: ReadonlyArray<number>, keyCount: number): () => Int32Array => {
+  let slots: Int32Array | undefined
+  return () => {
+    if (slots === undefined) {
+      slots = new Int32Array(keyCount)
+      for (let k = 0; k < keys.length; k++) slots[keys[k]!] = k + 1
+    }
+    return slots
+  }
 }
 
 /**
@@ -83,10 +99,8 @@ export const countKeys = (
   a: number,
   b: number,
   counts: Float64Array,
-  keyCount: number
-) => {
-  // Each key's place plus one, by key code (0: not asked), made once a chunk must be scanned.
-  let slots: Int32Array | undefined
+  slotsOf: () => Int32Array
+) =>
   forEachChunk(a, b, (c, _, from, to) => {
     const chunk = run.chunks[c]!
     const index = chunk.keyIndex
@@ -98,10 +112,7 @@ export const countKeys = (
         for (let q = p; q < end; q++) counts[at + (entries[q]! & 15)]!++
       }
     } else {
-      if (slots === undefined) {
-        slots = new Int32Array(keyCount)
-        for (let k = 0; k < keys.length; k++) slots[keys[k]!] = k + 1
-      }
+      const slots = slotsOf()
       const column = chunk.key
       const outcomes = chunk.outcome
       for (let i = from; i < to; i++) {
@@ -110,4 +121,3 @@ export const countKeys = (
       }
     }
   })
-}

@@ -7,10 +7,13 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 
-/** Both stores on a database of their own for each build, dropped when it is released. */
+/**
+ * Both stores on a database of their own for each build, dropped when it is released; their
+ * aggregations read over the native protocol (the stores' own tests read over HTTP).
+ */
 const fresh = Layer.scopedContext(
   Effect.gen(function*() {
-    const url = yield* ClickhouseTestServer.freshDatabase()
+    const url = yield* ClickhouseTestServer.freshDatabase({ native: true })
     const verifications = yield* ClickhouseVerificationStore.make({ url })
     const ratelimits = yield* ClickhouseRatelimitStore.make({ url })
     return Context.make(VerificationStore, verifications).pipe(Context.add(RatelimitStore, ratelimits))

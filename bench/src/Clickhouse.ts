@@ -49,6 +49,15 @@ const run = async <A>(url: string, f: (client: ReturnType<typeof createClient>) 
   }
 }
 
+/**
+ * keymeter's URL for `database` on the server at `url`: its aggregations read over the native
+ * protocol, as clickhouse-client's do, unless `KEYMETER_BENCH_CLICKHOUSE_READS=http`.
+ */
+export const keymeterUrl = (url: string, database: string) =>
+  process.env.KEYMETER_BENCH_CLICKHOUSE_READS === "http"
+    ? `${url}/${database}`
+    : `${url}/${database}?native_port=${nativePort(url)}`
+
 /** Drops a benchmark database (its name is ours, never input). */
 export const drop = (url: string, database: string) =>
   run(url, (client) => client.command({ query: `DROP DATABASE IF EXISTS ${database}` }))
@@ -89,7 +98,7 @@ export const settle = (url: string, database: string, maxSeconds = 300) =>
  * The native port of the server at `url`: the one this run started listens on its HTTP port + 1
  * (see server.sh); for a server of yours, `KEYMETER_BENCH_CLICKHOUSE_PORT` (default 9000).
  */
-const nativePort = (url: string) =>
+export const nativePort = (url: string) =>
   process.env.KEYMETER_BENCH_CLICKHOUSE
     ? Number(process.env.KEYMETER_BENCH_CLICKHOUSE_PORT ?? 9000)
     : Number(new URL(url).port) + 1

@@ -346,16 +346,19 @@ if (values.ratelimits) {
       MemoryCatalog.layer,
       MemoryRatelimitStore.layer,
       // The queries asked of the store while `captured` is set: what clickhouse-client runs too.
-      Layer.map(ClickhouseVerificationStore.layer({ url: `${clickhouseUrl}/${database}` }), (context) => {
-        const store = Context.get(context, VerificationStore)
-        return Context.add(context, VerificationStore, {
-          ...store,
-          aggregate: (query) => {
-            captured?.push(query)
-            return store.aggregate(query)
-          }
-        })
-      })
+      Layer.map(
+        ClickhouseVerificationStore.layer({ url: Clickhouse.keymeterUrl(clickhouseUrl, database) }),
+        (context) => {
+          const store = Context.get(context, VerificationStore)
+          return Context.add(context, VerificationStore, {
+            ...store,
+            aggregate: (query) => {
+              captured?.push(query)
+              return store.aggregate(query)
+            }
+          })
+        }
+      )
     )
   } else {
     for (const suffix of ["", "-wal", "-shm", "-lock"]) rmSync(file + suffix, { force: true })

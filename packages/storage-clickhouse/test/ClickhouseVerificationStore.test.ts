@@ -82,12 +82,22 @@ describe("ClickhouseVerificationStore.parseUrl", () => {
       password: "p@ss"
     })
     expect(ClickhouseVerificationStore.parseUrl("https://ch.example:8443/")).toMatchObject({ database: "keymeter" })
+    expect(ClickhouseVerificationStore.parseUrl("http://127.0.0.1:8123/analytics?native_port=9000")).toMatchObject({
+      url: "http://127.0.0.1:8123",
+      database: "analytics",
+      nativePort: 9000
+    })
     for (
       const [bad, message] of [
         ["not a url", /Not a ClickHouse URL/],
         ["ftp://host/db", /must be http/],
         ["http://host/db;DROP", /Not a usable ClickHouse database name: "db;DROP"/],
-        ["http://host/a/b", /Not a usable ClickHouse database name: "a\/b"/]
+        ["http://host/a/b", /Not a usable ClickHouse database name: "a\/b"/],
+        ["http://host/db?native_port=", /native_port must be a TCP port \(1 to 65535\), got ""/],
+        ["http://host/db?native_port=9000x", /native_port must be a TCP port/],
+        ["http://host/db?native_port=0", /native_port must be a TCP port/],
+        ["http://host/db?native_port=65536", /native_port must be a TCP port/],
+        ["http://host/db?native_port=-1", /native_port must be a TCP port/]
       ] as const
     ) {
       const result = ClickhouseVerificationStore.parseUrl(bad)

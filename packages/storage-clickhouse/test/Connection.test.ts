@@ -93,23 +93,37 @@ describe.skipIf(ClickhouseTestServer.skip() !== undefined)(
   }
 )
 
-describe.skipIf(ClickhouseTestServer.skip() !== undefined)("Connection's RowBinary answers", () => {
-  it.scoped("an error midway fails the read, before or after the answer outgrew the memory buffer", () =>
-    Effect.gen(function*() {
-      const db = Connection.make({ url: ClickhouseTestServer.url!, database: "default" })
-      yield* Effect.addFinalizer(() => db.close)
-      const rows = 400_000
-      // 9 bytes a row (UInt64, UInt8): 3.6 MB in all, past the buffer after ~116k rows.
-      const whole = yield* db.queryRowBinary(
-        `SELECT number, throwIf(number > ${rows * 10}) FROM system.numbers LIMIT ${rows}`
-      )
-      expect(whole.length).toBe(rows * 9)
-      expect(whole.length).toBeGreaterThan(Select.ANSWER_BUFFER_BYTES)
-      for (const failAt of [1_000, rows - 1]) {
-        const exit = yield* Effect.exit(
-          db.queryRowBinary(`SELECT number, throwIf(number = ${failAt}) FROM system.numbers LIMIT ${rows}`)
+describe.skipIf(ClickhouseTestServer.skip() !== undefined)("Connection's block answers", () => {
+  for (const transport of ["http", "native"] as const) {
+    it.scoped(`${transport}: an error midway fails the read, before or after the answer outgrew the memory buffer`, () =>
+      Effect.gen(function*() {
+        const db = Connection.make({
+          url: ClickhouseTestServer.url!,
+          database: "default",
+          nativePort: transport === "native" ? ClickhouseTestServer.nativePort : undefined
+        })
+        yield* Effect.addFinalizer(() => db.close)
+        const rows = 400_000
+        // 9 bytes a row (UInt64, UInt8): 3.6 MB in all, past HTTP's buffer after ~116k rows, and
+        // several blocks of 65,536 rows.
+        const whole = yield* db.queryBlocks(
+          `SELECT number, throwIf(number > ${rows * 10}) FROM system.numbers LIMIT ${rows}`
         )
-        expect(Exit.isFailure(exit), `failing at row ${failAt}`).toBe(true)
-      }
-    }))
+        expect(whole.length).toBeGreaterThan(1)
+        let sum = 0
+        for (const block of whole) for (const n of block.columns[0] as Float64Array) sum += n
+        expect(sum).toBe((rows * (rows - 1)) / 2)
+        expect(rows * 9).toBeGreaterThan(Select.ANSWER_BUFFER_BYTES)
+        for (const failAt of [1_000, rows - 1]) {
+          const exit = yield* Effect.exit(
+            db.queryBlocks(`SELECT number, throwIf(number = ${failAt}) FROM system.numbers LIMIT ${rows}`)
+          )
+          expect(Exit.isFailure(exit) && JSON.stringify(exit.cause), `failing at row ${failAt}`).toMatch(
+            /ClickHouse: Code: 395/
+          )
+        }
+        // The connection serves on after a failed read.
+        expect((yield* db.queryBlocks("SELECT toUInt8(5)"))[0]!.columns[0]).toEqual(Float64Array.of(5))
+      }))
+  }
 })

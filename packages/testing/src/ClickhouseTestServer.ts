@@ -9,6 +9,14 @@ import * as Effect from "effect/Effect"
 /** The server's URL (no database), or undefined. */
 export const url: string | undefined = process.env.KEYMETER_TEST_CLICKHOUSE?.replace(/\/+$/, "") || undefined
 
+/**
+ * The server's native TCP port: `KEYMETER_TEST_CLICKHOUSE_NATIVE_PORT`, else the HTTP port + 1
+ * (where `scripts/server.sh` puts it).
+ */
+export const nativePort: number | undefined = url === undefined
+  ? undefined
+  : Number(process.env.KEYMETER_TEST_CLICKHOUSE_NATIVE_PORT || Number(new URL(url).port) + 1)
+
 /** Why the ClickHouse suites are skipped, or undefined when they run; throws in CI without a server. */
 export const skip = (): string | undefined => {
   if (url !== undefined) return undefined
@@ -34,11 +42,14 @@ export const dropDatabase = (name: string, serverUrl: string = url!) =>
 
 /**
  * The URL of a database of its own on the test server, dropped when the scope closes; `through`
- * replaces the server URL (a proxy in front of it, say).
+ * replaces the server URL (a proxy in front of it, say); `native`: aggregations read over the
+ * native protocol (`?native_port=`).
  */
-export const freshDatabase = (options: { readonly through?: string | undefined } = {}) =>
+export const freshDatabase = (
+  options: { readonly through?: string | undefined; readonly native?: boolean | undefined } = {}
+) =>
   Effect.gen(function*() {
     const name = databaseName()
     yield* Effect.addFinalizer(() => dropDatabase(name))
-    return `${options.through ?? url}/${name}`
+    return `${options.through ?? url}/${name}${options.native === true ? `?native_port=${nativePort}` : ""}`
   })

@@ -1,18 +1,18 @@
 /**
- * `aggregate` of both stores: the planner's SELECT over a family of rollups, its RowBinary answer
- * read straight into an `AggregationResult` (the planner's columns have fixed types: the bucket a
- * UInt32, ids Strings, tag sets Array(String), counters UInt64).
+ * `aggregate` of both stores: the planner's SELECT over a family of rollups, its answer's Native
+ * blocks read straight into an `AggregationResult` (the planner's columns have fixed types: the
+ * bucket a UInt32, ids Strings, tag sets Array(String), counters UInt64).
  */
 import type { AggregationQuery, AggregationResult } from "@keymeter/core/Aggregation"
-import { grown, orTooLarge, OUTCOMES } from "@keymeter/core/Aggregation"
+import { orTooLarge, OUTCOMES } from "@keymeter/core/Aggregation"
 import type { QueryTooLarge, StorageError } from "@keymeter/core/Errors"
 import { StorageError as StorageFailure } from "@keymeter/core/Errors"
 import type { Identity } from "@keymeter/core/Verification"
 import * as Effect from "effect/Effect"
 import type { Family } from "../Migrations.js"
 import type { Connection } from "./Connection.js"
+import type { ArrayColumn, Block, Column, Numbers, TupleColumn } from "./NativeReader.js"
 import * as Planner from "./Planner.js"
-import { RowBinaryReader } from "./RowBinary.js"
 
 /** Answers queries from the rollups of `family`. */
 export const make = (db: Connection, family: Family) =>
@@ -22,7 +22,7 @@ export const make = (db: Connection, family: Family) =>
   Effect.gen(function*() {
     const plan = Planner.plan(query, family)
     if (plan === undefined) return { size: 0, counts: new Float64Array(0) }
-    const answer = yield* db.queryRowBinary(plan.text)
+    const answer = yield* db.queryBlocks(plan.text)
     const result = yield* Effect.try({
       try: () => read(answer, plan, query.maxRows),
       catch: (cause) => new StorageFailure({ message: "ClickHouse: an answer keymeter could not read", cause })
@@ -31,46 +31,59 @@ export const make = (db: Connection, family: Family) =>
   })
 
 /** The rows of an answer to `plan`, or undefined when they are more than `maxRows`. */
-const read = (answer: Buffer, plan: Planner.Plan, maxRows: number): AggregationResult | undefined => {
-  const reader = new RowBinaryReader(answer)
-  const rows = new Columns(plan, answer.length)
-  let groups: number | undefined
+const read = (blocks: ReadonlyArray<Block>, plan: Planner.Plan, maxRows: number): AggregationResult | undefined => {
   if (plan.top) {
     // One row: how many groups the whole answer holds, the limit-th value, the rows reaching it.
-    groups = reader.uint64()
-    reader.uint64()
+    const [block] = blocks
+    if (blocks.length !== 1 || block!.rows !== 1 || block!.columns.length !== 3) {
+      throw new Error("ClickHouse Native: a top N's answer is one row of three columns")
+    }
+    const groups = numbers(block!.columns[0]!)[0]!
     if (groups > maxRows) return undefined
-    for (let n = reader.length(); n > 0; n--) {
-      rows.read(reader)
-      reader.uint64()
+    const top = block!.columns[2]!
+    if (!isArray(top) || !isTuple(top.values)) {
+      throw new Error("ClickHouse Native: a top N's rows are an array of tuples")
     }
-  } else {
-    let read = 0
-    while (!reader.done) {
-      if (++read > maxRows) return undefined
-      rows.read(reader)
-    }
+    const rows = new Columns(plan, top.ends[0]!)
+    rows.add(top.values.elements, top.ends[0]!)
+    return rows.result(groups)
   }
-  if (!reader.done) throw new Error("RowBinary: bytes after the last row")
-  return rows.result(groups)
+  let total = 0
+  for (const block of blocks) total += block.rows
+  if (total > maxRows) return undefined
+  const rows = new Columns(plan, total)
+  for (const block of blocks) rows.add(block.columns, block.rows)
+  return rows.result(undefined)
 }
 
-/** Rows read one after another into columns; a row whose counters are all zero is left out. */
+const isArray = (column: Column): column is ArrayColumn => "_tag" in column && column._tag === "Array"
+const isTuple = (column: Column): column is TupleColumn => "_tag" in column && column._tag === "Tuple"
+
+/** `column` as numbers, or a throw: the planner's buckets and counters are integers. */
+const numbers = (column: Column | undefined): Numbers => {
+  if (column instanceof Float64Array) return column
+  throw new Error("ClickHouse Native: a column of numbers expected")
+}
+
+/** `column` as strings, or a throw: the planner's ids are Strings. */
+const strings = (column: Column | undefined): Array<string> => {
+  if (Array.isArray(column)) return column
+  throw new Error("ClickHouse Native: a column of strings expected")
+}
+
+/** Rows of blocks gathered into columns; a row whose counters are all zero is left out. */
 class Columns {
   size = 0
-  private counts: Float64Array<ArrayBuffer>
-  private time: Float64Array<ArrayBuffer> | undefined
+  private readonly counts: Float64Array<ArrayBuffer>
+  private readonly time: Float64Array<ArrayBuffer> | undefined
   private readonly keyId: Array<string> | undefined
   private readonly identity: Array<Identity> | undefined
   private readonly tag: Array<string> | undefined
   private readonly tags: Array<ReadonlyArray<string>> | undefined
 
-  /** Columns are sized once for the most rows `bytes` of answer can hold (each id at least a byte). */
-  constructor(private readonly plan: Planner.Plan, bytes: number) {
+  /** Columns for at most `rows` rows. */
+  constructor(private readonly plan: Planner.Plan, rows: number) {
     const byTag = plan.dimensions.includes("tags")
-    const smallest = (plan.bucketed ? 4 : 0) + plan.dimensions.length + (plan.dimensions.includes("identity") ? 1 : 0) +
-      OUTCOMES * 8
-    const rows = Math.max(1, Math.ceil(bytes / smallest))
     this.counts = new Float64Array(rows * OUTCOMES)
     this.time = plan.bucketed ? new Float64Array(rows) : undefined
     this.keyId = plan.dimensions.includes("key") ? [] : undefined
@@ -79,26 +92,44 @@ class Columns {
     this.tags = byTag && !plan.perTag ? [] : undefined
   }
 
-  read(reader: RowBinaryReader): void {
-    const bucket = this.plan.bucketed ? reader.uint32() : 0
-    const keyId = this.keyId !== undefined ? reader.string() : ""
-    const identityId = this.identity !== undefined ? reader.string() : ""
-    const externalId = this.identity !== undefined ? reader.string() : ""
-    const tag = this.tag !== undefined ? reader.string() : ""
-    const tags = this.tags !== undefined ? reader.strings() : undefined
-    const row = this.size
-    if ((row + 1) * OUTCOMES > this.counts.length) {
-      this.counts = grown(this.counts)
-      if (this.time !== undefined) this.time = grown(this.time)
+  /**
+   * The first `rows` rows of `columns`: [bucket?, key?, identity id and external id?, tag or tag
+   * set?, c0 .. c8], as the plan selects them (a top N's tuples have its ordered value after).
+   */
+  add(columns: ReadonlyArray<Column>, rows: number): void {
+    let c = 0
+    const bucket = this.time !== undefined ? numbers(columns[c++]) : undefined
+    const keyId = this.keyId !== undefined ? strings(columns[c++]) : undefined
+    const identityId = this.identity !== undefined ? strings(columns[c++]) : undefined
+    const externalId = this.identity !== undefined ? strings(columns[c++]) : undefined
+    const tag = this.tag !== undefined ? strings(columns[c++]) : undefined
+    const tagSets = this.tags !== undefined ? columns[c++] : undefined
+    if (tagSets !== undefined && !(isArray(tagSets) && Array.isArray(tagSets.values))) {
+      throw new Error("ClickHouse Native: tag sets are arrays of strings")
     }
-    // An ungrouped sum over nothing is one row of zeros: no event, no row.
-    if (!reader.uint64sInto(this.counts, row * OUTCOMES, OUTCOMES)) return
-    this.size++
-    if (this.time !== undefined) this.time[row] = this.plan.bucketTime(bucket)
-    this.keyId?.push(keyId)
-    this.identity?.push({ id: identityId, externalId })
-    this.tag?.push(tag)
-    this.tags?.push(tags!)
+    const counters = Array.from({ length: OUTCOMES }, (_, o) => numbers(columns[c + o]))
+    if (columns.length < c + OUTCOMES) throw new Error("ClickHouse Native: fewer columns than the plan selects")
+    const counts = this.counts
+    for (let r = 0; r < rows; r++) {
+      const at = this.size * OUTCOMES
+      let any = false
+      for (let o = 0; o < OUTCOMES; o++) {
+        const value = counters[o]![r]!
+        counts[at + o] = value
+        if (value !== 0) any = true
+      }
+      // An ungrouped sum over nothing is one row of zeros: no event, no row.
+      if (!any) continue
+      if (bucket !== undefined) this.time![this.size] = this.plan.bucketTime(bucket[r]!)
+      this.size++
+      if (keyId !== undefined) this.keyId!.push(keyId[r]!)
+      if (identityId !== undefined) this.identity!.push({ id: identityId[r]!, externalId: externalId![r]! })
+      if (tag !== undefined) this.tag!.push(tag[r]!)
+      if (tagSets !== undefined) {
+        const { ends, values } = tagSets as ArrayColumn
+        this.tags!.push((values as Array<string>).slice(r === 0 ? 0 : ends[r - 1]!, ends[r]!))
+      }
+    }
   }
 
   result(groups: number | undefined): AggregationResult {

@@ -2,12 +2,15 @@
  * `@clickhouse/client` (HTTP interface) as Effects. Every failure becomes a StorageError, which the
  * HTTP layer answers with 503: the server unreachable or timing out, or an exception from
  * ClickHouse. SELECTs go through `Select` (Node's http, without the client's timer turn per
- * request); the rest through the client.
+ * request), an aggregation's through `NativeClient` when the native port is given; the rest
+ * through the client.
  */
 import { ClickHouseLogLevel, createClient } from "@clickhouse/client"
 import { StorageError } from "@keymeter/core/Errors"
 import * as Effect from "effect/Effect"
 import { Readable } from "node:stream"
+import * as NativeClient from "./NativeClient.js"
+import type { Block } from "./NativeReader.js"
 import * as Select from "./Select.js"
 
 /** Where the server is: an http(s) URL without the database, and the database name. */
@@ -18,6 +21,11 @@ export interface Target {
   readonly password?: string | undefined
   /** How long one request may take (default 30 s). */
   readonly requestTimeoutMs?: number | undefined
+  /**
+   * The server's native TCP port: when set, `queryBlocks` reads over the native protocol (see
+   * `NativeClient`), else over HTTP.
+   */
+  readonly nativePort?: number | undefined
 }
 
 export interface Connection {
@@ -26,8 +34,8 @@ export interface Connection {
     text: string,
     settings?: Readonly<Record<string, string | number>>
   ) => Effect.Effect<Array<Array<unknown>>, StorageError>
-  /** The RowBinary answer of a SELECT whose columns' types the caller knows (see `RowBinary`). */
-  readonly queryRowBinary: (text: string) => Effect.Effect<Buffer, StorageError>
+  /** The blocks (those with rows) of a SELECT's answer, column-wise (see `NativeReader`). */
+  readonly queryBlocks: (text: string) => Effect.Effect<Array<Block>, StorageError>
   /**
    * A statement without a result (DDL). `resend`: the statement is idempotent, so it is sent again
    * (up to `RESENDS` times) when the server resets its connection before answering.
@@ -93,13 +101,24 @@ export const make = (target: Target, database: string | undefined = target.datab
     password: target.password ?? "",
     requestTimeoutMs: target.requestTimeoutMs ?? 30_000
   })
+  const native = target.nativePort === undefined ? undefined : NativeClient.make({
+    secure: new URL(target.url).protocol === "https:",
+    host: new URL(target.url).hostname,
+    port: target.nativePort,
+    database,
+    username: target.username ?? "default",
+    password: target.password ?? "",
+    requestTimeoutMs: target.requestTimeoutMs ?? 30_000
+  })
   const attempt = <A>(run: () => Promise<A>) =>
     Effect.tryPromise({ try: run, catch: (cause) => failure(target, cause) }).pipe(
       Effect.tapError((error) => Effect.logWarning(error.message))
     )
   return {
     query: (text, settings) => attempt(() => select.query(text, settings)),
-    queryRowBinary: (text) => attempt(() => select.queryRowBinary(text)),
+    queryBlocks: native !== undefined
+      ? (text) => attempt(() => native.select(text))
+      : (text) => attempt(() => select.queryBlocks(text)),
     command: (text, options) => {
       const send = () => client.command({ query: text })
       return attempt(options?.resend === true ? () => resending(send) : send).pipe(Effect.asVoid)
@@ -118,6 +137,11 @@ export const make = (target: Target, database: string | undefined = target.datab
         // The answer of an INSERT is empty; read to its end, so the connection can be used again.
         await new Promise<void>((resolve, reject) => stream.on("error", reject).on("end", resolve).resume())
       }),
-    close: Effect.promise(() => client.close()).pipe(Effect.zipRight(Effect.sync(select.close)))
+    close: Effect.promise(() => client.close()).pipe(
+      Effect.zipRight(Effect.sync(() => {
+        select.close()
+        native?.close()
+      }))
+    )
   }
 }

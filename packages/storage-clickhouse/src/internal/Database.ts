@@ -10,7 +10,10 @@ import * as Connection from "./Connection.js"
 /** The URL is not one keymeter can use. */
 const invalid = (message: string) => new StorageError({ message })
 
-/** Splits `http://user:pass@host:port/db` into the client's URL, database and credentials. */
+/**
+ * Splits `http://user:pass@host:port/db[?native_port=9000]` into the client's URL, database,
+ * credentials and the native port that aggregations read over (see `NativeClient`).
+ */
 export const parseUrl = (url: string): Connection.Target | StorageError => {
   let parsed: URL
   try {
@@ -22,6 +25,11 @@ export const parseUrl = (url: string): Connection.Target | StorageError => {
     return invalid(`A ClickHouse URL must be http:// or https://, got ${JSON.stringify(redactUrl(url))}`)
   }
   const database = decodeURIComponent(parsed.pathname.replace(/^\/+|\/+$/g, "")) || "keymeter"
+  const native = parsed.searchParams.get("native_port")
+  const nativePort = native === null ? undefined : Number(native)
+  if (nativePort !== undefined && !(/^\d{1,5}$/.test(native!) && nativePort >= 1 && nativePort <= 65535)) {
+    return invalid(`native_port must be a TCP port (1 to 65535), got ${JSON.stringify(native)}`)
+  }
   if (!Migrations.isDatabaseName(database)) {
     return invalid(`Not a usable ClickHouse database name: ${JSON.stringify(database)} (letters, digits and _)`)
   }
@@ -29,7 +37,8 @@ export const parseUrl = (url: string): Connection.Target | StorageError => {
     url: `${parsed.protocol}//${parsed.host}`,
     database,
     username: parsed.username === "" ? undefined : decodeURIComponent(parsed.username),
-    password: parsed.password === "" ? undefined : decodeURIComponent(parsed.password)
+    password: parsed.password === "" ? undefined : decodeURIComponent(parsed.password),
+    nativePort
   }
 }
 

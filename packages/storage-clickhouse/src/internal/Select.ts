@@ -4,11 +4,14 @@
  * which on loopback was most of a small read's cost (a 30-row answer: 3.2 ms through the client,
  * 1.6 ms without it); reads are what `getVerifications` waits for, so they skip it. Writes and DDL
  * stay on the client. Answers are JSONCompact (the newest row format 18.16 has) with 64-bit
- * integers as JSON numbers; errors are the client's (`parseError`), so they read the same.
+ * integers as JSON numbers, or Native blocks (see `NativeReader`); errors are the client's
+ * (`parseError`), so they read the same.
  */
 import { parseError } from "@clickhouse/client"
 import * as http from "node:http"
 import * as https from "node:https"
+import type { Block } from "./NativeReader.js"
+import { NativeReader } from "./NativeReader.js"
 
 export interface Options {
   /** `http(s)://host:port`. */
@@ -20,7 +23,7 @@ export interface Options {
 }
 
 /**
- * Bytes of a RowBinary answer ClickHouse holds in memory until the query ends (a datapoint is
+ * Bytes of a Native answer ClickHouse holds in memory until the query ends (a datapoint is
  * about 80 bytes: this holds a hundred hours of a hundred keys).
  */
 export const ANSWER_BUFFER_BYTES = 1 << 20
@@ -94,8 +97,16 @@ export const make = (options: Options) => {
       (JSON.parse((await answer(text, pathOf(settings), "JSONCompact")).toString("utf8")) as {
         data: Array<Array<unknown>>
       }).data,
-    /** The RowBinary answer of `text`, written by ClickHouse once the query has run to its end. */
-    queryRowBinary: (text: string) => answer(text, wholeAnswer, "RowBinary"),
+    /** The blocks (those with rows) of `text`'s answer, written once the query has run to its end. */
+    queryBlocks: async (text: string): Promise<Array<Block>> => {
+      const reader = new NativeReader(await answer(text, wholeAnswer, "Native"))
+      const blocks: Array<Block> = []
+      while (!reader.done) {
+        const block = reader.block(false)
+        if (block.rows > 0) blocks.push(block)
+      }
+      return blocks
+    },
     close: () => agent.destroy()
   }
 }

@@ -113,10 +113,12 @@ export const make = (options: Options) => {
   const read = (workspaceId: string, query: VerificationQuery) =>
     Decision.make(() => {
       const before = revision?.()
+      // One object for the store and the answer: the engine's warm-up asks both with its kind.
+      const asked = Aggregation.aggregationQuery(query, workspaceId, cap)
       return Decision.andThen(
-        options.aggregate({ ...query, workspaceId, maxRows: cap }),
+        options.aggregate(asked),
         (result) => {
-          const answer = Aggregation.answer(query, result, cap)
+          const answer = Aggregation.answer(asked, result, cap)
           return Either.isRight(answer) ? Exit.succeed([before, answer.right] as const) : Exit.fail(answer.left)
         }
       )

@@ -5,7 +5,7 @@
  * limits served between them. Groups wider than an hour are added up across parts.
  */
 import type { AggregationQuery, AggregationResult } from "@keymeter/core/Aggregation"
-import { expandTags, OUTCOMES } from "@keymeter/core/Aggregation"
+import { aggregationQuery, expandTags, OUTCOMES } from "@keymeter/core/Aggregation"
 import type { QueryTooLarge, StorageError } from "@keymeter/core/Errors"
 import * as Time from "@keymeter/core/Time"
 import type * as Effect from "effect/Effect"
@@ -61,26 +61,35 @@ export const countSource = <A extends { readonly length: number }>(
       const dictionaries = new Dictionaries()
       const columns = (id: string, result: AggregationResult, from: number) =>
         toColumns(id, result, from, dictionaries, shape.outcomes === "together")
-      const ask = (from: number, to: number, grouped: boolean, groupByIdentity: boolean): AggregationQuery => ({
-        workspaceId: reads.workspaceId,
-        apiId: id,
-        keyIds: [],
-        tags: [],
-        externalId: undefined,
-        start: from <= 0 ? undefined : from,
-        end: Time.truncateToHour(Math.min(to, Time.MAX_TIME + 1) - 1),
-        timeUnit: grouped ? shape.timeUnit : "hour",
-        groupByKey: grouped && shape.key,
-        groupByIdentity,
-        groupByTag: grouped ? shape.tags : undefined,
-        orderBy: undefined,
-        order: "asc",
-        limit: undefined,
-        maxRows: grouped ? Math.max(1, maxRows - rows) : Number.MAX_SAFE_INTEGER,
-        ...(grouped && shape.credits === true ? { sumCredits: true } : {})
-      })
+      const ask = (
+        from: number,
+        to: number,
+        grouped: boolean,
+        groupByIdentity: boolean,
+        top?: CountShape["top"]
+      ): AggregationQuery =>
+        aggregationQuery(
+          {
+            apiId: id,
+            keyIds: [],
+            tags: [],
+            externalId: undefined,
+            start: from <= 0 ? undefined : from,
+            end: Time.truncateToHour(Math.min(to, Time.MAX_TIME + 1) - 1),
+            timeUnit: grouped ? shape.timeUnit : "hour",
+            groupByKey: grouped && shape.key,
+            groupByIdentity,
+            groupByTag: grouped ? shape.tags : undefined,
+            orderBy: top?.orderBy,
+            order: top?.order ?? "asc",
+            limit: top?.limit
+          },
+          reads.workspaceId,
+          grouped ? Math.max(1, maxRows - rows) : Number.MAX_SAFE_INTEGER,
+          grouped && shape.credits === true ? true : undefined
+        )
       const read = async (from: number, to: number, groupByIdentity: boolean, top?: CountShape["top"]) => {
-        const asked = { ...ask(from, to, true, groupByIdentity), ...top }
+        const asked = ask(from, to, true, groupByIdentity, top)
         const result = await reads.countsRead(store.aggregate(asked))
         // Adapters may answer by tag set what was asked by tag.
         return shape.tags === "tag" && result.tags !== undefined ? expandTags(asked, result) : result

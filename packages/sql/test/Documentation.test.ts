@@ -1,7 +1,8 @@
 import { describe, expect, it } from "@effect/vitest"
 import { readFileSync } from "node:fs"
 import { join } from "node:path"
-import { AGGREGATES, SCALARS, SPECIAL } from "../src/internal/Functions.js"
+import { AGGREGATES } from "../src/internal/Aggregates.js"
+import { SCALARS, SPECIAL } from "../src/internal/Functions.js"
 import { TABLES } from "../src/Tables.js"
 
 /** The README's "SQL analytics" section: what users are told is supported. */

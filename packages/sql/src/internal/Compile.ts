@@ -4,11 +4,13 @@
  * over the row being visited (`Env`).
  */
 import type * as Ast from "../Ast.js"
+import type { Aggregate } from "./Aggregates.js"
+import { AGGREGATES } from "./Aggregates.js"
 import type { Compiled, Context, InputColumn } from "./Context.js"
 import { BindFault, emptyEnv } from "./Context.js"
-import type { Aggregate } from "./Functions.js"
-import { AGGREGATES, likePattern, SCALARS, SignatureError, SPECIAL, UNIT_MONTHS, UNIT_MS } from "./Functions.js"
+import { likePattern, SCALARS, SPECIAL, UNIT_MONTHS, UNIT_MS } from "./Functions.js"
 import { compileBinary } from "./Operators.js"
+import { SignatureError } from "./Signature.js"
 import { comparable, constantOf, folded, needCondition, unify } from "./Typing.js"
 import type { IntervalValue, Value, VType } from "./Values.js"
 import { compare, equal, isNumeric, keyOf, QueryFault, truthy } from "./Values.js"

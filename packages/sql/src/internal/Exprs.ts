@@ -1,7 +1,7 @@
 /** Walks over expressions: their children, their nodes, their aggregates, aliases substituted. */
 import type * as Ast from "../Ast.js"
+import { AGGREGATES } from "./Aggregates.js"
 import { BindFault } from "./Context.js"
-import { AGGREGATES } from "./Functions.js"
 
 /** The expressions directly inside one (not into subqueries). */
 export const childrenOf = (expr: Ast.Expr): ReadonlyArray<Ast.Expr> => {

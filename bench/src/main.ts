@@ -317,7 +317,7 @@ if (!values["skip-http"] && !values.ratelimits) {
       ? await Http.start(`sqlite:${here("../data/http.db")}`)
       : clickhouse
       ? await Http.start("memory", {
-        KEYMETER_ANALYTICS: `clickhouse:${clickhouse.url}/keymeter_bench_http`,
+        KEYMETER_ANALYTICS: `clickhouse:${Clickhouse.keymeterUrl(clickhouse.url, "keymeter_bench_http")}`,
         ...(adapter === "clickhouse (spool)" ? { KEYMETER_ANALYTICS_SPOOL: spool } : {})
       })
       : await Http.start("memory")

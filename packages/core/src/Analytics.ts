@@ -24,8 +24,10 @@ export class MaxDatapoints extends Context.Reference<MaxDatapoints>()("@keymeter
 }) {}
 
 /**
- * Analytics reads a workspace may have at work at once (computing, not remembered answers); more
- * fail with `Busy` at once. One workspace's large reads then cannot take the whole server.
+ * Analytics reads a workspace may have at work at once (computing, not remembered answers); four
+ * times as many more wait up to 2 s for a turn, the rest fail with `Busy` at once. One workspace's
+ * large reads then cannot take the whole server, and a dashboard's panels asked together are not
+ * refused for it.
  */
 export class MaxReadsAtOnce extends Context.Reference<MaxReadsAtOnce>()("@keymeter/core/Analytics/MaxReadsAtOnce", {
   defaultValue: () => 8

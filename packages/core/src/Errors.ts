@@ -48,8 +48,9 @@ export class QueryTooLarge extends Schema.TaggedError<QueryTooLarge>()("QueryToo
 }) {}
 
 /**
- * The workspace has as many analytics reads at work as it may have at once (see
- * `Analytics.MaxReadsAtOnce`); nothing was read; retry shortly.
+ * The workspace has as many analytics reads at work as it may have at once, and as many waiting
+ * for a turn, or this one waited 2 s without one (see `Analytics.MaxReadsAtOnce`); nothing was
+ * read; retry shortly.
  */
 export class Busy extends Schema.TaggedError<Busy>()("Busy", {
   message: Schema.String

@@ -19,6 +19,7 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
 import * as TestClock from "effect/TestClock"
 
 const WS = "ws_analytics"
@@ -67,6 +68,15 @@ const SlowStorage = Layer.effect(
     ...store,
     aggregate: (q: Parameters<typeof store.aggregate>[0]) =>
       Effect.zipRight(Effect.sleep("200 millis"), store.aggregate(q))
+  }))
+).pipe(Layer.provideMerge(MemoryStorage.layer))
+
+const VerySlowStorage = Layer.effect(
+  VerificationStore,
+  Effect.map(VerificationStore, (store) => ({
+    ...store,
+    aggregate: (q: Parameters<typeof store.aggregate>[0]) =>
+      Effect.zipRight(Effect.sleep("3 seconds"), store.aggregate(q))
   }))
 ).pipe(Layer.provideMerge(MemoryStorage.layer))
 
@@ -178,7 +188,7 @@ describe("Analytics", () => {
       ).toHaveLength(1)
     }).pipe(Effect.provide(Test)))
 
-  it.effect("lets a workspace have MaxReadsAtOnce reads at work; more fail Busy, other workspaces unaffected", () =>
+  it.effect("lets a workspace have MaxReadsAtOnce reads at work and a few waiting; more fail Busy, other workspaces unaffected", () =>
     Effect.gen(function*() {
       const { analytics } = yield* setup
       const catalog = yield* Catalog
@@ -187,20 +197,56 @@ describe("Analytics", () => {
       // Distinct windows, so that none is a remembered answer.
       const read = (principal: typeof admin, apiId: string, n: number) =>
         analytics.getVerifications(principal, { apiId, start: NOW - (n + 1) * Time.HOUR })
-      const slow = yield* Effect.forkAll([1, 2].map((n) => read(admin, "api_a", n)))
+      // Two at work, eight (four a slot) waiting their turn, in the order they came.
+      const done: Array<number> = []
+      const many = yield* Effect.forkAll(
+        Array.from({ length: 10 }, (_, n) => Effect.tap(read(admin, "api_a", n), () => Effect.sync(() => done.push(n))))
+      )
       yield* TestClock.adjust("10 millis")
-      const busy = yield* Effect.flip(read(admin, "api_a", 3))
+      const busy = yield* Effect.flip(read(admin, "api_a", 10))
       expect([busy._tag, busy.message]).toEqual(["Busy", expect.stringMatching(/2 analytics reads at work already/)])
-      const other = yield* Effect.fork(read(Auth.system("ws_other"), "api_o", 4))
-      yield* TestClock.adjust("300 millis")
+      const other = yield* Effect.fork(read(Auth.system("ws_other"), "api_o", 11))
+      yield* TestClock.adjust("200 millis")
       expect(yield* Fiber.join(other)).toEqual([expect.objectContaining({ total: 0 })])
-      expect((yield* Fiber.join(slow)).length).toBe(2)
-      const after = yield* Effect.fork(read(admin, "api_a", 5))
-      yield* TestClock.adjust("300 millis")
-      expect(yield* Fiber.join(after)).toHaveLength(1)
+      // Two by two, in the order they came (within a pair, as the scheduler has it).
+      const pairs = () => Array.from({ length: done.length / 2 }, (_, i) => done.slice(2 * i, 2 * i + 2).sort())
+      expect(pairs()).toEqual([[0, 1]])
+      yield* TestClock.adjust("800 millis")
+      expect((yield* Fiber.join(many)).length).toBe(10)
+      expect(pairs()).toEqual([[0, 1], [2, 3], [4, 5], [6, 7], [8, 9]])
+      // Every slot given back: two at once again, none waiting.
+      const after = yield* Effect.forkAll([12, 13].map((n) => read(admin, "api_a", n)))
+      yield* TestClock.adjust("200 millis")
+      expect(Option.isSome(yield* Fiber.poll(after))).toBe(true)
     }).pipe(
       Effect.provide(Keymeter.layer.pipe(Layer.provideMerge(SlowStorage))),
       Effect.provide(Layer.succeed(MaxReadsAtOnce, 2))
+    ))
+
+  it.effect("refuses a read Busy once it has waited 2 s for a slot, and one whose caller left gives its place up", () =>
+    Effect.gen(function*() {
+      const { analytics } = yield* setup
+      const read = (n: number) =>
+        analytics.getVerifications(admin, { apiId: "api_a", start: NOW - (n + 1) * Time.HOUR })
+      // Reads of 3 s: one at work, the next waits.
+      const first = yield* Effect.fork(read(0))
+      yield* TestClock.adjust("10 millis")
+      const waited = yield* Effect.fork(Effect.flip(read(1)))
+      const left = yield* Effect.fork(read(2))
+      yield* TestClock.adjust("10 millis")
+      yield* Fiber.interrupt(left)
+      yield* TestClock.adjust("2000 millis")
+      const refused = yield* Fiber.join(waited)
+      expect(refused._tag).toBe("Busy")
+      yield* TestClock.adjust("1000 millis")
+      expect(yield* Fiber.join(first)).toHaveLength(1)
+      // No slot kept by the refused or the interrupted one: the next read runs at once.
+      const next = yield* Effect.fork(read(3))
+      yield* TestClock.adjust("3000 millis")
+      expect(yield* Fiber.join(next)).toHaveLength(1)
+    }).pipe(
+      Effect.provide(Keymeter.layer.pipe(Layer.provideMerge(VerySlowStorage))),
+      Effect.provide(Layer.succeed(MaxReadsAtOnce, 1))
     ))
 
   it.effect("remembers nothing when told so", () =>

@@ -1,7 +1,8 @@
 /**
  * Reading counts from a store of events, as `Analytics` (verifications) and `RatelimitAnalytics`
  * (rate-limit decisions) both do: events recorded before a read are flushed first; a workspace
- * has a bounded number of reads at work; answers are finalized by `Aggregation` (zero fill, order,
+ * has a bounded number of reads at work, and a bounded number waiting briefly for one of them;
+ * answers are finalized by `Aggregation` (zero fill, order,
  * limit, cap); and an answer asked twice is remembered while the store holds what it held.
  */
 import * as Effect from "effect/Effect"
@@ -17,6 +18,12 @@ import * as Permission from "../Permission.js"
 import * as Time from "../Time.js"
 import type { VerificationQuery } from "../VerificationQuery.js"
 import * as CompositeKey from "./CompositeKey.js"
+
+/** Reads that may wait for a slot of their workspace's, per slot (see `slot`). */
+export const WAITING_PER_SLOT = 4
+
+/** How long a read waits for a slot at most, before it is refused Busy. */
+export const WAIT_MS = 2_000
 
 /** The largest answer remembered, in datapoints. */
 const REMEMBERED_DATAPOINTS = 2_000
@@ -93,21 +100,66 @@ export const make = (options: Options) => {
   const busy = () =>
     new Busy({ message: `This workspace has ${maxReads} ${options.what} at work already; retry in a moment` })
 
-  /** Runs `read` as one of the workspace's reads at work, or fails with Busy when it has its fill. */
-  const oneRead = <A, E>(workspaceId: string, read: Effect.Effect<A, E>): Effect.Effect<A, E | Busy> =>
-    Effect.suspend((): Effect.Effect<A, E | Busy> => {
+  /**
+   * Reads waiting for one of their workspace's slots, oldest first: each a function that hands it
+   * the slot a read at work gives up (see `release`).
+   */
+  const waiting = new Map<string, Array<() => void>>()
+
+  /** Gives up a slot of `workspaceId`: to the oldest read waiting for one, else back to the pool. */
+  const release = (workspaceId: string): void => {
+    const queue = waiting.get(workspaceId)
+    const next = queue?.shift()
+    if (queue !== undefined && queue.length === 0) waiting.delete(workspaceId)
+    if (next !== undefined) return next()
+    const left = reading.get(workspaceId)! - 1
+    if (left === 0) reading.delete(workspaceId)
+    else reading.set(workspaceId, left)
+  }
+
+  /**
+   * A slot of `workspaceId`'s reads at work: at once while it has one free; else, while fewer than
+   * {@link WAITING_PER_SLOT} times its slots already wait, the first one given up within
+   * {@link WAIT_MS}; else Busy. A dashboard's panels asked together wait their turn; a workspace
+   * that asks more than it is answered is told to slow down.
+   */
+  const slot = (workspaceId: string): Effect.Effect<void, Busy> =>
+    Effect.suspend((): Effect.Effect<void, Busy> => {
       const now = reading.get(workspaceId) ?? 0
-      if (now >= maxReads) return Effect.fail(busy())
-      reading.set(workspaceId, now + 1)
-      return Effect.ensuring(
-        read,
-        Effect.sync(() => {
-          const left = reading.get(workspaceId)! - 1
-          if (left === 0) reading.delete(workspaceId)
-          else reading.set(workspaceId, left)
+      if (now < maxReads) {
+        reading.set(workspaceId, now + 1)
+        return Effect.void
+      }
+      const queue = waiting.get(workspaceId) ?? []
+      if (queue.length >= maxReads * WAITING_PER_SLOT) return Effect.fail(busy())
+      waiting.set(workspaceId, queue)
+      let handed = false
+      return Effect.async<void>((resume) => {
+        const take = () => {
+          handed = true
+          resume(Effect.void)
+        }
+        queue.push(take)
+        // Given up waiting (its time is up, or its caller left): out of the queue, or, when the slot
+        // was handed over meanwhile, that slot given up in turn.
+        return Effect.sync(() => {
+          if (handed) return release(workspaceId)
+          const at = queue.indexOf(take)
+          if (at >= 0) queue.splice(at, 1)
+          if (queue.length === 0 && waiting.get(workspaceId) === queue) waiting.delete(workspaceId)
         })
-      )
+      }).pipe(Effect.timeoutFail({ duration: WAIT_MS, onTimeout: busy }))
     })
+
+  /** Runs `read` in one of the workspace's slots of reads at work (see {@link slot}). */
+  const oneRead = <A, E>(workspaceId: string, read: Effect.Effect<A, E>): Effect.Effect<A, E | Busy> =>
+    // Waiting and reading may be interrupted; between the slot taken and its release set, nothing.
+    Effect.uninterruptibleMask((restore) =>
+      Effect.flatMap(
+        restore(slot(workspaceId)),
+        () => Effect.ensuring(restore(read), Effect.sync(() => release(workspaceId)))
+      )
+    )
 
   /** The store's answer to `query` and its revision before it (a decision: decided when the store answers now). */
   const read = (workspaceId: string, query: VerificationQuery) =>
@@ -123,6 +175,12 @@ export const make = (options: Options) => {
         }
       )
     })
+
+  /** Events recorded before a read are counted by it: while some wait to be stored, it waits for them. */
+  const turnOf = (workspaceId: string, query: VerificationQuery) =>
+    recorder.pending()
+      ? Effect.zipRight(recorder.flush, read(workspaceId, query))
+      : Decision.now(read(workspaceId, query))
 
   /** `answer`, remembered when `remember` asks it (see {@link make}'s `recall`). */
   const kept = (
@@ -185,15 +243,17 @@ export const make = (options: Options) => {
     ): Effect.Effect<ReadonlyArray<Datapoint>, StorageError | QueryTooLarge | Busy> =>
       Decision.make(() => {
         const workspaceId = principal.workspaceId
-        if ((reading.get(workspaceId) ?? 0) >= maxReads) return Exit.fail(busy())
-        // Events recorded before this read are counted by it: while some wait, it waits for them.
-        const turn = recorder.pending()
-          ? Effect.zipRight(recorder.flush, read(workspaceId, query))
-          : Decision.now(read(workspaceId, query))
+        const answered = ([before, answer]: readonly [number | undefined, Array<Datapoint>]) =>
+          kept(answer, before, remember)
+        // Every slot at work: this read waits for one (see `slot`), then reads in it.
+        if ((reading.get(workspaceId) ?? 0) >= maxReads) {
+          return Effect.map(oneRead(workspaceId, Effect.suspend(() => turnOf(workspaceId, query))), answered)
+        }
+        const turn = turnOf(workspaceId, query)
         // A read decided now is over already; one that waits is at work until it ends.
         return Decision.andThen(
           Decision.isDecided(turn) ? turn : oneRead(workspaceId, turn),
-          ([before, answer]) => Exit.succeed(kept(answer, before, remember))
+          (result) => Exit.succeed(answered(result))
         )
       })
   }

@@ -62,10 +62,6 @@ export const start = async (storage: string, env: Record<string, string> = {}): 
       KEYMETER_MAX_BODY_BYTES: String(8 * 1024 * 1024),
       // The 401 route measures refusing unknown keys, not the budget that answers them 429.
       KEYMETER_MAX_AUTH_FAILURES: String(2 ** 31),
-      // The load's 32 connections are one workspace: past its reads at work at once (8 by
-      // default) it is answered 429 at once, which on ClickHouse, where a read waits for the
-      // server, was most of the requests. The routes measure reads, not that limit.
-      KEYMETER_MAX_ANALYTICS_READS: "64",
       ...env
     },
     stdio: ["ignore", "pipe", "pipe"]

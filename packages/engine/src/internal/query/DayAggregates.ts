@@ -57,9 +57,13 @@ export const fromDayIndex = (context: QueryContext): AggregationResult | undefin
   if (dims[0] === "key" && topShape && orderBy === "total" && partition.keyIds.length <= LIMITS.key) {
     const n = partition.keyIds.length
     const totals = new Uint32Array(n)
-    for (const day of whole ? days.between(whole.from, whole.to, compute) : []) {
-      const data = day.keyTotals!
-      addInto(totals, data, Math.min(n, data.length))
+    // Days only when there are whole days (here and below): iterating an empty literal instead, an
+    // array of another kind to V8, threw away this function's optimized code.
+    if (whole) {
+      for (const day of days.between(whole.from, whole.to, compute)) {
+        const data = day.keyTotals!
+        addInto(totals, data, Math.min(n, data.length))
+      }
     }
     edgeScan({ ...noFilter, keyFilter: keyMask !== null, group: "key", counting: "totals" }, scratchOf(totals, keyMask))
     const candidates = totalled(totals, 0, n, keyMask)
@@ -73,9 +77,11 @@ export const fromDayIndex = (context: QueryContext): AggregationResult | undefin
   if (dims[0] === "identity" && topShape && keyMask === null && partition.identities.length <= LIMITS.identity) {
     const n = partition.identities.length
     const counts = new Uint32Array(n * OUTCOMES)
-    for (const day of whole ? days.between(whole.from, whole.to, compute) : []) {
-      const data = day.identityCounts!
-      addInto(counts, data, Math.min(n * OUTCOMES, data.length))
+    if (whole) {
+      for (const day of days.between(whole.from, whole.to, compute)) {
+        const data = day.identityCounts!
+        addInto(counts, data, Math.min(n * OUTCOMES, data.length))
+      }
     }
     edgeScan({ ...noFilter, requireIdentity: true, group: "identity", counting: "outcomes" }, scratchOf(counts))
     const candidates = counted(counts, 1, n)
@@ -105,9 +111,11 @@ export const fromDayIndex = (context: QueryContext): AggregationResult | undefin
     for (const bucket of plan) {
       tagAcc.fill(0)
       const split = edgesAndDays(bucket.fromHour, bucket.toHour)
-      for (const day of split.days ? days.between(split.days.from, split.days.to, compute) : []) {
-        const data = day.tagCounts!
-        addInto(tagAcc, data, Math.min(nTags * OUTCOMES, data.length))
+      if (split.days) {
+        for (const day of days.between(split.days.from, split.days.to, compute)) {
+          const data = day.tagCounts!
+          addInto(tagAcc, data, Math.min(nTags * OUTCOMES, data.length))
+        }
       }
       for (const { from, to } of split.edges) {
         for (const run of runs) {
@@ -167,9 +175,11 @@ const topKeysByBucket = (context: QueryContext): AggregationResult | undefined =
     const bucket = plan[j]!
     totals.fill(0)
     const split = edgesAndDays(bucket.fromHour, bucket.toHour)
-    for (const day of split.days ? partition.days.between(split.days.from, split.days.to, compute) : []) {
-      const data = day.keyTotals!
-      addInto(totals, data, Math.min(n, data.length))
+    if (split.days) {
+      for (const day of partition.days.between(split.days.from, split.days.to, compute)) {
+        const data = day.keyTotals!
+        addInto(totals, data, Math.min(n, data.length))
+      }
     }
     for (const { from, to } of split.edges) {
       for (const run of runs) {

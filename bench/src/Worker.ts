@@ -25,6 +25,12 @@ import * as Library from "./Library.js"
 import * as Mix from "./Mix.js"
 import { references } from "./Queries.js"
 
+// keymeter runs compiled here, as an installed one does, but under tsx's loader, which turns on
+// Node's source maps: each refused query's error (its stack, formatted by Effect) then parsed
+// the compiled files' source maps, tens of ms of allocation landing on the next queries' times.
+// An installed keymeter runs without them.
+process.setSourceMapsEnabled(false)
+
 /** What a worker reports for one engine (DuckDB reports one per layout). */
 export interface EngineResult {
   readonly engine: string

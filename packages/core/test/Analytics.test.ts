@@ -15,6 +15,7 @@ import * as Verification from "@keymeter/core/Verification"
 import { Verifications } from "@keymeter/core/Verifications"
 import { Workspace } from "@keymeter/core/Workspace"
 import { MemoryStorage } from "@keymeter/storage-memory"
+import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
@@ -61,24 +62,16 @@ const setup = Effect.gen(function*() {
 
 const query = { apiId: "api_a", groupBy: ["key"] }
 
-/** The memory storage with reads that take 200 ms: reads at work overlap. */
-const SlowStorage = Layer.effect(
-  VerificationStore,
-  Effect.map(VerificationStore, (store) => ({
-    ...store,
-    aggregate: (q: Parameters<typeof store.aggregate>[0]) =>
-      Effect.zipRight(Effect.sleep("200 millis"), store.aggregate(q))
-  }))
-).pipe(Layer.provideMerge(MemoryStorage.layer))
-
-const VerySlowStorage = Layer.effect(
-  VerificationStore,
-  Effect.map(VerificationStore, (store) => ({
-    ...store,
-    aggregate: (q: Parameters<typeof store.aggregate>[0]) =>
-      Effect.zipRight(Effect.sleep("3 seconds"), store.aggregate(q))
-  }))
-).pipe(Layer.provideMerge(MemoryStorage.layer))
+/** The memory storage with reads that take `duration`: reads at work overlap. */
+const slowStorage = (duration: Duration.DurationInput) =>
+  Layer.effect(
+    VerificationStore,
+    Effect.map(VerificationStore, (store) => ({
+      ...store,
+      aggregate: (q: Parameters<typeof store.aggregate>[0]) =>
+        Effect.zipRight(Effect.sleep(duration), store.aggregate(q))
+    }))
+  ).pipe(Layer.provideMerge(MemoryStorage.layer))
 
 describe("Analytics", () => {
   it.effect("gives a repeated query's answer at once while the store holds what it held", () =>
@@ -219,7 +212,7 @@ describe("Analytics", () => {
       yield* TestClock.adjust("200 millis")
       expect(Option.isSome(yield* Fiber.poll(after))).toBe(true)
     }).pipe(
-      Effect.provide(Keymeter.layer.pipe(Layer.provideMerge(SlowStorage))),
+      Effect.provide(Keymeter.layer.pipe(Layer.provideMerge(slowStorage("200 millis")))),
       Effect.provide(Layer.succeed(MaxReadsAtOnce, 2))
     ))
 
@@ -245,7 +238,7 @@ describe("Analytics", () => {
       yield* TestClock.adjust("3000 millis")
       expect(yield* Fiber.join(next)).toHaveLength(1)
     }).pipe(
-      Effect.provide(Keymeter.layer.pipe(Layer.provideMerge(VerySlowStorage))),
+      Effect.provide(Keymeter.layer.pipe(Layer.provideMerge(slowStorage("3 seconds")))),
       Effect.provide(Layer.succeed(MaxReadsAtOnce, 1))
     ))
 

@@ -107,8 +107,8 @@ class Columns {
     if (tagSets !== undefined && !(isArray(tagSets) && Array.isArray(tagSets.values))) {
       throw new Error("ClickHouse Native: tag sets are arrays of strings")
     }
-    const counters = Array.from({ length: OUTCOMES }, (_, o) => numbers(columns[c + o]))
     if (columns.length < c + OUTCOMES) throw new Error("ClickHouse Native: fewer columns than the plan selects")
+    const counters = Array.from({ length: OUTCOMES }, (_, o) => numbers(columns[c + o]))
     const counts = this.counts
     for (let r = 0; r < rows; r++) {
       const at = this.size * OUTCOMES

@@ -101,9 +101,10 @@ export const make = (target: Target, database: string | undefined = target.datab
     password: target.password ?? "",
     requestTimeoutMs: target.requestTimeoutMs ?? 30_000
   })
+  const server = new URL(target.url)
   const native = target.nativePort === undefined ? undefined : NativeClient.make({
-    secure: new URL(target.url).protocol === "https:",
-    host: new URL(target.url).hostname,
+    secure: server.protocol === "https:",
+    host: server.hostname,
     port: target.nativePort,
     database,
     username: target.username ?? "default",

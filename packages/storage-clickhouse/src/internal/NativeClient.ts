@@ -169,8 +169,6 @@ class Link {
   private settle: ((step: Exclude<Step<unknown>, undefined>) => void) | undefined
   /** Set once the socket failed or closed: the link is not used again. */
   broken = false
-  /** Queries answered on this link. */
-  served = 0
   /** When the link was last given back (ms, `performance.now()`). */
   idleSince = 0
 
@@ -380,7 +378,6 @@ export const make = (options: Options) => {
             throw new Malformed(`ClickHouse Native: an unexpected packet ${type}`)
         }
       }, options.requestTimeoutMs)
-      link.served++
       give(link)
       return { blocks: answer }
     } catch (error) {

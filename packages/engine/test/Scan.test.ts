@@ -28,11 +28,13 @@ import {
   HOUR,
   limitArb,
   maybe,
+  oneIdentityPerKeyArb,
   orderArb,
   queryArb,
   random,
   RARE_KEYS,
   reference,
+  replay,
   routeOf,
   SPAN,
   tally,
@@ -75,6 +77,34 @@ describe("Scan", () => {
       "tagset tracked"
     ])
     for (const name of taken.names()) expect(taken.get(name), name).toBeGreaterThanOrEqual(5)
+  })
+
+  // Grouped by key and identity, the groups are keys while every key's events carried one identity
+  // (k5's carry any, so histories holding two of its identities fall back to both codes).
+  it("counts a grouping by key and identity by key alone while every key's events carried one identity", () => {
+    const counted = tally()
+    const byKeyAndIdentity = queryArb()
+      .map((input) => ({ ...input, groupBy: [...new Set([...(input.groupBy ?? []), "key", "identity"] as const)] }))
+      .filter((input) => routeOf(input) === "scan")
+    FastCheck.assert(
+      FastCheck.property(
+        oneIdentityPerKeyArb,
+        FastCheck.array(byKeyAndIdentity, { minLength: 1, maxLength: 5 }),
+        (history, inputs) =>
+          replay(history, (engine, arrived) => {
+            for (const input of inputs) {
+              const trace = check(engine, arrived, input)
+              if (trace.path !== "scan") continue
+              const shape = trace.shapes[0]!
+              const dims = shape.group === "map" ? shape.mapped!.dims : [shape.group]
+              counted.add(dims.includes("identity") ? "by key and identity" : "by key")
+            }
+          })
+      ),
+      { seed: 45, numRuns: 150 }
+    )
+    expect(counted.names()).toEqual(["by key", "by key and identity"])
+    for (const name of counted.names()) expect(counted.get(name), name).toBeGreaterThanOrEqual(5)
   })
 
   // 700 keys × 451 identity codes: more composite groups than dense counters are kept for.

@@ -81,6 +81,8 @@ export class Partition {
    * two of its events differ: where it is one, a key's counts are its (key, identity) group's.
    */
   private readonly keyIdentity: Array<number> = []
+  /** Keys whose {@link keyIdentity} is {@link MIXED_IDENTITIES}. */
+  private mixedKeys = 0
   /** The tag set of each key's previous event, tried first. */
   private readonly lastTagset: Array<number | undefined> = []
   /** Tag codes of each tag set, ascending. */
@@ -274,7 +276,21 @@ export class Partition {
   }
 
   private noteIdentity(key: number, identity: number): void {
-    this.keyIdentity[key] = this.keyIdentity[key] === undefined ? identity : MIXED_IDENTITIES
+    const previous = this.keyIdentity[key]
+    if (previous === undefined) {
+      this.keyIdentity[key] = identity
+    } else if (previous !== MIXED_IDENTITIES) {
+      this.keyIdentity[key] = MIXED_IDENTITIES
+      this.mixedKeys++
+    }
+  }
+
+  /**
+   * True while every key's events carried one identity (or none): a key then names its (key,
+   * identity) group, and a grouping by both counts by key alone (see {@link identityOfKey}).
+   */
+  get identitiesFollowKeys(): boolean {
+    return this.mixedKeys === 0
   }
 
   /** The identity code all of `key`'s events carried (0: none), or {@link MIXED_IDENTITIES}. */

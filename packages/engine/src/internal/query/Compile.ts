@@ -218,6 +218,22 @@ export const addInto = (to: Uint32Array | Float64Array, from: Uint32Array, lengt
   for (let i = 0; i < length; i++) to[i]! += from[i]!
 }
 
+/**
+ * Zeroes the nine counters at `counts[at ..]`. Written out: `fill(0, at, at + 9)` is a builtin
+ * call of ~50 ns, and harvests zero tens of thousands of groups one at a time.
+ */
+export const clearCounters = (counts: Uint32Array | Float64Array, at: number): void => {
+  counts[at] = 0
+  counts[at + 1] = 0
+  counts[at + 2] = 0
+  counts[at + 3] = 0
+  counts[at + 4] = 0
+  counts[at + 5] = 0
+  counts[at + 6] = 0
+  counts[at + 7] = 0
+  counts[at + 8] = 0
+}
+
 /** True when any of the nine counters at `counts[at ..]` is not zero. */
 export const any = (counts: ArrayLike<number>, at: number): boolean => {
   for (let o = 0; o < OUTCOMES; o++) if (counts[at + o] !== 0) return true

@@ -8,7 +8,7 @@ import { LIMITS } from "../DayIndex.js"
 import { MIXED_IDENTITIES } from "../Partition.js"
 import { U32List } from "../Run.js"
 import type { RangeScan, Scratch, Shape } from "./Compile.js"
-import { addInto, any, compile, counterValue, makeScratch, TOP_N_MAX } from "./Compile.js"
+import { addInto, any, clearCounters, compile, counterValue, makeScratch, TOP_N_MAX } from "./Compile.js"
 import { countKeysHours } from "./KeyRows.js"
 import type { QueryContext } from "./QueryContext.js"
 import { Rows } from "./Rows.js"
@@ -131,7 +131,7 @@ export const fromDayIndex = (context: QueryContext): AggregationResult | undefin
         for (let t = 0; t < tags.length; t++) {
           for (let o = 0; o < OUTCOMES; o++) tagAcc[tags[t]! * OUTCOMES + o]! += setAcc[at + o]!
         }
-        setAcc.fill(0, at, at + OUTCOMES)
+        clearCounters(setAcc, at)
       }
       for (let tag = 0; tag < nTags; tag++) {
         const at = tag * OUTCOMES

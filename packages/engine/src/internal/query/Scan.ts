@@ -4,9 +4,10 @@
  */
 import type { AggregationResult } from "@keymeter/core/Aggregation"
 import { OUTCOMES } from "@keymeter/core/Aggregation"
+import type { Partition } from "../Partition.js"
 import { U32List } from "../Run.js"
 import type { PostingScan, RangeScan, Scratch, Shape } from "./Compile.js"
-import { any, compile, DENSE_GROUPS_MAX, makeScratch, TOP_N_MAX } from "./Compile.js"
+import { any, clearCounters, compile, DENSE_GROUPS_MAX, makeScratch, TOP_N_MAX } from "./Compile.js"
 import { GroupTable } from "./GroupTable.js"
 import { gather, keyRowsEstimate } from "./KeyRows.js"
 import type { QueryContext } from "./QueryContext.js"
@@ -21,14 +22,23 @@ const DENSE_COMPOSITE_MAX = 1 << 18
  * row was then built by the interpreter until it was optimized again.
  */
 
-/** Composite groups in the hash table: a row each, then the table emptied. */
-const harvestTable = (rows: Rows, time: number | undefined, table: GroupTable): void => {
+/**
+ * Composite groups in the hash table: a row each, then the table emptied. With `keyIdentity`, the
+ * groups were counted by key and each one's identity is its key's (see {@link scan}).
+ */
+const harvestTable = (
+  rows: Rows,
+  time: number | undefined,
+  table: GroupTable,
+  keyIdentity: Partition | undefined
+): void => {
   for (let slot = 0; slot < table.size; slot++) {
     const at = slot * 3
+    const key = table.codes[at]!
     rows.push(
       time,
-      table.codes[at]!,
-      table.codes[at + 1]!,
+      key,
+      keyIdentity !== undefined ? keyIdentity.identityOfKey(key) : table.codes[at + 1]!,
       table.codes[at + 2]!,
       table.counts,
       slot * OUTCOMES,
@@ -38,13 +48,17 @@ const harvestTable = (rows: Rows, time: number | undefined, table: GroupTable): 
   table.clear()
 }
 
-/** Dense composite groups: the touched ones, each decoded from its number, then zeroed. */
+/**
+ * Dense composite groups: the touched ones, each decoded from its number, then zeroed. With
+ * `keyIdentity`, each one's identity is its key's.
+ */
 const harvestDense = (
   rows: Rows,
   time: number | undefined,
   scratch: Scratch,
   byKey: boolean,
-  byIdentity: boolean
+  byIdentity: boolean,
+  keyIdentity: Partition | undefined
 ): void => {
   const { acc, credits, identityStride, keyStride, touched } = scratch
   for (let n = 0; n < scratch.nt; n++) {
@@ -53,9 +67,17 @@ const harvestDense = (
     const key = Math.floor(g / keyStride)
     const rest = g - key * keyStride
     const identity = Math.floor(rest / identityStride)
-    rows.push(time, byKey ? key : 0, byIdentity ? identity : 0, rest - identity * identityStride, acc, at, credits)
-    acc.fill(0, at, at + OUTCOMES)
-    credits?.fill(0, at, at + OUTCOMES)
+    rows.push(
+      time,
+      byKey ? key : 0,
+      keyIdentity !== undefined ? keyIdentity.identityOfKey(key) : byIdentity ? identity : 0,
+      rest - identity * identityStride,
+      acc,
+      at,
+      credits
+    )
+    clearCounters(acc, at)
+    if (credits !== null) clearCounters(credits, at)
   }
   scratch.nt = 0
   scratch.epoch++
@@ -63,7 +85,8 @@ const harvestDense = (
 
 /**
  * Groups of one dimension (or one group): each with counts becomes a row and is zeroed; tag sets
- * are split into their tags first when `tagAcc` is given (by tag).
+ * are split into their tags first when `tagAcc` is given (by tag). With `keyIdentity`, the groups
+ * are keys and each one's identity is its key's.
  */
 const harvestGroups = (
   rows: Rows,
@@ -74,7 +97,8 @@ const harvestGroups = (
   track: boolean,
   tagsetTags: ReadonlyArray<Uint32Array>,
   tagAcc: Float64Array | undefined,
-  tagCredits: Float64Array | undefined
+  tagCredits: Float64Array | undefined,
+  keyIdentity: Partition | undefined
 ): void => {
   const { acc, credits } = scratch
   const count = track ? scratch.nt : groups
@@ -93,15 +117,15 @@ const harvestGroups = (
       rows.push(
         time,
         group === "key" ? g : 0,
-        group === "identity" ? g : 0,
+        group === "identity" ? g : keyIdentity !== undefined ? keyIdentity.identityOfKey(g) : 0,
         group === "tagset" ? g : 0,
         acc,
         at,
         credits
       )
     }
-    acc.fill(0, at, at + OUTCOMES)
-    credits?.fill(0, at, at + OUTCOMES)
+    clearCounters(acc, at)
+    if (credits !== null) clearCounters(credits, at)
   }
   if (track) {
     scratch.nt = 0
@@ -126,14 +150,21 @@ export const scan = (context: QueryContext): AggregationResult => {
     identity: partition.identities.length,
     tagset: partition.tagsets.length
   }
+  // By key and identity where every key's events carried one identity: the key names the group, so
+  // rows are counted by key (far fewer possible groups: dense counters rather than a hash table)
+  // and each group's identity is its key's. Rows without an identity are still left out.
+  const keyIdentity = query.groupByKey && query.groupByIdentity && partition.identitiesFollowKeys
+    ? partition
+    : undefined
+  const counted = keyIdentity !== undefined ? dims.filter((dim) => dim !== "identity") : dims
   // By tag per hour, an hour's rows are few beside its tag sets: each row counts into its tags in
   // the loop (as composite groups by tag do) rather than its tag set being split at each harvest.
-  const hourlyTags = dims.length === 1 && dims[0] === "tagset" && query.groupByTag === "tag" &&
+  const hourlyTags = counted.length === 1 && counted[0] === "tagset" && query.groupByTag === "tag" &&
     query.timeUnit === "hour"
-  const group: Shape["group"] = dims.length === 0
+  const group: Shape["group"] = counted.length === 0
     ? "none"
-    : dims.length === 1 && cardinality[dims[0]!] <= DENSE_GROUPS_MAX && !hourlyTags
-    ? dims[0]!
+    : counted.length === 1 && cardinality[counted[0]!] <= DENSE_GROUPS_MAX && !hourlyTags
+    ? counted[0]!
     : "map"
   // Composite groups, by tag (each tag set's tags in the loop) or by tag set: dense counters
   // when the product of the cardinalities is small enough, else a hash table.
@@ -141,7 +172,7 @@ export const scan = (context: QueryContext): AggregationResult => {
   const tagCount = perTagMap ? partition.tagNames.length : cardinality.tagset
   const extent = {
     key: query.groupByKey ? cardinality.key : 1,
-    identity: query.groupByIdentity ? cardinality.identity : 1,
+    identity: query.groupByIdentity && keyIdentity === undefined ? cardinality.identity : 1,
     tagset: query.groupByTag !== undefined ? tagCount : 1
   }
   const denseMap = group === "map" && extent.key * extent.identity * extent.tagset <= DENSE_COMPOSITE_MAX
@@ -190,7 +221,7 @@ export const scan = (context: QueryContext): AggregationResult => {
     identityFilter: identityMask !== null,
     requireIdentity: query.groupByIdentity,
     group,
-    ...(group === "map" ? { mapped: { dims, dense: denseMap, perTag: perTagMap } } : {}),
+    ...(group === "map" ? { mapped: { dims: counted, dense: denseMap, perTag: perTagMap } } : {}),
     track,
     counting: "outcomes",
     credits: sumsCredits
@@ -209,10 +240,10 @@ export const scan = (context: QueryContext): AggregationResult => {
 
   const harvest = (time: number | undefined) =>
     group !== "map"
-      ? harvestGroups(rows, time, scratch, group, groups, track, partition.tagsetTags, tagAcc, tagCredits)
+      ? harvestGroups(rows, time, scratch, group, groups, track, partition.tagsetTags, tagAcc, tagCredits, keyIdentity)
       : denseMap
-      ? harvestDense(rows, time, scratch, query.groupByKey, query.groupByIdentity)
-      : harvestTable(rows, time, scratch.table!)
+      ? harvestDense(rows, time, scratch, query.groupByKey, query.groupByIdentity, keyIdentity)
+      : harvestTable(rows, time, scratch.table!, keyIdentity)
 
   for (const bucket of plan) {
     if (usePostings) {

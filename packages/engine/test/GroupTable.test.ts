@@ -130,4 +130,42 @@ describe("GroupTable", () => {
     // Without the option, no credits are kept.
     expect(new GroupTable({ key: 1, identity: 1, tagset: 1 }).credits).toBeUndefined()
   })
+
+  // Scans reuse one table: `reset` empties it (left full by a scan stopped midway, too) for
+  // another answer's cardinalities, credits and `onNew`.
+  it("counts like a new table once reset, for other cardinalities, with or without credits", () => {
+    FastCheck.assert(
+      FastCheck.property(
+        FastCheck.array(FastCheck.tuple(FastCheck.constantFrom(...modes), FastCheck.boolean()), {
+          minLength: 2,
+          maxLength: 5
+        }),
+        FastCheck.integer({ min: 0, max: 2 ** 31 }),
+        (uses, seed) => {
+          const table = new GroupTable(uses[0]![0][1])
+          for (const [[, cardinality], sumsCredits] of uses) {
+            const announced: Array<number> = []
+            table.reset(cardinality, (size) => announced.push(size), sumsCredits)
+            expect(table.size).toBe(0)
+            expect(table.credits === undefined).toBe(!sumsCredits)
+            const adds = FastCheck.sample(addsArb(cardinality), { numRuns: 1, seed: seed++ })[0]!
+            for (const [key, identity, tagset, outcome] of adds) {
+              table.add(key, identity, tagset, outcome, sumsCredits ? 1 : undefined)
+            }
+            expect(contents(table)).toEqual(oracle(adds))
+            expect(new Set(announced).size).toBe(table.size)
+            if (sumsCredits) {
+              for (let slot = 0; slot < table.size; slot++) {
+                const at = slot * 9
+                expect(Array.from(table.credits!.subarray(at, at + 9))).toEqual(
+                  Array.from(table.counts.subarray(at, at + 9))
+                )
+              }
+            }
+          }
+        }
+      ),
+      { seed: 52, numRuns: 30 }
+    )
+  })
 })

@@ -8,8 +8,9 @@
 import { describe, expect, it } from "@effect/vitest"
 import type { Verification as Event } from "@keymeter/core/Verification"
 import * as FastCheck from "effect/FastCheck"
+import { Rows, TooManyRows } from "../src/internal/query/Rows.js"
 import type { Input } from "./Fixture.js"
-import { answer, historyArb, queryArb, reference, replay, tally } from "./Fixture.js"
+import { answer, historyArb, queryArb, reference, replay, tally, toQuery } from "./Fixture.js"
 
 /** Rows of the complete answer as an adapter gives it: one per non-empty (time bucket, group). */
 const completeRows = (events: ReadonlyArray<Event>, input: Input): number => {
@@ -68,5 +69,27 @@ describe("Rows", () => {
       "totalsSeries answered",
       "totalsSeries refused"
     ])
+  })
+
+  // Rows count into one spare array per thread and copy their counters out when built.
+  it("gives each answer counters of its own, and starts the next answer's rows afresh", () => {
+    const query = toQuery({ apiId: "api", end: 0 })
+    const first = new Rows(10)
+    first.push(undefined, 1, 0, 0, [1, 2, 3, 4, 5, 6, 7, 8, 9], 0)
+    const kept = first.build(query, undefined)
+    const second = new Rows(10)
+    for (let row = 0; row < 10; row++) second.push(undefined, row, 0, 0, new Array(9).fill(row + 10), 0)
+    const next = second.build(query, undefined)
+    expect(Array.from(kept.counts)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9])
+    expect(next.counts.length).toBe(90)
+    expect(Array.from(next.counts.subarray(0, 9))).toEqual(new Array(9).fill(10))
+    // An answer given up midway (over its maxRows) leaves nothing in the next one's rows.
+    const refused = new Rows(2)
+    expect(() => {
+      for (let row = 0; row < 3; row++) refused.push(undefined, row, 0, 0, new Array(9).fill(7), 0)
+    }).toThrow(TooManyRows)
+    const after = new Rows(10)
+    after.push(undefined, 5, 0, 0, [0, 0, 0, 0, 0, 0, 0, 0, 1], 0)
+    expect(Array.from(after.build(query, undefined).counts)).toEqual([0, 0, 0, 0, 0, 0, 0, 0, 1])
   })
 })

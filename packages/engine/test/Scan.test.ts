@@ -175,6 +175,24 @@ describe("Scan", () => {
     expect(got).toEqual(want)
   })
 
+  // Scans count into one zeroed array per thread, which each harvest leaves zero again.
+  it("leaves no counts behind for the next scan when one stops at maxRows", () => {
+    const { engine, events } = largeDictionaries()
+    const inputs: ReadonlyArray<Input> = [
+      { apiId: API, end: BASE + SPAN * HOUR, groupBy: ["key"] },
+      { apiId: API, end: BASE + SPAN * HOUR, groupBy: ["identity", "day"] },
+      { apiId: API, end: BASE + SPAN * HOUR, groupBy: ["key", "tag"] },
+      { apiId: API, end: BASE + SPAN * HOUR, groupBy: ["tags", "hour"] }
+    ]
+    for (const input of inputs) {
+      const want = reference(events, input)
+      const { result, trace } = answer(engine, input, Math.floor(want.length / 2))
+      expect(trace.path).toBe("scan")
+      expect(result).toBeUndefined()
+      expect(answer(engine, input).datapoints).toEqual(want)
+    }
+  })
+
   it("reads the filtered keys' entries from the key indexes of full chunks, and the late run, over 140,000 rows", () => {
     const keys = FastCheck.tuple(
       FastCheck.uniqueArray(FastCheck.constantFrom(...RARE_KEYS), { minLength: 1, maxLength: 3 }),

@@ -13,6 +13,10 @@ const hash = (id: number): number => {
   return h ^ (h >>> 16)
 }
 
+/** Whether combined codes of groups below `cardinality` could pass 2^53 (then groups are keyed by text). */
+const textKeyed = (cardinality: { readonly key: number; readonly identity: number; readonly tagset: number }) =>
+  cardinality.key * cardinality.identity * cardinality.tagset >= Number.MAX_SAFE_INTEGER
+
 export class GroupTable {
   /** Slot of each table entry plus one (0: empty). */
   private entries: Int32Array
@@ -21,16 +25,19 @@ export class GroupTable {
   private positions: Int32Array
   /** Codes of each slot: key, identity, tag set. */
   codes: Uint32Array
-  /** `counts[slot * OUTCOMES + outcome]`. */
-  counts: Float64Array
+  /**
+   * `counts[slot * OUTCOMES + outcome]`: a table counts one bucket's rows, fewer than 2^32 (row
+   * ids are u32), so 4 bytes a counter, half the memory a composite grouping's table grows into.
+   */
+  counts: Uint32Array
   /** Spent credits beside each counter, when the table sums them (see the constructor). */
   credits: Float64Array | undefined
   size = 0
   private mask: number
-  private readonly byText: Map<string, number> | undefined
-
-  private readonly nIdentity: number
-  private readonly nTagset: number
+  private byText: Map<string, number> | undefined
+  private nIdentity: number
+  private nTagset: number
+  private onNew: (size: number) => void
 
   /**
    * Groups of codes below `cardinality`; `onNew` runs before a group is added (it may throw to
@@ -38,20 +45,19 @@ export class GroupTable {
    */
   constructor(
     cardinality: { readonly key: number; readonly identity: number; readonly tagset: number },
-    private readonly onNew: (size: number) => void = () => {},
+    onNew: (size: number) => void = () => {},
     sumsCredits = false
   ) {
     this.nIdentity = cardinality.identity
     this.nTagset = cardinality.tagset
-    this.byText = cardinality.key * cardinality.identity * cardinality.tagset >= Number.MAX_SAFE_INTEGER
-      ? new Map()
-      : undefined
+    this.byText = textKeyed(cardinality) ? new Map() : undefined
+    this.onNew = onNew
     this.entries = new Int32Array(1024)
     this.mask = 1023
     this.ids = new Float64Array(512)
     this.positions = new Int32Array(512)
     this.codes = new Uint32Array(512 * 3)
-    this.counts = new Float64Array(512 * OUTCOMES)
+    this.counts = new Uint32Array(512 * OUTCOMES)
     this.credits = sumsCredits ? new Float64Array(512 * OUTCOMES) : undefined
   }
 
@@ -108,6 +114,33 @@ export class GroupTable {
     return slot
   }
 
+  /** Groups in the room the table has grown (it grows when they are all taken). */
+  get capacity(): number {
+    return this.ids.length
+  }
+
+  /**
+   * This table emptied, for another answer's groups (the constructor's arguments), with the memory
+   * it has grown: a thread's scans reuse one table rather than each growing its own from 512 groups.
+   */
+  reset(
+    cardinality: { readonly key: number; readonly identity: number; readonly tagset: number },
+    onNew: (size: number) => void,
+    sumsCredits: boolean
+  ): this {
+    this.clear()
+    this.nIdentity = cardinality.identity
+    this.nTagset = cardinality.tagset
+    this.byText = textKeyed(cardinality) ? this.byText ?? new Map() : undefined
+    this.onNew = onNew
+    this.credits = !sumsCredits
+      ? undefined
+      : this.credits?.length === this.counts.length
+      ? this.credits
+      : new Float64Array(this.counts.length)
+    return this
+  }
+
   /** Empties the table, keeping its memory. */
   clear(): void {
     this.byText?.clear()
@@ -123,7 +156,7 @@ export class GroupTable {
     ids.set(this.ids)
     const codes = new Uint32Array(capacity * 3)
     codes.set(this.codes)
-    const counts = new Float64Array(capacity * OUTCOMES)
+    const counts = new Uint32Array(capacity * OUTCOMES)
     counts.set(this.counts)
     if (this.credits !== undefined) {
       const credits = new Float64Array(capacity * OUTCOMES)

@@ -208,7 +208,15 @@ export class Partition {
     const hour = Math.floor(event.time / HOUR)
     let key = this.keyCodes.get(event.keyId)
     if (key === undefined) key = this.keyCode(event.keyId)
-    const identity = event.identity === undefined ? 0 : this.identityCode(event.identity)
+    let identity = 0
+    if (event.identity !== undefined) {
+      // A key usually carries the identity it carried so far: compare before looking up.
+      const known = this.keyIdentity[key]
+      identity = known !== undefined && known > 0 && this.identityIds[known] === event.identity.id &&
+          this.externalIds[known] === event.identity.externalId
+        ? known
+        : this.identityCode(event.identity)
+    }
     const tags = event.tags
     let tagset = 0
     if (tags.length > 0) {

@@ -19,7 +19,6 @@
 import type { AggregationQuery, AggregationResult } from "@keymeter/core/Aggregation"
 import * as Time from "@keymeter/core/Time"
 import type { Partition } from "../Partition.js"
-import { MIXED_IDENTITIES } from "../Partition.js"
 import type { Dim } from "./Compile.js"
 import { fromDayIndex } from "./DayAggregates.js"
 import type { QueryContext } from "./QueryContext.js"
@@ -153,10 +152,10 @@ const tagsetsWith = (partition: Partition, wanted: ReadonlyArray<number>): Uint8
 
 /** The keys whose one identity is in `identityMask`; undefined when some key's events carried more than one. */
 const keysOf = (partition: Partition, identityMask: Uint8Array): Array<number> | undefined => {
+  if (!partition.identitiesFollowKeys) return undefined
   const keys: Array<number> = []
   for (let key = 0; key < partition.keyIds.length; key++) {
     const identity = partition.identityOfKey(key)
-    if (identity === MIXED_IDENTITIES) return undefined
     if (identity !== 0 && identityMask[identity] === 1) keys.push(key)
   }
   return keys

@@ -8,6 +8,7 @@ import type { Partition } from "../Partition.js"
 import { U32List } from "../Run.js"
 import { BestValues } from "./BestValues.js"
 import { counterValue } from "./Compile.js"
+import { Spare } from "./Spare.js"
 
 /** Counters of no row: the first row's push takes the spare (below). */
 const NO_COUNTS = new Float64Array(0)
@@ -17,28 +18,12 @@ const roomFor = (counts: Float64Array<ArrayBuffer>): Float64Array<ArrayBuffer> =
   counts.length === 0 ? new Float64Array(8 * OUTCOMES) : grown(counts)
 
 /**
- * Counter memory kept for the next answer's rows. An answer is built within one synchronous call of
- * the engine, so answers are built one at a time and one spare serves the thread: rows count into
- * it (growing it when they outgrow it) and `build` copies their counters out at their exact size.
- * Doubling a fresh array each answer allocated two to three times that outside V8's heap (98 MB
- * over the 10M mix's 300 first sights), and V8 collects after each 64 MB of such memory.
+ * Counter memory kept for the next answer's rows: rows count into it (growing it when they outgrow
+ * it) and `build` copies their counters out at their exact size. Doubling a fresh array each answer
+ * allocated two to three times that outside V8's heap (98 MB over the 10M mix's 300 first sights),
+ * and V8 collects after each 64 MB of such memory. At most 2^21 counters (16 MiB, 233,016 rows).
  */
-let spare: Float64Array<ArrayBuffer> = NO_COUNTS
-
-/** The largest spare kept: 2^21 counters (16 MiB, 233,016 rows). */
-const SPARE_MAX = 1 << 21
-
-/** The spare for a new answer's first row (left empty meanwhile: an answer given up otherwise than by `refuse` keeps it). */
-const takeSpare = (): Float64Array<ArrayBuffer> => {
-  const counts = spare
-  spare = NO_COUNTS
-  return counts.length === 0 ? roomFor(counts) : counts
-}
-
-/** Keeps `counts` as the spare when it is larger than the one kept and not too large. */
-const keepSpare = (counts: Float64Array<ArrayBuffer>): void => {
-  if (counts.length > spare.length && counts.length <= SPARE_MAX) spare = counts
-}
+const spare = new Spare<Float64Array<ArrayBuffer>>((counts) => counts.length, 1 << 21)
 
 /** Thrown inside a scan when the answer outgrows `maxRows`; caught by the engine. */
 export class TooManyRows {}
@@ -109,7 +94,11 @@ export class Rows {
     this.key.push(key)
     this.identity.push(identity)
     this.tag.push(tag)
-    if ((row + 1) * OUTCOMES > this.counts.length) this.counts = row === 0 ? takeSpare() : roomFor(this.counts)
+    if ((row + 1) * OUTCOMES > this.counts.length) {
+      this.counts = row === 0
+        ? spare.take() ?? roomFor(NO_COUNTS)
+        : roomFor(this.counts)
+    }
     for (let o = 0; o < OUTCOMES; o++) this.counts[row * OUTCOMES + o] = source[at + o]!
     if (this.credits !== undefined) {
       // Grown on its own: the counters may have started in a larger spare.
@@ -120,7 +109,7 @@ export class Rows {
 
   /** Stops this answer as too large ({@link TooManyRows}), handing its counters on as the spare. */
   refuse(): never {
-    keepSpare(this.counts)
+    spare.keep(this.counts)
     this.counts = NO_COUNTS
     throw new TooManyRows()
   }
@@ -128,7 +117,7 @@ export class Rows {
   build(query: AggregationQuery, partition: Partition | undefined): AggregationResult {
     const n = this.size
     const counts = this.counts.slice(0, n * OUTCOMES)
-    keepSpare(this.counts)
+    spare.keep(this.counts)
     this.counts = NO_COUNTS
     const codes = (list: U32List) => list.data.subarray(0, n)
     const tagged = query.groupByTag !== undefined

@@ -12,6 +12,7 @@ import { GroupTable } from "./GroupTable.js"
 import { gather, keyRowsEstimate } from "./KeyRows.js"
 import type { QueryContext } from "./QueryContext.js"
 import { Rows } from "./Rows.js"
+import { Spare } from "./Spare.js"
 
 /** Composite groups up to this many use dense counters (36 bytes each). */
 const DENSE_COMPOSITE_MAX = 1 << 18
@@ -19,27 +20,19 @@ const DENSE_COMPOSITE_MAX = 1 << 18
 /**
  * Dense counters kept for the next scan, all zero: each harvest zeroes the counters it reads, so a
  * scan that completes leaves its counters as it found them and hands them on (one that throws drops
- * them). Scans run one at a time, each within one synchronous call. A fresh array each scan
- * allocated 41 MB outside V8's heap over the 10M mix's 300 first sights (V8 collects after each
- * 64 MB of such memory), and each was zero-filled by the system page by page.
+ * them). A fresh array each scan allocated 41 MB outside V8's heap over the 10M mix's 300 first
+ * sights, each zero-filled by the system page by page. At most 2^21 counters (8 MiB).
  */
-let spareCounters: Uint32Array = new Uint32Array(0)
+const spareCounters = new Spare<Uint32Array>((counters) => counters.length, 1 << 21)
 
 /** The composite groups' hash table kept for the next scan that needs one (see `GroupTable.reset`), up to 2^17 groups. */
-let spareTable: GroupTable | undefined
+const spareTable = new Spare<GroupTable>((table) => table.capacity, 1 << 17)
 
 /** Zeroed counters of `length`: the spare's first `length` when it is large enough. */
 const zeroedCounters = (length: number): Uint32Array => {
-  const spare = spareCounters
-  if (spare.length < length) return new Uint32Array(length)
-  spareCounters = new Uint32Array(0)
+  const spare = spareCounters.take((counters) => counters.length >= length)
+  if (spare === undefined) return new Uint32Array(length)
   return spare.length === length ? spare : spare.subarray(0, length)
-}
-
-/** Keeps the array under `counters` (zero again) as the spare when it is the larger, up to 2^21 counters (8 MiB). */
-const keepCounters = (counters: Uint32Array): void => {
-  const whole = counters.length === counters.buffer.byteLength >>> 2 ? counters : new Uint32Array(counters.buffer)
-  if (whole.length > spareCounters.length && whole.length <= 1 << 21) spareCounters = whole
 }
 
 /*
@@ -235,9 +228,8 @@ export const scan = (context: QueryContext): AggregationResult => {
       const onNew = (size: number) => {
         if (rows.offered + size >= query.maxRows) rows.refuse()
       }
-      scratch.table = spareTable?.reset(tableCardinality, onNew, sumsCredits) ??
+      scratch.table = spareTable.take()?.reset(tableCardinality, onNew, sumsCredits) ??
         new GroupTable(tableCardinality, onNew, sumsCredits)
-      spareTable = undefined
     }
     if (perTagMap) {
       scratch.tagStart = partition.tagStart.data
@@ -293,7 +285,9 @@ export const scan = (context: QueryContext): AggregationResult => {
     }
     harvest(bucket.time)
   }
-  keepCounters(scratch.acc)
-  if (scratch.table !== null && scratch.table.capacity <= 1 << 17) spareTable = scratch.table
+  // The whole array under the counters, of which a scan may have used the first part.
+  const acc = scratch.acc
+  spareCounters.keep(acc.length === acc.buffer.byteLength >>> 2 ? acc : new Uint32Array(acc.buffer))
+  if (scratch.table !== null) spareTable.keep(scratch.table)
   return rows.build(query, partition)
 }

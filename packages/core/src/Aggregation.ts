@@ -9,17 +9,17 @@ import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import type { Datapoint } from "./Datapoint.js"
 import { QueryTooLarge } from "./Errors.js"
-import { datapointMaker } from "./internal/DatapointMaker.js"
+import { datapoints } from "./internal/Datapoints.js"
 import {
   compareDefault,
   compareIdentities,
-  compareNumbers,
   compareStrings,
   defaultOrder,
   givenRanks,
   joinTags,
   positions,
-  rankColumn
+  rankColumn,
+  timeRanks
 } from "./internal/DefaultOrder.js"
 import { selectTop } from "./internal/SelectTop.js"
 import * as Time from "./Time.js"
@@ -198,7 +198,7 @@ export const expandTags = (query: VerificationQuery, result: AggregationResult):
   let prefixOf = new Uint32Array(size)
   let prefixes = 1
   const columns = [
-    result.time && rankColumn(result.time, size, compareNumbers),
+    result.time && timeRanks(result.time, size),
     result.keyId && (givenRanks(result.ranks?.keyId, size) ?? rankColumn(result.keyId, size, compareStrings)),
     result.identity &&
     (givenRanks(result.ranks?.identity, size) ?? rankColumn(result.identity, size, compareIdentities))
@@ -388,7 +388,7 @@ export const finalize = (
     for (let row = 0; row < result.size; row++) {
       for (let o = 0; o < OUTCOMES; o++) total[o]! += result.counts[row * OUTCOMES + o]!
     }
-    return Either.right([datapointMaker({ size: 1, counts: total })({ size: 1, counts: total }, 0)])
+    return Either.right(datapoints({ size: 1, counts: total }, [0]))
   }
   let rows = result
   // A zero-filled series is its buckets in time order: already in the default ordering.
@@ -412,10 +412,7 @@ export const finalize = (
   } else {
     order = ordered(rows, values, direction, limit, inOrder)
   }
-  const make = datapointMaker(rows)
-  const out = new Array<Datapoint>(order.length)
-  for (let i = 0; i < order.length; i++) out[i] = make(rows, order[i]!)
-  return Either.right(out)
+  return Either.right(datapoints(rows, order))
 }
 
 /**

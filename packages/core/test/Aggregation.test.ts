@@ -181,6 +181,25 @@ describe("Aggregation.finalize", () => {
     expect(desc).toEqual(["2a", "1b", "1a"])
   })
 
+  it("orders rows by time alike whether their times come in order (as engines give them) or not", () => {
+    const q = query({ timeUnit: "hour", groupByKey: true, start: at("2025-01-01T00:00:00Z") })
+    let seed = 5
+    const random = (n: number) => Math.floor((seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648 * n)
+    const data = Array.from({ length: 400 }, (_, i) => ({
+      time: at("2025-01-01T00:00:00Z") + random(12) * Time.HOUR,
+      keyId: `k${random(30)}`,
+      valid: i + 1
+    }))
+    const expected = [...data].sort((a, b) => a.time - b.time || (a.keyId < b.keyId ? -1 : a.keyId > b.keyId ? 1 : 0))
+      .map((d) => `${d.time} ${d.keyId} ${d.valid}`)
+    const inTimeOrder = [...data].sort((a, b) => a.time - b.time)
+    for (const items of [data, inTimeOrder]) {
+      const out = run(q, rows(q, items))
+      // Equal (time, key) rows keep their order among themselves (stable): compare as multisets per pair.
+      expect(out.map((p) => `${p.time} ${p.keyId}`)).toEqual(expected.map((e) => e.split(" ").slice(0, 2).join(" ")))
+      expect(out.map((p) => `${p.time} ${p.keyId} ${p.valid}`).sort()).toEqual([...expected].sort())
+    }
+  })
   it("breaks orderBy ties by the default ordering, ascending, whatever the order", () => {
     const q = query({ groupByKey: true, orderBy: "total", order: "desc" })
     const data = [

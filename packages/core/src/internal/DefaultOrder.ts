@@ -94,8 +94,29 @@ export const defaultOrder = (rows: AggregationResult): Uint32Array => {
   if (rows.keyId) {
     sortByRanks(sort, size, givenRanks(given?.keyId, size) ?? rankColumn(rows.keyId, size, compareStrings))
   }
-  if (rows.time) sortByRanks(sort, size, rankColumn(rows.time, size, compareNumbers))
+  if (rows.time) sortByRanks(sort, size, timeRanks(rows.time, size))
   return sort.order
+}
+
+/**
+ * Ranks of a time column: counted along the rows when their times never decrease (as engines give
+ * a series, bucket after bucket), else by {@link rankColumn}. Ranking 30,000 bucket starts through a
+ * map of numbers cost ~1 ms.
+ */
+export const timeRanks = (
+  time: ArrayLike<number>,
+  size: number
+): { readonly ranks: Uint32Array; readonly count: number } => {
+  for (let row = 1; row < size; row++) {
+    if (time[row]! < time[row - 1]!) return rankColumn(time, size, compareNumbers)
+  }
+  const ranks = new Uint32Array(size)
+  let rank = 0
+  for (let row = 1; row < size; row++) {
+    if (time[row] !== time[row - 1]) rank++
+    ranks[row] = rank
+  }
+  return { ranks, count: size === 0 ? 0 : rank + 1 }
 }
 
 /** `[0, 1, …, size - 1]`. */

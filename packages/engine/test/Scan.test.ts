@@ -193,6 +193,27 @@ describe("Scan", () => {
     }
   })
 
+  // One bucket's groups are visited one by one unless tracked: worth it only when the rows read are
+  // fewer than twice the groups (700 keys, 450 identities here).
+  it("tracks the groups of a single bucket when they outnumber the rows read", () => {
+    const { engine, events } = largeDictionaries()
+    const short = Math.floor(SPAN / 10)
+    const inputs: ReadonlyArray<readonly [Input, boolean]> = [
+      [{ apiId: API, end: BASE + SPAN * HOUR, groupBy: ["key"] }, false],
+      [{ apiId: API, start: BASE + 3 * HOUR, end: BASE + (3 + short) * HOUR - 1, groupBy: ["key"] }, true],
+      [{ apiId: API, start: BASE + 5 * HOUR, end: BASE + (5 + short) * HOUR - 1, groupBy: ["identity"] }, true]
+    ]
+    for (const [input, tracked] of inputs) {
+      const read = events.filter((e) => e.time >= (input.start ?? 0) && e.time <= input.end).length
+      if (tracked) expect(read).toBeLessThan(2 * 450)
+      else expect(read).toBeGreaterThan(2 * 700)
+      const { datapoints, trace } = answer(engine, input)
+      expect(trace.path).toBe("scan")
+      expect(trace.shapes[0]!.track).toBe(tracked)
+      expect(datapoints).toEqual(reference(events, input))
+    }
+  })
+
   it("reads the filtered keys' entries from the key indexes of full chunks, and the late run, over 140,000 rows", () => {
     const keys = FastCheck.tuple(
       FastCheck.uniqueArray(FastCheck.constantFrom(...RARE_KEYS), { minLength: 1, maxLength: 3 }),

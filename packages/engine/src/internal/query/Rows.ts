@@ -130,30 +130,26 @@ export class Rows {
       for (let i = 0; i < n; i++) ranks[i] = rank[data[i]!]!
       return { ranks, count }
     }
+    // One literal with every field (undefined when absent): results of one shape whatever the
+    // query, so that core's reads of them stay monomorphic; spreads made up to eight.
     return {
-      ...(ranked
-        ? {
-          ranks: {
-            keyId: query.groupByKey ? ranksOf(this.key, partition.keyOrder) : undefined,
-            identity: query.groupByIdentity ? ranksOf(this.identity, partition.identityOrder) : undefined,
-            tag: tagged && this.perTag ? ranksOf(this.tag, partition.tagOrder) : undefined,
-            tags: tagged && !this.perTag ? ranksOf(this.tag, partition.tagsetOrder) : undefined
-          }
-        }
-        : {}),
       size: n,
-      ...(this.groups !== undefined
-        ? { groups: this.groups }
-        : this.top !== undefined
-        ? { groups: this.offered }
-        : {}),
+      groups: this.groups !== undefined ? this.groups : this.top !== undefined ? this.offered : undefined,
       counts,
-      ...(this.credits !== undefined ? { credits: this.credits.subarray(0, n * OUTCOMES) } : {}),
+      credits: this.credits !== undefined ? this.credits.subarray(0, n * OUTCOMES) : undefined,
       time: query.timeUnit !== undefined ? this.time.slice(0, n) : undefined,
       keyId: query.groupByKey ? valuesOf(codes(this.key), partition?.keyIds) : undefined,
       identity: query.groupByIdentity ? valuesOf(codes(this.identity), partition?.identities) : undefined,
       tag: tagged && this.perTag ? valuesOf(codes(this.tag), partition?.tagNames) : undefined,
-      tags: tagged && !this.perTag ? valuesOf(codes(this.tag), partition?.tagsets) : undefined
+      tags: tagged && !this.perTag ? valuesOf(codes(this.tag), partition?.tagsets) : undefined,
+      ranks: ranked
+        ? {
+          keyId: query.groupByKey ? ranksOf(this.key, partition.keyOrder) : undefined,
+          identity: query.groupByIdentity ? ranksOf(this.identity, partition.identityOrder) : undefined,
+          tag: tagged && this.perTag ? ranksOf(this.tag, partition.tagOrder) : undefined,
+          tags: tagged && !this.perTag ? ranksOf(this.tag, partition.tagsetOrder) : undefined
+        }
+        : undefined
     }
   }
 }

@@ -28,6 +28,20 @@ const spareCounters = new Spare<Uint32Array>((counters) => counters.length, 1 <<
 /** The composite groups' hash table kept for the next scan that needs one (see `GroupTable.reset`), up to 2^17 groups. */
 const spareTable = new Spare<GroupTable>((table) => table.capacity, 1 << 17)
 
+/**
+ * The marks and list of tracked groups (`Scratch.seen`, `touched`) kept for the next scan that
+ * tracks, with the epoch its marks stay below: the next scan counts on from there, so its marks
+ * need no zeroing. Two fresh arrays of a group each cost ~3 us of a small query's ~170 (80 KB for
+ * 10,000 keys, zeroed outside V8's heap). At most 2^20 groups.
+ */
+const spareTracking = new Spare<{ readonly seen: Uint32Array; readonly touched: Uint32Array; readonly epoch: number }>(
+  (tracking) => tracking.seen.length,
+  1 << 20
+)
+
+/** Epochs stay well below 2^32, as `seen` holds them in u32. */
+const EPOCH_MAX = 2 ** 31
+
 /** Zeroed counters of `length`: the spare's first `length` when it is large enough. */
 const zeroedCounters = (length: number): Uint32Array => {
   const spare = spareCounters.take((counters) => counters.length >= length)
@@ -200,7 +214,24 @@ export const scan = (context: QueryContext): AggregationResult => {
     : group === "map"
     ? denseMap ? extent.key * extent.identity * extent.tagset : 0
     : cardinality[group]
-  const track = (plan.length > 1 && group !== "none" && group !== "map") || denseMap
+  // Key indexes pay when the filtered keys hold well under the window's rows. Their entries are
+  // gathered as `row * 16 + outcome`, so rows must stay below 2^28.
+  let usePostings = false
+  let scanned = 0
+  for (const run of runs) {
+    const [a, b] = run.rows(context.lo, context.hi)
+    scanned += b - a
+  }
+  if (keyMask !== null && main.length < 2 ** 28) {
+    const [a, b] = main.rows(context.lo, context.hi)
+    const estimate = keyRowsEstimate(main, keyCodes, a, b)
+    usePostings = estimate * 4 < b - a
+    if (usePostings) scanned += estimate - (b - a)
+  }
+  // Groups are tracked (each marked when first counted, and only those harvested) across buckets,
+  // and in one bucket when they outnumber the rows read: untracked, a harvest visits every group,
+  // 10,000 keys for the few rows of a key filter or of a short window.
+  const track = (group !== "none" && group !== "map" && (plan.length > 1 || scanned < 2 * groups)) || denseMap
   // Tag sets grouped alone are split into single tags in the harvest, on integer codes.
   const perTag = group === "tagset" && query.groupByTag === "tag"
   const sumsCredits = query.sumCredits === true
@@ -216,9 +247,16 @@ export const scan = (context: QueryContext): AggregationResult => {
   const scratch = makeScratch(
     zeroedCounters(Math.max(1, groups) * OUTCOMES),
     { keyMask, tagsetMask, identityMask },
-    track ? groups : 0,
+    0,
     sumsCredits && (group !== "map" || denseMap) ? new Float64Array(Math.max(1, groups) * OUTCOMES) : null
   )
+  if (track) {
+    const kept = spareTracking.take((tracking) => tracking.seen.length >= groups)
+    if (kept !== undefined && kept.epoch >= EPOCH_MAX) kept.seen.fill(0)
+    scratch.seen = kept?.seen ?? new Uint32Array(groups)
+    scratch.touched = kept?.touched ?? new Uint32Array(groups)
+    scratch.epoch = kept !== undefined && kept.epoch < EPOCH_MAX ? kept.epoch : 1
+  }
   if (group === "map") {
     if (denseMap) {
       scratch.identityStride = extent.tagset
@@ -251,13 +289,6 @@ export const scan = (context: QueryContext): AggregationResult => {
   const scanRange = compile({ ...base, source: "range" }) as RangeScan
   const scanPostings = compile({ ...base, source: "postings" }) as PostingScan
 
-  // Key indexes pay when the filtered keys hold well under the window's rows. Their entries are
-  // gathered as `row * 16 + outcome`, so rows must stay below 2^28.
-  let usePostings = false
-  if (keyMask !== null && main.length < 2 ** 28) {
-    const [a, b] = main.rows(context.lo, context.hi)
-    usePostings = keyRowsEstimate(main, keyCodes, a, b) * 4 < b - a
-  }
   const buffer = new U32List(1024)
 
   const harvest = (time: number | undefined) =>
@@ -289,5 +320,6 @@ export const scan = (context: QueryContext): AggregationResult => {
   const acc = scratch.acc
   spareCounters.keep(acc.length === acc.buffer.byteLength >>> 2 ? acc : new Uint32Array(acc.buffer))
   if (scratch.table !== null) spareTable.keep(scratch.table)
+  if (track) spareTracking.keep({ seen: scratch.seen, touched: scratch.touched, epoch: scratch.epoch })
   return rows.build(query, partition)
 }

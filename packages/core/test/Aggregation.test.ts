@@ -214,6 +214,32 @@ describe("Aggregation.finalize", () => {
       .toEqual(["a", "b", "c", "d"])
   })
 
+  // Counts are sorted as one number packing value and position; bucket starts (~1.7e12 ms) of
+  // thousands of rows would not pack exactly and are compared instead: both orders must agree.
+  it("orders thousands of rows by a count or by time, ties in the default ordering", () => {
+    let seed = 3
+    const random = (n: number) => Math.floor((seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648 * n)
+    const compareKeys = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0)
+    const q = query({ timeUnit: "hour", groupByKey: true, start: at("2025-01-01T00:00:00Z") })
+    const seen = new Set<string>()
+    const data = Array.from({ length: 8000 }, () => ({
+      time: at("2025-01-01T00:00:00Z") + random(500) * Time.HOUR,
+      keyId: `k${random(40)}`,
+      valid: random(25)
+    })).filter((d) => !seen.has(`${d.time} ${d.keyId}`) && seen.add(`${d.time} ${d.keyId}`))
+    expect(data.length).toBeGreaterThan(6000)
+    const byDefault = (a: (typeof data)[number], b: (typeof data)[number]) =>
+      a.time - b.time || compareKeys(a.keyId, b.keyId)
+    const name = (d: { time?: number | undefined; keyId?: string | undefined }) => `${d.time} ${d.keyId}`
+    for (const order of ["asc", "desc"] as const) {
+      const sign = order === "asc" ? 1 : -1
+      const byValid = [...data].sort((a, b) => sign * (a.valid - b.valid) || byDefault(a, b)).map(name)
+      expect(run({ ...q, orderBy: "valid", order }, rows(q, data)).map(name)).toEqual(byValid)
+      const byTime = [...data].sort((a, b) => sign * (a.time - b.time) || byDefault(a, b)).map(name)
+      expect(run({ ...q, orderBy: "time", order }, rows(q, data)).map(name)).toEqual(byTime)
+    }
+  })
+
   it("applies limit after ordering; the top-N selection equals a full sort", () => {
     const q = query({ groupByKey: true, orderBy: "total", order: "desc", limit: 3 })
     let seed = 7

@@ -9,7 +9,6 @@ import * as HttpApiSecurity from "@effect/platform/HttpApiSecurity"
 import * as OpenApi from "@effect/platform/OpenApi"
 import { ApiIdInput, ApiList, ApiView, CreateApiInput } from "@keymeter/core/Api"
 import { Datapoint } from "@keymeter/core/Datapoint"
-import { KeyPermissionsInput, KeyRolesInput } from "@keymeter/core/Key"
 import { LimitInput, LimitResponse } from "@keymeter/core/Limit"
 import {
   DeleteOverrideInput,
@@ -37,11 +36,11 @@ import * as Schema from "effect/Schema"
 import { Responses } from "../Errors.js"
 import { EnvelopedApi } from "../internal/EnvelopedApi.js"
 import * as UrlParams from "../internal/UrlParams.js"
+import { IdempotencyHeaders, keyedPost, post } from "./Endpoint.js"
 import * as V1Identities from "./Identities.js"
 import * as V1Keys from "./Keys.js"
-import * as V1KeyUsage from "./KeyUsage.js"
+import { GetKeyParams, KeysGroup, KeyUsageParams, ListKeysParams } from "./KeysGroup.js"
 import * as V1Migrations from "./Migrations.js"
-import * as V1VerifyKey from "./VerifyKey.js"
 
 /** The authenticated caller of the current request. */
 export class CurrentPrincipal extends Context.Tag("@keymeter/http/CurrentPrincipal")<CurrentPrincipal, Principal>() {}
@@ -69,22 +68,8 @@ export const GetOverrideParams = UrlParams.schema(GetOverrideInput)
 /** Query parameters of `GET /v1/ratelimits.listOverrides`. */
 export const ListOverridesParams = UrlParams.schema(ListOverridesInput)
 
-/** The header that makes a write safe to retry. */
-export const IdempotencyHeaders = Schema.Struct({
-  "idempotency-key": Schema.optional(Schema.String.annotations({
-    description: "Makes the request safe to retry: a repeat with the same key and body within 24 hours " +
-      "answers what the first answered and changes nothing. 1 to 255 visible ASCII characters (no space, " +
-      "\" or \\), bare or as a quoted string; scoped to the workspace."
-  }))
-})
-
-/** A POST route: its JSON body may also be too large (413) or of another media type (415). */
-const post = <const Name extends string>(name: Name, path: HttpApiEndpoint.PathSegment) =>
-  HttpApiEndpoint.post(name, path).addError(Responses[413]).addError(Responses[415])
-
-/** A POST route taking `Idempotency-Key`: a key reused for another request (422), or still at work (409). */
-const keyedPost = <const Name extends string>(name: Name, path: HttpApiEndpoint.PathSegment) =>
-  post(name, path).setHeaders(IdempotencyHeaders).addError(Responses[409]).addError(Responses[422])
+// The key routes and the write routes' shared parts have modules of their own; here for `V1Api` too.
+export { GetKeyParams, IdempotencyHeaders, KeysGroup, KeyUsageParams, ListKeysParams }
 
 /** Analytics routes. */
 export class AnalyticsGroup extends HttpApiGroup.make("analytics")
@@ -181,140 +166,6 @@ export class RatelimitsGroup extends HttpApiGroup.make("ratelimits")
         "Permission: ratelimit.*.limit or ratelimit.<namespaceId>.limit; a namespace used for the first time is " +
           "created, which needs ratelimit.*.limit."
       )
-  )
-{}
-
-/** The permissions or roles a key holds after a change, by id and name. */
-const Connected = Schema.Array(Schema.Struct({ id: Schema.String, name: Schema.String }))
-
-/** Query parameters of `GET /v1/keys.getKey` and `GET /v1/apis.listKeys`. */
-export const GetKeyParams = UrlParams.schema(V1Keys.GetKeyQuery)
-export const ListKeysParams = UrlParams.schema(V1Keys.ListKeysQuery)
-export const KeyUsageParams = UrlParams.schema(V1KeyUsage.KeyUsageQuery)
-
-/** Key routes, in Unkey v1's shapes. */
-export class KeysGroup extends HttpApiGroup.make("keys")
-  .add(
-    keyedPost("createKey", "/keys.createKey")
-      .setPayload(V1Keys.CreateKeyRequest)
-      .addSuccess(V1Keys.CreateKeyResponse)
-      .annotate(OpenApi.Summary, "Create a key; its secret is in this answer only")
-      .annotate(
-        OpenApi.Description,
-        "Permission: api.*.create_key or api.<apiId>.create_key (a ratelimit also needs ratelimit.*.limit or " +
-          "ratelimit.<id>.limit of the namespace `default`). A repeat with the same Idempotency-Key answers the " +
-          "keyId without the secret, which is never kept."
-      )
-  )
-  .add(
-    post("verifyKey", "/keys.verifyKey")
-      .setPayload(V1VerifyKey.VerifyKeyRequest)
-      .addSuccess(V1VerifyKey.VerifyKeyResponseV1)
-      .annotate(OpenApi.Summary, "Verify a key: one of nine codes, always 200 for a well-formed request")
-      .annotate(
-        OpenApi.Description,
-        "Permission: api.*.verify_key or api.<apiId>.verify_key (the apiId asked, else the key's). Checks, first " +
-          "failure wins: NOT_FOUND, FORBIDDEN, UNAUTHORIZED, DISABLED, EXPIRED, INSUFFICIENT_PERMISSIONS, " +
-          "RATE_LIMITED, USAGE_EXCEEDED, then VALID. Every verification is recorded."
-      )
-  )
-  .add(
-    HttpApiEndpoint.get("getKey", "/keys.getKey")
-      .setUrlParams(GetKeyParams)
-      .addSuccess(V1Keys.Key)
-      .annotate(OpenApi.Summary, "Read a key (never its secret)")
-      .annotate(OpenApi.Description, "Permission: api.*.read_key or api.<apiId>.read_key.")
-  )
-  .add(
-    HttpApiEndpoint.get("getKeyVerifications", "/keys.getVerifications")
-      .setUrlParams(KeyUsageParams)
-      .addSuccess(V1KeyUsage.KeyUsage)
-      .annotate(OpenApi.Summary, "A key's (or an ownerId's keys') verifications by day: Unkey v1's older usage route")
-      .annotate(
-        OpenApi.Description,
-        "Permission: api.*.read_key (or the key's api's) with keyId; api.*.read_api (or each api's) for the " +
-          "apis counted. success counts VALID verifications. analytics.getVerifications answers more."
-      )
-  )
-  .add(
-    post("whoami", "/keys.whoami")
-      .setPayload(V1Keys.WhoamiRequest)
-      .addSuccess(V1Keys.WhoamiResponse)
-      .annotate(OpenApi.Summary, "Read the key of a secret")
-      .annotate(OpenApi.Description, "Permission: api.*.read_key or api.<apiId>.read_key.")
-  )
-  .add(
-    post("updateKey", "/keys.updateKey")
-      .setPayload(V1Keys.UpdateKeyRequest)
-      .addSuccess(Schema.Struct({}))
-      .annotate(OpenApi.Summary, "Change a key's fields; null clears one")
-      .annotate(OpenApi.Description, "Permission: api.*.update_key or api.<apiId>.update_key.")
-  )
-  .add(
-    keyedPost("updateRemaining", "/keys.updateRemaining")
-      .setPayload(V1Keys.UpdateRemainingRequest)
-      .addSuccess(V1Keys.UpdateRemainingResponse)
-      .annotate(OpenApi.Summary, "Set, increment or decrement (not below 0) a key's remaining verifications")
-      .annotate(
-        OpenApi.Description,
-        "Permission: api.*.update_key or api.<apiId>.update_key. set with null makes the key unlimited; set " +
-          "gives a key without credits some."
-      )
-  )
-  .add(
-    post("addPermissions", "/keys.addPermissions")
-      .setPayload(KeyPermissionsInput)
-      .addSuccess(Connected)
-      .annotate(OpenApi.Summary, "Give a key permissions; answers all it holds itself")
-      .annotate(
-        OpenApi.Description,
-        "Permission: rbac.*.add_permission_to_key (and rbac.*.create_permission with create: true)."
-      )
-  )
-  .add(
-    post("setPermissions", "/keys.setPermissions")
-      .setPayload(KeyPermissionsInput)
-      .addSuccess(Connected)
-      .annotate(OpenApi.Summary, "Replace a key's permissions; answers all it holds itself")
-      .annotate(
-        OpenApi.Description,
-        "Permission: rbac.*.add_permission_to_key and rbac.*.remove_permission_from_key."
-      )
-  )
-  .add(
-    post("removePermissions", "/keys.removePermissions")
-      .setPayload(KeyPermissionsInput)
-      .addSuccess(Schema.Struct({}))
-      .annotate(OpenApi.Summary, "Take permissions from a key")
-      .annotate(OpenApi.Description, "Permission: rbac.*.remove_permission_from_key.")
-  )
-  .add(
-    post("addRoles", "/keys.addRoles")
-      .setPayload(KeyRolesInput)
-      .addSuccess(Connected)
-      .annotate(OpenApi.Summary, "Give a key roles; answers all it holds")
-      .annotate(OpenApi.Description, "Permission: rbac.*.add_role_to_key (and rbac.*.create_role with create: true).")
-  )
-  .add(
-    post("setRoles", "/keys.setRoles")
-      .setPayload(KeyRolesInput)
-      .addSuccess(Connected)
-      .annotate(OpenApi.Summary, "Replace a key's roles; answers all it holds")
-      .annotate(OpenApi.Description, "Permission: rbac.*.add_role_to_key and rbac.*.remove_role_from_key.")
-  )
-  .add(
-    post("removeRoles", "/keys.removeRoles")
-      .setPayload(KeyRolesInput)
-      .addSuccess(Schema.Struct({}))
-      .annotate(OpenApi.Summary, "Take roles from a key")
-      .annotate(OpenApi.Description, "Permission: rbac.*.remove_role_from_key.")
-  )
-  .add(
-    post("deleteKey", "/keys.deleteKey")
-      .setPayload(V1Keys.DeleteKeyRequest)
-      .addSuccess(Schema.Struct({}))
-      .annotate(OpenApi.Summary, "Delete a key; it verifies as NOT_FOUND from the next call")
-      .annotate(OpenApi.Description, "Permission: api.*.delete_key or api.<apiId>.delete_key.")
   )
 {}
 

@@ -52,14 +52,9 @@ const ordered = (
   inOrder: boolean
 ): ArrayLike<number> => {
   const sorted = inOrder ? positions(rows.size) : defaultOrder(rows)
-  let order: ArrayLike<number>
-  if (values === undefined) {
-    order = direction === 1 ? sorted.subarray(0, limit) : sorted.reverse().subarray(0, limit)
-  } else {
-    // Ties of the ordered value keep the default ordering, ascending.
-    order = byPackedKeys(sorted, values, direction, limit) ?? byComparison(sorted, values, direction, limit)
-  }
-  return order
+  if (values === undefined) return (direction === 1 ? sorted : sorted.reverse()).subarray(0, limit)
+  // Ties of the ordered value keep the default ordering, ascending.
+  return byPackedKeys(sorted, values, direction, limit) ?? byComparison(sorted, values, direction, limit)
 }
 
 /**

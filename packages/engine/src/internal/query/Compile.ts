@@ -174,7 +174,20 @@ const count = (shape: Shape, g: string): string =>
     ? `{ const at = ${g} * ${OUTCOMES} + O[i]; acc[at]++; credits[at] += C[i]; }`
     : `acc[${g} * ${OUTCOMES} + O[i]]++;`
 
-/** Scratch over the counters `acc`, filtered by the masks given. */
+/**
+ * The marks and list of tracked groups (`Scratch.seen`, `touched`), and the epoch to count from:
+ * every mark in `seen` is below it, so `seen` needs no zeroing.
+ */
+export interface Tracking {
+  readonly seen: Uint32Array
+  readonly touched: Uint32Array
+  readonly epoch: number
+}
+
+/** No group tracked. */
+const UNTRACKED: Tracking = { seen: new Uint32Array(0), touched: new Uint32Array(0), epoch: 1 }
+
+/** Scratch over the counters `acc`, filtered by the masks given, tracking groups in `tracking`. */
 export const makeScratch = (
   acc: Uint32Array,
   masks: {
@@ -182,15 +195,15 @@ export const makeScratch = (
     readonly tagsetMask?: Uint8Array | null
     readonly identityMask?: Uint8Array | null
   } = {},
-  track = 0,
+  tracking: Tracking = UNTRACKED,
   credits: Float64Array | null = null
 ): Scratch => ({
   acc,
   credits,
-  seen: new Uint32Array(track),
-  touched: new Uint32Array(track),
+  seen: tracking.seen,
+  touched: tracking.touched,
   nt: 0,
-  epoch: 1,
+  epoch: tracking.epoch,
   keyMask: masks.keyMask ?? null,
   tagsetMask: masks.tagsetMask ?? null,
   identityMask: masks.identityMask ?? null,

@@ -6,7 +6,7 @@ import type { AggregationResult } from "@keymeter/core/Aggregation"
 import { OUTCOMES } from "@keymeter/core/Aggregation"
 import type { Partition } from "../Partition.js"
 import { U32List } from "../Run.js"
-import type { PostingScan, RangeScan, Scratch, Shape } from "./Compile.js"
+import type { PostingScan, RangeScan, Scratch, Shape, Tracking } from "./Compile.js"
 import { any, clearCounters, compile, DENSE_GROUPS_MAX, makeScratch, TOP_N_MAX } from "./Compile.js"
 import { GroupTable } from "./GroupTable.js"
 import { gather, keyRowsEstimate } from "./KeyRows.js"
@@ -34,13 +34,19 @@ const spareTable = new Spare<GroupTable>((table) => table.capacity, 1 << 17)
  * need no zeroing. Two fresh arrays of a group each cost ~3 us of a small query's ~170 (80 KB for
  * 10,000 keys, zeroed outside V8's heap). At most 2^20 groups.
  */
-const spareTracking = new Spare<{ readonly seen: Uint32Array; readonly touched: Uint32Array; readonly epoch: number }>(
-  (tracking) => tracking.seen.length,
-  1 << 20
-)
+const spareTracking = new Spare<Tracking>((tracking) => tracking.seen.length, 1 << 20)
 
 /** Epochs stay well below 2^32, as `seen` holds them in u32. */
 const EPOCH_MAX = 2 ** 31
+
+/** Tracking of `groups` groups: the spare's when it is large enough, its marks zeroed once its epochs run out. */
+const trackingFor = (groups: number): Tracking => {
+  const kept = spareTracking.take((tracking) => tracking.seen.length >= groups)
+  if (kept === undefined) return { seen: new Uint32Array(groups), touched: new Uint32Array(groups), epoch: 1 }
+  if (kept.epoch < EPOCH_MAX) return kept
+  kept.seen.fill(0)
+  return { ...kept, epoch: 1 }
+}
 
 /** Zeroed counters of `length`: the spare's first `length` when it is large enough. */
 const zeroedCounters = (length: number): Uint32Array => {
@@ -247,16 +253,9 @@ export const scan = (context: QueryContext): AggregationResult => {
   const scratch = makeScratch(
     zeroedCounters(Math.max(1, groups) * OUTCOMES),
     { keyMask, tagsetMask, identityMask },
-    0,
+    track ? trackingFor(groups) : undefined,
     sumsCredits && (group !== "map" || denseMap) ? new Float64Array(Math.max(1, groups) * OUTCOMES) : null
   )
-  if (track) {
-    const kept = spareTracking.take((tracking) => tracking.seen.length >= groups)
-    if (kept !== undefined && kept.epoch >= EPOCH_MAX) kept.seen.fill(0)
-    scratch.seen = kept?.seen ?? new Uint32Array(groups)
-    scratch.touched = kept?.touched ?? new Uint32Array(groups)
-    scratch.epoch = kept !== undefined && kept.epoch < EPOCH_MAX ? kept.epoch : 1
-  }
   if (group === "map") {
     if (denseMap) {
       scratch.identityStride = extent.tagset

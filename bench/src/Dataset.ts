@@ -242,18 +242,24 @@ export const extras = (
   data: Dataset,
   i: number
 ): { readonly spentCredits: number; readonly latency: number; readonly region: string } => {
-  const t = data.time[i]!
-  const a = data.api[i]!
-  const k = data.key[i]!
-  const h = mix32((t % 4294967296) ^ mix32(Math.floor(t / 4294967296) + a * 131 + k * 7919))
+  const h = extrasHash(data, i)
   const h2 = mix32(h ^ 0x9e3779b9)
-  const spentCredits = data.outcome[i] === 0 && k % 5 < 2 ? (h2 % 8 === 0 ? 2 + ((h2 >>> 3) % 20) : 1) : 0
-  const micros = 80 + Math.min(3_000_000, Math.floor(-Math.log(1 - h / 4294967296) * 400))
-  const region = (h2 >>> 8) % 10 < 9
-    ? REGIONS[(a * 31 + k * 17) % REGIONS.length]!
-    : REGIONS[(h2 >>> 12) % REGIONS.length]!
-  return { spentCredits, latency: micros / 1000, region }
+  return { spentCredits: spentCreditsOf(data, i, h2), latency: latencyOf(h), region: regionOf(data, i, h2) }
 }
+
+// The parts of `extras`, so that `input` builds its event as one literal (a spread of a second
+// object cost the caller's side of ingest ~0.1 µs an event).
+const extrasHash = (data: Dataset, i: number) => {
+  const t = data.time[i]!
+  return mix32((t % 4294967296) ^ mix32(Math.floor(t / 4294967296) + data.api[i]! * 131 + data.key[i]! * 7919))
+}
+const spentCreditsOf = (data: Dataset, i: number, h2: number) =>
+  data.outcome[i] === 0 && data.key[i]! % 5 < 2 ? (h2 % 8 === 0 ? 2 + ((h2 >>> 3) % 20) : 1) : 0
+const latencyOf = (h: number) => (80 + Math.min(3_000_000, Math.floor(-Math.log(1 - h / 4294967296) * 400))) / 1000
+const regionOf = (data: Dataset, i: number, h2: number) =>
+  (h2 >>> 8) % 10 < 9
+    ? REGIONS[(data.api[i]! * 31 + data.key[i]! * 17) % REGIONS.length]!
+    : REGIONS[(h2 >>> 12) % REGIONS.length]!
 
 /** Event `i` as a caller would submit it (ids and identities shared, as an interning parser would). */
 export const input = (data: Dataset, i: number) => {
@@ -267,6 +273,8 @@ export const input = (data: Dataset, i: number) => {
   }
   const a = data.api[i]!
   const k = data.key[i]!
+  const h = extrasHash(data, i)
+  const h2 = mix32(h ^ 0x9e3779b9)
   return {
     apiId: apiIds[a]!,
     keyId: data.keyIds[a]![k]!,
@@ -274,7 +282,9 @@ export const input = (data: Dataset, i: number) => {
     time: data.time[i]!,
     tags: data.tagsets[data.tagset[i]!] as Array<string>,
     identity: byKey[a]![k],
-    ...extras(data, i)
+    spentCredits: spentCreditsOf(data, i, h2),
+    latency: latencyOf(h),
+    region: regionOf(data, i, h2)
   }
 }
 

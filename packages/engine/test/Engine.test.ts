@@ -66,6 +66,30 @@ describe("Partition", () => {
     const rebuilt = partition.main.chunks[0]!.keyIndex!
     expect(Array.from(rebuilt.keys)).toContain(partition.keyCodes.get("k9"))
   })
+
+  it("codes each event's tag set whatever the key carried before (its last two sets are tried first)", () => {
+    const partition = new Partition()
+    // One key mostly with its usual tags, others in between, and a second key sharing some sets.
+    const sets = [["a"], ["a", "b"], ["b"], ["a", "b", "c"], ["c"]]
+    const pattern = [1, 1, 0, 1, 3, 1, 1, 4, 0, 1, 2, 2, 1, 3, 3, 0, 4, 1]
+    const expected = new Map<string, number>()
+    pattern.forEach((s, i) => {
+      const tags = sets[s]!
+      for (const keyId of i % 3 === 0 ? ["k1", "k2"] : ["k1"]) {
+        partition.add(
+          Verification.make({ time: i * HOUR, workspaceId: "ws", apiId: "api", keyId, outcome: "valid", tags })
+        )
+        expected.set(tags.join(","), (expected.get(tags.join(",")) ?? 0) + 1)
+      }
+    })
+    const counted = new Map<string, number>()
+    for (let r = 0; r < partition.main.length; r++) {
+      const tags = partition.tagsets[partition.main.chunks[0]!.tagset[r]!]!.join(",")
+      counted.set(tags, (counted.get(tags) ?? 0) + 1)
+    }
+    expect(counted).toEqual(expected)
+    expect(partition.tagsets.length).toBe(sets.length + 1)
+  })
 })
 
 describe("Engine", () => {

@@ -83,8 +83,12 @@ export class Partition {
   private readonly keyIdentity: Array<number> = []
   /** Keys whose {@link keyIdentity} is {@link MIXED_IDENTITIES}. */
   private mixedKeys = 0
-  /** The tag set of each key's previous event, tried first. */
+  /**
+   * The tag sets of each key's previous event and of the last other one before it, tried first: a
+   * key mostly carries its usual tags, and after an event with others the usual ones come back.
+   */
   private readonly lastTagset: Array<number | undefined> = []
+  private readonly otherTagset: Array<number | undefined> = []
   /** Tag codes of each tag set, ascending. */
   readonly tagsetTags: Array<Uint32Array> = [new Uint32Array(0)]
   /** The tag sets holding each tag code, ascending: a tag filter's tag sets without visiting all. */
@@ -220,11 +224,17 @@ export class Partition {
     const tags = event.tags
     let tagset = 0
     if (tags.length > 0) {
-      // A key usually carries the tags it carried last time: compare before looking up.
+      // A key usually carries the tags it carried last time, or the time before: compare before looking up.
       const last = this.lastTagset[key]
       if (last !== undefined && sameTags(this.tagsets[last]!, tags)) tagset = last
       else {
-        tagset = tags.length === 1 ? this.tagsetBySingle.get(tags[0]!) ?? this.tagsetCode(tags) : this.tagsetCode(tags)
+        const other = this.otherTagset[key]
+        tagset = other !== undefined && sameTags(this.tagsets[other]!, tags)
+          ? other
+          : tags.length === 1
+          ? this.tagsetBySingle.get(tags[0]!) ?? this.tagsetCode(tags)
+          : this.tagsetCode(tags)
+        this.otherTagset[key] = last
         this.lastTagset[key] = tagset
       }
     }
@@ -331,7 +341,9 @@ export class Partition {
       ? new Uint32Array(this.identities.length * OUTCOMES)
       : undefined
     const tagCounts = this.tagNames.length <= LIMITS.tag ? new Uint32Array(this.tagNames.length * OUTCOMES) : undefined
-    const tagsetTags = this.tagsetTags
+    // The flat lists: a tag set's tags without a typed array of its own to reach (see `tagList`).
+    const tagStart = this.tagStart.data
+    const tagList = this.tagList.data
     for (const run of [this.main, this.lateRun()]) {
       const [a, b] = run.rows(day * 24, day * 24 + 23)
       for (let r = a; r < b; r++) {
@@ -343,8 +355,9 @@ export class Partition {
         if (identity !== 0 && identityCounts !== undefined) identityCounts[identity * OUTCOMES + outcome]!++
         const tagset = chunk.tagset[i]!
         if (tagset !== 0 && tagCounts !== undefined) {
-          const tags = tagsetTags[tagset]!
-          for (let t = 0; t < tags.length; t++) tagCounts[tags[t]! * OUTCOMES + outcome]!++
+          for (let t = tagStart[tagset]!, end = tagStart[tagset + 1]!; t < end; t++) {
+            tagCounts[tagList[t]! * OUTCOMES + outcome]!++
+          }
         }
       }
     }

@@ -30,6 +30,15 @@ export interface Keyed {
   readonly canonical: () => unknown
 }
 
+/** How a keyed write's answer is kept and replayed (see `IdempotencyKeys` `once`). */
+interface OnceOptions<A> {
+  readonly storeAfter: boolean
+  /** Rebuilds a replayed answer from its JSON (default: the JSON value itself). */
+  readonly revive?: (json: unknown) => A
+  /** What the receipt keeps of the answer (default: all of it); a secret must not be kept. */
+  readonly kept?: (answer: A) => unknown
+}
+
 export class IdempotencyKeys extends Effect.Service<IdempotencyKeys>()("@keymeter/core/IdempotencyKeys", {
   effect: Effect.gen(function*() {
     const store = yield* VerificationStore
@@ -45,13 +54,7 @@ export class IdempotencyKeys extends Effect.Service<IdempotencyKeys>()("@keymete
     const once = <A, E, R>(
       keyed: Keyed,
       write: (receiptOf: (answer: A) => Idempotency.Receipt | undefined) => Effect.Effect<A, E, R>,
-      options: {
-        readonly storeAfter: boolean
-        /** Rebuilds a replayed answer from its JSON (default: the JSON value itself). */
-        readonly revive?: (json: unknown) => A
-        /** What the receipt keeps of the answer (default: all of it); a secret must not be kept. */
-        readonly kept?: (answer: A) => unknown
-      }
+      options: OnceOptions<A>
     ): Effect.Effect<
       A,
       E | ValidationError | IdempotencyKeyReused | IdempotencyKeyInUse | StorageError,
@@ -59,8 +62,16 @@ export class IdempotencyKeys extends Effect.Service<IdempotencyKeys>()("@keymete
     > =>
       // Unkeyed, the write itself: another generator around a bulk ingest's write kept its batch
       // alive past two young collections (promoted ~4 MB a collection where 0.6 without it).
-      keyed.key === undefined ? write(() => undefined) : Effect.gen(function*() {
-        const key = yield* Idempotency.validateKey(keyed.key!, keyed.name)
+      keyed.key === undefined ? write(() => undefined) : keyedOnce(keyed, keyed.key, write, options)
+
+    const keyedOnce = <A, E, R>(
+      keyed: Keyed,
+      given: string,
+      write: (receiptOf: (answer: A) => Idempotency.Receipt | undefined) => Effect.Effect<A, E, R>,
+      options: OnceOptions<A>
+    ) =>
+      Effect.gen(function*() {
+        const key = yield* Idempotency.validateKey(given, keyed.name)
         const request = {
           operation: keyed.operation,
           fingerprint: Idempotency.fingerprint([keyed.operation, keyed.canonical()]),

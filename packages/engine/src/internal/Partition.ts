@@ -11,6 +11,7 @@ import { DayIndex, LIMITS } from "./DayIndex.js"
 import { DictionaryOrder } from "./DictionaryOrder.js"
 import * as KeyIndex from "./KeyIndex.js"
 import { LateRows } from "./LateRows.js"
+import { RecentTagsets } from "./RecentTagsets.js"
 import { CHUNK_BITS, CHUNK_MASK, Layout, MAX_NARROW_REGION, MAX_U32, Run, U32List } from "./Run.js"
 
 const HOUR = 3_600_000
@@ -23,12 +24,6 @@ export const MIXED_IDENTITIES = -1
 
 /** Late rows merge into the main run once there are this many, or a quarter of the rows they displace. */
 export const DEFAULT_LATE_MERGE = 65_536
-
-const sameTags = (a: ReadonlyArray<string>, b: ReadonlyArray<string>) => {
-  if (a.length !== b.length) return false
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false
-  return true
-}
 
 /** Unambiguous map key for a list of strings (length-prefixed, so no separator can collide). */
 export const joinKey = (parts: ReadonlyArray<string>): string => {
@@ -83,12 +78,8 @@ export class Partition {
   private readonly keyIdentity: Array<number> = []
   /** Keys whose {@link keyIdentity} is {@link MIXED_IDENTITIES}. */
   private mixedKeys = 0
-  /**
-   * The tag sets of each key's previous event and of the last other one before it, tried first: a
-   * key mostly carries its usual tags, and after an event with others the usual ones come back.
-   */
-  private readonly lastTagset: Array<number | undefined> = []
-  private readonly otherTagset: Array<number | undefined> = []
+  /** Each key's recent tag sets, tried before the dictionary. */
+  private readonly recentTagsets = new RecentTagsets()
   /** Tag codes of each tag set, ascending. */
   readonly tagsetTags: Array<Uint32Array> = [new Uint32Array(0)]
   /** The tag sets holding each tag code, ascending: a tag filter's tag sets without visiting all. */
@@ -168,6 +159,9 @@ export class Partition {
   /** Tag sets of two or more tags, as a trie of maps: no string is built per event. */
   private readonly tagsetTrie: TrieNode = { code: -1, next: new Map() }
 
+  /** {@link tagsetCode}, bound once for {@link RecentTagsets.codeOf}. */
+  private readonly codeTags = (tags: ReadonlyArray<string>): number => this.tagsetCode(tags)
+
   tagsetCode(tags: ReadonlyArray<string>): number {
     if (tags.length === 0) return 0
     if (tags.length === 1) {
@@ -222,22 +216,7 @@ export class Partition {
         : this.identityCode(event.identity)
     }
     const tags = event.tags
-    let tagset = 0
-    if (tags.length > 0) {
-      // A key usually carries the tags it carried last time, or the time before: compare before looking up.
-      const last = this.lastTagset[key]
-      if (last !== undefined && sameTags(this.tagsets[last]!, tags)) tagset = last
-      else {
-        const other = this.otherTagset[key]
-        tagset = other !== undefined && sameTags(this.tagsets[other]!, tags)
-          ? other
-          : tags.length === 1
-          ? this.tagsetBySingle.get(tags[0]!) ?? this.tagsetCode(tags)
-          : this.tagsetCode(tags)
-        this.otherTagset[key] = last
-        this.lastTagset[key] = tagset
-      }
-    }
+    const tagset = tags.length === 0 ? 0 : this.recentTagsets.codeOf(key, tags, this.tagsets, this.codeTags)
     // Nine of ten verifications are valid: compare before looking up.
     const outcome = event.outcome === "valid" ? 0 : OutcomeIndex.get(event.outcome)!
     if (!this.layout.details) return this.addCoded(hour, key, identity, tagset, outcome, 0, 0, 0, 0)

@@ -1,6 +1,7 @@
 /**
  * Keys keymeter issues: create, read, list, update, delete, and change their credits. Their
- * verification is `KeyVerifier`'s; their identities are `Identities`'.
+ * verification is `KeyVerifier`'s; their identities are `Identities`'; the permissions and roles
+ * a key holds itself change in `internal/KeyGrants`.
  */
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
@@ -16,6 +17,7 @@ import { Identities } from "./Identities.js"
 import * as Ids from "./Ids.js"
 import * as KeyAccess from "./internal/KeyAccess.js"
 import { KeyCache } from "./internal/KeyCache.js"
+import * as KeyGrants from "./internal/KeyGrants.js"
 import * as Span from "./internal/Span.js"
 import type { Credits, KeyView } from "./Key.js"
 import * as KeyModel from "./Key.js"
@@ -23,8 +25,6 @@ import { Key } from "./Key.js"
 import * as KeySecret from "./KeySecret.js"
 import type { Principal } from "./Permission.js"
 import * as Permission from "./Permission.js"
-import { Rbac } from "./Rbac.js"
-import * as RoleModel from "./Role.js"
 import * as RootKey from "./RootKey.js"
 import { Catalog } from "./Storage.js"
 import * as Validation from "./Validation.js"
@@ -48,14 +48,13 @@ export class Keys extends Effect.Service<Keys>()("@keymeter/core/Keys", {
     const decodeCredits = Checker.decode(KeyModel.UpdateCreditsInput)
     const decodeWhoami = Validation.decode(KeyModel.SecretInput)
     const decodeMigrate = Validation.decode(KeyModel.MigrateKeysInput)
-    const decodeKeyPermissions = Validation.decode(KeyModel.KeyPermissionsInput)
-    const decodeKeyRoles = Validation.decode(KeyModel.KeyRolesInput)
     const decodeReroll = Validation.decode(RerollKeyInput)
     const cache = yield* KeyCache
     const identities = yield* Identities
-    const rbac = yield* Rbac
 
-    const { grants, keyFor, keyIn, replace, requireApi, view } = yield* KeyAccess.make
+    const access = yield* KeyAccess.make
+    const { grants, keyFor, replace, requireApi, view } = access
+    const grantChanges = yield* KeyGrants.make(access)
     const authorizeLimits = identities.authorizeLimits
 
     /**
@@ -382,69 +381,6 @@ export class Keys extends Effect.Service<Keys>()("@keymeter/core/Keys", {
         )
       }).pipe(Span.span("Keys.whoami"))
 
-    /** What a change asks of each permission or role it names: given, replaced by, or taken. */
-    const allowedFor = (op: "add" | "set" | "remove", add: ReadonlyArray<string>, remove: ReadonlyArray<string>) =>
-      op === "add" ? add : op === "remove" ? remove : [...add, ...remove]
-
-    /**
-     * Adds, sets or removes the permissions a key holds itself; answers all it then holds. Adding
-     * and setting need `Permission.required.addPermissionToKey`, removing (and setting away)
-     * `removePermissionFromKey`, of the key's api.
-     */
-    const changePermissions = (principal: Principal, op: "add" | "set" | "remove", input: unknown) =>
-      Effect.gen(function*() {
-        const request = yield* decodeKeyPermissions(input)
-        const key = yield* keyIn(principal, request.keyId, (apiId) =>
-          allowedFor(
-            op,
-            Permission.required.addPermissionToKey(apiId, "update_key"),
-            Permission.required.removePermissionFromKey(apiId)
-          ))
-        const named = op === "remove"
-          ? request.permissions.map(({ create: _, ...ref }) => ref)
-          : request.permissions
-        const slugs = (yield* rbac.resolvePermissions(principal, named, "permissions")).map((p) => p.slug)
-        const next = op === "set"
-          ? slugs
-          : op === "add"
-          ? [...new Set([...key.permissions, ...slugs])]
-          : key.permissions.filter((slug) => !slugs.includes(slug))
-        yield* replace(key, { permissions: next }, yield* Clock.currentTimeMillis)
-        const held = next.length === 0 ? [] : yield* catalog.findPermissions(principal.workspaceId, next)
-        return next.flatMap((slug) => {
-          const permission = held.find((p) => p.slug === slug)
-          return permission === undefined ? [] : [RoleModel.toPermissionView(permission)]
-        })
-      }).pipe(Span.span("Keys.changePermissions"))
-
-    /** Adds, sets or removes a key's roles, as {@link changePermissions} its permissions. */
-    const changeRoles = (principal: Principal, op: "add" | "set" | "remove", input: unknown) =>
-      Effect.gen(function*() {
-        const request = yield* decodeKeyRoles(input)
-        const key = yield* keyIn(principal, request.keyId, (apiId) =>
-          allowedFor(
-            op,
-            Permission.required.addRoleToKey(apiId, "update_key"),
-            Permission.required.removeRoleFromKey(apiId)
-          ))
-        const named = op === "remove" ? request.roles.map(({ create: _, ...ref }) => ref) : request.roles
-        const roles = yield* rbac.resolveRoles(principal, named, "roles")
-        const ids = roles.map((r) => r.id)
-        const held = key.roles ?? []
-        const next = op === "set"
-          ? ids
-          : op === "add"
-          ? [...new Set([...held, ...ids])]
-          : held.filter((id) => !ids.includes(id))
-        yield* replace(key, { roles: next }, yield* Clock.currentTimeMillis)
-        if (next.length === 0) return []
-        const all = yield* catalog.listRoles(principal.workspaceId)
-        return next.flatMap((id) => {
-          const role = all.find((r) => r.id === id)
-          return role === undefined ? [] : [RoleModel.toRoleView(role)]
-        })
-      }).pipe(Span.span("Keys.changeRoles"))
-
     /**
      * A new key in place of `keyId`: a new secret (the old one's prefix, 16 random bytes) with the
      * old key's configuration, identity and current balance; the old key expires `expiration` ms
@@ -483,8 +419,7 @@ export class Keys extends Effect.Service<Keys>()("@keymeter/core/Keys", {
     return {
       migrate,
       reroll,
-      changePermissions,
-      changeRoles,
+      ...grantChanges,
       whoami,
       create,
       get,

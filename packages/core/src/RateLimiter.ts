@@ -3,7 +3,6 @@
  * namespace is allowed, with the sliding-window state of this process; `multiLimit` answers
  * several such requests in one call (Unkey v2's `ratelimit.multiLimit`).
  */
-import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
@@ -11,20 +10,18 @@ import { Auth } from "./Auth.js"
 import * as Checker from "./Checker.js"
 import * as Decision from "./Decision.js"
 import { Missing } from "./Decision.js"
-import type { Busy, InsufficientPermissions, StorageError } from "./Errors.js"
-import { NotFound, ValidationError } from "./Errors.js"
+import type { Busy, InsufficientPermissions, NotFound, StorageError } from "./Errors.js"
+import { ValidationError } from "./Errors.js"
 import * as Foreground from "./Foreground.js"
-import * as Ids from "./Ids.js"
-import { NamespaceReads } from "./internal/NamespaceReads.js"
+import { allowed, Creation, LimitNamespaces } from "./internal/LimitNamespaces.js"
 import { SlidingWindows } from "./internal/slidingWindow.js"
 import type { LimitRequest, LimitResponse, MultiLimitResponse } from "./Limit.js"
 import { DEFAULT_NAMESPACE, LimitInput, MAX_LIMITS, MultiLimitInput } from "./Limit.js"
-import { isPattern, Namespace } from "./Namespace.js"
+import type { Namespace } from "./Namespace.js"
 import type { Override } from "./Override.js"
 import { MAX_TIME } from "./Override.js"
 import { Overrides } from "./Overrides.js"
 import type { Principal } from "./Permission.js"
-import * as Permission from "./Permission.js"
 import type { RatelimitEvent, Source } from "./RatelimitEvent.js"
 import { detailOf } from "./RatelimitEvent.js"
 import { RatelimitRecorder } from "./RatelimitRecorder.js"
@@ -82,12 +79,6 @@ interface Resolved extends Target {
   readonly namespaceId: string
 }
 
-/**
- * A lookup's miss that creates a namespace: `multiLimit` holds these back until every limit of
- * the call is known to be allowed, so a refused call creates nothing.
- */
-class Creation extends Missing<StorageError> {}
-
 /** A window's reset as a valid time: windows up to 2^53-1 ms end past the last Date. */
 const validReset = (reset: number) => Math.min(reset, MAX_TIME)
 
@@ -98,8 +89,6 @@ const checkMultiLimit = Checker.compile(MultiLimitInput)
 /** Sliding-window rate limiting per (namespace, identifier), applying overrides. */
 export class RateLimiter extends Effect.Service<RateLimiter>()("@keymeter/core/RateLimiter", {
   effect: Effect.gen(function*() {
-    const catalog = yield* Catalog
-    const auth = yield* Auth
     const overrides = yield* Overrides
     const windows = yield* Windows.Windows
     const recorder = yield* RatelimitRecorder
@@ -110,41 +99,7 @@ export class RateLimiter extends Effect.Service<RateLimiter>()("@keymeter/core/R
     const nearby = new SlidingWindows(yield* Windows.MaxWindows)
     const decode = Validation.decode(LimitInput)
     const decodeItems = Validation.decode(MultiLimitInput)
-    const namespaces = new NamespaceReads(catalog)
-
-    /**
-     * The workspace's namespace `name`, as a lookup; a name seen for the first time is created
-     * (when `mayCreate` allows it: the caller's permission, checked only then), which is what is
-     * then missing.
-     */
-    const namespaceNamed = <E>(
-      workspaceId: string,
-      name: string,
-      mayCreate: () => Exit.Exit<void, E>
-    ): Option.Some<Namespace> | Missing<StorageError> | Exit.Exit<never, E> => {
-      const found = namespaces.namedOrWithId(workspaceId, name)
-      // Named by its id, a pattern is no namespace to limit in: `name` is then a new one's name.
-      if (
-        found instanceof Missing ||
-        (Option.isSome(found) && (found.value.name === name || !isPattern(found.value.name)))
-      ) {
-        return found
-      }
-      return Decision.failed(mayCreate()) ??
-        new Creation(
-          namespaces.created(workspaceId, name, Effect.map(createNamespace(workspaceId, name), Option.some)).load
-        )
-    }
-
-    /** The workspace's namespace of id `id` (none when it has none), as a lookup. */
-    const namespaceWithId = (workspaceId: string, id: string) => namespaces.withId(workspaceId, id)
-
-    /** Creates the workspace's namespace `name` (or finds the one a concurrent call created). */
-    const createNamespace = (workspaceId: string, name: string) =>
-      Effect.flatMap(
-        Clock.currentTimeMillis,
-        (now) => catalog.ensureNamespace(new Namespace({ id: Ids.make(Ids.Prefix.namespace, now), workspaceId, name }))
-      )
+    const namespaces = new LimitNamespaces(yield* Catalog, yield* Auth)
 
     /**
      * Validates, finds the namespace (by id, or by name, creating it on first use, which needs
@@ -167,7 +122,7 @@ export class RateLimiter extends Effect.Service<RateLimiter>()("@keymeter/core/R
       request: LimitRequest,
       started: number
     ): Decision.Turn<LimitResponse, LimitError> => {
-      const found = namespaceOf(principal, request, "")
+      const found = namespaces.of(principal, request, "")
       if (!Option.isOption(found)) return found
       const target = targetOf(principal.workspaceId, found.value, request.identifier, request, request.cost ?? 1)
       if (target instanceof Missing) return target
@@ -233,51 +188,6 @@ export class RateLimiter extends Effect.Service<RateLimiter>()("@keymeter/core/R
     }
 
     /**
-     * The namespace a limit names, as a lookup, once the principal may limit there: by
-     * `namespaceId` (which must exist), else by name (created on first use, which needs
-     * `ratelimit.*.limit`). `at` starts the messages (`[2].` for an item of `multiLimit`).
-     */
-    const namespaceOf = (
-      principal: Principal,
-      request: LimitRequest,
-      at: string
-    ):
-      | Option.Some<Namespace>
-      | Missing<StorageError>
-      | Exit.Exit<never, ValidationError | NotFound | InsufficientPermissions> =>
-    {
-      const id = request.namespaceId
-      if (id !== undefined) {
-        if (request.namespace !== undefined) return invalid(at, "namespace: give namespace or namespaceId, not both")
-        // Checked before the lookup, as it needs only the id: a caller that may not limit there
-        // learns nothing of which ids exist.
-        const denied = Decision.failed(auth.authorize(principal, Permission.required.limit(id)))
-        if (denied !== undefined) return denied
-        const found = namespaceWithId(principal.workspaceId, id)
-        if (found instanceof Missing) return found
-        if (Option.isNone(found)) {
-          return Exit.fail(
-            new NotFound({ message: `${at}namespaceId: no namespace ${JSON.stringify(id)} in this workspace` })
-          )
-        }
-        // As for names: a pattern's window would be shared by the namespaces it matches.
-        if (isPattern(found.value.name)) {
-          return invalid(at, `namespaceId: names the pattern ${JSON.stringify(found.value.name)}; ${PATTERN}`)
-        }
-        return found
-      }
-      const name = request.namespace ?? DEFAULT_NAMESPACE
-      if (isPattern(name)) return invalid(at, `namespace: must not contain *; ${PATTERN}`)
-      const found = namespaceNamed(
-        principal.workspaceId,
-        name,
-        () => auth.authorize(principal, Permission.required.limit("*"))
-      )
-      if (!Option.isOption(found)) return found
-      return Decision.failed(auth.authorize(principal, Permission.required.limit(found.value.id))) ?? found
-    }
-
-    /**
      * Where `identifier` takes `cost` from in `namespace`, as a lookup: its window, under the
      * limit and duration of the override that resolves for it, else under `requested`'s.
      */
@@ -340,7 +250,7 @@ export class RateLimiter extends Effect.Service<RateLimiter>()("@keymeter/core/R
       let creations: Array<Effect.Effect<unknown, StorageError>> | undefined
       for (let i = 0; i < requests.length; i++) {
         const request = requests[i]!
-        const found = namespaceOf(principal, request, `[${i}].`)
+        const found = namespaces.of(principal, request, `[${i}].`)
         if (found instanceof Creation) {
           ;(creations ??= []).push(found.load)
           continue
@@ -453,7 +363,7 @@ export class RateLimiter extends Effect.Service<RateLimiter>()("@keymeter/core/R
       const started = performance.now()
       const resolved: Array<Resolved> = []
       for (const request of requests) {
-        const found = namespaceNamed(workspaceId, request.name, allowed)
+        const found = namespaces.named(workspaceId, request.name, allowed)
         if (!Option.isOption(found)) return found
         const target = targetOf(workspaceId, found.value, request.identifier, request, request.cost)
         if (target instanceof Missing) return target
@@ -517,11 +427,6 @@ export class RateLimiter extends Effect.Service<RateLimiter>()("@keymeter/core/R
   })
 }) {}
 
-const allowed = (): Exit.Exit<void> => Exit.void
 const NOTHING_TAKEN = Exit.succeed<Taken>({ allowed: true, results: [], refund: Exit.succeed([]) })
 
 type LimitError = ValidationError | NotFound | InsufficientPermissions | StorageError | Busy
-
-const PATTERN = "patterns name namespaces of overrides, not of requests"
-
-const invalid = (at: string, message: string) => Exit.fail(new ValidationError({ message: at + message }))

@@ -1,6 +1,7 @@
 /**
  * The catalog half of the Storage port in SQL, shared by the adapters on SQL databases: the
- * statements (the rows and their mappers are in `internal/CatalogRows`), with the few differences of a database passed in as its
+ * statements (the rows and their mappers are in `internal/CatalogRows`, permissions' and roles'
+ * statements in `internal/RbacStatements`), with the few differences of a database passed in as its
  * {@link Dialect} (how it stores booleans, finds a character, locks a row). Each write that must
  * be atomic is one statement or one transaction.
  */
@@ -17,27 +18,9 @@ import { Catalog } from "@keymeter/core/Storage"
 import { Workspace } from "@keymeter/core/Workspace"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
-import type {
-  IdentityRow,
-  Int8,
-  KeyRow,
-  OverrideRow,
-  PermissionRow,
-  RoleRow,
-  RootKeyRow
-} from "./internal/CatalogRows.js"
-import {
-  identityValues,
-  keyValues,
-  permissionValues,
-  roleValues,
-  toIdentity,
-  toKey,
-  toOverride,
-  toPermission,
-  toRole,
-  toRootKey
-} from "./internal/CatalogRows.js"
+import type { IdentityRow, Int8, KeyRow, OverrideRow, RootKeyRow } from "./internal/CatalogRows.js"
+import { first, identityValues, keyValues, toIdentity, toKey, toOverride, toRootKey } from "./internal/CatalogRows.js"
+import * as RbacStatements from "./internal/RbacStatements.js"
 
 /**
  * The parts a write to each table changes: what its triggers (SQLite) or notifications
@@ -86,7 +69,6 @@ export const make = (dialect: Dialect) =>
     const sql = yield* SqlClient.SqlClient
     const { bool } = dialect
     const run = <A, R>(effect: Effect.Effect<A, SqlError, R>) => Effect.catchAll(effect, storageError(dialect))
-    const first = <A>(rows: ReadonlyArray<A>) => Option.fromNullable(rows[0])
 
     /** A balance; with `lock` (where rows lock), its row stays locked until the transaction ends. */
     const readCredits = (keyId: string, lock = false) =>
@@ -302,85 +284,7 @@ export const make = (dialect: Dialect) =>
           WHERE id = ${id} AND workspace_id = ${workspaceId} RETURNING id`
           return deleted.length > 0
         }))),
-      putPermission: (permission) =>
-        run(Effect.map(
-          sql<{ id: string }>`INSERT INTO permissions ${sql.insert(permissionValues(permission))}
-          ON CONFLICT DO NOTHING RETURNING id`,
-          (rows) => rows.length > 0 ? "created" as const : "conflict" as const
-        )),
-      getPermission: (workspaceId, id) =>
-        run(Effect.map(
-          sql<PermissionRow>`SELECT * FROM permissions WHERE id = ${id} AND workspace_id = ${workspaceId}`,
-          (rows) => Option.map(first(rows), toPermission)
-        )),
-      findPermissions: (workspaceId, names) =>
-        names.length === 0 ? Effect.succeed([]) : run(Effect.map(
-          sql<PermissionRow>`SELECT * FROM permissions WHERE workspace_id = ${workspaceId}
-          AND (${sql.in("slug", names)} OR ${sql.in("name", names)}) ORDER BY id`,
-          (rows) => rows.map(toPermission)
-        )),
-      listPermissions: (workspaceId) =>
-        run(Effect.map(
-          sql<PermissionRow>`SELECT * FROM permissions WHERE workspace_id = ${workspaceId} ORDER BY id`,
-          (rows) => rows.map(toPermission)
-        )),
-      deletePermission: (workspaceId, id) =>
-        run(sql.withTransaction(Effect.gen(function*() {
-          const [row] = yield* sql<PermissionRow>`DELETE FROM permissions
-          WHERE id = ${id} AND workspace_id = ${workspaceId} RETURNING *`
-          if (row === undefined) return false
-          const held = JSON.stringify(row.slug)
-          // The slug, as JSON text, inside a holder's array: narrowed here, checked exactly below.
-          const pattern = `%${held.replace(/[\\%_]/g, (c) => `\\${c}`)}%`
-          const keys = yield* sql<{ id: string; permissions: string }>`SELECT id, permissions FROM keys
-          WHERE workspace_id = ${workspaceId} AND permissions LIKE ${pattern} ESCAPE '\\'`
-          for (const key of keys) {
-            const permissions = (JSON.parse(key.permissions) as Array<string>).filter((p) => p !== row.slug)
-            yield* sql`UPDATE keys SET permissions = ${JSON.stringify(permissions)} WHERE id = ${key.id}`
-          }
-          const roles = yield* sql<{ id: string; permissions: string }>`SELECT id, permissions FROM roles
-          WHERE workspace_id = ${workspaceId} AND permissions LIKE ${pattern} ESCAPE '\\'`
-          for (const role of roles) {
-            const permissions = (JSON.parse(role.permissions) as Array<string>).filter((p) => p !== row.slug)
-            yield* sql`UPDATE roles SET permissions = ${JSON.stringify(permissions)} WHERE id = ${role.id}`
-          }
-          return true
-        }))),
-      putRole: (role) =>
-        run(Effect.map(
-          sql<{ id: string }>`INSERT INTO roles ${sql.insert(roleValues(role))} ON CONFLICT DO NOTHING RETURNING id`,
-          (rows) => rows.length > 0 ? "created" as const : "conflict" as const
-        )),
-      getRole: (workspaceId, id) =>
-        run(Effect.map(
-          sql<RoleRow>`SELECT * FROM roles WHERE id = ${id} AND workspace_id = ${workspaceId}`,
-          (rows) => Option.map(first(rows), toRole)
-        )),
-      findRoles: (workspaceId, names) =>
-        names.length === 0 ? Effect.succeed([]) : run(Effect.map(
-          sql<RoleRow>`SELECT * FROM roles WHERE workspace_id = ${workspaceId} AND ${sql.in("name", names)}
-          ORDER BY id`,
-          (rows) => rows.map(toRole)
-        )),
-      listRoles: (workspaceId) =>
-        run(Effect.map(
-          sql<RoleRow>`SELECT * FROM roles WHERE workspace_id = ${workspaceId} ORDER BY id`,
-          (rows) => rows.map(toRole)
-        )),
-      deleteRole: (workspaceId, id) =>
-        run(sql.withTransaction(Effect.gen(function*() {
-          const deleted = yield* sql<{ id: string }>`DELETE FROM roles
-          WHERE id = ${id} AND workspace_id = ${workspaceId} RETURNING id`
-          if (deleted.length === 0) return false
-          const pattern = `%${JSON.stringify(id).replace(/[\\%_]/g, (c) => `\\${c}`)}%`
-          const keys = yield* sql<{ id: string; roles: string }>`SELECT id, roles FROM keys
-          WHERE workspace_id = ${workspaceId} AND roles LIKE ${pattern} ESCAPE '\\'`
-          for (const key of keys) {
-            const roles = (JSON.parse(key.roles) as Array<string>).filter((r) => r !== id)
-            yield* sql`UPDATE keys SET roles = ${roles.length > 0 ? JSON.stringify(roles) : null} WHERE id = ${key.id}`
-          }
-          return true
-        }))),
+      ...RbacStatements.make(sql, run),
       insertKeys: (entries) =>
         run(
           sql.withTransaction(Effect.gen(function*() {

@@ -7,11 +7,16 @@ import { Identity, Key } from "@keymeter/core/Key"
 import { Override } from "@keymeter/core/Override"
 import { KeyPermission, Role } from "@keymeter/core/Role"
 import { RootKey } from "@keymeter/core/RootKey"
+import * as Option from "effect/Option"
+
 /** A boolean column: SQLite's 1 or 0, PostgreSQL's boolean. */
 export type Bool = number | boolean
 
 /** An integer column: node-postgres reads int8 as a string (ms timestamps and counts fit a double). */
 export type Int8 = number | string
+
+/** The first row of an answer, if any. */
+export const first = <A>(rows: ReadonlyArray<A>) => Option.fromNullable(rows[0])
 
 export interface RootKeyRow {
   readonly id: string

@@ -10,6 +10,8 @@ import type * as Layer from "effect/Layer"
 import * as CatalogConformance from "./CatalogConformance.js"
 import type { ConformanceOptions } from "./ConformanceFixture.js"
 import { makeSuite } from "./ConformanceFixture.js"
+import * as KeyCatalogConformance from "./KeyCatalogConformance.js"
+import * as OverrideCatalogConformance from "./OverrideCatalogConformance.js"
 import * as RatelimitStoreConformance from "./RatelimitStoreConformance.js"
 import * as ServicesConformance from "./ServicesConformance.js"
 import * as VerificationStoreConformance from "./VerificationStoreConformance.js"
@@ -28,6 +30,8 @@ export const conformance = (
     VerificationStoreConformance.tests(suite)
     RatelimitStoreConformance.tests(suite)
     CatalogConformance.tests(suite)
+    OverrideCatalogConformance.tests(suite)
+    KeyCatalogConformance.tests(suite)
     ServicesConformance.tests(suite)
   })
 }

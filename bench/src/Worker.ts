@@ -75,6 +75,8 @@ export interface MixResult {
   readonly first: ReadonlyArray<number | null>
   readonly repeat: ReadonlyArray<number | null>
   readonly answers: ReadonlyArray<unknown>
+  /** Datapoints (rows) in each answer, for the report's reasons; `null`: refused. */
+  readonly sizes?: ReadonlyArray<number | null> | undefined
   /**
    * The getVerifications mix only: as many other queries (the next seed's), each timed once after
    * the mix ran twice, so on a process that has served hundreds of queries but never these.
@@ -138,32 +140,38 @@ const runMix = async <Q = VerificationQueryInput>(
       const answer = await query(q)
       const ms = performance.now() - started
       const text = JSON.stringify(answer)
-      return { ms, answer: `sha256:${createHash("sha256").update(text).digest("hex")} ${text.slice(0, 300)}` }
+      return {
+        ms,
+        answer: `sha256:${createHash("sha256").update(text).digest("hex")} ${text.slice(0, 300)}`,
+        size: Array.isArray(answer) ? answer.length : null
+      }
     } catch (error) {
       // Refused as too large (over the datapoint cap): left out of the comparison.
       if (/QueryTooLarge|more than \d+ datapoints/.test(String(error))) {
-        return { ms: null, answer: null }
+        return { ms: null, answer: null, size: null }
       }
       throw error
     }
   }
   const first: Array<number | null> = []
   const answers: Array<unknown> = []
+  const sizes: Array<number | null> = []
   for (const q of queries) {
-    const { answer, ms } = await once(q)
+    const { answer, ms, size } = await once(q)
     first.push(ms)
     answers.push(answer)
+    sizes.push(size)
   }
   const repeat: Array<number | null> = []
   for (const q of queries) repeat.push((await once(q)).ms)
-  if (unseen.length === 0) return { first, repeat, answers }
+  if (unseen.length === 0) return { first, repeat, answers, sizes }
   const later = { first: [] as Array<number | null>, answers: [] as Array<unknown> }
   for (const q of unseen) {
     const { answer, ms } = await once(q)
     later.first.push(ms)
     later.answers.push(answer)
   }
-  return { first, repeat, answers, unseen: later }
+  return { first, repeat, answers, sizes, unseen: later }
 }
 const size = Number(values.size)
 const runs = values.runs ? Number(values.runs) : undefined

@@ -6,12 +6,13 @@
  * are written again before the next), and on 140,000 rows; the day index is seen to be read, and
  * only days written since they were cached to be recomputed.
  */
-import { describe, expect, it } from "@effect/vitest"
+import { describe, expect, it, vi } from "@effect/vitest"
 import * as Time from "@keymeter/core/Time"
 import * as Verification from "@keymeter/core/Verification"
 import type { Verification as Event } from "@keymeter/core/Verification"
 import * as FastCheck from "effect/FastCheck"
 import { Engine } from "../src/Engine.js"
+import { Run } from "../src/internal/Run.js"
 import type { Input, Trace } from "./Fixture.js"
 import {
   API,
@@ -76,7 +77,7 @@ const topKeysByBucketArb = FastCheck.record({
 const perTagArb = FastCheck.record({
   window: windowArb(),
   dims: FastCheck.constant(["tag" as const]),
-  unit: FastCheck.constantFrom(undefined, "day" as const, "month" as const),
+  unit: FastCheck.constantFrom(undefined, "hour" as const, "day" as const, "month" as const),
   orderBy: maybe(FastCheck.oneof(counterArb, FastCheck.constant("time" as const))),
   order: maybe(orderArb),
   limit: maybe(limitArb)
@@ -145,7 +146,7 @@ describe("DayAggregates", () => {
     property(topIdentitiesArb, 22, (trace) => expect(trace.countedKeys).toEqual([]))
   })
 
-  it("counts per tag, without a time unit or by day or month", () => property(perTagArb, 23))
+  it("counts per tag, without a time unit or by hour, day or month", () => property(perTagArb, 23))
 
   it("reads whole days from the day index, recomputing only a day written since it was cached", () => {
     const d0 = BASE / Time.DAY
@@ -198,6 +199,61 @@ describe("DayAggregates", () => {
       // The first query after the write recomputes day 2; the others find it cached again.
       expect(trace.computedDays).toEqual(i === 0 ? [d0 + 2] : [])
     })
+  })
+
+  it("counts by tag the hours of days not written since they were computed, reading only other days' rows", () => {
+    const h0 = BASE / HOUR
+    const at = (hour: number, tags: ReadonlyArray<string>, n: number): Event =>
+      Verification.make({
+        time: BASE + hour * HOUR + n,
+        workspaceId: WS,
+        apiId: API,
+        keyId: KEYS[(hour + n) % 3]!,
+        tags,
+        outcome: Verification.Outcomes[(hour * 5 + n) % 9]!
+      })
+    // Six days in time order (days 0 to 4 computed as the next opened; day 5 still being written).
+    const events: Array<Event> = []
+    for (let h = 0; h < 6 * 24; h++) {
+      events.push(at(h, [TAGS[h % 4]!], 1), at(h, [TAGS[h % 2]!, TAGS[2 + (h % 3) % 2]!], 2))
+    }
+    const engine = new Engine()
+    engine.append(events)
+    const window = { start: BASE + 6 * HOUR, end: BASE + 130 * HOUR }
+    const queries: ReadonlyArray<Input> = [
+      { apiId: API, ...window, groupBy: ["tag", "hour"] },
+      { apiId: API, ...window, groupBy: ["tag"], orderBy: "valid", order: "desc", limit: 2 },
+      { apiId: API, ...window, groupBy: ["tag", "day"] }
+    ]
+    /** The hours whose rows `input` read (as [from, to] ranges), beside the reference check. */
+    const hoursRead = (all: ReadonlyArray<Event>, input: Input) => {
+      const rows = vi.spyOn(Run.prototype, "rows")
+      try {
+        const trace = check(engine, all, input)
+        return { trace, read: rows.mock.calls.map(([from, to]) => [from - h0, to - h0]) }
+      } finally {
+        rows.mockRestore()
+      }
+    }
+    for (const input of queries) {
+      const { read, trace } = hoursRead(events, input)
+      expect(trace.path).toBe("dayIndex")
+      // Day 5's hours only: days 0 to 4 come from their aggregates, hour by hour at the edges.
+      expect(read.length).toBeGreaterThan(0)
+      for (const [from, to] of read) expect(from >= 120 && to <= 130, `${from}-${to}`).toBe(true)
+    }
+    // A late event in day 0: its hours in the window are read, the day is not computed for them.
+    const late = [at(10, [TAGS[1]!], 3)]
+    const all = [...events, ...late]
+    engine.append(late)
+    for (const input of queries) {
+      const { read, trace } = hoursRead(all, input)
+      expect(trace.computedDays).toEqual([])
+      expect(read.some(([from, to]) => from <= 10 && to >= 10)).toBe(true)
+      for (const [from, to] of read) {
+        expect((from >= 6 && to <= 23) || (from >= 120 && to <= 130), `${from}-${to}`).toBe(true)
+      }
+    }
   })
 
   it("ranks keys by total over 140,000 rows, counting the contenders from the key indexes and the late run", () => {

@@ -471,7 +471,7 @@ export const routeOf = (
     const dim = dims[0]
     if (dim === "key" && top && input.orderBy === "total" && sizes.keys <= 65_536) return "dayIndex"
     if (dim === "identity" && top && !keyFilter && sizes.identities + 1 <= 16_384) return "dayIndex"
-    if (dim === "tag" && !keyFilter && sizes.tags <= 4096 && unit !== "hour") return "dayIndex"
+    if (dim === "tag" && !keyFilter && sizes.tags <= (unit === "hour" ? 64 : 4096)) return "dayIndex"
   }
   if (dims.length === 1 && top && dims[0] !== "tag") return "topN"
   return "scan"

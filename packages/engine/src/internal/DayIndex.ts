@@ -1,6 +1,6 @@
 /**
  * Per-day aggregates of one partition: a total per key, and nine counters per identity and per
- * single tag. Sums over whole days answer top-N and per-tag queries without reading rows; partial
+ * single tag (per hour of the day too, while the partition has few tags). Sums over whole days answer top-N and per-tag queries without reading rows; partial
  * days at a window's edges are scanned. A day's aggregates are computed once when it closes (the
  * partition's first event of a later day); keeping them up to date per event cost more than the
  * rest of ingest, so a write to a day only marks it stale, and the next query that needs a stale
@@ -8,13 +8,19 @@
  */
 
 /** Largest dictionary a dense per-day array is kept for. */
-export const LIMITS = { key: 65_536, identity: 16_384, tag: 4_096 } as const
+export const LIMITS = { key: 65_536, identity: 16_384, tag: 4_096, hourTag: 64 } as const
 
 /** One day's aggregates; an array is absent when its dictionary is over its limit. */
 export interface Day {
   readonly keyTotals: Uint32Array | undefined
   readonly identityCounts: Uint32Array | undefined
   readonly tagCounts: Uint32Array | undefined
+  /**
+   * Nine counters per tag for each hour of the day, hour by hour (the day's tags when it was
+   * computed: a tag first seen later has none here): a window's partial days and hour buckets by
+   * tag read them. 26 KB a day with 30 tags.
+   */
+  readonly hourTagCounts: Uint32Array | undefined
 }
 
 export class DayIndex {
@@ -47,12 +53,17 @@ export class DayIndex {
     return out
   }
 
+  /** The aggregates of `day` when they are computed and it was not written since; else undefined. */
+  fresh(day: number): Day | undefined {
+    return this.stale.has(day) ? undefined : this.cache.get(day)
+  }
+
   /** Bytes held by the cached arrays. */
   get bytes(): number {
     let bytes = 0
     for (const day of this.cache.values()) {
       bytes += (day.keyTotals?.byteLength ?? 0) + (day.identityCounts?.byteLength ?? 0) +
-        (day.tagCounts?.byteLength ?? 0)
+        (day.tagCounts?.byteLength ?? 0) + (day.hourTagCounts?.byteLength ?? 0)
     }
     return bytes
   }

@@ -319,28 +319,35 @@ export class Partition {
     const identityCounts = this.identities.length <= LIMITS.identity
       ? new Uint32Array(this.identities.length * OUTCOMES)
       : undefined
-    const tagCounts = this.tagNames.length <= LIMITS.tag ? new Uint32Array(this.tagNames.length * OUTCOMES) : undefined
+    const tags = this.tagNames.length
+    const tagCounts = tags <= LIMITS.tag ? new Uint32Array(tags * OUTCOMES) : undefined
+    const hourTagCounts = tags <= LIMITS.hourTag ? new Uint32Array(24 * tags * OUTCOMES) : undefined
     // The flat lists: a tag set's tags without a typed array of its own to reach (see `tagList`).
     const tagStart = this.tagStart.data
     const tagList = this.tagList.data
     for (const run of [this.main, this.lateRun()]) {
-      const [a, b] = run.rows(day * 24, day * 24 + 23)
-      for (let r = a; r < b; r++) {
-        const chunk = run.chunks[r >>> CHUNK_BITS]!
-        const i = r & CHUNK_MASK
-        const outcome = chunk.outcome[i]!
-        if (keyTotals !== undefined) keyTotals[chunk.key[i]!]!++
-        const identity = chunk.identity[i]!
-        if (identity !== 0 && identityCounts !== undefined) identityCounts[identity * OUTCOMES + outcome]!++
-        const tagset = chunk.tagset[i]!
-        if (tagset !== 0 && tagCounts !== undefined) {
-          for (let t = tagStart[tagset]!, end = tagStart[tagset + 1]!; t < end; t++) {
-            tagCounts[tagList[t]! * OUTCOMES + outcome]!++
+      for (let hour = 0; hour < 24; hour++) {
+        const [a, b] = run.rows(day * 24 + hour, day * 24 + hour)
+        const hourAt = hour * tags * OUTCOMES
+        for (let r = a; r < b; r++) {
+          const chunk = run.chunks[r >>> CHUNK_BITS]!
+          const i = r & CHUNK_MASK
+          const outcome = chunk.outcome[i]!
+          if (keyTotals !== undefined) keyTotals[chunk.key[i]!]!++
+          const identity = chunk.identity[i]!
+          if (identity !== 0 && identityCounts !== undefined) identityCounts[identity * OUTCOMES + outcome]!++
+          const tagset = chunk.tagset[i]!
+          if (tagset !== 0 && tagCounts !== undefined) {
+            for (let t = tagStart[tagset]!, end = tagStart[tagset + 1]!; t < end; t++) {
+              const at = tagList[t]! * OUTCOMES + outcome
+              tagCounts[at]!++
+              if (hourTagCounts !== undefined) hourTagCounts[hourAt + at]!++
+            }
           }
         }
       }
     }
-    return { keyTotals, identityCounts, tagCounts }
+    return { keyTotals, identityCounts, tagCounts, hourTagCounts }
   }
 
   /** The late rows as a sorted run (hour ascending, arrival order within an hour). */

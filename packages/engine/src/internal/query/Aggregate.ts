@@ -7,7 +7,8 @@
  * - key-filtered series: the keys' entries in the full chunks' key indexes (row and outcome), no
  *   column is read; only the last, unfilled chunk is scanned;
  * - whole days of top-N and per-tag queries, and of top keys (and their identities) by total per
- *   day or month: the day aggregates (see `DayIndex`);
+ *   day or month: the day aggregates (see `DayIndex`); per tag, also the hours of days not written
+ *   since they were computed (hour buckets included);
  * - `orderBy` + small `limit` over one dimension without a time unit (top N): counters for all
  *   groups, then rows only for the groups that can make the top N (for keys, a totals-only pass
  *   picks them and their counters come from the key indexes);

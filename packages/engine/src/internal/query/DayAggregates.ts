@@ -1,9 +1,11 @@
 /**
- * Whole days from the day aggregates (`DayIndex`), partial days at the window's edges from rows.
+ * Whole days from the day aggregates (`DayIndex`), partial days at the window's edges from rows
+ * (by tag, from the hourly tag counts of days not written since they were computed).
  */
 import type { AggregationResult } from "@keymeter/core/Aggregation"
 import { OUTCOMES } from "@keymeter/core/Aggregation"
 import * as Time from "@keymeter/core/Time"
+import type { DayIndex } from "../DayIndex.js"
 import { LIMITS } from "../DayIndex.js"
 import { MIXED_IDENTITIES } from "../Partition.js"
 import { U32List } from "../Run.js"
@@ -21,10 +23,56 @@ const edgesAndDays = (from: number, to: number) => {
 }
 
 /**
+ * Adds each tag set's counters in `setAcc` to its tags' in `tagAcc`, zeroing them. A function of
+ * its own, as `TopN`'s loops over every group are (inline, V8 ran it interpreted at times).
+ */
+const splitIntoTags = (setAcc: Uint32Array, tagAcc: Float64Array, tagsetTags: ReadonlyArray<Uint32Array>) => {
+  for (let g = 1; g < tagsetTags.length; g++) {
+    const at = g * OUTCOMES
+    if (!any(setAcc, at)) continue
+    const tags = tagsetTags[g]!
+    for (let t = 0; t < tags.length; t++) {
+      for (let o = 0; o < OUTCOMES; o++) tagAcc[tags[t]! * OUTCOMES + o]! += setAcc[at + o]!
+    }
+    clearCounters(setAcc, at)
+  }
+}
+
+/**
+ * Adds the counts per tag of hours [from, to] into `tagAcc`: each day's hours from its hourly tag
+ * counts when its aggregates are fresh (computed, and not written since), the other days' hours
+ * given to `scan`. A day cut by the window is not computed for it: its other hours need not be read.
+ */
+const addHours = (
+  days: DayIndex,
+  from: number,
+  to: number,
+  tagAcc: Float64Array,
+  scan: (from: number, to: number) => void
+) => {
+  for (let start = from; start <= to;) {
+    const day = Math.floor(start / 24)
+    const end = Math.min(to, day * 24 + 23)
+    const counts = days.fresh(day)?.hourTagCounts
+    if (counts === undefined) {
+      scan(start, end)
+    } else {
+      // A row per hour: the day's tags when it was computed.
+      const stride = counts.length / 24
+      for (let hour = start; hour <= end; hour++) {
+        const at = (hour - day * 24) * stride
+        for (let i = 0; i < stride; i++) tagAcc[i]! += counts[at + i]!
+      }
+    }
+    start = end + 1
+  }
+}
+
+/**
  * Whole days from the day index, partial days at the edges from rows: top keys by total (no time
  * unit, or per day or month bucket, with their identities or not), top identities by any counter,
- * counts per tag (no time unit, or day/month buckets). Undefined when the query is not one of these
- * or the index does not keep the dimension.
+ * counts per tag (no time unit, or hour, day or month buckets). Undefined when the query is not one
+ * of these or the index does not keep the dimension.
  */
 export const fromDayIndex = (context: QueryContext): AggregationResult | undefined => {
   const { dims, identityMask, keyMask, lo, hi, partition, plan, query, runs, tagsetMask } = context
@@ -93,11 +141,16 @@ export const fromDayIndex = (context: QueryContext): AggregationResult | undefin
     return rows.build(query, partition)
   }
 
+  const hourly = query.timeUnit === "hour"
   if (
     dims[0] === "tagset" && query.groupByTag === "tag" && keyMask === null && partition.tagNames.length <= LIMITS.tag &&
-    query.timeUnit !== "hour"
+    (!hourly || partition.tagNames.length <= LIMITS.hourTag)
   ) {
     const nTags = partition.tagNames.length
+    // By hour, a top N of thousands of (hour, tag) rows builds only those that can make it.
+    if (orderBy !== undefined && orderBy !== "time" && limit !== undefined && limit <= TOP_N_MAX) {
+      rows.keepTop(orderBy, limit, query.order)
+    }
     const tagAcc = new Float64Array(nTags * OUTCOMES)
     const setAcc = new Uint32Array(partition.tagsets.length * OUTCOMES)
     const scanSets = compile({
@@ -108,31 +161,34 @@ export const fromDayIndex = (context: QueryContext): AggregationResult | undefin
       source: "range"
     }) as RangeScan
     const setScratch = scratchOf(setAcc)
+    // Hours of days whose aggregates are fresh come from their hourly tag counts; the others' rows
+    // are counted by tag set, split into tags below.
+    let scanned = false
+    const scanHours = (from: number, to: number) => {
+      for (const run of runs) {
+        const [a, b] = run.rows(from, to)
+        scanSets(run.chunks, a, b, null, setScratch)
+      }
+      scanned = true
+    }
+    // By hour, the window's whole days are computed where stale (as by day), then read hour by hour.
+    const wholeDays = hourly ? edgesAndDays(lo, hi).days : undefined
+    if (wholeDays) days.between(wholeDays.from, wholeDays.to, compute)
     for (const bucket of plan) {
       tagAcc.fill(0)
-      const split = edgesAndDays(bucket.fromHour, bucket.toHour)
+      const split = hourly
+        ? { days: undefined, edges: [{ from: bucket.fromHour, to: bucket.toHour }] }
+        : edgesAndDays(bucket.fromHour, bucket.toHour)
       if (split.days) {
         for (const day of days.between(split.days.from, split.days.to, compute)) {
           const data = day.tagCounts!
           addInto(tagAcc, data, Math.min(nTags * OUTCOMES, data.length))
         }
       }
-      for (const { from, to } of split.edges) {
-        for (const run of runs) {
-          const [a, b] = run.rows(from, to)
-          scanSets(run.chunks, a, b, null, setScratch)
-        }
-      }
-      // Whole days only: no tag set was counted (an api may have thousands).
-      for (let g = 1; split.edges.length > 0 && g < partition.tagsets.length; g++) {
-        const at = g * OUTCOMES
-        if (!any(setAcc, at)) continue
-        const tags = partition.tagsetTags[g]!
-        for (let t = 0; t < tags.length; t++) {
-          for (let o = 0; o < OUTCOMES; o++) tagAcc[tags[t]! * OUTCOMES + o]! += setAcc[at + o]!
-        }
-        clearCounters(setAcc, at)
-      }
+      for (const { from, to } of split.edges) addHours(days, from, to, tagAcc, scanHours)
+      // Only when rows were read: an api may have thousands of tag sets.
+      if (scanned) splitIntoTags(setAcc, tagAcc, partition.tagsetTags)
+      scanned = false
       for (let tag = 0; tag < nTags; tag++) {
         const at = tag * OUTCOMES
         if (any(tagAcc, at)) rows.push(bucket.time, 0, 0, tag, tagAcc, at)

@@ -1,8 +1,9 @@
 /**
  * The behaviour every Storage adapter must share, as one suite: `conformance(name, layer)` runs it
  * against a fresh storage per test. Its data and helpers are exported for adapter-specific suites.
- * The tests live by port: VerificationStoreConformance, RatelimitStoreConformance, CatalogConformance, and ServicesConformance
- * for core's services over both halves; what they share is in ConformanceFixture.
+ * The tests live by port: VerificationStoreConformance (its receipts in ReceiptConformance),
+ * RatelimitStoreConformance, CatalogConformance (its overrides and keys in OverrideCatalogConformance
+ * and KeyCatalogConformance), and ServicesConformance for core's services over both halves; what they share is in ConformanceFixture.
  */
 import { describe } from "@effect/vitest"
 import type { Storage } from "@keymeter/core/Storage"
@@ -13,6 +14,7 @@ import { makeSuite } from "./ConformanceFixture.js"
 import * as KeyCatalogConformance from "./KeyCatalogConformance.js"
 import * as OverrideCatalogConformance from "./OverrideCatalogConformance.js"
 import * as RatelimitStoreConformance from "./RatelimitStoreConformance.js"
+import * as ReceiptConformance from "./ReceiptConformance.js"
 import * as ServicesConformance from "./ServicesConformance.js"
 import * as VerificationStoreConformance from "./VerificationStoreConformance.js"
 
@@ -28,6 +30,7 @@ export const conformance = (
 
   describe.skipIf(options.skip !== undefined)(`Storage conformance: ${name}`, () => {
     VerificationStoreConformance.tests(suite)
+    ReceiptConformance.tests(suite)
     RatelimitStoreConformance.tests(suite)
     CatalogConformance.tests(suite)
     OverrideCatalogConformance.tests(suite)

@@ -1,7 +1,7 @@
 /**
  * DayIndex: the cache of per-day aggregates the day-index path sums. Against a model of random
  * writes (`touch`) and reads (`between`): a read gives every day as of its last write, computing
- * exactly the days never computed or written since they were.
+ * exactly the days never computed or written since they were; `fresh` gives exactly the others.
  */
 import { describe, expect, it } from "@effect/vitest"
 import * as FastCheck from "effect/FastCheck"
@@ -33,12 +33,22 @@ describe("DayIndex", () => {
           const computed: Array<number> = []
           const days = index.between(from, to, (day): Day => {
             computed.push(day)
-            return { keyTotals: Uint32Array.of(writes.get(day) ?? 0), identityCounts: undefined, tagCounts: undefined }
+            return {
+              keyTotals: Uint32Array.of(writes.get(day) ?? 0),
+              identityCounts: undefined,
+              tagCounts: undefined,
+              hourTagCounts: undefined
+            }
           })
           const all = Array.from({ length: to - from + 1 }, (_, i) => from + i)
           expect(computed).toEqual(all.filter((day) => cached.get(day) !== (writes.get(day) ?? 0)))
           expect(days.map((day) => day.keyTotals![0])).toEqual(all.map((day) => writes.get(day) ?? 0))
           for (const day of all) cached.set(day, writes.get(day) ?? 0)
+          // Fresh: computed, and not written since; the others are not given.
+          for (let day = 0; day <= 6; day++) {
+            const fresh = cached.get(day) === (writes.get(day) ?? 0) && cached.has(day)
+            expect(index.fresh(day)?.keyTotals![0]).toEqual(fresh ? cached.get(day) : undefined)
+          }
         }
       }),
       { seed: 71, numRuns: 2000 }

@@ -58,7 +58,8 @@ const addHours = (
       scan(start, end)
     } else {
       // A row per hour: the day's tags when it was computed.
-      const stride = counts.length / 24
+      // An integer to V8 (a division alone is a double), so the indexes below are too.
+      const stride = (counts.length / 24) | 0
       for (let hour = start; hour <= end; hour++) {
         const at = (hour - day * 24) * stride
         for (let i = 0; i < stride; i++) tagAcc[i]! += counts[at + i]!
@@ -152,22 +153,20 @@ export const fromDayIndex = (context: QueryContext): AggregationResult | undefin
       rows.keepTop(orderBy, limit, query.order)
     }
     const tagAcc = new Float64Array(nTags * OUTCOMES)
-    const setAcc = new Uint32Array(partition.tagsets.length * OUTCOMES)
-    const scanSets = compile({
-      ...noFilter,
-      group: "tagset",
-      track: false,
-      counting: "outcomes",
-      source: "range"
-    }) as RangeScan
-    const setScratch = scratchOf(setAcc)
     // Hours of days whose aggregates are fresh come from their hourly tag counts; the others' rows
-    // are counted by tag set, split into tags below.
+    // are counted by tag set, split into tags below. The loop and its counters (nine per tag set:
+    // 150 KB zeroed for 4,300 sets) are made at the first such hour, as most windows need none.
+    let sets: { readonly acc: Uint32Array; readonly scratch: Scratch; readonly scan: RangeScan } | undefined
     let scanned = false
     const scanHours = (from: number, to: number) => {
+      if (sets === undefined) {
+        const acc = new Uint32Array(partition.tagsets.length * OUTCOMES)
+        const scan = compile({ ...noFilter, group: "tagset", track: false, counting: "outcomes", source: "range" })
+        sets = { acc, scratch: scratchOf(acc), scan: scan as RangeScan }
+      }
       for (const run of runs) {
         const [a, b] = run.rows(from, to)
-        scanSets(run.chunks, a, b, null, setScratch)
+        sets.scan(run.chunks, a, b, null, sets.scratch)
       }
       scanned = true
     }
@@ -187,7 +186,7 @@ export const fromDayIndex = (context: QueryContext): AggregationResult | undefin
       }
       for (const { from, to } of split.edges) addHours(days, from, to, tagAcc, scanHours)
       // Only when rows were read: an api may have thousands of tag sets.
-      if (scanned) splitIntoTags(setAcc, tagAcc, partition.tagsetTags)
+      if (scanned) splitIntoTags(sets!.acc, tagAcc, partition.tagsetTags)
       scanned = false
       for (let tag = 0; tag < nTags; tag++) {
         const at = tag * OUTCOMES

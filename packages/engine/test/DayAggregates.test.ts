@@ -256,6 +256,40 @@ describe("DayAggregates", () => {
     }
   })
 
+  it("keeps an hour's tag counts past 65,535 (32 bits when an hour holds that many rows)", () => {
+    const h0 = BASE / HOUR
+    // 70,000 valid events tagged "a" in hour 3 of day 0, and one in day 1 to close day 0; small
+    // hours (day 1's) are kept in 16 bits.
+    const events: Array<Event> = Array.from({ length: 70_001 }, (_, i) =>
+      Verification.make({
+        time: i < 70_000 ? BASE + 3 * HOUR + (i % 1000) : BASE + 30 * HOUR,
+        workspaceId: WS,
+        apiId: API,
+        keyId: KEYS[i % 3]!,
+        tags: ["a"],
+        outcome: "valid"
+      }))
+    const engine = new Engine()
+    engine.append(events)
+    engine.append([{ ...events[70_000]!, time: BASE + 50 * HOUR }])
+    const all = [...events, { ...events[70_000]!, time: BASE + 50 * HOUR }]
+    const rows = vi.spyOn(Run.prototype, "rows")
+    try {
+      // Against the reference: hour 3 counts 70,000 (16 bits would have kept 4,464).
+      const trace = check(engine, all, {
+        apiId: API,
+        start: BASE + 2 * HOUR,
+        end: BASE + 30 * HOUR,
+        groupBy: ["tag", "hour"]
+      })
+      expect(trace.path).toBe("dayIndex")
+      // Days 0 and 1 are computed: no row of theirs is read.
+      expect(rows.mock.calls.filter(([from]) => from - h0 < 48)).toEqual([])
+    } finally {
+      rows.mockRestore()
+    }
+  })
+
   it("ranks keys by total over 140,000 rows, counting the contenders from the key indexes and the late run", () => {
     const { events, hours } = bigHistory(7, { trickle: true })
     const engine = bigEngine(hours)

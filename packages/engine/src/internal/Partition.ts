@@ -3,11 +3,11 @@
  * (sorted by hour, appended in order), per-key posting lists over it, and a late run for events
  * older than the main run's last hour.
  */
-import { columnOrder, OUTCOMES } from "@keymeter/core/Aggregation"
+import { columnOrder } from "@keymeter/core/Aggregation"
 import type { Identity, Verification } from "@keymeter/core/Verification"
 import { OutcomeIndex } from "@keymeter/core/Verification"
 import type { Day } from "./DayIndex.js"
-import { DayIndex, LIMITS } from "./DayIndex.js"
+import { DayIndex } from "./DayIndex.js"
 import { DictionaryOrder } from "./DictionaryOrder.js"
 import * as KeyIndex from "./KeyIndex.js"
 import { LateRows } from "./LateRows.js"
@@ -313,41 +313,9 @@ export class Partition {
     }
   }
 
-  /** Aggregates of one day, from its rows in both runs. */
+  /** Aggregates of one day, from its rows in both runs (see `DayIndex.compute`). */
   computeDay(day: number): Day {
-    const keyTotals = this.keyIds.length <= LIMITS.key ? new Uint32Array(this.keyIds.length) : undefined
-    const identityCounts = this.identities.length <= LIMITS.identity
-      ? new Uint32Array(this.identities.length * OUTCOMES)
-      : undefined
-    const tags = this.tagNames.length
-    const tagCounts = tags <= LIMITS.tag ? new Uint32Array(tags * OUTCOMES) : undefined
-    const hourTagCounts = tags <= LIMITS.hourTag ? new Uint32Array(24 * tags * OUTCOMES) : undefined
-    // The flat lists: a tag set's tags without a typed array of its own to reach (see `tagList`).
-    const tagStart = this.tagStart.data
-    const tagList = this.tagList.data
-    for (const run of [this.main, this.lateRun()]) {
-      for (let hour = 0; hour < 24; hour++) {
-        const [a, b] = run.rows(day * 24 + hour, day * 24 + hour)
-        const hourAt = hour * tags * OUTCOMES
-        for (let r = a; r < b; r++) {
-          const chunk = run.chunks[r >>> CHUNK_BITS]!
-          const i = r & CHUNK_MASK
-          const outcome = chunk.outcome[i]!
-          if (keyTotals !== undefined) keyTotals[chunk.key[i]!]!++
-          const identity = chunk.identity[i]!
-          if (identity !== 0 && identityCounts !== undefined) identityCounts[identity * OUTCOMES + outcome]!++
-          const tagset = chunk.tagset[i]!
-          if (tagset !== 0 && tagCounts !== undefined) {
-            for (let t = tagStart[tagset]!, end = tagStart[tagset + 1]!; t < end; t++) {
-              const at = tagList[t]! * OUTCOMES + outcome
-              tagCounts[at]!++
-              if (hourTagCounts !== undefined) hourTagCounts[hourAt + at]!++
-            }
-          }
-        }
-      }
-    }
-    return { keyTotals, identityCounts, tagCounts, hourTagCounts }
+    return this.days.compute(this, day)
   }
 
   /** The late rows as a sorted run (hour ascending, arrival order within an hour). */

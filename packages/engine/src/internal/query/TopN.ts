@@ -5,12 +5,11 @@
 import type { AggregationResult } from "@keymeter/core/Aggregation"
 import { OUTCOMES } from "@keymeter/core/Aggregation"
 import { BestValues } from "./BestValues.js"
-import type { RangeScan, Scratch } from "./Compile.js"
-import { any, clearCounters, compile, counterValue, DENSE_GROUPS_MAX, makeScratch, TOP_N_MAX } from "./Compile.js"
+import type { RangeScan } from "./Compile.js"
+import { any, compile, counterValue, DENSE_GROUPS_MAX, makeScratch, TOP_N_MAX } from "./Compile.js"
 import { countKeysHours, keyRowsEstimate } from "./KeyRows.js"
 import type { QueryContext } from "./QueryContext.js"
 import { Rows } from "./Rows.js"
-import { keepCounters, keepTracking, trackingFor, zeroedCounters } from "./Spare.js"
 
 /*
  * A top N's candidates, found by loops over every group (up to a million) in functions of their
@@ -133,40 +132,11 @@ export const topN = (context: QueryContext): AggregationResult | undefined => {
   }
 
   // Other dimensions (and other orders): every group's counters, rows only for the contenders.
-  // Over fewer rows than groups, the groups counted are tracked and only those visited (a window
-  // of a few hours read 140 rows, then visited 10,000 keys' counters).
-  let scanned = 0
-  for (const run of runs) {
-    const [a, b] = run.rows(lo, hi)
-    scanned += b - a
-  }
-  const track = scanned < 2 * groups
-  const scratch = makeScratch(
-    zeroedCounters(groups * OUTCOMES),
-    { keyMask, tagsetMask, identityMask },
-    track ? trackingFor(groups) : undefined
-  )
-  const count = compile({ ...base, track, counting: "outcomes" }) as RangeScan
+  const scratch = makeScratch(new Uint32Array(groups * OUTCOMES), { keyMask, tagsetMask, identityMask })
+  const count = compile({ ...base, counting: "outcomes" }) as RangeScan
   for (const run of runs) {
     const [a, b] = run.rows(lo, hi)
     count(run.chunks, a, b, null, scratch)
   }
-  const acc = scratch.acc
-  const candidates = track ? touchedGroups(scratch) : counted(acc, 0, groups)
-  const answer = ranked(acc, candidates)
-  // Zero again for the next query: the counters are a spare's.
-  for (const g of candidates) clearCounters(acc, g * OUTCOMES)
-  keepCounters(acc)
-  if (track) {
-    scratch.nt = 0
-    scratch.epoch++
-    keepTracking(scratch)
-  }
-  return answer
-}
-
-/** The groups a tracked scan counted, in ascending order (as {@link counted} gives them). */
-const touchedGroups = (scratch: Scratch): Array<number> => {
-  const out = Array.from(scratch.touched.subarray(0, scratch.nt))
-  return out.sort((a, b) => a - b)
+  return ranked(scratch.acc, counted(scratch.acc, 0, groups))
 }

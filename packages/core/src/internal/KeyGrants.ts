@@ -16,6 +16,10 @@ import * as Span from "./Span.js"
 
 type Access = Effect.Effect.Success<typeof KeyAccess.make>
 
+/** What a key holds after `op` with `named`: those added (once each), `named` alone, or those left. */
+const changed = (op: "add" | "set" | "remove", held: ReadonlyArray<string>, named: ReadonlyArray<string>) =>
+  op === "set" ? named : op === "add" ? [...new Set([...held, ...named])] : held.filter((x) => !named.includes(x))
+
 /** What a change asks of each permission or role it names: given, replaced by, or taken. */
 const allowedFor = (op: "add" | "set" | "remove", add: ReadonlyArray<string>, remove: ReadonlyArray<string>) =>
   op === "add" ? add : op === "remove" ? remove : [...add, ...remove]
@@ -46,11 +50,7 @@ export const make = (access: Access) =>
           ? request.permissions.map(({ create: _, ...ref }) => ref)
           : request.permissions
         const slugs = (yield* rbac.resolvePermissions(principal, named, "permissions")).map((p) => p.slug)
-        const next = op === "set"
-          ? slugs
-          : op === "add"
-          ? [...new Set([...key.permissions, ...slugs])]
-          : key.permissions.filter((slug) => !slugs.includes(slug))
+        const next = changed(op, key.permissions, slugs)
         yield* replace(key, { permissions: next }, yield* Clock.currentTimeMillis)
         const held = next.length === 0 ? [] : yield* catalog.findPermissions(principal.workspaceId, next)
         return next.flatMap((slug) => {
@@ -72,12 +72,7 @@ export const make = (access: Access) =>
         const named = op === "remove" ? request.roles.map(({ create: _, ...ref }) => ref) : request.roles
         const roles = yield* rbac.resolveRoles(principal, named, "roles")
         const ids = roles.map((r) => r.id)
-        const held = key.roles ?? []
-        const next = op === "set"
-          ? ids
-          : op === "add"
-          ? [...new Set([...held, ...ids])]
-          : held.filter((id) => !ids.includes(id))
+        const next = changed(op, key.roles ?? [], ids)
         yield* replace(key, { roles: next }, yield* Clock.currentTimeMillis)
         if (next.length === 0) return []
         const all = yield* catalog.listRoles(principal.workspaceId)

@@ -2,10 +2,10 @@
  * Per-day aggregates of one partition: a total per key, and nine counters per identity and per
  * single tag (per hour of the day too, while the partition has few tags). Sums over whole days
  * answer top-N and per-tag queries without reading rows; partial days at a window's edges are
- * scanned (or, by tag, read from the hourly counts). A day's aggregates are computed once when it closes (the
- * partition's first event of a later day); keeping them up to date per event cost more than the
- * rest of ingest, so a write to a day only marks it stale, and the next query that needs a stale
- * day recomputes it with one scan of its rows.
+ * scanned (or, by tag, read from the hourly counts). A day's aggregates are computed once when it
+ * closes (the partition's first event of a later day); keeping them up to date per event cost more
+ * than the rest of ingest, so a write to a day only marks it stale, and the next query that needs
+ * a stale day recomputes it with one scan of its rows.
  */
 
 import { OUTCOMES } from "@keymeter/core/Aggregation"
@@ -98,7 +98,7 @@ export class DayIndex {
       hourTagCounts: hourTagCounts === undefined
         ? undefined
         : busiestHour < 32_768
-        ? Uint16Array.from(hourTagCounts)
+        ? new Uint16Array(hourTagCounts)
         : hourTagCounts.slice()
     }
   }

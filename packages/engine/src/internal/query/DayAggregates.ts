@@ -175,16 +175,18 @@ export const fromDayIndex = (context: QueryContext): AggregationResult | undefin
     if (wholeDays) days.between(wholeDays.from, wholeDays.to, compute)
     for (const bucket of plan) {
       tagAcc.fill(0)
-      const split = hourly
-        ? { days: undefined, edges: [{ from: bucket.fromHour, to: bucket.toHour }] }
-        : edgesAndDays(bucket.fromHour, bucket.toHour)
-      if (split.days) {
-        for (const day of days.between(split.days.from, split.days.to, compute)) {
-          const data = day.tagCounts!
-          addInto(tagAcc, data, Math.min(nTags * OUTCOMES, data.length))
+      if (hourly) {
+        addHours(days, bucket.fromHour, bucket.toHour, tagAcc, scanHours)
+      } else {
+        const split = edgesAndDays(bucket.fromHour, bucket.toHour)
+        if (split.days) {
+          for (const day of days.between(split.days.from, split.days.to, compute)) {
+            const data = day.tagCounts!
+            addInto(tagAcc, data, Math.min(nTags * OUTCOMES, data.length))
+          }
         }
+        for (const { from, to } of split.edges) addHours(days, from, to, tagAcc, scanHours)
       }
-      for (const { from, to } of split.edges) addHours(days, from, to, tagAcc, scanHours)
       // Only when rows were read: an api may have thousands of tag sets.
       if (scanned) splitIntoTags(sets!.acc, tagAcc, partition.tagsetTags)
       scanned = false

@@ -7,7 +7,7 @@ import { Outcomes } from "../Verification.js"
 
 const OUTCOMES = Outcomes.length
 
-type Build = (rows: AggregationResult, order: ArrayLike<number>) => Array<Datapoint>
+type Build = (rows: AggregationResult, order: ArrayLike<number>, out: Array<Datapoint>) => Array<Datapoint>
 
 const builders = new Map<string, Build>()
 
@@ -16,7 +16,10 @@ const builders = new Map<string, Build>()
  * literal gives every datapoint of an answer the same shape (faster to build and to serialise than
  * properties added one by one). Field order is the wire's. The loop is in the compiled function,
  * its columns read once: called once a row, a maker cost 130-200 ns a datapoint against ~40 (30,000
- * datapoints, each call reading the columns of rows of several shapes).
+ * datapoints, each call reading the columns of rows of several shapes). The answer's array is made
+ * here, outside the compiled loop: V8's optimized code allocates `new Array(n)` inline only below
+ * ~16,000 elements and is thrown away at the first larger answer, whose datapoints were then built
+ * by the interpreter (a 30,000-datapoint answer built in 13-30 ms on first sight, 4-9 repeated).
  */
 export const datapoints = (rows: AggregationResult, order: ArrayLike<number>): Array<Datapoint> => {
   const columns = (["time", "keyId", "identity", "tag", "tags"] as const).filter((c) => rows[c] !== undefined)
@@ -29,11 +32,11 @@ export const datapoints = (rows: AggregationResult, order: ArrayLike<number>): A
     build = new Function(
       "rows",
       "order",
+      "out",
       `"use strict";
       const c = rows.counts;
       ${columns.map((c) => `const column_${c} = rows.${c};`).join(" ")}
       const n = order.length;
-      const out = new Array(n);
       for (let i = 0; i < n; i++) {
         const row = order[i], b = row * ${OUTCOMES};
         ${Outcomes.map((_, o) => `const c${o} = c[b + ${o}];`).join(" ")}
@@ -46,5 +49,5 @@ export const datapoints = (rows: AggregationResult, order: ArrayLike<number>): A
     ) as Build
     builders.set(id, build)
   }
-  return build(rows, order)
+  return build(rows, order, new Array(order.length))
 }

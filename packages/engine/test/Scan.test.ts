@@ -46,7 +46,9 @@ import {
 const variant = (input: Input, trace: Trace): string => {
   const shape = trace.shapes[0]!
   if (shape.group === "map") {
-    return `composite ${shape.mapped!.dense ? "dense" : "hash table"}${shape.mapped!.perTag ? " per tag" : ""}`
+    return `composite ${shape.mapped!.dense ? "dense" : "hash table"}${shape.mapped!.perTag ? " per tag" : ""}${
+      shape.track ? " tracked" : ""
+    }`
   }
   const name = shape.group === "none"
     ? "one group"
@@ -66,6 +68,8 @@ describe("Scan", () => {
     expect(taken.names()).toEqual([
       "composite dense",
       "composite dense per tag",
+      "composite dense per tag tracked",
+      "composite dense tracked",
       "identity",
       "identity tracked",
       "key",

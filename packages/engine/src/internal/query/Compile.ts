@@ -116,7 +116,7 @@ export const compile = (shape: Shape): RangeScan | PostingScan => {
         ...(dims.includes("tagset") ? [tag] : [])
       ]
       body.push(`const g = ${terms.join(" + ")};`)
-      body.push("if (seen[g] !== epoch) { seen[g] = epoch; touched[nt++] = g; }")
+      if (shape.track) body.push("if (seen[g] !== epoch) { seen[g] = epoch; touched[nt++] = g; }")
       body.push(count(shape, "g"))
     } else {
       const code = (dim: Dim, column: string) => dims.includes(dim) ? column : "0"
@@ -126,7 +126,7 @@ export const compile = (shape: Shape): RangeScan | PostingScan => {
       )
     }
     if (perTag) {
-      const inner = body.splice(body.length - (dense ? 3 : 1))
+      const inner = body.splice(body.length - (dense ? (shape.track ? 3 : 2) : 1))
       body.push(`for (let j = tagStart[T[i]], e = tagStart[T[i] + 1]; j < e; j++) { ${inner.join(" ")} }`)
     }
   } else {

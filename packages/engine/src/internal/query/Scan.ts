@@ -88,21 +88,25 @@ const harvestTable = (
 }
 
 /**
- * Dense composite groups: the touched ones, each decoded from its number, then zeroed. With
- * `keyIdentity`, each one's identity is its key's.
+ * Dense composite groups: those with counts (the touched ones when `track`), each decoded from its
+ * number, then zeroed. With `keyIdentity`, each one's identity is its key's.
  */
 const harvestDense = (
   rows: Rows,
   time: number | undefined,
   scratch: Scratch,
+  groups: number,
+  track: boolean,
   byKey: boolean,
   byIdentity: boolean,
   keyIdentity: Partition | undefined
 ): void => {
   const { acc, credits, identityStride, keyStride, touched } = scratch
-  for (let n = 0; n < scratch.nt; n++) {
-    const g = touched[n]!
+  const count = track ? scratch.nt : groups
+  for (let n = 0; n < count; n++) {
+    const g = track ? touched[n]! : n
     const at = g * OUTCOMES
+    if (!track && !any(acc, at)) continue
     const key = Math.floor(g / keyStride)
     const rest = g - key * keyStride
     const identity = Math.floor(rest / identityStride)
@@ -118,8 +122,10 @@ const harvestDense = (
     clearCounters(acc, at)
     if (credits !== null) clearCounters(credits, at)
   }
-  scratch.nt = 0
-  scratch.epoch++
+  if (track) {
+    scratch.nt = 0
+    scratch.epoch++
+  }
 }
 
 /**
@@ -236,8 +242,9 @@ export const scan = (context: QueryContext): AggregationResult => {
   }
   // Groups are tracked (each marked when first counted, and only those harvested) across buckets,
   // and in one bucket when they outnumber the rows read: untracked, a harvest visits every group,
-  // 10,000 keys for the few rows of a key filter or of a short window.
-  const track = (group !== "none" && group !== "map" && (plan.length > 1 || scanned < 2 * groups)) || denseMap
+  // 10,000 keys for the few rows of a key filter or of a short window. Dense composite groups
+  // likewise: one bucket of many rows is harvested by visiting its groups, not marked row by row.
+  const track = group !== "none" && (group !== "map" || denseMap) && (plan.length > 1 || scanned < 2 * groups)
   // Tag sets grouped alone are split into single tags in the harvest, on integer codes.
   const perTag = group === "tagset" && query.groupByTag === "tag"
   const sumsCredits = query.sumCredits === true
@@ -294,7 +301,7 @@ export const scan = (context: QueryContext): AggregationResult => {
     group !== "map"
       ? harvestGroups(rows, time, scratch, group, groups, track, partition.tagsetTags, tagAcc, tagCredits, keyIdentity)
       : denseMap
-      ? harvestDense(rows, time, scratch, query.groupByKey, query.groupByIdentity, keyIdentity)
+      ? harvestDense(rows, time, scratch, groups, track, query.groupByKey, query.groupByIdentity, keyIdentity)
       : harvestTable(rows, time, scratch.table!, keyIdentity)
 
   for (const bucket of plan) {

@@ -156,7 +156,7 @@ export class Rows {
 
 /**
  * Copies the nine counters at `from[at ..]` to `to[into ..]`. Written out: the loop took a third
- * more of a row's push (30,000 rows pushed in 1.34 ms against 1.00).
+ * more of a row's push (30,000 rows pushed in 1.57 ms against 1.05).
  */
 const copyCounters = (to: Float64Array, into: number, from: ArrayLike<number>, at: number): void => {
   to[into] = from[at]!

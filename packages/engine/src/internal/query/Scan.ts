@@ -241,7 +241,7 @@ export const scan = (context: QueryContext): AggregationResult => {
     if (usePostings) scanned += estimate - (b - a)
   }
   // Groups are tracked (each marked when first counted, and only those harvested) across buckets,
-  // and in one bucket when they outnumber the rows read: untracked, a harvest visits every group,
+  // and in one bucket when they outnumber half the rows read: untracked, a harvest visits every group,
   // 10,000 keys for the few rows of a key filter or of a short window. Dense composite groups
   // likewise: one bucket of many rows is harvested by visiting its groups, not marked row by row.
   const track = group !== "none" && (group !== "map" || denseMap) && (plan.length > 1 || scanned < 2 * groups)

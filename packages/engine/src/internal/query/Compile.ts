@@ -109,30 +109,33 @@ export const compile = (shape: Shape): RangeScan | PostingScan => {
   if (shape.group === "map") {
     const { dense, dims, perTag } = shape.mapped!
     const tag = perTag ? "TL[j]" : "T[i]"
+    // The statements counting into one group: once a row, or once for each of its tag set's tags.
+    const counting: Array<string> = []
     if (dense) {
       const terms = [
         ...(dims.includes("key") ? ["K[i] * keyStride"] : []),
         ...(dims.includes("identity") ? ["I[i] * identityStride"] : []),
         ...(dims.includes("tagset") ? [tag] : [])
       ]
-      body.push(`const g = ${terms.join(" + ")};`)
-      if (shape.track) body.push("if (seen[g] !== epoch) { seen[g] = epoch; touched[nt++] = g; }")
-      body.push(count(shape, "g"))
+      counting.push(`const g = ${terms.join(" + ")};`)
+      if (shape.track) counting.push(MARK)
+      counting.push(count(shape, "g"))
     } else {
       const code = (dim: Dim, column: string) => dims.includes(dim) ? column : "0"
       const credits = shape.credits === true ? ", C[i]" : ""
-      body.push(
+      counting.push(
         `table.add(${code("key", "K[i]")}, ${code("identity", "I[i]")}, ${code("tagset", tag)}, O[i]${credits});`
       )
     }
-    if (perTag) {
-      const inner = body.splice(body.length - (dense ? (shape.track ? 3 : 2) : 1))
-      body.push(`for (let j = tagStart[T[i]], e = tagStart[T[i] + 1]; j < e; j++) { ${inner.join(" ")} }`)
-    }
+    body.push(
+      perTag
+        ? `for (let j = tagStart[T[i]], e = tagStart[T[i] + 1]; j < e; j++) { ${counting.join(" ")} }`
+        : counting.join(" ")
+    )
   } else {
     const column = { none: "0", key: "K[i]", identity: "I[i]", tagset: "T[i]" }[shape.group]
     body.push(`const g = ${column};`)
-    if (shape.track) body.push("if (seen[g] !== epoch) { seen[g] = epoch; touched[nt++] = g; }")
+    if (shape.track) body.push(MARK)
     body.push(shape.counting === "totals" ? "acc[g]++;" : count(shape, "g"))
   }
   const code = body.join(" ")
@@ -167,6 +170,9 @@ export const compile = (shape: Shape): RangeScan | PostingScan => {
   cache.set(id, fn)
   return fn
 }
+
+/** The statement marking group `g` as counted in this bucket, the first time (tracked shapes). */
+const MARK = "if (seen[g] !== epoch) { seen[g] = epoch; touched[nt++] = g; }"
 
 /** The statement counting a row into group `g` (and its credits, when the shape sums them). */
 const count = (shape: Shape, g: string): string =>
@@ -254,6 +260,22 @@ export const clearCounters = (counts: Uint32Array | Float64Array, at: number): v
   counts[at + 6] = 0
   counts[at + 7] = 0
   counts[at + 8] = 0
+}
+
+/**
+ * Copies the nine counters at `from[at ..]` to `to[into ..]`. Written out: the loop took half as
+ * long again in a row's push (30,000 rows pushed in 1.57 ms against 1.05).
+ */
+export const copyCounters = (to: Float64Array, into: number, from: ArrayLike<number>, at: number): void => {
+  to[into] = from[at]!
+  to[into + 1] = from[at + 1]!
+  to[into + 2] = from[at + 2]!
+  to[into + 3] = from[at + 3]!
+  to[into + 4] = from[at + 4]!
+  to[into + 5] = from[at + 5]!
+  to[into + 6] = from[at + 6]!
+  to[into + 7] = from[at + 7]!
+  to[into + 8] = from[at + 8]!
 }
 
 /** True when any of the nine counters at `counts[at ..]` is not zero. */

@@ -7,7 +7,7 @@ import type { Ranks } from "../DictionaryOrder.js"
 import type { Partition } from "../Partition.js"
 import { U32List } from "../Run.js"
 import { BestValues } from "./BestValues.js"
-import { counterValue } from "./Compile.js"
+import { copyCounters, counterValue } from "./Compile.js"
 import { Spare } from "./Spare.js"
 
 /** Counters of no row: the first row's push takes the spare (below). */
@@ -103,7 +103,7 @@ export class Rows {
     if (this.credits !== undefined) {
       // Grown on its own: the counters may have started in a larger spare.
       if ((row + 1) * OUTCOMES > this.credits.length) this.credits = roomFor(this.credits)
-      for (let o = 0; o < OUTCOMES; o++) this.credits[row * OUTCOMES + o] = credits![at + o]!
+      copyCounters(this.credits, row * OUTCOMES, credits!, at)
     }
   }
 
@@ -152,22 +152,6 @@ export class Rows {
         : undefined
     }
   }
-}
-
-/**
- * Copies the nine counters at `from[at ..]` to `to[into ..]`. Written out: the loop took a third
- * more of a row's push (30,000 rows pushed in 1.57 ms against 1.05).
- */
-const copyCounters = (to: Float64Array, into: number, from: ArrayLike<number>, at: number): void => {
-  to[into] = from[at]!
-  to[into + 1] = from[at + 1]!
-  to[into + 2] = from[at + 2]!
-  to[into + 3] = from[at + 3]!
-  to[into + 4] = from[at + 4]!
-  to[into + 5] = from[at + 5]!
-  to[into + 6] = from[at + 6]!
-  to[into + 7] = from[at + 7]!
-  to[into + 8] = from[at + 8]!
 }
 
 /**
